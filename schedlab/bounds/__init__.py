@@ -1,0 +1,118 @@
+"""Lower bounds on the optimal total latency, behind one :func:`lower_bound`.
+
+Each bound is a function ``fn(instance, *, time_limit) -> Bound`` in the plain dict
+:data:`BOUNDS`; ``method="best"`` takes the largest valid value among those registered
+with ``in_best=True``. Every bound's validity is proven in ``proofs/``.
+
+``trivial``
+    ``sum_i o_i``: request ``i`` is active for ``o_i`` rounds, so ``C_i - a_i >= o_i``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from schedlab.errors import UnknownNameError
+from schedlab.instance import Instance
+
+__all__ = ["BOUNDS", "Bound", "BoundFn", "lower_bound", "register_bound"]
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A lower bound on the optimum of an instance.
+
+    Attributes
+    ----------
+    value
+        The bound (total latency, in rounds).
+    method
+        Registry name of the method that produced it.
+    status
+        ``"proven"`` when the method ran to completion, ``"time_limit"`` when it was
+        stopped early (the value is still valid, only weaker).
+    runtime
+        Wall seconds.
+    stats
+        Method details (iterations, LP size, per-method values for ``best``).
+    """
+
+    value: float
+    method: str
+    status: str = "proven"
+    runtime: float = 0.0
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+class BoundFn(Protocol):
+    def __call__(self, instance: Instance, *, time_limit: float | None) -> Bound: ...
+
+
+#: name -> (bound function, whether ``best`` uses it)
+BOUNDS: dict[str, tuple[BoundFn, bool]] = {}
+
+
+def register_bound(name: str, *, in_best: bool = True) -> Callable[[BoundFn], BoundFn]:
+    """Decorator that registers a bound function under ``name``."""
+
+    def decorate(fn: BoundFn) -> BoundFn:
+        if name in BOUNDS:
+            raise ValueError(f"bound {name!r} is registered twice")
+        BOUNDS[name] = (fn, in_best)
+        return fn
+
+    return decorate
+
+
+@register_bound("trivial")
+def trivial_bound(instance: Instance, *, time_limit: float | None = None) -> Bound:
+    """``sum_i o_i``: no request completes sooner than ``o_i`` rounds after release."""
+    return Bound(float(instance.output.sum()), "trivial")
+
+
+def lower_bound(
+    instance: Instance, method: str = "best", time_limit: float | None = None
+) -> Bound:
+    """A valid lower bound on the optimal total latency of ``instance``.
+
+    Parameters
+    ----------
+    method
+        A name in :data:`BOUNDS`, or ``"best"``: the largest of the bounds registered
+        for it, run one after another within ``time_limit`` overall.
+    time_limit
+        Wall seconds for the whole call (``None``: no limit).
+    """
+    _load_builtin()
+    if method != "best":
+        if method not in BOUNDS:
+            raise UnknownNameError("bound", method, [*BOUNDS, "best"])
+        return BOUNDS[method][0](instance, time_limit=time_limit)
+    start = time.perf_counter()
+    values: dict[str, float] = {}
+    best: Bound | None = None
+    for name, (fn, in_best) in BOUNDS.items():
+        if not in_best:
+            continue
+        left = None if time_limit is None else time_limit - (time.perf_counter() - start)
+        if left is not None and left <= 0 and best is not None:
+            break
+        bound = fn(instance, time_limit=left)
+        values[name] = bound.value
+        if best is None or bound.value > best.value:
+            best = bound
+    assert best is not None  # "trivial" is always registered
+    return Bound(
+        best.value,
+        best.method,
+        best.status,
+        time.perf_counter() - start,
+        {**best.stats, "values": values},
+    )
+
+
+def _load_builtin() -> None:
+    """Import the modules that register the built-in bounds (idempotent)."""

@@ -1,0 +1,213 @@
+"""Problem data of the offline memory-constrained batching model (DESIGN section 1).
+
+An :class:`Instance` is a KV-cache budget ``M`` (tokens) and requests ``i = 0..n-1``,
+each a :class:`Request` with prompt length ``s_i >= 0``, output length ``o_i >= 1``
+and release round ``a_i >= 0``. Request ``i`` started in round ``p_i`` is active in
+rounds ``p_i .. p_i + o_i - 1`` and holds ``s_i + k`` tokens in its k-th active round,
+so its peak is ``s_i + o_i``; a request with ``s_i + o_i > M`` can never run and makes
+the instance infeasible (:class:`~schedlab.errors.InfeasibleInstanceError`).
+
+Sources: Jaillet et al., arXiv 2502.07115 (equal prompts); Wang, Ye, Zhou,
+arXiv 2508.06133 (heterogeneous prompts).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from schedlab.errors import InfeasibleInstanceError, InstanceError
+
+__all__ = ["Instance", "Request", "check_int"]
+
+
+def check_int(value: Any, where: str, minimum: int) -> int:
+    """Return ``value`` as an ``int`` if it is an integer ``>= minimum``.
+
+    Accepts Python and NumPy integers and integral floats (``3.0``); rejects
+    booleans, NaN, infinities, fractions and strings with an
+    :class:`~schedlab.errors.InstanceError` naming ``where``.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise InstanceError(f"{where}: must be an integer, got {value!r}")
+    if isinstance(value, float | np.floating):
+        if not math.isfinite(value) or value != int(value):
+            raise InstanceError(f"{where}: must be an integer, got {value!r}")
+    number = int(value)
+    if number < minimum:
+        raise InstanceError(f"{where}: must be >= {minimum}, got {number}")
+    return number
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One LLM request: prompt length ``s``, output length ``o``, release round ``a``.
+
+    Parameters
+    ----------
+    prompt
+        Prompt (prefill) length ``s >= 0`` in tokens.
+    output
+        Output (decode) length ``o >= 1``: the number of rounds the request is active.
+    arrival
+        Release round ``a >= 0``: the earliest round it may start.
+    id
+        Optional label, kept through files and results.
+    """
+
+    prompt: int
+    output: int
+    arrival: int = 0
+    id: str | None = None
+
+    def __post_init__(self) -> None:
+        self._validate("request")
+
+    @classmethod
+    def at(
+        cls, where: str, prompt: Any, output: Any, arrival: Any = 0, id: str | None = None
+    ) -> Request:
+        """Build a request whose validation errors name the place ``where``.
+
+        ``Request.at("requests[17]", 5, 0)`` raises
+        ``InstanceError("requests[17].output: must be >= 1, got 0")``.
+        """
+        request = object.__new__(cls)
+        for name, value in (("prompt", prompt), ("output", output), ("arrival", arrival)):
+            object.__setattr__(request, name, value)
+        object.__setattr__(request, "id", id)
+        request._validate(where)
+        return request
+
+    def _validate(self, where: str) -> None:
+        object.__setattr__(self, "prompt", check_int(self.prompt, f"{where}.prompt", 0))
+        object.__setattr__(self, "output", check_int(self.output, f"{where}.output", 1))
+        object.__setattr__(self, "arrival", check_int(self.arrival, f"{where}.arrival", 0))
+        if self.id is not None and not isinstance(self.id, str):
+            raise InstanceError(f"{where}.id: must be a string, got {self.id!r}")
+
+    @property
+    def peak(self) -> int:
+        """Tokens held in the last active round, ``s + o``."""
+        return self.prompt + self.output
+
+    @property
+    def volume(self) -> int:
+        """Memory-time volume ``s*o + o(o+1)/2``: tokens summed over its active rounds."""
+        return self.prompt * self.output + self.output * (self.output + 1) // 2
+
+
+@dataclass(frozen=True)
+class Instance:
+    """A backlog of requests and a KV-cache budget ``M``; frozen and validated.
+
+    Parameters
+    ----------
+    memory
+        KV-cache budget ``M >= 1`` in tokens.
+    requests
+        The requests; request ``i`` is the i-th entry.
+    name
+        Free label.
+    meta
+        Free, JSON-serialisable information (source, proven optimum, ...).
+
+    Raises
+    ------
+    InstanceError
+        On a malformed value; the message names it (``requests[3].output: ...``).
+    InfeasibleInstanceError
+        If some request has ``s + o > M``.
+    """
+
+    memory: int
+    requests: tuple[Request, ...]
+    name: str = ""
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "memory", check_int(self.memory, "memory", 1))
+        if isinstance(self.requests, str | bytes) or not isinstance(self.requests, Sequence):
+            raise InstanceError(
+                f"requests: must be a sequence, got {type(self.requests).__name__}"
+            )
+        if not self.requests:
+            raise InstanceError("requests: must hold at least one request")
+        for i, request in enumerate(self.requests):
+            if not isinstance(request, Request):
+                raise InstanceError(f"requests[{i}]: must be a Request, got {request!r}")
+            if request.peak > self.memory:
+                raise InfeasibleInstanceError(
+                    f"requests[{i}]: prompt + output = {request.peak} exceeds memory "
+                    f"M = {self.memory}; it can never run"
+                )
+        object.__setattr__(self, "requests", tuple(self.requests))
+        object.__setattr__(self, "meta", MappingProxyType(dict(self.meta)))
+
+    @classmethod
+    def from_arrays(
+        cls,
+        memory: int,
+        prompt: Sequence[int] | np.ndarray,
+        output: Sequence[int] | np.ndarray,
+        arrival: Sequence[int] | np.ndarray | None = None,
+        name: str = "",
+        meta: Mapping[str, Any] | None = None,
+    ) -> Instance:
+        """Build an instance from equal-length arrays of prompt, output (and arrival)."""
+        prompt, output = list(prompt), list(output)
+        arrival = [0] * len(prompt) if arrival is None else list(arrival)
+        if not len(prompt) == len(output) == len(arrival):
+            raise InstanceError(
+                f"arrays: prompt, output and arrival lengths differ "
+                f"({len(prompt)}, {len(output)}, {len(arrival)})"
+            )
+        requests = tuple(
+            Request.at(f"requests[{i}]", s, o, a)
+            for i, (s, o, a) in enumerate(zip(prompt, output, arrival, strict=True))
+        )
+        return cls(memory, requests, name, meta or {})
+
+    @property
+    def n(self) -> int:
+        """Number of requests."""
+        return len(self.requests)
+
+    def __len__(self) -> int:
+        return len(self.requests)
+
+    @cached_property
+    def prompt(self) -> np.ndarray:
+        """Prompt lengths ``s`` (read-only ``int64`` array)."""
+        return _frozen([r.prompt for r in self.requests])
+
+    @cached_property
+    def output(self) -> np.ndarray:
+        """Output lengths ``o`` (read-only ``int64`` array)."""
+        return _frozen([r.output for r in self.requests])
+
+    @cached_property
+    def arrival(self) -> np.ndarray:
+        """Release rounds ``a`` (read-only ``int64`` array)."""
+        return _frozen([r.arrival for r in self.requests])
+
+    @cached_property
+    def volume(self) -> np.ndarray:
+        """Memory-time volumes ``s*o + o(o+1)/2`` (read-only ``int64`` array)."""
+        return _frozen(self.prompt * self.output + self.output * (self.output + 1) // 2)
+
+    def __repr__(self) -> str:
+        label = f" {self.name!r}" if self.name else ""
+        return f"<Instance{label} n={self.n} M={self.memory}>"
+
+
+def _frozen(values: Any) -> np.ndarray:
+    array = np.array(values, dtype=np.int64)
+    array.setflags(write=False)
+    return array

@@ -1,0 +1,357 @@
+"""Cost models: the duration of one engine iteration, and their monotonicity check.
+
+A batch is described by ``n_decode`` decode requests holding ``decode_kv`` KV tokens in
+total and a sequence of prefill chunks ``(c, p)``: ``c`` new prompt tokens on top of ``p``
+tokens of the same request already in the cache (DESIGN section 3). A cost model maps a
+batch to seconds and must be non-decreasing in every chunk length ``c``: SLOWeave's binary
+search depends on it, so :func:`require_monotone` checks it on a grid instead of assuming.
+
+JSON form (``save_cost_model`` / ``load_cost_model``)::
+
+    {"kind": "linear-attention",        # selects the loader in the kind registry
+     "name": "sloweave-default",        # free text
+     "margin_s": 0.0,                   # one-sided margin delta for SLOWeave (seconds)
+     "source": "...",                   # provenance, free text
+     "coefficients": {"base_s": 0.00035, ...}}   # kind-specific body
+
+Any other kind (e.g. a model calibrated from GPU profiles) plugs in through
+:func:`register_cost_model_kind`: give a ``kind`` string and a loader
+``loader(data: Mapping, where: str) -> CostModel`` that validates ``data`` (raising
+:class:`~schedlab.errors.FormatError` naming ``where``); the object's ``to_dict()`` must
+return the same JSON form with that ``kind``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from schedlab.errors import DataNotFoundError, FormatError, UnknownNameError
+from schedlab.serving.errors import NonMonotoneCostModelError, ServingError
+
+__all__ = [
+    "BUILTIN_COST_MODELS",
+    "SLOWEAVE_DEFAULT",
+    "Chunk",
+    "CostModel",
+    "LinearAttentionCostModel",
+    "check_monotone",
+    "cost_model_from_dict",
+    "cost_model_kinds",
+    "get_cost_model",
+    "load_cost_model",
+    "register_cost_model_kind",
+    "require_monotone",
+    "save_cost_model",
+]
+
+#: A prefill chunk: ``(new tokens c, prior context tokens p)`` of one request.
+Chunk = tuple[int, int]
+
+
+@runtime_checkable
+class CostModel(Protocol):
+    """Maps a batch to the duration of the iteration that runs it, in seconds."""
+
+    @property
+    def name(self) -> str:
+        """Human-readable name."""
+        ...
+
+    @property
+    def margin_s(self) -> float:
+        """One-sided margin ``delta >= 0`` (seconds) SLOWeave adds to a prediction."""
+        ...
+
+    def iteration_time(self, n_decode: int, decode_kv: int, chunks: Sequence[Chunk]) -> float:
+        """Seconds for ``n_decode`` decodes holding ``decode_kv`` tokens plus ``chunks``."""
+        ...
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form described in the module docstring."""
+        ...
+
+
+@dataclass(frozen=True)
+class LinearAttentionCostModel:
+    r"""Linear token costs plus attention terms, with named coefficients (seconds).
+
+    For ``n`` decodes holding ``K`` KV tokens and chunks :math:`(c_j, p_j)`, with
+    :math:`C = \sum_j c_j`,
+
+    .. math::
+
+        T = b + [n>0]\,(f_d + a_d\,n + k_d\,K)
+              + [C>0]\,\Bigl(f_p + a_p\,C + k_p \sum_j c_j\,\bigl(p_j + \tfrac{c_j+1}{2}\bigr)\Bigr)
+
+    where :math:`c_j (p_j + (c_j+1)/2)` counts the query-key pairs of causal attention of a
+    chunk over its prior context and itself. The decode attention term reads every cached
+    token once. With SLOWeave's coefficients and no attention terms this is the default
+    model of the SLOWeave simulator (arXiv 2609.07883, DESIGN section 2), in ms:
+    :math:`T(n,c) = 0.35 + [n>0](0.90 + 0.055 n) + [c>0](0.40 + 0.006 c)`.
+
+    Coefficients may be negative (a least-squares fit can give that); whether the result
+    is usable is decided by :func:`require_monotone`, not here.
+
+    Attributes
+    ----------
+    base_s
+        :math:`b`, paid by every iteration.
+    decode_fixed_s, decode_per_seq_s, decode_per_kv_s
+        :math:`f_d, a_d, k_d`.
+    prefill_fixed_s, prefill_per_token_s, prefill_attention_s
+        :math:`f_p, a_p, k_p` (the last per query-key pair).
+    name, margin_s, source
+        Name, SLOWeave margin :math:`\delta \ge 0`, provenance.
+    """
+
+    name: str = "linear-attention"
+    base_s: float = 0.0
+    decode_fixed_s: float = 0.0
+    decode_per_seq_s: float = 0.0
+    decode_per_kv_s: float = 0.0
+    prefill_fixed_s: float = 0.0
+    prefill_per_token_s: float = 0.0
+    prefill_attention_s: float = 0.0
+    margin_s: float = 0.0
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        for field in COEFFICIENTS + ("margin_s",):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ServingError(f"cost model {self.name!r}: {field}: expected a number")
+            if not math.isfinite(value):
+                raise ServingError(f"cost model {self.name!r}: {field}: must be finite")
+        if self.margin_s < 0:
+            raise ServingError(
+                f"cost model {self.name!r}: margin_s: must be >= 0 (one-sided), "
+                f"got {self.margin_s}"
+            )
+
+    def iteration_time(self, n_decode: int, decode_kv: int, chunks: Sequence[Chunk]) -> float:
+        """Seconds for the batch; see the class docstring."""
+        seconds = self.base_s
+        if n_decode > 0:
+            seconds += (
+                self.decode_fixed_s
+                + self.decode_per_seq_s * n_decode
+                + self.decode_per_kv_s * decode_kv
+            )
+        tokens = 0
+        pairs = 0.0
+        for c, prior in chunks:
+            tokens += c
+            pairs += c * (prior + (c + 1) / 2)
+        if tokens > 0:
+            seconds += (
+                self.prefill_fixed_s
+                + self.prefill_per_token_s * tokens
+                + self.prefill_attention_s * pairs
+            )
+        return seconds
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form: kind ``linear-attention`` and the coefficients by name."""
+        values = asdict(self)
+        return {
+            "kind": "linear-attention",
+            "name": self.name,
+            "margin_s": self.margin_s,
+            "source": self.source,
+            "coefficients": {key: values[key] for key in COEFFICIENTS},
+        }
+
+
+#: Coefficient names of :class:`LinearAttentionCostModel`, in JSON order.
+COEFFICIENTS: tuple[str, ...] = tuple(
+    f.name
+    for f in fields(LinearAttentionCostModel)
+    if f.name.endswith("_s") and f.name != "margin_s"
+)
+
+#: SLOWeave's default cost model (DESIGN section 2; arXiv 2609.07883), in seconds.
+SLOWEAVE_DEFAULT = LinearAttentionCostModel(
+    name="sloweave-default",
+    base_s=0.35e-3,
+    decode_fixed_s=0.90e-3,
+    decode_per_seq_s=0.055e-3,
+    prefill_fixed_s=0.40e-3,
+    prefill_per_token_s=0.006e-3,
+    source="SLOWeave (arXiv 2609.07883), default simulator cost model; DESIGN section 2",
+)
+
+#: Built-in models by name.
+BUILTIN_COST_MODELS: dict[str, CostModel] = {SLOWEAVE_DEFAULT.name: SLOWEAVE_DEFAULT}
+
+
+def _load_linear_attention(data: Mapping[str, Any], where: str) -> CostModel:
+    body = data.get("coefficients")
+    if not isinstance(body, Mapping):
+        raise FormatError(f"{where}: coefficients: expected an object")
+    unknown = sorted(set(body) - set(COEFFICIENTS))
+    if unknown:
+        raise FormatError(
+            f"{where}: coefficients: unknown name(s) {', '.join(unknown)}; "
+            f"known: {', '.join(COEFFICIENTS)}"
+        )
+    values: dict[str, float] = {}
+    for key, value in body.items():
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise FormatError(f"{where}: coefficients.{key}: expected a number, got {value!r}")
+        values[key] = float(value)
+    margin = data.get("margin_s", 0.0)
+    if isinstance(margin, bool) or not isinstance(margin, int | float):
+        raise FormatError(f"{where}: margin_s: expected a number, got {margin!r}")
+    try:
+        return LinearAttentionCostModel(
+            name=str(data.get("name", "linear-attention")),
+            margin_s=float(margin),
+            source=str(data.get("source", "")),
+            **values,
+        )
+    except ServingError as exc:
+        raise FormatError(f"{where}: {exc}") from None
+
+
+_KINDS: dict[str, Callable[[Mapping[str, Any], str], CostModel]] = {
+    "linear-attention": _load_linear_attention,
+}
+
+
+def register_cost_model_kind(
+    kind: str, loader: Callable[[Mapping[str, Any], str], CostModel]
+) -> None:
+    """Make :func:`cost_model_from_dict` understand JSON objects with ``"kind": kind``.
+
+    Parameters
+    ----------
+    kind
+        The ``kind`` string of the JSON form; registering it again replaces the loader.
+    loader
+        ``loader(data, where) -> CostModel``; raises ``FormatError`` naming ``where``.
+    """
+    if not kind or not isinstance(kind, str):
+        raise ServingError(
+            f"register_cost_model_kind: kind must be a non-empty string, got {kind!r}"
+        )
+    _KINDS[kind] = loader
+
+
+def cost_model_kinds() -> tuple[str, ...]:
+    """Kinds :func:`cost_model_from_dict` understands."""
+    return tuple(_KINDS)
+
+
+def cost_model_from_dict(data: Any, where: str = "cost model") -> CostModel:
+    """Build a cost model from its JSON form, dispatching on ``data["kind"]``."""
+    if not isinstance(data, Mapping):
+        raise FormatError(f"{where}: expected a JSON object")
+    kind = data.get("kind")
+    if not isinstance(kind, str):
+        raise FormatError(f"{where}: kind: expected a string, got {kind!r}")
+    if kind not in _KINDS:
+        raise UnknownNameError("cost model kind", kind, tuple(_KINDS))
+    return _KINDS[kind](data, where)
+
+
+def load_cost_model(path: str | Path) -> CostModel:
+    """Read a cost model from a JSON file (see the module docstring for the schema)."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataNotFoundError(f"{path}: no such cost-model file")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise FormatError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+    return cost_model_from_dict(data, str(path))
+
+
+def save_cost_model(model: CostModel, path: str | Path) -> None:
+    """Write ``model.to_dict()`` as JSON to ``path``."""
+    Path(path).write_text(json.dumps(model.to_dict(), indent=2) + "\n", encoding="utf-8")
+
+
+def get_cost_model(spec: str | CostModel) -> CostModel:
+    """A built-in model by name, a model read from a ``.json`` path, or ``spec`` itself."""
+    if not isinstance(spec, str):
+        return spec
+    if spec in BUILTIN_COST_MODELS:
+        return BUILTIN_COST_MODELS[spec]
+    if spec.endswith(".json") or Path(spec).is_file():
+        return load_cost_model(spec)
+    raise UnknownNameError("cost model (or a .json path)", spec, tuple(BUILTIN_COST_MODELS))
+
+
+def check_monotone(
+    model: CostModel,
+    *,
+    c_max: int = 4096,
+    n_decodes: Sequence[int] = (0, 1, 16, 128),
+    priors: Sequence[int] = (0, 4096),
+    other_chunks: Sequence[Sequence[Chunk]] = ((), ((512, 0),)),
+    kv_per_decode: int = 1024,
+    limit: int = 5,
+) -> list[str]:
+    """Find where ``model`` is not a positive, finite, non-decreasing function of chunk size.
+
+    For every slice ``(n, prior, others)`` of the grid the chunk length ``c`` runs over
+    *every* integer ``0..c_max`` (with ``decode_kv = n * kv_per_decode``), so on those
+    slices the check is exhaustive: a model that passes gives SLOWeave's binary search
+    exactly the answer of a linear scan there (proofs/sloweave.md).
+
+    Returns
+    -------
+    list of str
+        Up to ``limit`` descriptions of violations; empty when none was found.
+    """
+    problems: list[str] = []
+    for n in n_decodes:
+        kv = n * kv_per_decode
+        for prior in priors:
+            for others in other_chunks:
+                previous = -math.inf
+                for c in range(c_max + 1):
+                    chunks = (*others, (c, prior)) if c > 0 else tuple(others)
+                    t = model.iteration_time(n, kv, chunks)
+                    place = f"n_decode={n}, decode_kv={kv}, others={list(others)}, prior={prior}"
+                    if not (math.isfinite(t) and t > 0):
+                        problems.append(f"{place}, c={c}: time {t!r} is not positive and finite")
+                    elif t < previous:
+                        problems.append(
+                            f"{place}: T(c={c}) = {t:.6g} s < T(c={c - 1}) = {previous:.6g} s"
+                        )
+                    if len(problems) >= limit:
+                        return problems
+                    previous = t
+    return problems
+
+
+@lru_cache(maxsize=64)
+def _require_monotone_cached(model: CostModel, c_max: int, user: str) -> None:
+    problems = check_monotone(model, c_max=c_max)
+    if problems:
+        raise NonMonotoneCostModelError(
+            f"{user}: cost model {model.name!r} is not monotone non-decreasing in the chunk "
+            f"length, so binary search would be unsound: {problems[0]}"
+            + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")
+        )
+
+
+def require_monotone(model: CostModel, *, c_max: int = 4096, user: str = "SLOWeave") -> None:
+    """Raise :class:`NonMonotoneCostModelError` if :func:`check_monotone` finds a problem.
+
+    The result is cached for hashable models (frozen dataclasses), so repeated policy
+    construction in a capacity search checks a model once.
+    """
+    try:
+        hash(model)
+    except TypeError:
+        _require_monotone_cached.__wrapped__(model, c_max, user)
+    else:
+        _require_monotone_cached(model, c_max, user)

@@ -1,0 +1,505 @@
+r"""Batch-formation policies: which prefill chunks join the running decodes.
+
+Every policy here keeps vLLM's decode-first rule: each iteration carries *every* running
+decode (one token each; :class:`~schedlab.serving.engine_config.EngineConfig` guarantees
+``max_num_batched_tokens >= max_num_seqs``), and the policy only decides the prefill
+chunks, taken first-come first-served over the prefill candidates (admitted requests whose
+prompt is partly prefilled, in admission order, then the waiting queue). A policy stops
+at the first candidate it cannot serve (head-of-line order, as vLLM's scheduler does).
+
+========================  ==========================================================
+name                      per-iteration prefill rule
+========================  ==========================================================
+``whole-prefill``         whole prompts only, while they fit the token budget
+``fixed:C``               at most ``C`` prefill tokens, chunked
+``vllm``                  prefill fills the token budget left after decodes
+``sarathi[:TAU]``         prefill fills a static token budget ``TAU`` (counting decodes)
+``sloweave[:CMAX]``       largest deadline-safe chunks (binary search), at most ``CMAX``
+``sangam[:Q]``            whole prompts, when a deficit counter growing by ``Q - n``
+                          per iteration covers them
+========================  ==========================================================
+
+Policies are built by name with :func:`make_policy` from the plain dict registry
+:data:`POLICIES`; a custom policy is any object satisfying :class:`Policy`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+from schedlab.errors import UnknownNameError
+from schedlab.serving.cost_model import Chunk, CostModel, require_monotone
+from schedlab.serving.engine_config import EngineConfig
+from schedlab.serving.errors import ServingError
+from schedlab.serving.sloweave import SLOWeaveState, choose_chunk
+
+__all__ = [
+    "POLICIES",
+    "EngineView",
+    "Plan",
+    "Policy",
+    "PolicyContext",
+    "RequestView",
+    "SLOWeavePolicy",
+    "SangamPolicy",
+    "TokenQuotaPolicy",
+    "make_policy",
+    "policy_names",
+    "slo_token_budget",
+]
+
+
+class RequestView(Protocol):
+    """What a policy may read of a request."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def prompt(self) -> int: ...
+    @property
+    def target(self) -> int:
+        """Tokens this (re)start must prefill: the prompt plus tokens generated before."""
+        ...
+
+    @property
+    def done(self) -> int:
+        """Tokens of ``target`` already prefilled (the next chunk's prior context)."""
+        ...
+
+    @property
+    def admitted(self) -> bool:
+        """Whether the request holds a seat (``max_num_seqs``) and KV blocks."""
+        ...
+
+
+class EngineView(Protocol):
+    """What a policy may read of the engine at an iteration start."""
+
+    @property
+    def config(self) -> EngineConfig: ...
+    @property
+    def now_s(self) -> float: ...
+    @property
+    def n_decode(self) -> int: ...
+    @property
+    def decode_kv(self) -> int: ...
+    @property
+    def last_token_s(self) -> float:
+        """When every running decode produced its latest token (end of last iteration)."""
+        ...
+
+    @property
+    def free_blocks(self) -> int:
+        """KV blocks free after reserving this iteration's decode growth."""
+        ...
+
+    @property
+    def free_seats(self) -> int:
+        """``max_num_seqs`` minus admitted requests."""
+        ...
+
+    @property
+    def has_prefill_work(self) -> bool: ...
+    def prefill_candidates(self) -> Iterable[RequestView]:
+        """Partly prefilled admitted requests (admission order), then the waiting queue."""
+        ...
+
+
+#: A policy's answer: prefill chunks ``(request, tokens)`` for this iteration.
+Plan = list[tuple[RequestView, int]]
+
+
+class Policy(Protocol):
+    """Chooses the prefill chunks of each iteration."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def chunked(self) -> bool:
+        """``False`` for policies that only prefill whole prompts (may exceed the budget)."""
+        ...
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """Policy-specific counters reported with the simulation summary."""
+        ...
+
+    def plan(self, view: EngineView) -> Plan: ...
+
+
+@dataclass(frozen=True)
+class PolicyContext:
+    r"""What policies are built from.
+
+    Attributes
+    ----------
+    model
+        The *predicted* cost model (the one a real scheduler would hold).
+    config
+        Engine limits.
+    tpot_s
+        TPOT target :math:`D` (seconds), used by ``sarathi``, ``sloweave``, ``sangam``.
+    margin_s
+        SLOWeave margin :math:`\delta`; ``None`` takes ``model.margin_s``.
+    """
+
+    model: CostModel
+    config: EngineConfig
+    tpot_s: float
+    margin_s: float | None = None
+
+
+def _fill(view: EngineView, quota: int, *, whole: bool) -> Plan:
+    """First-come first-served prefill of at most ``quota`` tokens.
+
+    Chunks are bounded by the quota, the free KV blocks and the free seats. With
+    ``whole`` only complete remainders are taken, and the first one may exceed the quota
+    (a prompt longer than the whole budget could never run otherwise).
+    """
+    plan: Plan = []
+    config = view.config
+    free = view.free_blocks
+    seats = view.free_seats
+    for req in view.prefill_candidates():
+        if quota <= 0 or (seats == 0 and not req.admitted):
+            break
+        remaining = req.target - req.done
+        fit = config.max_chunk(req.done, req.target, free)
+        if whole:
+            if fit < remaining or (remaining > quota and plan):
+                break
+            chunk = remaining
+        else:
+            chunk = min(remaining, quota, fit)
+            if chunk <= 0:
+                break
+        plan.append((req, chunk))
+        free -= config.chunk_blocks(req.done, req.target, chunk)
+        quota -= chunk
+        seats -= 0 if req.admitted else 1
+    return plan
+
+
+class TokenQuotaPolicy:
+    r"""Decode-first batching with a per-iteration prefill quota.
+
+    With ``n`` running decodes and engine budget :math:`T_{\max}`
+    (``max_num_batched_tokens``) the prefill quota of an iteration is
+
+    .. math::
+
+        q = \min\bigl(T_{\max} - n,\; \tau - n,\; C\bigr),
+
+    a missing term being :math:`+\infty`. Four named policies are instances:
+
+    * ``whole-prefill`` (no :math:`\tau`, no :math:`C`, whole prompts): iteration-level
+      scheduling without chunking, as in Orca (Yu et al., OSDI 2022) and vLLM with chunked
+      prefill off.
+    * ``fixed:C``: at most :math:`C` prefill tokens per iteration, the fixed chunk size of
+      SARATHI (Agrawal et al., arXiv 2308.16369) and vLLM's ``long_prefill_token_threshold``.
+    * ``vllm``: decodes first, then prefill chunks up to the engine's token budget, as vLLM
+      v1's scheduler does with chunked prefill (vLLM docs, "Optimization and Tuning:
+      chunked prefill").
+    * ``sarathi[:TAU]``: stall-free batching with a token budget :math:`\tau` counting
+      decodes and prefill tokens (Agrawal et al., "Taming Throughput-Latency Tradeoff in
+      LLM Inference with Sarathi-Serve", OSDI 2024). Sarathi-Serve picks :math:`\tau` once,
+      by profiling, so that an iteration of :math:`\tau` tokens meets the TPOT target; by
+      default we derive it from the cost model with :func:`slo_token_budget`.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        prefill_tokens: int | None = None,
+        batch_tokens: int | None = None,
+        whole: bool = False,
+    ) -> None:
+        for label, value in (("prefill tokens", prefill_tokens), ("token budget", batch_tokens)):
+            if value is not None and value < 1:
+                raise ServingError(f"policy {name!r}: {label} must be >= 1, got {value}")
+        self._name = name
+        self._prefill_tokens = prefill_tokens
+        self._batch_tokens = batch_tokens
+        self._whole = whole
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def chunked(self) -> bool:
+        return not self._whole
+
+    @property
+    def stats(self) -> dict[str, int]:
+        return {}
+
+    def plan(self, view: EngineView) -> Plan:
+        if not view.has_prefill_work:
+            return []
+        n = view.n_decode
+        quota = view.config.max_num_batched_tokens - n
+        if self._batch_tokens is not None:
+            quota = min(quota, self._batch_tokens - n)
+        if self._prefill_tokens is not None:
+            quota = min(quota, self._prefill_tokens)
+        return _fill(view, quota, whole=self._whole)
+
+
+class SLOWeavePolicy:
+    r"""SLOWeave: the largest deadline-safe chunks (arXiv 2609.07883; DESIGN section 2).
+
+    All running decodes produced their latest token at the end of the previous iteration,
+    so :math:`\min_i d_i = \ell + D` with :math:`\ell` that time. The first candidate gets
+    :math:`c^*` of :func:`~schedlab.serving.sloweave.choose_chunk`, capped by the free KV
+    blocks, the token budget :math:`T_{\max} - n` and :math:`C_{\max}`; when :math:`c^*`
+    finishes its prompt, the next candidate is sized the same way with the chunks chosen
+    so far fixed in the batch, until the caps or the budget run out. (DESIGN states the
+    rule for one chunk; continuing to the next prompt is our extension and is safe by the
+    same argument, since each step keeps the whole batch within the budget.)
+
+    The constructor refuses a cost model that is not monotone in the chunk length
+    (:func:`~schedlab.serving.cost_model.require_monotone`). ``stats["decode_only_misses"]``
+    counts iterations with prefill work in which even the decode-only batch misses the
+    budget (DESIGN: run decode-only and record the miss).
+    """
+
+    def __init__(
+        self, model: CostModel, tpot_s: float, *, c_max: int = 4096, margin_s: float | None = None
+    ) -> None:
+        if c_max < 1:
+            raise ServingError(f"policy 'sloweave': C_max must be >= 1, got {c_max}")
+        require_monotone(model, c_max=c_max, user="policy 'sloweave'")
+        self._model = model
+        self._tpot_s = tpot_s
+        self._c_max = c_max
+        self._margin_s = model.margin_s if margin_s is None else margin_s
+        if not self._margin_s >= 0:
+            raise ServingError(f"policy 'sloweave': margin must be >= 0, got {self._margin_s}")
+        self._misses = 0
+
+    @property
+    def name(self) -> str:
+        return f"sloweave:{self._c_max}"
+
+    @property
+    def chunked(self) -> bool:
+        return True
+
+    @property
+    def stats(self) -> dict[str, int]:
+        return {"decode_only_misses": self._misses}
+
+    def plan(self, view: EngineView) -> Plan:
+        if not view.has_prefill_work:
+            return []
+        config = view.config
+        n, kv = view.n_decode, view.decode_kv
+        deadline = view.last_token_s + self._tpot_s
+        tokens_left = config.max_num_batched_tokens - n
+        chunks_left = self._c_max
+        free = view.free_blocks
+        seats = view.free_seats
+        fixed: tuple[Chunk, ...] = ()
+        plan: Plan = []
+        for req in view.prefill_candidates():
+            if seats == 0 and not req.admitted:
+                break
+            remaining = req.target - req.done
+            state = SLOWeaveState(view.now_s, deadline, n, kv, remaining, req.done, fixed)
+            cap = min(tokens_left, config.max_chunk(req.done, req.target, free))
+            decision = choose_chunk(
+                state, self._model, c_max=chunks_left, margin_s=self._margin_s, cap=cap
+            )
+            if decision.deadline_miss:
+                self._misses += 1
+            chunk = decision.chunk
+            if chunk == 0:
+                break
+            plan.append((req, chunk))
+            fixed = (*fixed, (chunk, req.done))
+            free -= config.chunk_blocks(req.done, req.target, chunk)
+            seats -= 0 if req.admitted else 1
+            tokens_left -= chunk
+            chunks_left -= chunk
+            if chunk < remaining or chunks_left == 0 or tokens_left <= 0:
+                break
+        return plan
+
+
+class SangamPolicy:
+    r"""Deficit token budget with whole prompts (Sangam, as DESIGN section 2 names it).
+
+    The Sangam paper was not available to us; this formalisation is ours. A deficit
+    counter :math:`\Delta` (deficit round robin, Shreedhar and Varghese, SIGCOMM 1995)
+    grows by :math:`(Q - n)^+` tokens in every iteration that has prefill work, ``n``
+    being the running decodes; the waiting prompts are admitted whole, first-come
+    first-served, while :math:`\Delta` covers the next one (:math:`\Delta \mathrel{-}= L`).
+    When nothing waits the counter resets to 0, so credit is not hoarded across idle
+    periods; when no decode runs the head prompt is admitted regardless (no deadline to
+    protect). A long prompt thus waits until the light iterations before it have paid for
+    its heavy one. The default quantum :math:`Q` is Sarathi's SLO-derived budget
+    (:func:`slo_token_budget`).
+    """
+
+    def __init__(self, quantum: int) -> None:
+        if quantum < 1:
+            raise ServingError(f"policy 'sangam': quantum must be >= 1, got {quantum}")
+        self._quantum = quantum
+        self._deficit = 0
+
+    @property
+    def name(self) -> str:
+        return f"sangam:{self._quantum}"
+
+    @property
+    def chunked(self) -> bool:
+        return False
+
+    @property
+    def stats(self) -> dict[str, int]:
+        return {}
+
+    def plan(self, view: EngineView) -> Plan:
+        if not view.has_prefill_work:
+            self._deficit = 0
+            return []
+        n = view.n_decode
+        self._deficit += max(0, self._quantum - n)
+        if n == 0:
+            head = _fill(view, 1, whole=True)
+            self._deficit = max(0, self._deficit - sum(c for _, c in head))
+            return head
+        plan = _fill(view, min(self._deficit, view.config.max_num_batched_tokens - n), whole=True)
+        taken = sum(c for _, c in plan)
+        if taken > self._deficit:  # the head alone exceeds the quota: it must wait
+            return []
+        self._deficit -= taken
+        return plan
+
+
+def slo_token_budget(model: CostModel, tpot_s: float, config: EngineConfig) -> int:
+    r"""Static token budget that keeps every iteration within a TPOT target.
+
+    .. math::
+
+        \tau = \max\{\tau \le T_{\max} : T(n, \tau - n) \le D
+               \ \text{for all}\ 0 \le n \le \min(N, \tau)\},
+
+    with :math:`N` = ``max_num_seqs`` and no KV context (contexts are unknown when the
+    budget is fixed). The left side grows with :math:`\tau` for a model monotone in the
+    chunk length, so :math:`\tau` is found by bisection.
+
+    Raises
+    ------
+    ServingError
+        If even :math:`\tau = 1` misses the target.
+    """
+    require_monotone(model, user="token budget from the TPOT target")
+
+    def meets(tau: int) -> bool:
+        for n in range(min(config.max_num_seqs, tau) + 1):
+            chunks = ((tau - n, 0),) if tau > n else ()
+            if not model.iteration_time(n, 0, chunks) <= tpot_s:
+                return False
+        return True
+
+    if not meets(1):
+        raise ServingError(
+            f"token budget: cost model {model.name!r} misses TPOT {tpot_s * 1e3:g} ms "
+            "even with a one-token batch; give the budget explicitly (e.g. sarathi:512)"
+        )
+    lo, hi = 1, config.max_num_batched_tokens + 1  # meets(lo); all tau >= hi fail or exceed
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if meets(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _int_arg(spec: str, arg: str | None, default: Callable[[], int]) -> int:
+    if arg is None:
+        return default()
+    try:
+        value = int(arg)
+    except ValueError:
+        raise ServingError(
+            f"policy {spec!r}: expected an integer after ':', got {arg!r}"
+        ) from None
+    if value < 1:
+        raise ServingError(f"policy {spec!r}: the number after ':' must be >= 1, got {value}")
+    return value
+
+
+def _no_arg(spec: str, arg: str | None) -> None:
+    if arg is not None:
+        raise ServingError(f"policy {spec!r}: takes no ':' argument")
+
+
+def _whole_prefill(spec: str, arg: str | None, ctx: PolicyContext) -> Policy:
+    _no_arg(spec, arg)
+    return TokenQuotaPolicy("whole-prefill", whole=True)
+
+
+def _fixed(spec: str, arg: str | None, ctx: PolicyContext) -> Policy:
+    if arg is None:
+        raise ServingError(f"policy {spec!r}: give the chunk size, e.g. fixed:512")
+    size = _int_arg(spec, arg, lambda: 0)
+    return TokenQuotaPolicy(f"fixed:{size}", prefill_tokens=size)
+
+
+def _vllm(spec: str, arg: str | None, ctx: PolicyContext) -> Policy:
+    _no_arg(spec, arg)
+    return TokenQuotaPolicy("vllm")
+
+
+def _sarathi(spec: str, arg: str | None, ctx: PolicyContext) -> Policy:
+    tau = _int_arg(spec, arg, lambda: slo_token_budget(ctx.model, ctx.tpot_s, ctx.config))
+    return TokenQuotaPolicy(f"sarathi:{tau}", batch_tokens=tau)
+
+
+def _sloweave(spec: str, arg: str | None, ctx: PolicyContext) -> Policy:
+    c_max = _int_arg(spec, arg, lambda: 4096)
+    return SLOWeavePolicy(ctx.model, ctx.tpot_s, c_max=c_max, margin_s=ctx.margin_s)
+
+
+def _sangam(spec: str, arg: str | None, ctx: PolicyContext) -> Policy:
+    quantum = _int_arg(spec, arg, lambda: slo_token_budget(ctx.model, ctx.tpot_s, ctx.config))
+    return SangamPolicy(quantum)
+
+
+#: Policy factories by name: ``factory(spec, argument after ':' or None, context)``.
+POLICIES: dict[str, Callable[[str, str | None, PolicyContext], Policy]] = {
+    "whole-prefill": _whole_prefill,
+    "fixed": _fixed,
+    "vllm": _vllm,
+    "sarathi": _sarathi,
+    "sloweave": _sloweave,
+    "sangam": _sangam,
+}
+
+
+def policy_names() -> tuple[str, ...]:
+    """Spellings accepted by :func:`make_policy`."""
+    return ("whole-prefill", "fixed:C", "vllm", "sarathi[:TAU]", "sloweave[:CMAX]", "sangam[:Q]")
+
+
+def make_policy(spec: str, ctx: PolicyContext) -> Policy:
+    """Build a fresh policy from its spelling (``NAME`` or ``NAME:INT``).
+
+    Raises
+    ------
+    UnknownNameError
+        If ``NAME`` is not in :data:`POLICIES` (the message lists the spellings).
+    ServingError
+        On a bad argument, or a non-monotone cost model for ``sloweave``/``sarathi``/``sangam``.
+    """
+    name, sep, arg = spec.partition(":")
+    if name not in POLICIES:
+        raise UnknownNameError("policy", spec, policy_names())
+    return POLICIES[name](spec, arg if sep else None, ctx)

@@ -1,0 +1,184 @@
+r"""SLOWeave: the largest deadline-safe prefill chunk, by binary search.
+
+Each running decode :math:`i` has next-token deadline :math:`d_i = \ell_i + D` (its last
+token time plus the TPOT target). An iteration starting at :math:`s` has budget
+:math:`B = \min_i d_i - s`. SLOWeave (arXiv 2609.07883; DESIGN section 2) chooses
+
+.. math::
+
+    c^* = \max\{\, c \le U : \hat T(n, c) + \delta \le B \,\}, \qquad
+    U = \min(C_{\max}, L, \text{engine caps}),
+
+with :math:`L` the remaining prompt of the request being prefilled and :math:`\delta \ge 0`
+a one-sided margin for a learned predictor. Edge cases: no decodes (no deadline) gives
+:math:`c^* = U`; a decode-only iteration that already misses the budget
+(:math:`\hat T(n,0) + \delta > B`) gives :math:`c^* = 0` and a recorded deadline miss.
+
+:func:`choose_chunk` is a pure function (state in, decision out) a real runtime can
+call. It needs at most :math:`1 + \lceil \log_2(U+1) \rceil` cost evaluations and, for a
+cost model non-decreasing in ``c``, returns exactly :func:`linear_scan_chunk`'s answer;
+``proofs/sloweave.md`` proves both.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from schedlab.serving.cost_model import Chunk, CostModel
+from schedlab.serving.errors import ServingError
+
+__all__ = ["ChunkDecision", "SLOWeaveState", "choose_chunk", "linear_scan_chunk"]
+
+
+@dataclass(frozen=True, slots=True)
+class SLOWeaveState:
+    """What the chooser needs to know at an iteration start.
+
+    Attributes
+    ----------
+    now_s
+        Iteration start time :math:`s`.
+    next_deadline_s
+        :math:`\\min_i d_i` over running decodes (ignored when ``n_decode == 0``).
+    n_decode, decode_kv
+        Running decodes and the KV tokens they hold.
+    remaining
+        :math:`L`, prompt tokens still to prefill for the candidate request.
+    prior
+        Tokens of the candidate already in the cache (its chunk's prior context).
+    fixed_chunks
+        Chunks of other requests already placed in this batch.
+    """
+
+    now_s: float
+    next_deadline_s: float
+    n_decode: int
+    decode_kv: int
+    remaining: int
+    prior: int = 0
+    fixed_chunks: tuple[Chunk, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkDecision:
+    """A chunk size and how it was found.
+
+    Attributes
+    ----------
+    chunk
+        :math:`c^*`.
+    evaluations
+        Cost-model calls made.
+    deadline_miss
+        ``True`` when even the decode-only iteration misses the budget.
+    predicted_s
+        Predicted duration (without margin) of the batch with ``chunk``; ``nan`` when the
+        model was not called (no decodes, or nothing to prefill).
+    """
+
+    chunk: int
+    evaluations: int
+    deadline_miss: bool
+    predicted_s: float
+
+
+def _upper(state: SLOWeaveState, c_max: int, cap: int | None, margin_s: float) -> int:
+    if c_max < 1:
+        raise ServingError(f"sloweave: c_max must be >= 1, got {c_max}")
+    if not margin_s >= 0:
+        raise ServingError(f"sloweave: margin must be >= 0 (one-sided), got {margin_s}")
+    if state.remaining < 0:
+        raise ServingError(f"sloweave: remaining prompt must be >= 0, got {state.remaining}")
+    upper = min(c_max, state.remaining)
+    return upper if cap is None else max(0, min(upper, cap))
+
+
+def _batch(state: SLOWeaveState, c: int) -> Sequence[Chunk]:
+    return (*state.fixed_chunks, (c, state.prior)) if c > 0 else state.fixed_chunks
+
+
+def choose_chunk(
+    state: SLOWeaveState,
+    model: CostModel,
+    *,
+    c_max: int = 4096,
+    margin_s: float | None = None,
+    cap: int | None = None,
+) -> ChunkDecision:
+    """SLOWeave's chunk :math:`c^*` by binary search (see the module docstring).
+
+    Parameters
+    ----------
+    state
+        Iteration state.
+    model
+        Predicted cost model; it must be non-decreasing in the chunk length (check it once
+        with :func:`~schedlab.serving.cost_model.require_monotone`).
+    c_max
+        :math:`C_{\\max} \\ge 1`.
+    margin_s
+        :math:`\\delta \\ge 0`; ``None`` takes ``model.margin_s``.
+    cap
+        Further engine cap on the chunk (token budget, KV room); ``None`` for none.
+
+    Notes
+    -----
+    Invariant of the search: ``lo`` is known safe (:math:`\\hat T(n, lo) + \\delta \\le B`)
+    and every ``c >= hi`` is unsafe or beyond :math:`U` (``hi = U + 1`` at the start). A
+    prediction that is NaN counts as unsafe.
+    """
+    margin = model.margin_s if margin_s is None else margin_s
+    upper = _upper(state, c_max, cap, margin)
+    if upper == 0:
+        return ChunkDecision(0, 0, False, math.nan)
+    if state.n_decode == 0:
+        return ChunkDecision(upper, 0, False, math.nan)
+    budget = state.next_deadline_s - state.now_s - margin
+    n, kv = state.n_decode, state.decode_kv
+    best = model.iteration_time(n, kv, state.fixed_chunks)
+    if not best <= budget:
+        return ChunkDecision(0, 1, True, best)
+    evaluations = 1
+    lo, hi = 0, upper + 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        t = model.iteration_time(n, kv, _batch(state, mid))
+        evaluations += 1
+        if t <= budget:
+            lo, best = mid, t
+        else:
+            hi = mid
+    return ChunkDecision(lo, evaluations, False, best)
+
+
+def linear_scan_chunk(
+    state: SLOWeaveState,
+    model: CostModel,
+    *,
+    c_max: int = 4096,
+    margin_s: float | None = None,
+    cap: int | None = None,
+) -> ChunkDecision:
+    """Reference answer: try every ``c = 0..U`` and keep the largest safe one.
+
+    Makes no monotonicity assumption; used by the property tests and by the speed
+    benchmark as the baseline of :func:`choose_chunk`.
+    """
+    margin = model.margin_s if margin_s is None else margin_s
+    upper = _upper(state, c_max, cap, margin)
+    if upper == 0:
+        return ChunkDecision(0, 0, False, math.nan)
+    if state.n_decode == 0:
+        return ChunkDecision(upper, 0, False, math.nan)
+    budget = state.next_deadline_s - state.now_s - margin
+    chosen, predicted = -1, math.nan
+    for c in range(upper + 1):
+        t = model.iteration_time(state.n_decode, state.decode_kv, _batch(state, c))
+        if t <= budget:
+            chosen, predicted = c, t
+    if chosen < 0:
+        t0 = model.iteration_time(state.n_decode, state.decode_kv, state.fixed_chunks)
+        return ChunkDecision(0, upper + 1, True, t0)
+    return ChunkDecision(chosen, upper + 1, False, predicted)

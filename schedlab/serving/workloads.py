@@ -1,0 +1,301 @@
+r"""Request streams for the simulator: lengths, arrival processes, trace replay.
+
+Named workloads (:data:`WORKLOADS`):
+
+``chat``
+    ShareGPT conversations (Llama-2 tokenizer; the shipped ``sharegpt`` quantile table),
+    Poisson arrivals.
+``long``
+    arXiv long-document summarization (``arxiv`` table): long prompts, short outputs,
+    Poisson arrivals.
+``mixed``
+    Each request independently ``chat`` or ``long`` with probability 1/2 each, Poisson
+    arrivals: short conversations and long-context summarization in one queue. The even
+    split is a neutral choice, not fitted to any result.
+``bursty``
+    ``chat`` lengths with Gamma inter-arrival times of coefficient of variation 3
+    (shape :math:`k = 1/\mathrm{CV}^2 = 1/9`, mean :math:`1/\lambda`): bursts of closely
+    spaced requests separated by long gaps, at the same mean rate as Poisson (CV 1).
+``azure-code``, ``azure-conv``
+    Replay of the Azure LLM inference traces (Patel et al., "Splitwise", ISCA 2024;
+    CC-BY-4.0), lengths and timestamps, read from ``DATA_DIR/traces``.
+
+Any trace file path (see :mod:`schedlab.traces`) is also a workload: replayed if it has
+timestamps, otherwise its lengths are resampled under Poisson arrivals.
+
+Random streams use common random numbers: for a seed, request ``k`` gets the same unit-rate
+inter-arrival gap and the same lengths at every rate (arrival times are the unit-rate
+times divided by :math:`\lambda`), so attainment varies smoothly with the rate and a
+capacity bisection compares like with like.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from schedlab.errors import DataNotFoundError, UnknownNameError
+from schedlab.lengths import builtin_table
+from schedlab.serving.errors import ServingError
+from schedlab.traces import read_trace
+
+__all__ = [
+    "WORKLOADS",
+    "EmpiricalLengths",
+    "LengthSampler",
+    "RandomWorkload",
+    "RequestStream",
+    "TraceReplay",
+    "Workload",
+    "default_data_dir",
+    "make_workload",
+]
+
+#: Draws are made in blocks of this many requests, so request ``k``'s random numbers do
+#: not depend on how many requests a rate needs.
+BLOCK = 4096
+
+#: Coefficient of variation of the ``bursty`` workload's inter-arrival times.
+BURSTY_CV = 3.0
+
+
+@dataclass(frozen=True)
+class RequestStream:
+    """Requests to simulate, in arrival order.
+
+    Attributes
+    ----------
+    name
+        Workload name.
+    arrival_s
+        Arrival times (seconds), non-decreasing, ``>= 0``.
+    prompt, output
+        Token counts, ``>= 1`` each (an engine prefills at least one token and emits at
+        least one).
+    duration_s
+        The arrival window (goodput is per second of it).
+    """
+
+    name: str
+    arrival_s: np.ndarray
+    prompt: np.ndarray
+    output: np.ndarray
+    duration_s: float
+
+    def __post_init__(self) -> None:
+        n = self.arrival_s.size
+        if self.prompt.size != n or self.output.size != n:
+            raise ServingError(f"stream {self.name!r}: arrival, prompt and output lengths differ")
+        where = self.name
+        bad = np.flatnonzero(~np.isfinite(self.arrival_s) | (self.arrival_s < 0))
+        if bad.size:
+            raise ServingError(f"stream {where!r}: request {bad[0]}: arrival must be finite >= 0")
+        bad = np.flatnonzero(np.diff(self.arrival_s) < 0)
+        if bad.size:
+            raise ServingError(
+                f"stream {where!r}: request {bad[0] + 1}: arrivals must be non-decreasing"
+            )
+        for column in ("prompt", "output"):
+            values = getattr(self, column)
+            bad = np.flatnonzero(values < 1)
+            if bad.size:
+                raise ServingError(
+                    f"stream {where!r}: request {bad[0]}: {column} must be >= 1, "
+                    f"got {values[bad[0]]}"
+                )
+        if not (math.isfinite(self.duration_s) and self.duration_s > 0):
+            raise ServingError(
+                f"stream {where!r}: duration must be positive, got {self.duration_s}"
+            )
+
+    def __len__(self) -> int:
+        return int(self.arrival_s.size)
+
+
+class LengthSampler(Protocol):
+    """Draws ``n`` (prompt, output) pairs, ``int64`` arrays."""
+
+    def sample(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+@dataclass(frozen=True)
+class EmpiricalLengths:
+    """Resample the (prompt, output) pairs of a trace uniformly with replacement."""
+
+    prompt: np.ndarray
+    output: np.ndarray
+
+    def sample(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        pick = rng.integers(0, self.prompt.size, n)
+        return self.prompt[pick], self.output[pick]
+
+
+def _positive(value: float | None, what: str) -> float:
+    if value is None or not (math.isfinite(value) and value > 0):
+        raise ServingError(f"{what}: must be a positive finite number, got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class RandomWorkload:
+    """A mixture of length samplers under a renewal arrival process.
+
+    Attributes
+    ----------
+    name
+        Workload name.
+    mix
+        ``(weight, sampler)`` pairs; each request picks one with these probabilities.
+    arrival_cv
+        Coefficient of variation of inter-arrival times: 1 is Poisson (exponential gaps),
+        otherwise Gamma gaps with shape :math:`1/\\mathrm{CV}^2`.
+    """
+
+    name: str
+    mix: tuple[tuple[float, LengthSampler], ...]
+    arrival_cv: float = 1.0
+
+    def generate(self, rate: float | None, duration_s: float, seed: int) -> RequestStream:
+        """Requests arriving in ``[0, duration_s)`` at mean rate ``rate`` (per second)."""
+        rate = _positive(rate, f"workload {self.name!r}: rate")
+        duration_s = _positive(duration_s, f"workload {self.name!r}: duration")
+        streams = np.random.SeedSequence(seed).spawn(2 + len(self.mix))
+        gap_rng, pick_rng, *length_rngs = (np.random.default_rng(s) for s in streams)
+        horizon = rate * duration_s  # in unit-rate time
+        unit: list[np.ndarray] = []
+        total = 0.0
+        while total < horizon:
+            block = np.cumsum(self._gaps(gap_rng)) + total
+            unit.append(block)
+            total = float(block[-1])
+        times = np.concatenate(unit)
+        n = int(np.searchsorted(times, horizon, side="left"))
+        blocks = -(-n // BLOCK)
+        weights = np.array([w for w, _ in self.mix], dtype=float)
+        choice = np.searchsorted(
+            np.cumsum(weights / weights.sum()), pick_rng.random(blocks * BLOCK), side="right"
+        )[:n]
+        choice = np.minimum(choice, len(self.mix) - 1)
+        prompt = np.empty(n, np.int64)
+        output = np.empty(n, np.int64)
+        for j, ((_, sampler), rng) in enumerate(zip(self.mix, length_rngs, strict=True)):
+            drawn = [sampler.sample(BLOCK, rng) for _ in range(blocks)]
+            p = np.concatenate([d[0] for d in drawn] or [np.empty(0, np.int64)])[:n]
+            o = np.concatenate([d[1] for d in drawn] or [np.empty(0, np.int64)])[:n]
+            mask = choice == j
+            prompt[mask] = p[mask]
+            output[mask] = o[mask]
+        return RequestStream(
+            self.name, times[:n] / rate, np.maximum(prompt, 1), np.maximum(output, 1), duration_s
+        )
+
+    def _gaps(self, rng: np.random.Generator) -> np.ndarray:
+        if self.arrival_cv == 1.0:
+            return rng.exponential(1.0, BLOCK)
+        shape = 1.0 / self.arrival_cv**2
+        return rng.gamma(shape, 1.0 / shape, BLOCK)
+
+
+@dataclass(frozen=True)
+class TraceReplay:
+    """Replay a trace's timestamps and lengths, optionally time-scaled.
+
+    With ``rate`` given, times are multiplied by ``native_rate / rate`` (native rate =
+    requests per second of the trace's span), so the replay keeps the trace's burst
+    structure at the requested mean rate. Requests arriving at or after ``duration_s``
+    are dropped. Output lengths of 0 (the Azure traces have some) become 1 and prompt
+    lengths of 0 become 1: an engine emits at least one token and prefills at least one.
+    """
+
+    name: str
+    path: Path
+
+    def generate(self, rate: float | None, duration_s: float | None, seed: int) -> RequestStream:
+        """The replayed stream; ``seed`` is unused (a replay has no randomness)."""
+        del seed
+        trace = read_trace(self.path)
+        if trace.arrival_s is None:
+            raise ServingError(f"{self.path}: has no timestamps to replay")
+        order = np.argsort(trace.arrival_s, kind="stable")
+        times = trace.arrival_s[order] - trace.arrival_s.min()
+        if rate is not None:
+            span = float(times[-1])
+            if span <= 0:
+                raise ServingError(f"{self.path}: all requests arrive at once; cannot rescale")
+            times = times * ((times.size / span) / _positive(rate, f"replay {self.name!r}: rate"))
+        if duration_s is None:
+            duration_s = float(times[-1]) if times[-1] > 0 else 1.0
+        keep = times < _positive(duration_s, f"replay {self.name!r}: duration")
+        return RequestStream(
+            self.name,
+            times[keep],
+            np.maximum(trace.prompt[order][keep], 1),
+            np.maximum(trace.output[order][keep], 1),
+            float(duration_s),
+        )
+
+
+Workload = RandomWorkload | TraceReplay
+
+#: Workload names and one-line descriptions.
+WORKLOADS: dict[str, str] = {
+    "chat": "ShareGPT lengths, Poisson arrivals",
+    "long": "arXiv summarization lengths, Poisson arrivals",
+    "mixed": "1/2 chat + 1/2 long per request, Poisson arrivals",
+    "bursty": f"chat lengths, Gamma inter-arrivals with CV {BURSTY_CV:g}",
+    "azure-code": "replay of AzureLLMInferenceTrace_code.csv (DATA_DIR/traces)",
+    "azure-conv": "replay of AzureLLMInferenceTrace_conv.csv (DATA_DIR/traces)",
+}
+
+
+def default_data_dir() -> Path:
+    """``$SCHEDLAB_DATA_DIR`` if set, else ``../shared/data`` beside the source checkout."""
+    env = os.environ.get("SCHEDLAB_DATA_DIR")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[2].parent / "shared" / "data"
+
+
+def make_workload(name: str, *, data_dir: str | Path | None = None) -> Workload:
+    """A workload from :data:`WORKLOADS` or a trace file path.
+
+    Raises
+    ------
+    UnknownNameError
+        For an unknown name that is not an existing file.
+    DataNotFoundError
+        When a replayed Azure trace is not under ``data_dir``.
+    """
+    chat = builtin_table("sharegpt")
+    long = builtin_table("arxiv")
+    if name == "chat":
+        return RandomWorkload("chat", ((1.0, chat),))
+    if name == "long":
+        return RandomWorkload("long", ((1.0, long),))
+    if name == "mixed":
+        return RandomWorkload("mixed", ((0.5, chat), (0.5, long)))
+    if name == "bursty":
+        return RandomWorkload("bursty", ((1.0, chat),), arrival_cv=BURSTY_CV)
+    if name in ("azure-code", "azure-conv"):
+        base = Path(data_dir) if data_dir is not None else default_data_dir()
+        path = base / "traces" / f"AzureLLMInferenceTrace_{name.split('-')[1]}.csv"
+        if not path.is_file():
+            raise DataNotFoundError(
+                f"{path}: Azure trace not found; pass the data directory (--data-dir) "
+                "or set SCHEDLAB_DATA_DIR"
+            )
+        return TraceReplay(name, path)
+    path = Path(name)
+    if path.is_file():
+        trace = read_trace(path)
+        if trace.arrival_s is not None:
+            return TraceReplay(path.stem, path)
+        keep = trace.output >= 1
+        lengths = EmpiricalLengths(trace.prompt[keep], trace.output[keep])
+        return RandomWorkload(path.stem, ((1.0, lengths),))
+    raise UnknownNameError("workload (or a trace path)", name, tuple(WORKLOADS))

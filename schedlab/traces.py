@@ -1,0 +1,250 @@
+"""Readers for real LLM request traces.
+
+Four shapes are understood (see ``../shared/data/README.md``):
+
+``azure``
+    Azure LLM inference trace CSV: ``TIMESTAMP, ContextTokens, GeneratedTokens``
+    (Patel et al., "Splitwise", ISCA 2024; CC-BY-4.0).
+``length-stats``
+    Vidur / etalon length-statistics CSV: ``num_prefill_tokens, num_decode_tokens, ...``
+    (no arrival times).
+``mooncake``
+    Mooncake-style JSONL, one object a line with ``timestamp`` (milliseconds),
+    ``input_length`` and ``output_length``.
+``vllm-bench``
+    A vLLM benchmark ``requests.jsonl``: ``input_toks, output_toks, arrival_time`` (epoch
+    seconds) and, where measured, ``queued_ts, scheduled_ts, first_token_ts,
+    last_token_ts`` (monotonic seconds), kept in :attr:`Trace.extra`.
+
+Every reader returns a :class:`Trace` with arrival times in seconds relative to the
+first request, and raises :class:`~schedlab.errors.FormatError` naming the file and
+line of the first malformed value.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+
+from schedlab.errors import DataNotFoundError, FormatError, UnknownNameError
+
+__all__ = ["TRACE_KINDS", "Trace", "detect_kind", "read_trace"]
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Request lengths (and arrival times) read from a real trace.
+
+    Attributes
+    ----------
+    name
+        The file's stem.
+    prompt, output
+        Prompt and output token counts, ``int64`` arrays of equal length.
+    arrival_s
+        Arrival times in seconds from the first request (sorted order is *not*
+        imposed), or ``None`` for traces without timestamps.
+    extra
+        Further numeric columns by name (e.g. the measured timestamps of a vLLM run).
+    """
+
+    name: str
+    prompt: np.ndarray
+    output: np.ndarray
+    arrival_s: np.ndarray | None = None
+    extra: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return int(self.prompt.size)
+
+
+def _int_field(value: object, where: str, column: str, minimum: int) -> int:
+    """Parse a non-negative integer token count, naming the place on failure."""
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise FormatError(f"{where}: {column}: expected an integer, got {value!r}") from None
+    if not math.isfinite(number) or number != int(number):
+        raise FormatError(f"{where}: {column}: expected an integer, got {value!r}")
+    if number < minimum:
+        raise FormatError(f"{where}: {column}: must be >= {minimum}, got {int(number)}")
+    return int(number)
+
+
+def _float_field(value: object, where: str, column: str) -> float:
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise FormatError(f"{where}: {column}: expected a number, got {value!r}") from None
+    if not math.isfinite(number):
+        raise FormatError(f"{where}: {column}: expected a finite number, got {value!r}")
+    return number
+
+
+def _csv_rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[str, dict[str, str]]]:
+    """Yield ``(place, row)`` for each data row of a CSV file with the required columns."""
+    with path.open(newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        header = reader.fieldnames or []
+        missing = [c for c in required if c not in header]
+        if missing:
+            raise FormatError(f"{path}:1: missing column(s) {', '.join(missing)}")
+        for row in reader:
+            place = f"{path}:{reader.line_num}"
+            if None in row or any(row[c] is None for c in required):
+                raise FormatError(f"{place}: expected {len(header)} fields")
+            yield place, row
+
+
+def _jsonl_rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[str, dict]]:
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            place = f"{path}:{number}"
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise FormatError(f"{place}: invalid JSON ({exc.msg})") from None
+            if not isinstance(row, dict):
+                raise FormatError(f"{place}: expected a JSON object")
+            missing = [c for c in required if c not in row]
+            if missing:
+                raise FormatError(f"{place}: missing key(s) {', '.join(missing)}")
+            yield place, row
+
+
+def _relative(times: list[float]) -> np.ndarray:
+    arr = np.asarray(times, dtype=float)
+    return arr - arr.min() if arr.size else arr
+
+
+def _empty_check(path: Path, prompt: list[int]) -> None:
+    if not prompt:
+        raise FormatError(f"{path}: no requests")
+
+
+def _read_azure(path: Path) -> Trace:
+    prompt: list[int] = []
+    output: list[int] = []
+    stamps: list[float] = []
+    cols = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
+    for place, row in _csv_rows(path, cols):
+        try:
+            stamps.append(datetime.fromisoformat(row["TIMESTAMP"].strip()[:26]).timestamp())
+        except ValueError:
+            raise FormatError(
+                f"{place}: TIMESTAMP: expected a date-time, got {row['TIMESTAMP']!r}"
+            ) from None
+        prompt.append(_int_field(row["ContextTokens"], place, "ContextTokens", 0))
+        output.append(_int_field(row["GeneratedTokens"], place, "GeneratedTokens", 0))
+    _empty_check(path, prompt)
+    return Trace(
+        path.stem, np.array(prompt, np.int64), np.array(output, np.int64), _relative(stamps)
+    )
+
+
+def _read_length_stats(path: Path) -> Trace:
+    prompt: list[int] = []
+    output: list[int] = []
+    for place, row in _csv_rows(path, ("num_prefill_tokens", "num_decode_tokens")):
+        prompt.append(_int_field(row["num_prefill_tokens"], place, "num_prefill_tokens", 0))
+        output.append(_int_field(row["num_decode_tokens"], place, "num_decode_tokens", 0))
+    _empty_check(path, prompt)
+    return Trace(path.stem, np.array(prompt, np.int64), np.array(output, np.int64))
+
+
+def _read_mooncake(path: Path) -> Trace:
+    prompt: list[int] = []
+    output: list[int] = []
+    stamps: list[float] = []
+    for place, row in _jsonl_rows(path, ("timestamp", "input_length", "output_length")):
+        stamps.append(_float_field(row["timestamp"], place, "timestamp") / 1000.0)
+        prompt.append(_int_field(row["input_length"], place, "input_length", 0))
+        output.append(_int_field(row["output_length"], place, "output_length", 0))
+    _empty_check(path, prompt)
+    return Trace(
+        path.stem, np.array(prompt, np.int64), np.array(output, np.int64), _relative(stamps)
+    )
+
+
+_VLLM_TIMES = ("queued_ts", "scheduled_ts", "first_token_ts", "last_token_ts")
+
+
+def _read_vllm_bench(path: Path) -> Trace:
+    prompt: list[int] = []
+    output: list[int] = []
+    stamps: list[float] = []
+    measured: dict[str, list[float]] = {k: [] for k in _VLLM_TIMES}
+    for place, row in _jsonl_rows(path, ("input_toks", "output_toks", "arrival_time")):
+        prompt.append(_int_field(row["input_toks"], place, "input_toks", 0))
+        output.append(_int_field(row["output_toks"], place, "output_toks", 0))
+        stamps.append(_float_field(row["arrival_time"], place, "arrival_time"))
+        for key in _VLLM_TIMES:
+            value = row.get(key)
+            measured[key].append(math.nan if value is None else _float_field(value, place, key))
+    _empty_check(path, prompt)
+    extra = {k: np.array(v) for k, v in measured.items() if not np.isnan(v).all()}
+    return Trace(
+        path.stem, np.array(prompt, np.int64), np.array(output, np.int64), _relative(stamps), extra
+    )
+
+
+_READERS: dict[str, Callable[[Path], Trace]] = {
+    "azure": _read_azure,
+    "length-stats": _read_length_stats,
+    "mooncake": _read_mooncake,
+    "vllm-bench": _read_vllm_bench,
+}
+TRACE_KINDS: tuple[str, ...] = tuple(_READERS)
+
+
+def detect_kind(path: str | Path) -> str:
+    """Guess a trace file's kind from its first line.
+
+    Raises
+    ------
+    FormatError
+        If the first line matches none of :data:`TRACE_KINDS`.
+    """
+    path = Path(path)
+    with path.open(encoding="utf-8") as handle:
+        first = handle.readline()
+    if first.startswith("TIMESTAMP,ContextTokens"):
+        return "azure"
+    if first.startswith("num_prefill_tokens"):
+        return "length-stats"
+    if '"input_toks"' in first:
+        return "vllm-bench"
+    if '"input_length"' in first:
+        return "mooncake"
+    raise FormatError(f"{path}:1: not a known trace format ({', '.join(TRACE_KINDS)})")
+
+
+def read_trace(path: str | Path, kind: str | None = None) -> Trace:
+    """Read a trace file of the given kind (detected from its first line if ``None``).
+
+    Raises
+    ------
+    DataNotFoundError
+        If ``path`` does not exist.
+    FormatError
+        On a malformed file; the message names file and line.
+    UnknownNameError
+        If ``kind`` is not one of :data:`TRACE_KINDS`.
+    """
+
+    path = Path(path)
+    if not path.is_file():
+        raise DataNotFoundError(f"{path}: no such trace file")
+    kind = kind or detect_kind(path)
+    if kind not in _READERS:
+        raise UnknownNameError("trace kind", kind, TRACE_KINDS)
+    return _READERS[kind](path)
