@@ -36,9 +36,10 @@ def check_int(value: Any, where: str, minimum: int) -> int:
     """
     if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
         raise InstanceError(f"{where}: must be an integer, got {value!r}")
-    if isinstance(value, float | np.floating):
-        if not math.isfinite(value) or value != int(value):
-            raise InstanceError(f"{where}: must be an integer, got {value!r}")
+    if isinstance(value, float | np.floating) and not (
+        math.isfinite(value) and value == int(value)
+    ):
+        raise InstanceError(f"{where}: must be an integer, got {value!r}")
     number = int(value)
     if number < minimum:
         raise InstanceError(f"{where}: must be >= {minimum}, got {number}")

@@ -102,7 +102,7 @@ class _Running:
         # running in round C_j - 1; the later ones undercount, are dominated by it, and
         # so leave the prefix maximum unchanged.
         m = len(self.completion)
-        suffix = [*accumulate(reversed(self.weight))][::-1] + [0]
+        suffix = [*reversed([0, *accumulate(reversed(self.weight))])]
         peaks = [suffix[j] + (c - 1) * (m - j + 1) for j, c in enumerate(self.completion)]
         self._suffix = suffix
         self._prefix_max = list(accumulate(peaks, max))

@@ -121,6 +121,10 @@ def _jsonl_rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[str, di
             yield place, row
 
 
+def _ints(values: list[int]) -> np.ndarray:
+    return np.array(values, dtype=np.int64)
+
+
 def _relative(times: list[float]) -> np.ndarray:
     arr = np.asarray(times, dtype=float)
     return arr - arr.min() if arr.size else arr
@@ -146,9 +150,7 @@ def _read_azure(path: Path) -> Trace:
         prompt.append(_int_field(row["ContextTokens"], place, "ContextTokens", 0))
         output.append(_int_field(row["GeneratedTokens"], place, "GeneratedTokens", 0))
     _empty_check(path, prompt)
-    return Trace(
-        path.stem, np.array(prompt, np.int64), np.array(output, np.int64), _relative(stamps)
-    )
+    return Trace(path.stem, _ints(prompt), _ints(output), _relative(stamps))
 
 
 def _read_length_stats(path: Path) -> Trace:
@@ -158,7 +160,7 @@ def _read_length_stats(path: Path) -> Trace:
         prompt.append(_int_field(row["num_prefill_tokens"], place, "num_prefill_tokens", 0))
         output.append(_int_field(row["num_decode_tokens"], place, "num_decode_tokens", 0))
     _empty_check(path, prompt)
-    return Trace(path.stem, np.array(prompt, np.int64), np.array(output, np.int64))
+    return Trace(path.stem, _ints(prompt), _ints(output))
 
 
 def _read_mooncake(path: Path) -> Trace:
@@ -170,9 +172,7 @@ def _read_mooncake(path: Path) -> Trace:
         prompt.append(_int_field(row["input_length"], place, "input_length", 0))
         output.append(_int_field(row["output_length"], place, "output_length", 0))
     _empty_check(path, prompt)
-    return Trace(
-        path.stem, np.array(prompt, np.int64), np.array(output, np.int64), _relative(stamps)
-    )
+    return Trace(path.stem, _ints(prompt), _ints(output), _relative(stamps))
 
 
 _VLLM_TIMES = ("queued_ts", "scheduled_ts", "first_token_ts", "last_token_ts")
@@ -192,9 +192,7 @@ def _read_vllm_bench(path: Path) -> Trace:
             measured[key].append(math.nan if value is None else _float_field(value, place, key))
     _empty_check(path, prompt)
     extra = {k: np.array(v) for k, v in measured.items() if not np.isnan(v).all()}
-    return Trace(
-        path.stem, np.array(prompt, np.int64), np.array(output, np.int64), _relative(stamps), extra
-    )
+    return Trace(path.stem, _ints(prompt), _ints(output), _relative(stamps), extra)
 
 
 _READERS: dict[str, Callable[[Path], Trace]] = {

@@ -35,7 +35,7 @@ def _as_pairs(starts: StartsLike) -> list[tuple[Any, Any]]:
         return list(enumerate(starts.tolist()))
     items = list(starts)
     if items and all(isinstance(x, tuple | list) and len(x) == 2 for x in items):
-        return [tuple(x) for x in items]  # type: ignore[misc]
+        return [tuple(x) for x in items]
     return list(enumerate(items))
 
 
