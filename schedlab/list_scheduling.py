@@ -1,9 +1,9 @@
 """The list-scheduling engine: a priority order in, a feasible schedule out.
 
-The engine jumps from event to event (releases and completions), never stepping
-through idle rounds. At an event round ``t`` it admits waiting, released requests in
-priority order; a request is admitted only if memory stays within ``M`` in *every*
-future round.
+Semantics (as in Jaillet et al., arXiv 2502.07115): in every round ``t`` the waiting,
+released requests are considered in priority order, and a request is started only if
+memory then stays within ``M`` in *every* future round. The engine produces exactly
+that schedule but jumps from event to event instead of stepping through rounds.
 
 Admission test
 --------------
@@ -15,26 +15,31 @@ Let ``A`` be the running requests and ``w_j = s_j - p_j + 1``; in round ``tau`` 
           \\qquad h(\\tau) = L(\\tau) + \\tau .
 
 Between two completions ``h`` strictly increases, so the maximum is attained at a round
-``C_j - 1`` just before some running request leaves, or at ``t + o_k - 1``: the test
-needs the load only at the future completion rounds, as in Jaillet et al.
-(arXiv 2502.07115). ``S_t`` is non-increasing in ``o``, which lets the backfilling scan
-prune whole groups of waiting requests (see :class:`_WaitingTree`).
+``C_j - 1`` just before a running request leaves, or at ``t + o_k - 1``: the test needs
+the load only at the future completion rounds. ``S_t`` is non-increasing in ``o``.
+
+Events
+------
+Admissions change only at completions, releases, and at rounds where a blocked
+request's slack has grown enough: while ``A`` is fixed, ``S_{t+1}(o) <= S_t(o) + 1``
+(``h`` rises by at least one a round), so a request with deficit
+``d = s_k - S_t(o_k) > 0`` cannot fit before ``t + d``. :meth:`_Running.earliest_fit`
+jumps by the deficit until the request fits or the next completion comes; it never
+skips a round in which the request would fit.
 
 Modes
 -----
 ``backfill=False`` (strict order): admit the highest-priority released request while it
-fits; the first that does not fit blocks all others until the next event. Cost
-``O(n log n + E |A|)`` for ``E`` events and ``|A|`` running requests.
-``backfill=True``: scan all released requests in priority order and admit every one
-that fits (a greedy list scheduler). A min-tree over priority positions skips groups
-that cannot fit; the worst case is ``O(n)`` candidates per event.
+fits; it blocks all others until it starts. ``backfill=True``: every released request
+that fits starts, in priority order (a greedy list scheduler); a min-tree over priority
+positions skips groups of waiting requests that cannot fit.
 """
 
 from __future__ import annotations
 
 import heapq
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import accumulate
 from math import inf
 
@@ -61,7 +66,7 @@ def check_order(order: Sequence[int] | np.ndarray, n: int) -> list[int]:
 
 
 class _Running:
-    """The running requests, sorted by completion, and the staircase ``S_t(o)``."""
+    """The running requests, sorted by completion, and the slack ``S_t(o)``."""
 
     def __init__(self, memory: int) -> None:
         self.memory = memory
@@ -71,9 +76,13 @@ class _Running:
         self._stale = True
         self._suffix: list[int] = []
         self._prefix_max: list[int] = []
+        self._memo: dict[tuple[int, int], int] = {}
 
     def __len__(self) -> int:
         return len(self.completion)
+
+    def next_completion(self) -> float:
+        return self.completion[0] if self.completion else inf
 
     def load(self, t: int) -> int:
         """Tokens held in round ``t`` (all running requests have ``C_j > t``)."""
@@ -97,7 +106,7 @@ class _Running:
             self._stale = True
 
     def _rebuild(self) -> None:
-        # h(C_j - 1) with suffix sums over the requests from j on. Within a group of
+        # h(C_j - 1) from suffix sums over the requests from j on. Within a group of
         # equal completions only the group's first index counts every request still
         # running in round C_j - 1; the later ones undercount, are dominated by it, and
         # so leave the prefix maximum unchanged.
@@ -106,19 +115,40 @@ class _Running:
         peaks = [suffix[j] + (c - 1) * (m - j + 1) for j, c in enumerate(self.completion)]
         self._suffix = suffix
         self._prefix_max = list(accumulate(peaks, max))
+        self._memo.clear()
         self._stale = False
 
-    def slack(self, t: int, output: int) -> float:
-        """``S_t(o)``: the largest prompt that a request of output ``o`` may have."""
+    def slack(self, t: int, output: int) -> int:
+        """``S_t(o)``: the largest prompt a request of output ``o`` may have to start at ``t``.
+
+        Valid for any ``t`` before the next completion.
+        """
         if self._stale:
             self._rebuild()
+        memo = self._memo.get((t, output))
+        if memo is not None:
+            return memo
         completion = self.completion
         end = t + output - 1
         q = bisect_right(completion, end)
         h_end = self._suffix[q] + end * (len(completion) - q + 1)
         q_crit = bisect_right(completion, t + output)
         peak = max(self._prefix_max[q_crit - 1], h_end) if q_crit else h_end
-        return self.memory - 1 + t - peak
+        value = self._memo[t, output] = self.memory - 1 + t - peak
+        return value
+
+    def earliest_fit(self, t: int, prompt: int, output: int, until: float) -> float:
+        """First round in ``[t, until)`` where the request fits, else ``inf``.
+
+        ``until`` must not exceed the next completion. Jumps by the deficit, which is
+        safe because the slack grows by at most one a round while no request leaves.
+        """
+        while t < until:
+            deficit = prompt - self.slack(t, output)
+            if deficit <= 0:
+                return t
+            t += deficit
+        return inf
 
 
 class _WaitingTree:
@@ -126,8 +156,8 @@ class _WaitingTree:
 
     Each node keeps the least prompt and least output of its live leaves. A node can
     hold a request that fits only if ``min_s <= S_t(min_o)`` (``S_t`` is
-    non-increasing), so the leftmost fitting request is found by a left-first descent
-    that skips every other subtree.
+    non-increasing) and ``min_s`` is below the memory free in the current round, so
+    searches descend left-first and skip every subtree that fails either test.
     """
 
     def __init__(self, size: int) -> None:
@@ -140,6 +170,7 @@ class _WaitingTree:
         self.count = 0
 
     def put(self, pos: int, prompt: float, output: float) -> None:
+        """Set leaf ``pos`` (``inf`` removes it) and update its ancestors."""
         node = pos + self.width
         self.count += 1 if prompt != inf else -1
         self.min_s[node], self.min_o[node] = prompt, output
@@ -150,24 +181,22 @@ class _WaitingTree:
             self.min_o[node] = min(self.min_o[left], self.min_o[right])
             node //= 2
 
-    def leftmost_fit(self, start: int, free: int, slack: Callable[[int], float]) -> int:
-        """Leftmost leaf ``>= start`` that may fit, or ``-1``.
-
-        A subtree is skipped if its least prompt exceeds ``free - 1`` (the room in the
-        current round, checked first because it is cheap) or ``slack(min_o)``.
+    def search(self, start: int, free: int, bound: Callable[[int], float]) -> Iterator[int]:
+        """Leaf positions ``>= start`` whose prompt is below ``free`` and at most
+        ``bound(output)``, left to right (``bound`` is re-read as the search goes on).
         """
         stack = [(1, 0)]  # (node, first leaf position under it)
         while stack:
             node, lo = stack.pop()
             span = self.width >> (node.bit_length() - 1)
             least = self.min_s[node]
-            if lo + span <= start or least >= free or least > slack(int(self.min_o[node])):
+            if lo + span <= start or least >= free or least > bound(int(self.min_o[node])):
                 continue
             if node >= self.width:
-                return lo
+                yield lo
+                continue
             stack.append((2 * node + 1, lo + span // 2))
             stack.append((2 * node, lo))
-        return -1
 
 
 def list_schedule(
@@ -182,71 +211,109 @@ def list_schedule(
     order
         A permutation of ``0..n-1``; earlier means higher priority.
     backfill
-        ``False``: strict order (the first released request that does not fit blocks
-        the rest until the next event). ``True``: every released request that fits is
-        admitted, in priority order.
+        ``False``: strict order (the highest-priority released request that does not
+        fit blocks the rest until it does). ``True``: every released request that fits
+        is started, in priority order.
 
     Returns
     -------
     numpy.ndarray
-        ``starts[i]``, the start round of request ``i``.
+        ``starts[i]``, the start round of request ``i``: the schedule that considering
+        every round in turn would give (see the module docs).
     """
-    n = instance.n
-    order = check_order(order, n)
-    prompt = instance.prompt.tolist()
-    output = instance.output.tolist()
-    arrival = instance.arrival.tolist()
-    rank = [0] * n
-    for position, i in enumerate(order):
-        rank[i] = position
-    releases = sorted(range(n), key=lambda i: (arrival[i], rank[i]))
-    running = _Running(instance.memory)
-    starts = [-1] * n
-    heap: list[int] = []  # strict mode: priority positions of released, waiting requests
-    tree = _WaitingTree(n) if backfill else None
-    next_release = 0
-    placed = 0
-    t = arrival[releases[0]]
-    while placed < n:
-        while next_release < n and arrival[releases[next_release]] <= t:
-            i = releases[next_release]
-            if tree is None:
-                heapq.heappush(heap, rank[i])
+    return _Engine(instance, check_order(order, instance.n), backfill).run()
+
+
+class _Engine:
+    """State of one list-scheduling run; :meth:`run` visits the event rounds."""
+
+    def __init__(self, instance: Instance, order: list[int], backfill: bool) -> None:
+        n = instance.n
+        self.memory = instance.memory
+        self.order = order
+        self.prompt = instance.prompt.tolist()
+        self.output = instance.output.tolist()
+        self.arrival = instance.arrival.tolist()
+        self.rank = [0] * n
+        for position, i in enumerate(order):
+            self.rank[i] = position
+        self.releases = sorted(range(n), key=lambda i: (self.arrival[i], self.rank[i]))
+        self.running = _Running(instance.memory)
+        self.starts = [-1] * n
+        self.heap: list[int] = []  # strict mode: priority positions of waiting requests
+        self.tree = _WaitingTree(n) if backfill else None
+        self.t = 0
+        self.free = 0
+        self.pending: float = inf  # next release round
+        self.wake: float = inf  # next round with an event
+
+    def run(self) -> np.ndarray:
+        n = len(self.starts)
+        next_release = 0
+        self.t = self.arrival[self.releases[0]]
+        while next_release < n or self.heap or (self.tree is not None and self.tree.count):
+            while next_release < n and self.arrival[self.releases[next_release]] <= self.t:
+                self._release(self.releases[next_release])
+                next_release += 1
+            self.running.finish_until(self.t)
+            self.free = self.memory - self.running.load(self.t)
+            self.pending = self.arrival[self.releases[next_release]] if next_release < n else inf
+            if self.tree is None:
+                self._strict_round()
             else:
-                tree.put(rank[i], prompt[i], output[i])
-            next_release += 1
-        running.finish_until(t)
-        free = instance.memory - running.load(t)
-        if tree is None:
-            while heap:
-                i = order[heap[0]]
-                if prompt[i] + 1 > free or prompt[i] > running.slack(t, output[i]):
-                    break
-                heapq.heappop(heap)
-                starts[i] = t
-                running.add(t, prompt[i], output[i])
-                free -= prompt[i] + 1
-                placed += 1
+                self._backfill_round(self.tree)
+            self.t = int(self.wake) if self.wake < inf else self.t
+        return np.array(self.starts, dtype=np.int64)
+
+    def _release(self, i: int) -> None:
+        if self.tree is None:
+            heapq.heappush(self.heap, self.rank[i])
         else:
-            position = 0
-            while tree.count:
-                position = tree.leftmost_fit(
-                    position,
-                    free,
-                    lambda o, t=t: running.slack(t, o),  # type: ignore[misc]
-                )
-                if position < 0:
-                    break
-                i = order[position]
-                if prompt[i] <= running.slack(t, output[i]):
-                    starts[i] = t
-                    running.add(t, prompt[i], output[i])
-                    free -= prompt[i] + 1
-                    tree.put(position, inf, inf)
-                    placed += 1
-                else:
-                    position += 1
-        pending = arrival[releases[next_release]] if next_release < n else inf
-        ending = running.completion[0] if len(running) else inf
-        t = int(min(pending, ending))
-    return np.array(starts, dtype=np.int64)
+            self.tree.put(self.rank[i], self.prompt[i], self.output[i])
+
+    def _fits_now(self, i: int) -> bool:
+        return self.prompt[i] < self.free and self.prompt[i] <= self.running.slack(
+            self.t, self.output[i]
+        )
+
+    def _start(self, i: int) -> None:
+        self.starts[i] = self.t
+        self.running.add(self.t, self.prompt[i], self.output[i])
+        self.free -= self.prompt[i] + 1
+
+    def _next_event(self) -> None:
+        """Wake at the next release or completion (admissions may have moved the latter)."""
+        self.wake = min(self.pending, self.running.next_completion())
+
+    def _earliest_later_fit(self, i: int) -> None:
+        """Move the wake-up round to where request ``i`` would fit, if that is sooner."""
+        later = self.running.earliest_fit(self.t + 1, self.prompt[i], self.output[i], self.wake)
+        self.wake = min(self.wake, later)
+
+    def _slack_now(self, output: int) -> float:
+        return self.running.slack(self.t, output)
+
+    def _slack_before_wake(self, output: int) -> float:
+        # A request that fits in a round t' < wake has a deficit below t' - t now.
+        return self.running.slack(self.t, output) + self.wake - self.t - 1
+
+    def _strict_round(self) -> None:
+        while self.heap and self._fits_now(self.order[self.heap[0]]):
+            self._start(self.order[heapq.heappop(self.heap)])
+        self._next_event()
+        if self.heap:
+            self._earliest_later_fit(self.order[self.heap[0]])
+
+    def _backfill_round(self, tree: _WaitingTree) -> None:
+        position = 0
+        while tree.count:
+            position = next(tree.search(position, self.free, self._slack_now), -1)
+            if position < 0:
+                break
+            if self._fits_now(self.order[position]):
+                self._start(self.order[position])
+                tree.put(position, inf, inf)
+            position += 1
+        self._next_event()
+        for position in tree.search(0, self.free, self._slack_before_wake):
+            self._earliest_later_fit(self.order[position])

@@ -98,6 +98,8 @@ def solve(
         best = bound.value if best is None else max(best, bound.value)
     objective = schedule.objective
     status = output.status
+    if status is Status.OPTIMAL:  # a proven optimum is also the best possible bound
+        best = objective if best is None else max(best, objective)
     if best is not None and objective <= math.ceil(best - 1e-6):
         status = Status.OPTIMAL  # an integral objective meeting a valid bound is optimal
     return Result(
@@ -107,4 +109,9 @@ def solve(
 
 def _load_builtin() -> None:
     """Import the solver modules so that they register themselves."""
-    import schedlab.solvers.rules  # noqa: F401
+    import schedlab.solvers.brute_force
+    import schedlab.solvers.local_search
+    import schedlab.solvers.lp_guided
+    import schedlab.solvers.receding_horizon
+    import schedlab.solvers.rules
+    import schedlab.solvers.sorted_f  # noqa: F401

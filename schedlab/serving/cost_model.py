@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from functools import lru_cache
 from pathlib import Path
@@ -86,8 +86,8 @@ class LinearAttentionCostModel:
 
     .. math::
 
-        T = b + [n>0]\,(f_d + a_d\,n + k_d\,K)
-              + [C>0]\,\Bigl(f_p + a_p\,C + k_p \sum_j c_j\,\bigl(p_j + \tfrac{c_j+1}{2}\bigr)\Bigr)
+        T = b + [n>0]\,(f_d + a_d n + k_d K)
+              + [C>0]\,\bigl(f_p + a_p C + k_p \textstyle\sum_j c_j (p_j + \frac{c_j+1}{2})\bigr)
 
     where :math:`c_j (p_j + (c_j+1)/2)` counts the query-key pairs of causal attention of a
     chunk over its prior context and itself. The decode attention term reads every cached
@@ -122,7 +122,7 @@ class LinearAttentionCostModel:
     source: str = ""
 
     def __post_init__(self) -> None:
-        for field in COEFFICIENTS + ("margin_s",):
+        for field in (*COEFFICIENTS, "margin_s"):
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise ServingError(f"cost model {self.name!r}: {field}: expected a number")
@@ -332,8 +332,7 @@ def check_monotone(
     return problems
 
 
-@lru_cache(maxsize=64)
-def _require_monotone_cached(model: CostModel, c_max: int, user: str) -> None:
+def _assert_monotone(model: CostModel, c_max: int, user: str) -> None:
     problems = check_monotone(model, c_max=c_max)
     if problems:
         raise NonMonotoneCostModelError(
@@ -349,9 +348,15 @@ def require_monotone(model: CostModel, *, c_max: int = 4096, user: str = "SLOWea
     The result is cached for hashable models (frozen dataclasses), so repeated policy
     construction in a capacity search checks a model once.
     """
-    try:
-        hash(model)
-    except TypeError:
-        _require_monotone_cached.__wrapped__(model, c_max, user)
-    else:
-        _require_monotone_cached(model, c_max, user)
+    if isinstance(model, Hashable):
+        try:
+            hash(model)
+        except TypeError:  # e.g. a frozen dataclass holding a list
+            pass
+        else:
+            _assert_monotone_cached(model, c_max, user)
+            return
+    _assert_monotone(model, c_max, user)
+
+
+_assert_monotone_cached = lru_cache(maxsize=64)(_assert_monotone)

@@ -208,8 +208,9 @@ class TraceReplay:
     With ``rate`` given, times are multiplied by ``native_rate / rate`` (native rate =
     requests per second of the trace's span), so the replay keeps the trace's burst
     structure at the requested mean rate. Requests arriving at or after ``duration_s``
-    are dropped. Output lengths of 0 (the Azure traces have some) become 1 and prompt
-    lengths of 0 become 1: an engine emits at least one token and prefills at least one.
+    are dropped (``None`` keeps the whole trace). Output lengths of 0 (the Azure traces
+    have some) become 1 and prompt lengths of 0 become 1: an engine emits at least one
+    token and prefills at least one.
     """
 
     name: str
@@ -228,9 +229,11 @@ class TraceReplay:
             if span <= 0:
                 raise ServingError(f"{self.path}: all requests arrive at once; cannot rescale")
             times = times * ((times.size / span) / _positive(rate, f"replay {self.name!r}: rate"))
-        if duration_s is None:
+        if duration_s is None:  # the whole trace; its span is the arrival window
+            keep = np.ones(times.size, dtype=bool)
             duration_s = float(times[-1]) if times[-1] > 0 else 1.0
-        keep = times < _positive(duration_s, f"replay {self.name!r}: duration")
+        else:
+            keep = times < _positive(duration_s, f"replay {self.name!r}: duration")
         return RequestStream(
             self.name,
             times[keep],

@@ -1,0 +1,45 @@
+"""Sorted-F speed at scale and Sorted-F vs FCFS on mixed backlogs.
+
+Run: ``python benchmarks/sorted_f_scaling.py [--repeats 3]``. Prints, per size, the
+median wall time of the fast batch selection and of the whole ``sorted-f`` solver, and
+the total-latency ratio FCFS / Sorted-F on the same backlog.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from schedlab import solve
+from schedlab.solvers.sorted_f import sorted_f_batches
+from schedlab.workloads import mixed_backlog
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
+    args = parser.parse_args()
+    print(
+        "n, median fast selection s, median sorted-f s, batches, FCFS objective, "
+        "sorted-f objective, FCFS / sorted-f"
+    )
+    for n in args.sizes:
+        inst = mixed_backlog(n, seed=0)
+        select, whole = [], []
+        for _ in range(args.repeats):
+            began = time.perf_counter()
+            batches, _ = sorted_f_batches(inst, method="fast")
+            select.append(time.perf_counter() - began)
+            result = solve(inst, "sorted-f", method="fast", bound=None)
+            whole.append(result.runtime)
+        fcfs = solve(inst, "fcfs", bound=None).objective
+        print(
+            f"{n}, {statistics.median(select):.2f}, {statistics.median(whole):.2f}, "
+            f"{len(batches)}, {fcfs}, {result.objective}, {fcfs / result.objective:.3f}"
+        )
+
+
+if __name__ == "__main__":
+    main()

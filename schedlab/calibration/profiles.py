@@ -1,0 +1,465 @@
+"""Readers of real GPU timing profiles: LLMServingSim, Vidur and Splitwise formats.
+
+Three public formats (``../shared/data/README.md`` describes the shared copies):
+
+* **LLMServingSim** (casys-kaist/LLMServingSim, MIT) per-layer profiles, one directory per
+  hardware / model / dtype holding ``meta.yaml`` and ``tp<N>/``:
+
+  - ``dense.csv`` — ``layer, tokens, time_us``: each non-attention op of *one* decoder
+    layer (and the once-per-forward ``embedding`` and ``final_layernorm``) against the
+    number of tokens in the batch;
+  - ``attention.csv`` — ``prefill_chunk, kv_prefill, n_decode, kv_decode, time_us``: one
+    layer's attention for a prefill chunk on top of ``kv_prefill`` cached tokens plus
+    ``n_decode`` decodes holding ``kv_decode`` tokens *each*;
+  - ``per_sequence.csv`` — ``layer, sequences, time_us``: once-per-iteration work
+    (``lm_head``, ``sampler``) against the number of sequences that produce logits.
+
+  The profiler runs the model with ``hf_overrides.num_hidden_layers`` decoder layers
+  (1), so per-layer times are later multiplied by the real layer count of the model's
+  config (:mod:`schedlab.calibration.model_shapes`).
+* **Vidur** (microsoft/vidur, MIT) ``mlp.csv``: ``time_stats.<op>.{min,max,mean,median,std}``
+  in milliseconds per op of one layer, against ``num_tokens`` and
+  ``num_tensor_parallel_workers``.
+* **Splitwise** (Mutinifni/splitwise-sim, MIT) ``perf_model.csv``: iteration-level times
+  in ms (``prompt_time``, ``token_time``, ``e2e_time``) per ``model, hardware,
+  prompt_size, batch_size, token_size, tensor_parallel``.
+
+Every reader checks columns and values and raises :class:`~schedlab.errors.FormatError`
+naming the file and line (``path:17: time_us: expected a number, got 'abc'``); a missing
+file raises :class:`~schedlab.errors.DataNotFoundError`. Each result records the files it
+read with their SHA-256 hashes (:class:`SourceFile`), so a fitted model can name exactly
+what it was fitted on.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from schedlab.calibration.yaml_subset import read_yaml_subset
+from schedlab.errors import DataNotFoundError, FormatError
+
+__all__ = [
+    "AttentionRows",
+    "LLMServingSimProfile",
+    "OpTable",
+    "SourceFile",
+    "SplitwisePerfModel",
+    "VidurMLPProfile",
+    "read_llmservingsim_profile",
+    "read_splitwise_perf_model",
+    "read_vidur_mlp",
+    "sha256_of",
+]
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A file a profile was read from: its name (relative to the profile root) and hash."""
+
+    name: str
+    sha256: str
+
+
+def sha256_of(path: str | Path) -> str:
+    """Hex SHA-256 of the file's bytes."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+@dataclass(frozen=True)
+class OpTable:
+    """Measurements of one op against one size axis, sorted by size.
+
+    Attributes
+    ----------
+    name
+        Op name (``qkv_proj``, ``lm_head``...).
+    x
+        Sizes (tokens or sequences), strictly increasing.
+    time_us
+        Measured times in microseconds, ``>= 0``.
+    """
+
+    name: str
+    x: np.ndarray
+    time_us: np.ndarray
+
+
+@dataclass(frozen=True)
+class AttentionRows:
+    """The rows of an LLMServingSim ``attention.csv`` (one decoder layer), as arrays."""
+
+    prefill_chunk: np.ndarray
+    kv_prefill: np.ndarray
+    n_decode: np.ndarray
+    kv_decode: np.ndarray
+    time_us: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.time_us.size)
+
+
+@dataclass(frozen=True)
+class LLMServingSimProfile:
+    """One LLMServingSim profile (one hardware, model, dtype and TP degree).
+
+    Attributes
+    ----------
+    root
+        The directory holding ``meta.yaml``.
+    tp
+        Tensor-parallel degree read (``tp<N>/``).
+    meta
+        ``meta.yaml`` as nested dicts.
+    dense, per_sequence
+        Op tables by op name.
+    attention
+        The attention rows.
+    sources
+        Files read, with hashes.
+    """
+
+    root: Path
+    tp: int
+    meta: dict[Any, Any]
+    dense: dict[str, OpTable]
+    per_sequence: dict[str, OpTable]
+    attention: AttentionRows
+    sources: tuple[SourceFile, ...] = field(default=())
+
+    @property
+    def model(self) -> str:
+        """The model name as ``meta.yaml`` spells it."""
+        return str(self.meta.get("model", ""))
+
+    @property
+    def hardware(self) -> str:
+        return str(self.meta.get("hardware", ""))
+
+    @property
+    def architecture(self) -> str:
+        return str(self.meta.get("architecture", ""))
+
+    @property
+    def profiled_layers(self) -> int:
+        """Decoder layers the profiler ran (``hf_overrides.num_hidden_layers``, default 1)."""
+        engine = self.meta.get("engine_effective") or {}
+        overrides = engine.get("hf_overrides") or {} if isinstance(engine, dict) else {}
+        value = overrides.get("num_hidden_layers", 1) if isinstance(overrides, dict) else 1
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise FormatError(
+                f"{self.root / 'meta.yaml'}: engine_effective.hf_overrides.num_hidden_layers: "
+                f"expected an integer >= 1, got {value!r}"
+            )
+        return value
+
+
+# -- CSV plumbing -------------------------------------------------------------------------
+
+
+def _open_rows(
+    path: Path, required: Iterable[str]
+) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    """Header and ``(line number, fields)`` rows of a CSV file, checking required columns."""
+    if not path.is_file():
+        raise DataNotFoundError(f"{path}: no such profile file")
+    with path.open(newline="", encoding="utf-8") as handle:
+        reader = csv.reader(handle)
+        try:
+            header = [name.strip() for name in next(reader)]
+        except StopIteration:
+            raise FormatError(f"{path}:1: empty file (expected a header line)") from None
+        missing = [name for name in required if name not in header]
+        if missing:
+            raise FormatError(
+                f"{path}:1: missing column(s) {', '.join(missing)}; found {', '.join(header)}"
+            )
+        rows: list[tuple[int, list[str]]] = []
+        for fields_ in reader:
+            line = reader.line_num
+            if not fields_ or all(not f.strip() for f in fields_):
+                continue
+            if len(fields_) != len(header):
+                raise FormatError(
+                    f"{path}:{line}: expected {len(header)} fields, got {len(fields_)}"
+                )
+            rows.append((line, fields_))
+    if not rows:
+        raise FormatError(f"{path}: no data rows")
+    return header, rows
+
+
+def _number(text: str, column: str, where: str, *, integer: bool = False) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise FormatError(f"{where}: {column}: expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise FormatError(f"{where}: {column}: must be finite, got {text!r}")
+    if value < 0:
+        raise FormatError(f"{where}: {column}: must be >= 0, got {text!r}")
+    if integer and value != int(value):
+        raise FormatError(f"{where}: {column}: expected an integer, got {text!r}")
+    return value
+
+
+def _op_tables(path: Path, size_column: str) -> dict[str, OpTable]:
+    header, rows = _open_rows(path, ("layer", size_column, "time_us"))
+    i_layer, i_size, i_time = (header.index(c) for c in ("layer", size_column, "time_us"))
+    by_op: dict[str, dict[int, float]] = {}
+    for line, fields_ in rows:
+        where = f"{path}:{line}"
+        op = fields_[i_layer].strip()
+        if not op:
+            raise FormatError(f"{where}: layer: empty op name")
+        size = int(_number(fields_[i_size], size_column, where, integer=True))
+        if size < 1:
+            raise FormatError(f"{where}: {size_column}: must be >= 1, got {size}")
+        seen = by_op.setdefault(op, {})
+        if size in seen:
+            raise FormatError(f"{where}: duplicate measurement for {op} at {size_column}={size}")
+        seen[size] = _number(fields_[i_time], "time_us", where)
+    tables = {}
+    for op, points in by_op.items():
+        sizes = sorted(points)
+        tables[op] = OpTable(
+            op, np.array(sizes, dtype=float), np.array([points[s] for s in sizes], dtype=float)
+        )
+    return tables
+
+
+def _attention_rows(path: Path) -> AttentionRows:
+    columns = ("prefill_chunk", "kv_prefill", "n_decode", "kv_decode", "time_us")
+    header, rows = _open_rows(path, columns)
+    index = [header.index(c) for c in columns]
+    data = np.empty((len(rows), 5))
+    seen: set[tuple[float, ...]] = set()
+    for k, (line, fields_) in enumerate(rows):
+        where = f"{path}:{line}"
+        values = [
+            _number(fields_[i], c, where, integer=c != "time_us")
+            for i, c in zip(index, columns, strict=True)
+        ]
+        pc, kp, n, kv, _ = values
+        if pc == 0 and n == 0:
+            raise FormatError(f"{where}: an empty batch (prefill_chunk = n_decode = 0)")
+        if (n == 0) != (kv == 0):
+            raise FormatError(
+                f"{where}: kv_decode must be 0 exactly when n_decode is 0, got "
+                f"n_decode={n:g}, kv_decode={kv:g}"
+            )
+        if pc == 0 and kp != 0:
+            raise FormatError(f"{where}: kv_prefill={kp:g} without a prefill chunk")
+        key = (pc, kp, n, kv)
+        if key in seen:
+            raise FormatError(f"{where}: duplicate measurement for {columns[:4]} = {key}")
+        seen.add(key)
+        data[k] = values
+    return AttentionRows(*(data[:, j].copy() for j in range(5)))
+
+
+def read_llmservingsim_profile(path: str | Path, tp: int = 1) -> LLMServingSimProfile:
+    """Read an LLMServingSim profile directory (the one holding ``meta.yaml``).
+
+    Parameters
+    ----------
+    path
+        E.g. ``../shared/data/profiles/llmservingsim/RTXPRO6000/meta-llama/Llama-3.1-8B/bf16``.
+    tp
+        Tensor-parallel degree: reads ``tp<tp>/``.
+
+    Raises
+    ------
+    DataNotFoundError
+        If the directory or a file is missing.
+    FormatError
+        On a malformed file (the message names file and line).
+    """
+    root = Path(path)
+    if not root.is_dir():
+        raise DataNotFoundError(f"{root}: no such profile directory")
+    meta_path = root / "meta.yaml"
+    meta = read_yaml_subset(meta_path)
+    if not isinstance(meta.get("model"), str):
+        raise FormatError(f"{meta_path}: model: expected the model name")
+    sub = root / f"tp{tp}"
+    dense = _op_tables(sub / "dense.csv", "tokens")
+    per_sequence = _op_tables(sub / "per_sequence.csv", "sequences")
+    attention = _attention_rows(sub / "attention.csv")
+    files = [meta_path, sub / "dense.csv", sub / "attention.csv", sub / "per_sequence.csv"]
+    sources = tuple(SourceFile(f.relative_to(root).as_posix(), sha256_of(f)) for f in files)
+    return LLMServingSimProfile(root, tp, meta, dense, per_sequence, attention, sources)
+
+
+# -- Vidur ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class VidurMLPProfile:
+    """A Vidur ``mlp.csv``: per-op statistics (ms) against tokens and TP degree.
+
+    Attributes
+    ----------
+    ops
+        Op names (``attn_pre_proj``, ``mlp_up_proj``...).
+    num_tokens, tp
+        Per row.
+    stats
+        ``stats[(op, stat)]`` per row, in milliseconds (stat: min, max, mean, median, std).
+    shape
+        Model-shape columns of the first row (``n_head``, ``n_embd``...).
+    source
+        The file read.
+    """
+
+    ops: tuple[str, ...]
+    num_tokens: np.ndarray
+    tp: np.ndarray
+    stats: Mapping[tuple[str, str], np.ndarray]
+    shape: Mapping[str, str]
+    source: SourceFile
+
+    def op_table(self, op: str, *, tp: int = 1, stat: str = "median") -> OpTable:
+        """Times of ``op`` at TP degree ``tp`` against tokens, converted to microseconds.
+
+        Vidur's files repeat some ``(num_tokens, tp)`` rows (the shared Llama-2-7B file
+        does); repeated measurements are averaged.
+        """
+        if (op, stat) not in self.stats:
+            raise FormatError(
+                f"{self.source.name}: no column time_stats.{op}.{stat}; ops: {', '.join(self.ops)}"
+            )
+        rows = self.tp == tp
+        if not rows.any():
+            raise FormatError(f"{self.source.name}: no rows with num_tensor_parallel_workers={tp}")
+        sizes, inverse = np.unique(self.num_tokens[rows], return_inverse=True)
+        totals = np.bincount(inverse, weights=self.stats[(op, stat)][rows])
+        counts = np.bincount(inverse)
+        return OpTable(op, sizes, totals / counts * 1e3)
+
+
+_VIDUR_STATS = ("min", "max", "mean", "median", "std")
+
+
+def read_vidur_mlp(path: str | Path) -> VidurMLPProfile:
+    """Read a Vidur ``mlp.csv`` profile (times in ms per op of one layer)."""
+    path = Path(path)
+    header, rows = _open_rows(path, ("num_tokens", "num_tensor_parallel_workers"))
+    ops = tuple(
+        dict.fromkeys(
+            name.split(".")[1]
+            for name in header
+            if name.startswith("time_stats.") and name.count(".") == 2
+        )
+    )
+    if not ops:
+        raise FormatError(f"{path}:1: no time_stats.<op>.<stat> columns")
+    stat_cols = {
+        (op, stat): header.index(f"time_stats.{op}.{stat}")
+        for op in ops
+        for stat in _VIDUR_STATS
+        if f"time_stats.{op}.{stat}" in header
+    }
+    i_tokens = header.index("num_tokens")
+    i_tp = header.index("num_tensor_parallel_workers")
+    values = {key: np.empty(len(rows)) for key in stat_cols}
+    tokens = np.empty(len(rows))
+    tps = np.empty(len(rows))
+    for k, (line, fields_) in enumerate(rows):
+        where = f"{path}:{line}"
+        tokens[k] = _number(fields_[i_tokens], "num_tokens", where, integer=True)
+        tps[k] = _number(fields_[i_tp], "num_tensor_parallel_workers", where, integer=True)
+        if tokens[k] < 1 or tps[k] < 1:
+            raise FormatError(f"{where}: num_tokens and num_tensor_parallel_workers must be >= 1")
+        for (op, stat), i in stat_cols.items():
+            values[(op, stat)][k] = _number(fields_[i], f"time_stats.{op}.{stat}", where)
+    shape_cols = [c for c in header if not c.startswith("time_stats.")]
+    shape = {c: rows[0][1][header.index(c)] for c in shape_cols}
+    return VidurMLPProfile(ops, tokens, tps, values, shape, SourceFile(path.name, sha256_of(path)))
+
+
+# -- Splitwise -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SplitwisePerfModel:
+    """Splitwise's iteration-level ``perf_model.csv`` (times in ms).
+
+    ``model`` and ``hardware`` are per-row string arrays; the numeric columns are float
+    arrays of the same length.
+    """
+
+    model: np.ndarray
+    hardware: np.ndarray
+    prompt_size: np.ndarray
+    batch_size: np.ndarray
+    token_size: np.ndarray
+    prompt_time_ms: np.ndarray
+    token_time_ms: np.ndarray
+    e2e_time_ms: np.ndarray
+    tensor_parallel: np.ndarray
+    source: SourceFile
+
+    def __len__(self) -> int:
+        return int(self.model.size)
+
+    def select(self, model: str, hardware: str, tensor_parallel: int) -> np.ndarray:
+        """Indices of the rows for ``model`` on ``hardware`` at that TP degree."""
+        return np.flatnonzero(
+            (self.model == model)
+            & (self.hardware == hardware)
+            & (self.tensor_parallel == tensor_parallel)
+        )
+
+
+_SPLITWISE_NUMERIC = (
+    "prompt_size",
+    "batch_size",
+    "token_size",
+    "prompt_time",
+    "token_time",
+    "e2e_time",
+    "tensor_parallel",
+)
+
+
+def read_splitwise_perf_model(path: str | Path) -> SplitwisePerfModel:
+    """Read Splitwise's ``perf_model.csv`` (iteration-level measurements)."""
+    path = Path(path)
+    header, rows = _open_rows(path, ("model", "hardware", *_SPLITWISE_NUMERIC))
+    i_model, i_hw = header.index("model"), header.index("hardware")
+    numeric = {c: np.empty(len(rows)) for c in _SPLITWISE_NUMERIC}
+    models, hardware = [], []
+    for k, (line, fields_) in enumerate(rows):
+        where = f"{path}:{line}"
+        for column in ("model", "hardware"):
+            if not fields_[header.index(column)].strip():
+                raise FormatError(f"{where}: {column}: empty")
+        models.append(fields_[i_model].strip())
+        hardware.append(fields_[i_hw].strip())
+        for column in _SPLITWISE_NUMERIC:
+            integer = column in ("prompt_size", "batch_size", "token_size", "tensor_parallel")
+            numeric[column][k] = _number(
+                fields_[header.index(column)], column, where, integer=integer
+            )
+        if numeric["batch_size"][k] < 1 or numeric["tensor_parallel"][k] < 1:
+            raise FormatError(f"{where}: batch_size and tensor_parallel must be >= 1")
+    return SplitwisePerfModel(
+        np.array(models),
+        np.array(hardware),
+        numeric["prompt_size"],
+        numeric["batch_size"],
+        numeric["token_size"],
+        numeric["prompt_time"],
+        numeric["token_time"],
+        numeric["e2e_time"],
+        numeric["tensor_parallel"],
+        SourceFile(path.name, sha256_of(path)),
+    )

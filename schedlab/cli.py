@@ -1,0 +1,309 @@
+"""The ``schedlab`` command line.
+
+Subcommands: ``solve``, ``compare``, ``verify``, ``bound``, ``generate`` (offline
+batching) and those that the serving, calibration and export modules register. Every
+:class:`~schedlab.errors.SchedlabError` (and unreadable files) becomes one line on
+stderr and exit code 2; ``verify`` exits 1 when the schedule is infeasible.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from schedlab.errors import FormatError, SchedlabError
+
+__all__ = ["main"]
+
+#: Modules that add subcommands through ``register(subparsers)``.
+_PLUGINS = ("schedlab.serving.cli", "schedlab.calibration.cli", "schedlab.export")
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+def _solver_list(text: str) -> list[str]:
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("expected a comma-separated list of solver names")
+    return names
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, indent=1))
+
+
+def _cmd_solve(args: argparse.Namespace) -> int:
+    from schedlab import read_instance, solve
+
+    instance = read_instance(args.file)
+    result = solve(
+        instance,
+        args.solver,
+        time_limit=args.time_limit,
+        seed=args.seed,
+        bound=None if args.no_bound else "best",
+    )
+    if args.json:
+        _print_json(result.to_dict())
+        return 0
+    s = result.schedule
+    bound = "-" if result.lower_bound is None else f"{result.lower_bound:,.1f}"
+    gap = "-" if result.gap is None else f"{100 * result.gap:.2f}%"
+    print(f"{instance.name or args.file}: n = {instance.n}, M = {instance.memory:,} tokens")
+    print(f"solver        {result.solver} ({result.status}, {result.runtime:.3f} s)")
+    print(f"objective     {result.objective:,} (mean latency {s.mean_latency:,.1f} rounds)")
+    print(f"lower bound   {bound} (gap {gap})")
+    print(
+        f"makespan      {s.makespan:,} rounds; peak memory {s.peak_memory:,} tokens; "
+        f"utilisation {100 * s.utilisation:.1f}%"
+    )
+    return 0
+
+
+def _instance_paths(paths: Sequence[str]) -> list[Path]:
+    found: list[Path] = []
+    for text in paths:
+        path = Path(text)
+        if path.is_dir():
+            files = sorted(path.glob("*.json"))
+            if not files:
+                raise FormatError(f"{path}: folder holds no instance (*.json) files")
+            found.extend(files)
+        else:
+            found.append(path)
+    return found
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from schedlab import compare, read_instance
+
+    instances = [read_instance(p) for p in _instance_paths(args.paths)]
+    progress = None if args.json or args.quiet else sys.stderr
+    tables = [
+        compare(inst, args.solvers, time_limit=args.time_limit, seed=args.seed, progress=progress)
+        for inst in instances
+    ]
+    if args.json:
+        rows = [r.to_dict() | {"instance": t.instance.name} for t in tables for r in t.results]
+        _print_json(rows)
+    else:
+        print("\n\n".join(t.to_text() for t in tables))
+    return 0
+
+
+def _read_starts(path: Path) -> Any:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise FormatError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON ({exc.msg})") from None
+    if isinstance(data, dict):
+        if "starts" not in data:
+            raise FormatError(f"{path}: expected a list of starts or an object with 'starts'")
+        data = data["starts"]
+    if not isinstance(data, list):
+        raise FormatError(f"{path}: starts: expected a list, got {type(data).__name__}")
+    if data and all(isinstance(x, dict) for x in data):
+        pairs = []
+        for k, entry in enumerate(data):
+            if "request" not in entry or "start" not in entry:
+                raise FormatError(f"{path}: starts[{k}]: expected keys 'request' and 'start'")
+            pairs.append((entry["request"], entry["start"]))
+        return pairs
+    return data
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    from schedlab import Schedule, read_instance, verify
+
+    instance = read_instance(args.file)
+    starts = _read_starts(Path(args.starts))
+    problems = verify(instance, starts)
+    if problems:
+        print(f"INFEASIBLE: {len(problems)} violation(s)")
+        for line in problems:
+            print(f"  - {line}")
+        return 1
+    schedule = Schedule(instance, [p for _, p in sorted(_pairs(starts))])
+    print(
+        f"FEASIBLE: objective {schedule.objective:,}, makespan {schedule.makespan:,}, "
+        f"peak memory {schedule.peak_memory:,} of {instance.memory:,} tokens"
+    )
+    return 0
+
+
+def _pairs(starts: Any) -> list[tuple[int, int]]:
+    if starts and isinstance(starts[0], tuple):
+        return [(int(i), int(p)) for i, p in starts]
+    return [(i, int(p)) for i, p in enumerate(starts)]
+
+
+def _cmd_bound(args: argparse.Namespace) -> int:
+    from schedlab import lower_bound, read_instance
+
+    instance = read_instance(args.file)
+    bound = lower_bound(instance, args.method, time_limit=args.time_limit)
+    if args.json:
+        _print_json(
+            {
+                "method": bound.method,
+                "value": bound.value,
+                "status": bound.status,
+                "runtime_s": bound.runtime,
+                "stats": bound.stats,
+            }
+        )
+    else:
+        print(
+            f"{instance.name or args.file}: lower bound {bound.value:,.1f} "
+            f"({bound.method}, {bound.status}, {bound.runtime:.3f} s)"
+        )
+    return 0
+
+
+def _cmd_generate(args: argparse.Namespace) -> int:
+    from schedlab import write_instance
+    from schedlab.instance_io import instance_to_dict
+    from schedlab.workloads import jaillet_instance, mixed_backlog, sample_backlog
+
+    if args.kind == "mixed":
+        inst = mixed_backlog(args.n, args.memory, args.long_fraction, args.seed, name=args.name)
+    elif args.kind == "jaillet":
+        inst = jaillet_instance(args.seed, args.n, name=args.name)
+    else:
+        source: Any = args.source
+        if Path(args.source).is_file():
+            from schedlab.traces import read_trace
+
+            source = read_trace(args.source)
+        inst = sample_backlog(args.n, args.memory, source, args.seed, name=args.name)
+    if args.output:
+        write_instance(inst, args.output)
+        print(f"wrote {args.output}: n = {inst.n}, M = {inst.memory:,}", file=sys.stderr)
+    else:
+        _print_json(instance_to_dict(inst))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every subcommand."""
+    from schedlab.workloads import DEFAULT_MEMORY
+
+    parser = argparse.ArgumentParser(
+        prog="schedlab",
+        description="Scheduling theory of LLM serving: solve, bound and compare "
+        "memory-constrained batching; simulate chunked-prefill policies.",
+    )
+    parser.add_argument("--version", action="version", version="schedlab 0.1.0")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--time-limit",
+            type=_positive_seconds,
+            default=None,
+            metavar="SECONDS",
+            help="wall-clock limit per solver (and for the bound)",
+        )
+        p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+        p.add_argument("--json", action="store_true", help="print JSON")
+
+    p = sub.add_parser("solve", help="solve one instance with one solver")
+    p.add_argument("file", help="instance file (schedlab-instance/1 JSON)")
+    p.add_argument("--solver", default="mc-sf", help="solver name (default mc-sf)")
+    p.add_argument("--no-bound", action="store_true", help="skip the lower bound")
+    common(p)
+    p.set_defaults(func=_cmd_solve)
+
+    p = sub.add_parser("compare", help="compare solvers against the best lower bound")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="instance files or folders")
+    p.add_argument(
+        "--solvers",
+        type=_solver_list,
+        default=None,
+        help="comma-separated solver names (default: the list-scheduling rules)",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    common(p)
+    p.set_defaults(func=_cmd_compare)
+
+    p = sub.add_parser("verify", help="check a schedule with the independent verifier")
+    p.add_argument("file", help="instance file")
+    p.add_argument(
+        "starts",
+        help="JSON: list of starts, {'starts': [...]}, or [{'request': i, 'start': p}, ...]",
+    )
+    p.set_defaults(func=_cmd_verify)
+
+    p = sub.add_parser("bound", help="compute a lower bound on the optimum")
+    p.add_argument("file", help="instance file")
+    p.add_argument("--method", default="best", help="bound method (default best)")
+    p.add_argument("--time-limit", type=_positive_seconds, default=None, metavar="SECONDS")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_cmd_bound)
+
+    p = sub.add_parser("generate", help="generate an instance")
+    p.add_argument("kind", choices=("mixed", "jaillet", "backlog"))
+    p.add_argument(
+        "-n",
+        "--n",
+        type=int,
+        default=None,
+        help="number of requests (default 200; jaillet: drawn from U[40, 60])",
+    )
+    p.add_argument(
+        "--memory",
+        type=int,
+        default=DEFAULT_MEMORY,
+        help=f"KV budget M in tokens (default {DEFAULT_MEMORY:,})",
+    )
+    p.add_argument("--long-fraction", type=float, default=0.5, help="mixed: share of long ones")
+    p.add_argument(
+        "--source", default="sharegpt", help="backlog: a shipped length table or a trace file path"
+    )
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--name", default=None)
+    p.add_argument("-o", "--output", default=None, help="write to this file (default stdout)")
+    p.set_defaults(func=_cmd_generate)
+
+    for module in _PLUGINS:
+        try:
+            plugin = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if not module.startswith(str(exc.name)):
+                raise
+            continue
+        plugin.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "kind", None) in ("mixed", "backlog") and args.n is None:
+        args.n = 200
+    try:
+        return int(args.func(args))
+    except SchedlabError as exc:
+        print(f"schedlab: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        print(f"schedlab: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("schedlab: interrupted", file=sys.stderr)
+        return 130

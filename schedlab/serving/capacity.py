@@ -1,0 +1,342 @@
+r"""Capacity (highest rate meeting an SLO-attainment target) and policy sweeps.
+
+Capacity (DESIGN section 2; DistServe, Zhong et al., OSDI 2024, call it per-GPU goodput)
+is the highest mean arrival rate :math:`\lambda` whose run reaches attainment
+:math:`\ge 0.9`. It is found by bracketing (doubling or halving from ``start_rps``) and then
+geometric bisection until :math:`hi / lo - 1 \le` ``rel_tol``; the answer is the highest
+rate *tested* that met the target. Streams use common random numbers
+(:mod:`schedlab.serving.workloads`), so each rate sees the same requests at a different
+spacing and one explicit seed fixes everything.
+
+Two stop rules make overloaded runs cheap without changing any decision:
+
+* *exact horizon*: a request unfinished at :math:`H = \max_i (a_i + X + (o_i - 1) D)` has
+  missed the SLO for certain (either its first token came after :math:`a_i + X`, or its
+  last after :math:`t_1 + (o_i - 1) D`), so the run stops at :math:`H` and attainment is
+  exact;
+* *early failure*: once more than :math:`\lfloor (1 - 0.9) N \rfloor` requests are known
+  to miss, the rate fails; the attainment then reported is a lower bound (marked
+  ``exact=False``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass
+from typing import Any, TypeVar
+
+from schedlab.serving.cost_model import CostModel, get_cost_model
+from schedlab.serving.engine_config import EngineConfig
+from schedlab.serving.errors import ServingError
+from schedlab.serving.metrics import SLO, Summary
+from schedlab.serving.simulator import simulate
+from schedlab.serving.workloads import Workload, make_workload
+
+__all__ = [
+    "CapacityResult",
+    "Probe",
+    "SweepPoint",
+    "capacity",
+    "parallel_map",
+    "probe",
+    "sweep",
+]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class Probe:
+    """Attainment at one rate.
+
+    ``exact`` is ``False`` when the run stopped at the early-failure rule (then
+    ``attainment`` is a lower bound, and below the target).
+    """
+
+    rate_rps: float
+    attainment: float
+    n_requests: int
+    exact: bool
+
+    def meets(self, target: float) -> bool:
+        return self.n_requests == 0 or self.attainment >= target
+
+
+def probe(
+    workload: Workload,
+    rate: float,
+    policy: str,
+    *,
+    slo: SLO,
+    cost_model: CostModel,
+    engine: EngineConfig,
+    duration_s: float,
+    seed: int,
+    target: float = 0.9,
+) -> Probe:
+    """Simulate one rate with both stop rules of the module docstring."""
+    stream = workload.generate(rate, duration_s, seed)
+    n = len(stream)
+    if n == 0:
+        return Probe(rate, math.nan, 0, True)
+    horizon = float((stream.arrival_s + slo.ttft_s + (stream.output - 1) * slo.tpot_s).max())
+    allowed = math.floor((1 - target) * n + 1e-9)
+    result = simulate(
+        stream,
+        policy=policy,
+        cost_model=cost_model,
+        slo=slo,
+        engine=engine,
+        seed=seed,
+        stop_at_s=horizon,
+        max_violations=allowed,
+    )
+    summary = result.summary
+    exact = not summary.truncated or result.run.end_s >= horizon
+    return Probe(rate, summary.attainment, n, exact)
+
+
+@dataclass(frozen=True)
+class CapacityResult:
+    """Outcome of :func:`capacity`.
+
+    Attributes
+    ----------
+    capacity_rps
+        Highest tested rate meeting the target (0 if even the lowest failed).
+    saturated
+        ``True`` if ``max_rps`` itself met the target (capacity is at least that).
+    probes
+        Every rate tested, in order.
+    """
+
+    policy: str
+    workload: str
+    cost_model: str
+    tpot_s: float
+    ttft_s: float
+    target: float
+    duration_s: float
+    seed: int
+    capacity_rps: float
+    saturated: bool
+    probes: tuple[Probe, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["probes"] = [
+            {**p, "attainment": None if math.isnan(p["attainment"]) else p["attainment"]}
+            for p in data["probes"]
+        ]
+        return data
+
+
+def capacity(
+    workload: str | Workload,
+    policy: str,
+    *,
+    slo: SLO,
+    cost_model: str | CostModel = "sloweave-default",
+    engine: EngineConfig | None = None,
+    duration_s: float = 120.0,
+    seed: int = 0,
+    target: float = 0.9,
+    rel_tol: float = 0.02,
+    start_rps: float = 1.0,
+    max_rps: float = 1000.0,
+    data_dir: str | None = None,
+) -> CapacityResult:
+    """Highest arrival rate with SLO attainment ``>= target``, by bisection.
+
+    The search halves the rate down to ``20 / duration_s`` (about 20 requests) at most;
+    if that still fails, the capacity is reported as 0.
+
+    Raises
+    ------
+    ServingError
+        On a target outside (0, 1], a non-positive tolerance or rate bounds.
+    """
+    if not 0 < target <= 1:
+        raise ServingError(f"capacity: target attainment must be in (0, 1], got {target}")
+    if not (rel_tol > 0 and start_rps > 0 and max_rps >= start_rps):
+        raise ServingError(
+            "capacity: need rel_tol > 0 and 0 < start_rps <= max_rps, got "
+            f"{rel_tol}, {start_rps}, {max_rps}"
+        )
+    model = get_cost_model(cost_model)
+    config = engine or EngineConfig()
+    load = make_workload(workload, data_dir=data_dir) if isinstance(workload, str) else workload
+    probes: list[Probe] = []
+
+    def meets(rate: float) -> bool:
+        p = probe(
+            load,
+            rate,
+            policy,
+            slo=slo,
+            cost_model=model,
+            engine=config,
+            duration_s=duration_s,
+            seed=seed,
+            target=target,
+        )
+        probes.append(p)
+        return p.meets(target)
+
+    floor_rps = 20.0 / duration_s  # below ~20 requests an attainment means little
+    lo, hi = 0.0, math.inf
+    rate = start_rps
+    if meets(rate):
+        lo = rate
+        while hi == math.inf:
+            rate = min(rate * 2, max_rps)
+            if meets(rate):
+                lo = rate
+                if rate >= max_rps:
+                    break
+            else:
+                hi = rate
+    else:
+        hi = rate
+        while lo == 0.0 and rate > floor_rps:
+            rate = max(rate / 2, floor_rps)
+            if meets(rate):
+                lo = rate
+            else:
+                hi = rate
+    while lo > 0 and hi < math.inf and hi / lo - 1 > rel_tol:
+        mid = math.sqrt(lo * hi)
+        if meets(mid):
+            lo = mid
+        else:
+            hi = mid
+    return CapacityResult(
+        policy=policy,
+        workload=load.name,
+        cost_model=model.name,
+        tpot_s=slo.tpot_s,
+        ttft_s=slo.ttft_s,
+        target=target,
+        duration_s=duration_s,
+        seed=seed,
+        capacity_rps=lo,
+        saturated=hi == math.inf,
+        probes=tuple(probes),
+    )
+
+
+def parallel_map(
+    fn: Callable[[T], R],
+    tasks: Sequence[T],
+    *,
+    workers: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[R]:
+    """``[fn(t) for t in tasks]`` on ``workers`` processes (default: all local cores).
+
+    Results come back in task order, whatever the number of workers, so a run is
+    deterministic; ``progress(done, total)`` is called as tasks complete. ``fn`` and the
+    tasks must be picklable when ``workers > 1``.
+    """
+    workers = (os.cpu_count() or 1) if workers is None else workers
+    if workers < 1:
+        raise ServingError(f"workers: must be >= 1, got {workers}")
+    total = len(tasks)
+    if workers == 1 or total <= 1:
+        results = []
+        for done, task in enumerate(tasks, start=1):
+            results.append(fn(task))
+            if progress:
+                progress(done, total)
+        return results
+    with ProcessPoolExecutor(max_workers=min(workers, total)) as pool:
+        futures = [pool.submit(fn, task) for task in tasks]
+        out: list[R] = []
+        for done, future in enumerate(futures, start=1):
+            out.append(future.result())
+            if progress:
+                progress(done, total)
+        return out
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One (policy, rate) cell of a sweep."""
+
+    policy: str
+    rate_rps: float
+    summary: Summary
+
+    def row(self) -> dict[str, Any]:
+        """Flat row for tables and CSV."""
+        s = self.summary
+        return {
+            "policy": self.policy,
+            "rate_rps": self.rate_rps,
+            "n_requests": s.n_requests,
+            "attainment": s.attainment,
+            "goodput_rps": s.goodput_rps,
+            "ttft_p50_s": s.ttft.p50,
+            "ttft_p99_s": s.ttft.p99,
+            "tpot_p50_s": s.tpot.p50,
+            "tpot_p99_s": s.tpot.p99,
+            "preemptions": s.preemptions,
+        }
+
+
+@dataclass(frozen=True)
+class _SweepTask:
+    workload: str
+    policy: str
+    rate: float
+    slo: SLO
+    cost_model: str | CostModel
+    engine: EngineConfig
+    duration_s: float
+    seed: int
+    data_dir: str | None
+
+
+def _sweep_point(task: _SweepTask) -> SweepPoint:
+    result = simulate(
+        task.workload,
+        rate=task.rate,
+        duration_s=task.duration_s,
+        policy=task.policy,
+        cost_model=task.cost_model,
+        slo=task.slo,
+        engine=task.engine,
+        seed=task.seed,
+        data_dir=task.data_dir,
+    )
+    return SweepPoint(task.policy, task.rate, result.summary)
+
+
+def sweep(
+    workload: str,
+    policies: Sequence[str],
+    rates: Sequence[float],
+    *,
+    slo: SLO,
+    cost_model: str | CostModel = "sloweave-default",
+    engine: EngineConfig | None = None,
+    duration_s: float = 120.0,
+    seed: int = 0,
+    workers: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    data_dir: str | None = None,
+) -> list[SweepPoint]:
+    """Simulate every policy at every rate (same seed: common random numbers)."""
+    if not policies or not rates:
+        raise ServingError("sweep: give at least one policy and one rate")
+    config = engine or EngineConfig()
+    tasks = [
+        _SweepTask(workload, p, r, slo, cost_model, config, duration_s, seed, data_dir)
+        for p in policies
+        for r in rates
+    ]
+    return parallel_map(_sweep_point, tasks, workers=workers, progress=progress)

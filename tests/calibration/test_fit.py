@@ -1,0 +1,70 @@
+"""calibrate(): held-out report, margin, and refusals."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from schedlab.calibration import model_shapes
+from schedlab.calibration.fit import CalibrationError, calibrate
+from schedlab.calibration.model_shapes import get_model_shape, register_model_shape
+from schedlab.errors import UnknownNameError
+from schedlab.kv_capacity import ModelShape
+
+
+def test_report_on_a_synthetic_profile(synthetic_profile):
+    model, report = calibrate(synthetic_profile, "meta-llama/Llama-3.1-8B")
+    assert model.layers == 32 and model.profiled_layers == 1
+    # Linear ops are fitted exactly by isotonic regression + interpolation: a held-out
+    # point between two training points of a straight line has zero error.
+    assert report.ops["qkv_proj"].n == 2 and report.ops["qkv_proj"].worst_pct == pytest.approx(0)
+    # Three attention rows are off the declared grid; one (8 decodes) is beyond it.
+    assert report.attention_interpolation.n == 2
+    assert report.attention_extrapolation.n == 1
+    assert report.iteration.n == 3
+    assert report.margin_s >= 0 and model.margin_s == report.margin_s
+    assert "iteration" in report.to_text()
+    assert not math.isnan(report.to_dict()["iteration"]["median_pct"])
+
+
+def test_wrong_model_name_is_refused(synthetic_profile):
+    with pytest.raises(CalibrationError, match="not 'meta-llama/Llama-2-7b-hf'"):
+        calibrate(synthetic_profile, "meta-llama/Llama-2-7b-hf")
+
+
+def test_unknown_ops_and_architecture_are_refused(synthetic_profile):
+    dense = synthetic_profile / "tp1" / "dense.csv"
+    dense.write_text(dense.read_text() + "mystery_op,1,2\n")
+    with pytest.raises(CalibrationError, match="mystery_op"):
+        calibrate(synthetic_profile, "meta-llama/Llama-3.1-8B")
+    meta = synthetic_profile / "meta.yaml"
+    meta.write_text(meta.read_text().replace("architecture: llama", "architecture: mamba"))
+    with pytest.raises(CalibrationError, match="mamba"):
+        calibrate(synthetic_profile, "meta-llama/Llama-3.1-8B")
+
+
+def test_bad_parameters(synthetic_profile):
+    with pytest.raises(CalibrationError, match="margin_quantile"):
+        calibrate(synthetic_profile, "meta-llama/Llama-3.1-8B", margin_quantile=1.5)
+    with pytest.raises(CalibrationError, match="holdout_every"):
+        calibrate(synthetic_profile, "meta-llama/Llama-3.1-8B", holdout_every=1)
+
+
+def test_model_shapes_are_extensible(monkeypatch):
+    monkeypatch.setattr(model_shapes, "MODEL_SHAPES", dict(model_shapes.MODEL_SHAPES))
+    monkeypatch.setattr(model_shapes, "_ALIASES", dict(model_shapes._ALIASES))
+    assert get_model_shape("llama2-70b").layers == 80
+    assert get_model_shape("BLOOM-176B").kv_heads == 112
+    shape = ModelShape("acme/Tiny-1B", 4, 8, 2, 64, 512, 1e9)
+    register_model_shape(shape, ("tiny",))
+    assert get_model_shape("tiny") is shape
+    with pytest.raises(UnknownNameError, match="unknown model 'nope'"):
+        get_model_shape("nope")
+
+
+def test_real_profile_report(real_profile):
+    _, report = calibrate(real_profile, "meta-llama/Llama-3.1-8B")
+    # The declared doubling grid has 9 x 12 x 9 x 11 cells; 8,632 rows lie on it.
+    assert report.attention_grid_rows == 8632 and report.attention_rows == 19364
+    assert report.iteration.n == 19364 - 8632

@@ -1,0 +1,125 @@
+"""The calibrated cost model: composition, monotonicity, JSON round trip, provenance."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from schedlab.calibration import shipped_model_path
+from schedlab.calibration.fit import calibrate
+from schedlab.calibration.profile_model import ProfileCostModel
+from schedlab.errors import FormatError, UnknownNameError
+from schedlab.serving.cost_model import (
+    check_monotone,
+    cost_model_from_dict,
+    load_cost_model,
+    require_monotone,
+    save_cost_model,
+)
+
+from .conftest import attention_us
+
+
+@pytest.fixture(scope="module")
+def synthetic_model(tmp_path_factory):
+    from .conftest import write_profile
+
+    root = write_profile(tmp_path_factory.mktemp("model") / "p")
+    return calibrate(root, "meta-llama/Llama-3.1-8B")[0]
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    model = load_cost_model(shipped_model_path())
+    assert isinstance(model, ProfileCostModel)
+    return model
+
+
+def test_composition_by_hand(synthetic_model):
+    # 2 decodes holding 64 tokens (32 each) and one chunk (16, 16): N = 18 tokens, S = 3.
+    # Every synthetic dense op is 10 + 0.5 N us: 8 runs per layer (layernorm twice) x 32
+    # layers plus embedding and final norm = 258 op runs; head ops are 100 + S each.
+    # Attention is exact on the grid point (16, 16, 2, 32), times 32 layers.
+    dense = 258 * (10 + 0.5 * 18)
+    head = 2 * (100 + 3)
+    attention = 32 * attention_us(16, 16, 2, 32)
+    t = synthetic_model.iteration_time(2, 64, [(16, 16)])
+    assert t == pytest.approx((dense + head + attention) * 1e-6)
+
+
+def test_shipped_model_passes_the_serving_monotonicity_check(shipped):
+    assert check_monotone(shipped) == []
+    require_monotone(shipped, user="test")  # does not raise
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    n=st.integers(0, 300),
+    kv_each=st.integers(0, 20000),
+    chunks=st.lists(st.tuples(st.integers(1, 4096), st.integers(0, 30000)), max_size=3),
+    which=st.integers(0, 2),
+    grow=st.integers(1, 4096),
+)
+def test_shipped_model_non_decreasing_in_every_chunk(shipped, n, kv_each, chunks, which, grow):
+    kv = n * kv_each
+    base = shipped.iteration_time(n, kv, chunks)
+    assert base > 0
+    if chunks:
+        j = which % len(chunks)
+        longer = [(c + grow if i == j else c, p) for i, (c, p) in enumerate(chunks)]
+        assert shipped.iteration_time(n, kv, longer) >= base
+    # A new chunk never makes the iteration cheaper.
+    assert shipped.iteration_time(n, kv, [*chunks, (grow, 0)]) >= base
+
+
+def test_round_trip(tmp_path, synthetic_model):
+    path = tmp_path / "m.json"
+    save_cost_model(synthetic_model, path)
+    again = load_cost_model(path)
+    for batch in [(0, 0, [(100, 0)]), (3, 300, []), (2, 64, [(16, 16), (40, 8)])]:
+        assert again.iteration_time(*batch) == synthetic_model.iteration_time(*batch)
+    assert again.to_dict() == json.loads(path.read_text())
+    assert again.margin_s == synthetic_model.margin_s
+
+
+def test_loader_errors_name_the_place(synthetic_model):
+    data = synthetic_model.to_dict()
+    del data["model"]
+    with pytest.raises(FormatError, match="here: missing 'model'"):
+        cost_model_from_dict(data, "here")
+    data = synthetic_model.to_dict()
+    data["ops"]["per_layer"]["qkv_proj"]["time_us_vs_tokens"]["y"] = [3, 2]
+    with pytest.raises(FormatError, match="here"):
+        cost_model_from_dict(data, "here")
+    data = synthetic_model.to_dict()
+    data["margin_s"] = -1.0
+    with pytest.raises(FormatError, match="margin_s"):
+        cost_model_from_dict(data, "here")
+
+
+def test_shipped_model_records_sources_and_license(shipped):
+    data = shipped.to_dict()
+    assert "MIT" in data["license"] and "LLMServingSim" in data["license"]
+    assert [s["file"] for s in data["sources"]] == [
+        "meta.yaml",
+        "tp1/dense.csv",
+        "tp1/attention.csv",
+        "tp1/per_sequence.csv",
+    ]
+    with pytest.raises(UnknownNameError):
+        shipped_model_path("nope")
+
+
+def test_shipped_model_hashes_match_the_shared_files(shipped, real_profile):
+    for source in shipped.sources:
+        digest = hashlib.sha256((real_profile / source.name).read_bytes()).hexdigest()
+        assert source.sha256 == digest, source.name
+
+
+def test_shipped_model_is_reproduced_by_calibrate(shipped, real_profile):
+    model, _ = calibrate(real_profile, "meta-llama/Llama-3.1-8B")
+    assert model.to_dict() == shipped.to_dict()

@@ -1,0 +1,177 @@
+"""Profile readers: the three formats, hashes, and malformed input named by file and line."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+
+from schedlab.calibration.profiles import (
+    read_llmservingsim_profile,
+    read_splitwise_perf_model,
+    read_vidur_mlp,
+)
+from schedlab.errors import DataNotFoundError, FormatError
+from tests.conftest import DATA_DIR
+
+from .conftest import LAYER_OPS, attention_us
+
+
+def test_reads_synthetic_profile_with_hashes(synthetic_profile):
+    profile = read_llmservingsim_profile(synthetic_profile)
+    assert profile.model == "meta-llama/Llama-3.1-8B"
+    assert profile.profiled_layers == 1
+    assert set(profile.dense) == set(LAYER_OPS)
+    qkv = profile.dense["qkv_proj"]
+    assert qkv.x.tolist() == [1, 2, 4, 8, 12, 16, 24, 32, 48, 64]
+    assert qkv.time_us[0] == pytest.approx(10.5)
+    assert profile.per_sequence["lm_head"].time_us[-1] == pytest.approx(116)
+    rows = profile.attention
+    k = int(
+        np.flatnonzero(
+            (rows.prefill_chunk == 32)
+            & (rows.n_decode == 2)
+            & (rows.kv_prefill == 16)
+            & (rows.kv_decode == 64)
+        )[0]
+    )
+    assert rows.time_us[k] == pytest.approx(attention_us(32, 16, 2, 64))
+    names = [s.name for s in profile.sources]
+    assert names == ["meta.yaml", "tp1/dense.csv", "tp1/attention.csv", "tp1/per_sequence.csv"]
+    dense_hash = hashlib.sha256((synthetic_profile / "tp1" / "dense.csv").read_bytes())
+    assert profile.sources[1].sha256 == dense_hash.hexdigest()
+
+
+@pytest.mark.parametrize(
+    ("file", "content", "where", "fragment"),
+    [
+        ("dense.csv", "layer,tokens\nqkv_proj,1\n", ":1:", "missing column"),
+        (
+            "dense.csv",
+            "layer,tokens,time_us\nqkv_proj,1,2\nqkv_proj,2,abc\n",
+            ":3:",
+            "expected a number",
+        ),
+        ("dense.csv", "layer,tokens,time_us\nqkv_proj,1,-2\n", ":2:", ">= 0"),
+        ("dense.csv", "layer,tokens,time_us\nqkv_proj,1.5,2\n", ":2:", "integer"),
+        ("dense.csv", "layer,tokens,time_us\nqkv_proj,1,2\nqkv_proj,1,3\n", ":3:", "duplicate"),
+        ("dense.csv", "layer,tokens,time_us\nqkv_proj,1\n", ":2:", "fields"),
+        ("dense.csv", "layer,tokens,time_us\nqkv_proj,1,nan\n", ":2:", "finite"),
+        ("dense.csv", "", ":1:", "empty"),
+        ("per_sequence.csv", "layer,sequences,time_us\nlm_head,0,3\n", ":2:", ">= 1"),
+        (
+            "attention.csv",
+            "prefill_chunk,kv_prefill,n_decode,kv_decode,time_us\n0,0,0,0,1\n",
+            ":2:",
+            "empty batch",
+        ),
+        (
+            "attention.csv",
+            "prefill_chunk,kv_prefill,n_decode,kv_decode,time_us\n16,0,2,0,1\n",
+            ":2:",
+            "kv_decode must be 0",
+        ),
+        (
+            "attention.csv",
+            "prefill_chunk,kv_prefill,n_decode,kv_decode,time_us\n0,16,2,16,1\n",
+            ":2:",
+            "without a prefill chunk",
+        ),
+    ],
+)
+def test_malformed_csv_names_file_and_line(synthetic_profile, file, content, where, fragment):
+    path = synthetic_profile / "tp1" / file
+    path.write_text(content)
+    with pytest.raises(FormatError, match=rf"{file}{where} .*{fragment}"):
+        read_llmservingsim_profile(synthetic_profile)
+
+
+def test_missing_directory_and_file(synthetic_profile, tmp_path):
+    with pytest.raises(DataNotFoundError, match="no such profile directory"):
+        read_llmservingsim_profile(tmp_path / "nowhere")
+    (synthetic_profile / "tp1" / "attention.csv").unlink()
+    with pytest.raises(DataNotFoundError, match=r"attention\.csv"):
+        read_llmservingsim_profile(synthetic_profile)
+
+
+def test_meta_without_model_is_refused(synthetic_profile):
+    (synthetic_profile / "meta.yaml").write_text("hardware: X\n")
+    with pytest.raises(FormatError, match=r"meta\.yaml: model"):
+        read_llmservingsim_profile(synthetic_profile)
+
+
+VIDUR_HEADER = (
+    "time_stats.mlp_up_proj.min,time_stats.mlp_up_proj.median,n_head,num_tokens,"
+    "num_tensor_parallel_workers"
+)
+
+
+def test_vidur_reader_converts_ms_and_averages_repeats(tmp_path):
+    path = tmp_path / "mlp.csv"
+    # num_tokens 8 appears twice at tp 1: medians 0.2 and 0.4 ms average to 300 us.
+    path.write_text(
+        f"{VIDUR_HEADER}\n0.1,0.2,32,8,1\n0.3,0.4,32,8,1\n0.5,0.6,32,16,1\n0.7,0.8,32,16,2\n"
+    )
+    profile = read_vidur_mlp(path)
+    assert profile.ops == ("mlp_up_proj",)
+    table = profile.op_table("mlp_up_proj", tp=1)
+    assert table.x.tolist() == [8, 16]
+    assert table.time_us.tolist() == pytest.approx([300.0, 600.0])
+    assert profile.shape["n_head"] == "32"
+    with pytest.raises(FormatError, match=r"time_stats\.attn\.median"):
+        profile.op_table("attn")
+    with pytest.raises(FormatError, match="num_tensor_parallel_workers=4"):
+        profile.op_table("mlp_up_proj", tp=4)
+
+
+def test_vidur_malformed(tmp_path):
+    path = tmp_path / "mlp.csv"
+    path.write_text(f"{VIDUR_HEADER}\n0.1,x,32,8,1\n")
+    with pytest.raises(FormatError, match=r"mlp\.csv:2: time_stats\.mlp_up_proj\.median"):
+        read_vidur_mlp(path)
+    path.write_text("num_tokens,num_tensor_parallel_workers\n8,1\n")
+    with pytest.raises(FormatError, match="no time_stats"):
+        read_vidur_mlp(path)
+
+
+SPLITWISE_HEADER = (
+    "model,hardware,prompt_size,batch_size,token_size,prompt_time,token_time,e2e_time,"
+    "tensor_parallel"
+)
+
+
+def test_splitwise_reader_and_select(tmp_path):
+    path = tmp_path / "perf_model.csv"
+    path.write_text(
+        f"{SPLITWISE_HEADER}\nllama2-70b,a100-80gb,512,1,128,196,54,7168,2\n"
+        "bloom-176b,h100-80gb,256,4,64,100,30,2000,8\n"
+    )
+    perf = read_splitwise_perf_model(path)
+    assert len(perf) == 2
+    assert perf.select("bloom-176b", "h100-80gb", 8).tolist() == [1]
+    assert perf.prompt_time_ms[0] == 196
+
+
+def test_splitwise_malformed(tmp_path):
+    path = tmp_path / "perf_model.csv"
+    path.write_text(f"{SPLITWISE_HEADER}\nllama2-70b,a100-80gb,512,0,128,196,54,7168,2\n")
+    with pytest.raises(FormatError, match=r"perf_model\.csv:2: batch_size"):
+        read_splitwise_perf_model(path)
+    path.write_text(f"{SPLITWISE_HEADER}\n,a100-80gb,512,1,128,196,54,7168,2\n")
+    with pytest.raises(FormatError, match=r"perf_model\.csv:2: model: empty"):
+        read_splitwise_perf_model(path)
+
+
+@pytest.mark.skipif(not (DATA_DIR / "profiles").is_dir(), reason="../shared/data absent")
+def test_reads_the_shared_profiles():
+    root = DATA_DIR / "profiles"
+    profile = read_llmservingsim_profile(
+        root / "llmservingsim" / "RTXPRO6000" / "meta-llama" / "Llama-3.1-8B" / "bf16"
+    )
+    assert len(profile.attention) == 19364  # wc -l attention.csv minus the header
+    assert profile.dense["gate_up_proj"].x.size == 152
+    vidur = read_vidur_mlp(root / "vidur" / "a100" / "meta-llama" / "Llama-2-7b-hf" / "mlp.csv")
+    assert vidur.op_table("mlp_up_proj", tp=1).x.size == 259  # 261 rows, two repeated sizes
+    splitwise = read_splitwise_perf_model(root / "splitwise" / "perf_model.csv")
+    assert len(splitwise) == 1260

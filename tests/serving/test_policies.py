@@ -1,0 +1,156 @@
+"""Policies on hand-made engine states, the registry, and SLO-derived budgets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from schedlab.errors import UnknownNameError
+from schedlab.serving.cost_model import SLOWEAVE_DEFAULT
+from schedlab.serving.engine_config import EngineConfig
+from schedlab.serving.errors import ServingError
+from schedlab.serving.policies import PolicyContext, make_policy, slo_token_budget
+
+
+@dataclass
+class Req:
+    index: int
+    prompt: int
+    done: int = 0
+    admitted: bool = False
+
+    @property
+    def target(self) -> int:
+        return self.prompt
+
+
+@dataclass
+class View:
+    """A hand-made engine state (satisfies EngineView)."""
+
+    candidates: list[Req]
+    n_decode: int = 10
+    decode_kv: int = 0
+    free_blocks: int = 10**6
+    free_seats: int = 100
+    now_s: float = 5.0
+    last_token_s: float = 5.0
+    config: EngineConfig = field(
+        default_factory=lambda: EngineConfig(max_num_seqs=16, max_num_batched_tokens=64)
+    )
+
+    @property
+    def has_prefill_work(self) -> bool:
+        return bool(self.candidates)
+
+    def prefill_candidates(self):
+        return iter(self.candidates)
+
+
+def plan_of(spec, view, tpot=0.025):
+    policy = make_policy(spec, PolicyContext(SLOWEAVE_DEFAULT, view.config, tpot))
+    return [(r.index, c) for r, c in policy.plan(view)]
+
+
+def two():
+    return [Req(0, 100, done=70, admitted=True), Req(1, 40)]
+
+
+def test_vllm_fills_the_budget_after_decodes():
+    # Budget 64 - 10 decodes = 54: the partial prefill's 30 left, then 24 of the next.
+    assert plan_of("vllm", View(two())) == [(0, 30), (1, 24)]
+
+
+def test_fixed_chunk_caps_prefill_tokens():
+    assert plan_of("fixed:16", View(two())) == [(0, 16)]
+    assert plan_of("fixed:45", View(two())) == [(0, 30), (1, 15)]
+
+
+def test_sarathi_budget_counts_decodes():
+    # tau = 50 with 10 decodes leaves 40 prefill tokens.
+    assert plan_of("sarathi:50", View(two())) == [(0, 30), (1, 10)]
+
+
+def test_whole_prefill_never_splits():
+    view = View([Req(0, 30), Req(1, 40)])
+    assert plan_of("whole-prefill", view) == [(0, 30)]  # 40 more would exceed 54
+    # A prompt longer than the whole budget runs alone rather than never.
+    assert plan_of("whole-prefill", View([Req(0, 500), Req(1, 5)])) == [(0, 500)]
+
+
+def test_seats_and_kv_limit_the_plan():
+    # No free seat: only the admitted partial prefill continues.
+    assert plan_of("vllm", View(two(), free_seats=0)) == [(0, 30)]
+    # One free block beyond the partial's last (70 tokens -> 5 blocks, 10 slots left in
+    # the fifth): room = 6*16 - 70 = 26 tokens < 30 + 1, so 26 tokens fit.
+    assert plan_of("vllm", View(two(), free_blocks=1)) == [(0, 26)]
+    assert plan_of("whole-prefill", View([Req(0, 40)], free_blocks=2)) == []
+
+
+def test_sloweave_chunks_against_the_deadline():
+    config = EngineConfig(max_num_seqs=128, max_num_batched_tokens=8192)
+    # 128 decodes, D = 10 ms, last token at now: 218 tokens fit (test_sloweave).
+    view = View([Req(0, 5000)], n_decode=128, config=config)
+    assert plan_of("sloweave", view, tpot=0.010) == [(0, 218)]
+    # A short prompt goes whole; the next chunk is sized with it in the batch:
+    # 0.40 + 0.006 (50 + c) <= 1.71 ms -> c <= 168.3.
+    view = View([Req(0, 50), Req(1, 5000)], n_decode=128, config=config)
+    assert plan_of("sloweave", view, tpot=0.010) == [(0, 50), (1, 168)]
+    # An iteration that starts 1.5 ms after the decodes' last token has 1.5 ms less.
+    late = View([Req(0, 5000)], n_decode=128, config=config, now_s=5.0015)
+    assert plan_of("sloweave", late, tpot=0.010) == []  # 8.29 + 0.406 > 8.5 ms
+
+
+def test_sloweave_records_decode_only_misses():
+    config = EngineConfig(max_num_seqs=256, max_num_batched_tokens=8192)
+    policy = make_policy("sloweave", PolicyContext(SLOWEAVE_DEFAULT, config, 0.010))
+    # 200 decodes take 12.25 ms > 10 ms: decode-only, and the miss is counted.
+    assert policy.plan(View([Req(0, 100)], n_decode=200, config=config)) == []
+    assert policy.stats == {"decode_only_misses": 1}
+
+
+def test_sangam_deficit_admits_whole_prompts_when_paid_for():
+    config = EngineConfig(max_num_seqs=128, max_num_batched_tokens=8192)
+    policy = make_policy("sangam:100", PolicyContext(SLOWEAVE_DEFAULT, config, 0.025))
+    head = [Req(0, 200)]
+    # 10 decodes: the counter gains 100 - 10 = 90 per iteration: 90, 180, 270 >= 200.
+    assert policy.plan(View(head)) == []
+    assert policy.plan(View(head)) == []
+    assert [(r.index, c) for r, c in policy.plan(View(head))] == [(0, 200)]
+    # 70 left; an empty queue resets it, so 90 is all the next prompt finds.
+    assert policy.plan(View([])) == []
+    assert policy.plan(View([Req(1, 95)])) == []
+    # With no decode running the head goes at once.
+    assert [(r.index, c) for r, c in policy.plan(View([Req(2, 5000)], n_decode=0))] == [(2, 5000)]
+
+
+def test_slo_token_budget_hand_solved():
+    # D = 10 ms: the binding batch is tau - 1 decodes plus a 1-token chunk,
+    # 1.65 + 0.055 (tau - 1) + 0.006 <= 10 -> tau <= 152.7 -> 152.
+    config = EngineConfig()
+    assert slo_token_budget(SLOWEAVE_DEFAULT, 0.010, config) == 152
+    # D = 25 ms: all 256 seats decode, T(256, tau - 256) = 15.73 + 0.006 (tau - 256)
+    # <= 25 -> tau <= 1801.
+    assert slo_token_budget(SLOWEAVE_DEFAULT, 0.025, config) == 1801
+    assert make_policy("sarathi", PolicyContext(SLOWEAVE_DEFAULT, config, 0.025)).name == (
+        "sarathi:1801"
+    )
+    with pytest.raises(ServingError, match="even with a one-token batch"):
+        slo_token_budget(SLOWEAVE_DEFAULT, 0.0005, config)
+
+
+@pytest.mark.parametrize(
+    ("spec", "error", "message"),
+    [
+        ("round-robin", UnknownNameError, "fixed:C"),
+        ("fixed", ServingError, "give the chunk size"),
+        ("fixed:abc", ServingError, "expected an integer"),
+        ("fixed:0", ServingError, "must be >= 1"),
+        ("vllm:3", ServingError, "takes no ':' argument"),
+        ("sloweave:-4", ServingError, "must be >= 1"),
+    ],
+)
+def test_bad_policy_names(spec, error, message):
+    with pytest.raises(error, match=message):
+        make_policy(spec, PolicyContext(SLOWEAVE_DEFAULT, EngineConfig(), 0.025))

@@ -1,0 +1,265 @@
+"""The event-driven simulator: hand-solved runs, conservation on random runs, errors."""
+
+from __future__ import annotations
+
+import math
+from typing import ClassVar
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from schedlab.errors import SchedlabError
+from schedlab.serving.cost_model import SLOWEAVE_DEFAULT, LinearAttentionCostModel
+from schedlab.serving.engine_config import EngineConfig
+from schedlab.serving.errors import ServingError
+from schedlab.serving.metrics import SLO, request_itl
+from schedlab.serving.policies import PolicyContext, make_policy
+from schedlab.serving.simulator import run_engine, simulate
+from schedlab.serving.workloads import RequestStream
+
+from .audit import audit_run
+
+POLICIES = [
+    "whole-prefill",
+    "fixed:7",
+    "fixed:64",
+    "vllm",
+    "sarathi",
+    "sarathi:40",
+    "sloweave",
+    "sloweave:8",
+    "sangam",
+    "sangam:20",
+]
+
+#: Every iteration takes exactly 0.5 s (a binary fraction: times add up exactly).
+HALF_SECOND = LinearAttentionCostModel(name="half-second", base_s=0.5)
+
+
+def stream_of(arrivals, prompts, outputs, duration=1.0) -> RequestStream:
+    return RequestStream(
+        "test",
+        np.asarray(arrivals, float),
+        np.asarray(prompts, np.int64),
+        np.asarray(outputs, np.int64),
+        duration,
+    )
+
+
+def run(stream, policy="vllm", model=SLOWEAVE_DEFAULT, config=None, tpot=0.025, **kw):
+    config = config or EngineConfig()
+    pol = make_policy(policy, PolicyContext(model, config, tpot))
+    return run_engine(stream, pol, model, config, record_batches=True, **kw), pol
+
+
+def test_single_request_hand_solved():
+    # Prompt 10, output 3, sloweave-default (ms): prefill-only iteration
+    # 0.35 + 0.40 + 0.006*10 = 0.81 -> first token at 0.81 ms; then two decode-only
+    # iterations of 0.35 + 0.90 + 0.055 = 1.305 ms -> tokens at 2.115 and 3.42 ms.
+    result, _ = run(stream_of([0.0], [10], [3]))
+    (record,) = result.records
+    assert record.first_token_s == pytest.approx(0.81e-3)
+    assert record.finish_s == pytest.approx(3.42e-3)
+    assert record.ttft_s == pytest.approx(0.81e-3)
+    assert record.tpot_s == pytest.approx(1.305e-3)
+    assert request_itl(record, result.iteration_end_s) == pytest.approx([1.305e-3] * 2)
+    assert record.segments == ((0, 2),)
+    assert result.iteration_end_s.size == 3
+
+
+def test_arrival_at_iteration_end_joins_next_iteration():
+    # A: prompt 4, output 3 at t=0; iterations end at 0.5, 1.0, 1.5. B arrives at exactly
+    # 1.0: the end at 1.0 comes first, then the arrival, then the start at 1.0, so B is
+    # prefilled in the iteration [1.0, 1.5] and its first token is at 1.5.
+    result, _ = run(stream_of([0.0, 1.0], [4, 4], [3, 1]), model=HALF_SECOND)
+    a, b = result.records
+    assert a.first_token_s == 0.5 and a.finish_s == 1.5
+    assert b.first_token_s == 1.5 and b.finish_s == 1.5
+    assert result.batches[2].decodes == (0,) and result.batches[2].chunks == ((1, 4),)
+
+
+def test_idle_engine_waits_for_next_arrival():
+    # Two lone requests far apart: the engine idles in between.
+    result, _ = run(stream_of([0.0, 10.0], [4, 4], [2, 2]), model=HALF_SECOND)
+    a, b = result.records
+    assert (a.first_token_s, a.finish_s) == (0.5, 1.0)
+    assert (b.first_token_s, b.finish_s) == (10.5, 11.0)
+    assert result.end_s == 11.0
+
+
+def test_preemption_by_recompute_hand_solved():
+    # KV: 4 blocks of 16 tokens. A and B: prompt 16, output 20 (peak 36 tokens, 3 blocks).
+    # Iteration 0 prefills both (each then holds 17 tokens, 2 blocks): 4 blocks used.
+    # Both decode; at the start of iteration 16 each holds 32 tokens and needs a third
+    # block, with none free: the newest (B) is preempted and its 2 blocks freed. B then
+    # has 16 tokens generated, so its restart recomputes 16 + 16 = 32 tokens.
+    config = EngineConfig(kv_capacity_tokens=64, max_num_seqs=4, max_num_batched_tokens=64)
+    stream = stream_of([0.0, 0.0], [16, 16], [20, 20])
+    result, _ = run(stream, config=config, model=HALF_SECOND)
+    audit_run(result, stream, config, chunked=True)
+    a, b = result.records
+    assert a.preemptions == 0 and b.preemptions == 1
+    assert result.batches[16].preempted == (1,)
+    assert b.prefilled_tokens == 16 + 32
+    assert b.segments[0] == (0, 15)  # 16 tokens before the preemption
+    assert a.finish_s < b.finish_s
+
+
+def test_same_seed_same_result_and_noise_changes_time():
+    stream = stream_of(np.linspace(0, 0.2, 30), [300] * 30, [50] * 30)
+    first, _ = run(stream, noise_cv=0.3, seed=7)
+    again, _ = run(stream, noise_cv=0.3, seed=7)
+    other, _ = run(stream, noise_cv=0.3, seed=8)
+    exact, _ = run(stream)
+    assert first.records == again.records
+    assert np.array_equal(first.iteration_end_s, again.iteration_end_s)
+    assert not np.array_equal(first.iteration_end_s[:50], other.iteration_end_s[:50])
+    assert not np.array_equal(first.iteration_end_s[:50], exact.iteration_end_s[:50])
+
+
+def test_actual_cost_model_advances_time():
+    # Decisions with sloweave-default, time from the half-second model.
+    stream = stream_of([0.0], [10], [3])
+    result, _ = run(stream, actual_model=HALF_SECOND)
+    assert result.iteration_end_s.tolist() == [0.5, 1.0, 1.5]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    data=st.data(),
+    policy=st.sampled_from(POLICIES),
+    blocks=st.integers(6, 14),
+    seqs=st.integers(1, 5),
+    extra_tokens=st.integers(0, 60),
+)
+def test_conservation_on_random_runs(data, policy, blocks, seqs, extra_tokens):
+    config = EngineConfig(
+        kv_capacity_tokens=16 * blocks,
+        block_size=16,
+        max_num_seqs=seqs,
+        max_num_batched_tokens=seqs + extra_tokens + 1,
+    )
+    n = data.draw(st.integers(1, 12))
+    cap = 16 * blocks
+    prompts = data.draw(st.lists(st.integers(1, cap - 1), min_size=n, max_size=n))
+    outputs = [data.draw(st.integers(1, min(40, cap - p))) for p in prompts]
+    gaps = data.draw(st.lists(st.floats(0, 0.02), min_size=n, max_size=n))
+    stream = stream_of(np.cumsum(gaps), prompts, outputs)
+    noise = data.draw(st.sampled_from([0.0, 0.5]))
+    result, pol = run(stream, policy=policy, config=config, noise_cv=noise, seed=3)
+    audit_run(result, stream, config, chunked=pol.chunked)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_conservation_under_memory_pressure(policy):
+    # A small cache and long outputs force preemptions for every policy.
+    rng = np.random.default_rng(11)
+    n = 40
+    stream = stream_of(
+        np.sort(rng.uniform(0, 0.05, n)), rng.integers(1, 200, n), rng.integers(50, 300, n)
+    )
+    config = EngineConfig(kv_capacity_tokens=1024, max_num_seqs=16, max_num_batched_tokens=256)
+    result, pol = run(stream, policy=policy, config=config, tpot=0.05)
+    audit_run(result, stream, config, chunked=pol.chunked)
+    assert sum(r.preemptions for r in result.records) > 0
+
+
+def test_sloweave_iterations_meet_deadline_with_exact_model():
+    # Exact, monotone model and decode-only always feasible (256 decodes take
+    # 0.35 + 0.9 + 14.08 = 15.33 ms < 20 ms): every iteration with decodes lasts <= D,
+    # so every inter-token gap is <= D when nothing is preempted.
+    tpot = 0.020
+    result = simulate(
+        "mixed",
+        rate=20.0,
+        duration_s=20.0,
+        policy="sloweave",
+        slo=SLO(5.0, tpot),
+        seed=2,
+        engine=EngineConfig(kv_capacity_tokens=4_000_000),
+        record_batches=True,
+    )
+    batches = result.run.batches
+    with_decodes = [b for b in batches if b.decodes and b.chunks]
+    assert len(with_decodes) > 100
+    assert max(b.end_s - b.start_s for b in with_decodes) <= tpot * (1 + 1e-12)
+    assert result.summary.preemptions == 0
+    assert result.summary.itl.count > 0
+    itl = np.concatenate([request_itl(r, result.run.iteration_end_s) for r in result.records])
+    assert itl.max() <= tpot * (1 + 1e-12)
+    # The budget binds: chunks are cut to fit, not only whole short prompts.
+    assert any(b.end_s - b.start_s > 0.9 * tpot for b in with_decodes)
+
+
+def test_request_too_large_for_kv_is_refused():
+    config = EngineConfig(kv_capacity_tokens=64, max_num_seqs=2, max_num_batched_tokens=64)
+    with pytest.raises(ServingError, match=r"request 1: prompt \+ output = 70 tokens"):
+        run(stream_of([0, 0], [10, 60], [5, 10]), config=config)
+
+
+class _GreedyBadPolicy:
+    """Asks for more tokens than the request has: the engine must refuse."""
+
+    name = "bad"
+    chunked = True
+    stats: ClassVar[dict[str, int]] = {}
+
+    def plan(self, view):
+        return [(req, req.target + 5) for req in view.prefill_candidates()][:1]
+
+
+class _LazyPolicy:
+    """Never prefills: the engine must not idle forever with requests waiting."""
+
+    name = "lazy"
+    chunked = True
+    stats: ClassVar[dict[str, int]] = {}
+
+    def plan(self, view):
+        return []
+
+
+@pytest.mark.parametrize(
+    ("policy", "message"),
+    [(_GreedyBadPolicy(), "chunk of 15 tokens for request 0"), (_LazyPolicy(), "empty batch")],
+)
+def test_engine_refuses_invalid_plans(policy, message):
+    with pytest.raises(ServingError, match=message):
+        run_engine(stream_of([0.0], [10], [3]), policy, SLOWEAVE_DEFAULT, EngineConfig())
+
+
+def test_non_positive_iteration_time_is_an_error():
+    model = LinearAttentionCostModel(name="free", base_s=0.0)
+    with pytest.raises(ServingError, match="must be positive and finite"):
+        run(stream_of([0.0], [10], [3]), model=model)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "place"),
+    [
+        ({"max_num_seqs": 0}, "engine.max_num_seqs"),
+        ({"block_size": 2.5}, "engine.block_size"),
+        ({"kv_capacity_tokens": 8}, "engine.kv_capacity_tokens"),
+        ({"max_num_seqs": 64, "max_num_batched_tokens": 32}, "engine.max_num_batched_tokens"),
+    ],
+)
+def test_engine_config_validation(kwargs, place):
+    with pytest.raises(SchedlabError, match=place):
+        EngineConfig(**kwargs)
+
+
+def test_negative_noise_is_refused():
+    with pytest.raises(ServingError, match="noise_cv"):
+        run(stream_of([0.0], [10], [3]), noise_cv=-1.0)
+
+
+def test_stop_at_leaves_unfinished_requests_recorded():
+    stream = stream_of([0.0, 0.0], [4, 4], [10, 10])
+    pol = make_policy("vllm", PolicyContext(HALF_SECOND, EngineConfig(), 1.0))
+    result = run_engine(stream, pol, HALF_SECOND, EngineConfig(), stop_at_s=2.0)
+    assert result.end_s == 2.0
+    assert all(math.isnan(r.finish_s) for r in result.records)
+    # Tokens at 0.5, 1.0, 1.5, 2.0 are recorded as produced.
+    assert all(r.segments == ((0, 3),) for r in result.records)

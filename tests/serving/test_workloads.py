@@ -1,0 +1,132 @@
+"""Workloads: determinism, common random numbers, the documented mixes, trace replay."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from schedlab.errors import DataNotFoundError, UnknownNameError
+from schedlab.lengths import builtin_table
+from schedlab.serving.errors import ServingError
+from schedlab.serving.workloads import (
+    BLOCK,
+    BURSTY_CV,
+    RequestStream,
+    default_data_dir,
+    make_workload,
+)
+
+DATA = default_data_dir()
+needs_data = pytest.mark.skipif(
+    not (DATA / "traces").is_dir(), reason=f"shared data not at {DATA}"
+)
+
+
+def test_same_seed_same_stream_and_window():
+    w = make_workload("chat")
+    a, b = w.generate(5.0, 100.0, seed=4), w.generate(5.0, 100.0, seed=4)
+    c = w.generate(5.0, 100.0, seed=5)
+    assert np.array_equal(a.arrival_s, b.arrival_s) and np.array_equal(a.prompt, b.prompt)
+    assert not np.array_equal(a.prompt[:20], c.prompt[:20])
+    assert a.arrival_s.max() < 100.0 and a.duration_s == 100.0
+    assert (a.prompt >= 1).all() and (a.output >= 1).all()
+    # About rate x duration requests (Poisson: 500 +- 3 sd of 22).
+    assert 430 < len(a) < 570
+
+
+def test_common_random_numbers_across_rates():
+    # Doubling the rate halves every arrival time and keeps every request's lengths,
+    # also when the two streams need a different number of draw blocks.
+    w = make_workload("mixed")
+    slow, fast = w.generate(2.0, 3000.0, seed=1), w.generate(4.0, 3000.0, seed=1)
+    k = len(slow)
+    assert BLOCK < k < 2 * BLOCK < len(fast)
+    assert np.allclose(fast.arrival_s[:k], slow.arrival_s / 2)
+    assert np.array_equal(fast.prompt[:k], slow.prompt)
+    assert np.array_equal(fast.output[:k], slow.output)
+
+
+def test_mixed_is_half_chat_half_long():
+    # arXiv outputs are short: P(output > 1000) is ~0 for arXiv and a known value for
+    # ShareGPT, so the share of such outputs identifies the mix.
+    rng = np.random.default_rng(0)
+    chat_out = builtin_table("sharegpt").sample(200_000, rng)[1]
+    long_out = builtin_table("arxiv").sample(200_000, rng)[1]
+    threshold = 800
+    expected = 0.5 * (chat_out > threshold).mean() + 0.5 * (long_out > threshold).mean()
+    mixed = make_workload("mixed").generate(50.0, 2000.0, seed=3)
+    assert (mixed.output > threshold).mean() == pytest.approx(expected, abs=0.01)
+
+
+@pytest.mark.parametrize(("name", "cv"), [("chat", 1.0), ("bursty", BURSTY_CV)])
+def test_inter_arrival_cv(name, cv):
+    stream = make_workload(name).generate(10.0, 20_000.0, seed=2)
+    gaps = np.diff(stream.arrival_s)
+    assert gaps.mean() == pytest.approx(0.1, rel=0.05)
+    assert gaps.std() / gaps.mean() == pytest.approx(cv, rel=0.1)
+
+
+def test_length_trace_file_as_workload(tmp_path):
+    path = tmp_path / "lengths.csv"
+    path.write_text("num_prefill_tokens,num_decode_tokens\n100,5\n200,7\n")
+    stream = make_workload(str(path)).generate(5.0, 40.0, seed=0)
+    assert set(zip(stream.prompt.tolist(), stream.output.tolist(), strict=True)) == {
+        (100, 5),
+        (200, 7),
+    }
+
+
+def test_replay_rescales_time(tmp_path):
+    path = tmp_path / "trace.jsonl"
+    rows = [(0, 10, 3), (1000, 20, 0), (4000, 30, 2)]  # ms timestamps; one 0-token output
+    path.write_text(
+        "".join(
+            f'{{"timestamp": {t}, "input_length": {p}, "output_length": {o}}}\n'
+            for t, p, o in rows
+        )
+    )
+    w = make_workload(str(path))
+    native = w.generate(None, None, seed=0)
+    assert native.arrival_s.tolist() == [0.0, 1.0, 4.0]
+    assert native.output.tolist() == [3, 1, 2]  # the 0-token output becomes 1
+    # Native rate 3 / 4 s = 0.75 req/s; at 1.5 req/s time runs twice as fast.
+    assert w.generate(1.5, None, seed=0).arrival_s.tolist() == [0.0, 0.5, 2.0]
+    assert w.generate(None, 2.0, seed=0).arrival_s.tolist() == [0.0, 1.0]
+
+
+@needs_data
+def test_azure_replay_at_a_rate():
+    w = make_workload("azure-conv")
+    stream = w.generate(2.0, 600.0, seed=0)
+    assert len(stream) == pytest.approx(1200, rel=0.2)
+    assert np.all(np.diff(stream.arrival_s) >= 0)
+
+
+def test_missing_azure_trace(tmp_path):
+    with pytest.raises(DataNotFoundError, match=r"AzureLLMInferenceTrace_code\.csv"):
+        make_workload("azure-code", data_dir=tmp_path)
+
+
+def test_bad_inputs():
+    with pytest.raises(UnknownNameError, match="bursty"):
+        make_workload("nope")
+    with pytest.raises(ServingError, match="rate"):
+        make_workload("chat").generate(0.0, 10.0, seed=0)
+    with pytest.raises(ServingError, match="rate"):
+        make_workload("chat").generate(None, 10.0, seed=0)
+    with pytest.raises(ServingError, match="duration"):
+        make_workload("chat").generate(1.0, -1.0, seed=0)
+
+
+@pytest.mark.parametrize(
+    ("arrival", "prompt", "output", "message"),
+    [
+        ([0.0, -1.0], [1, 1], [1, 1], "request 1: arrival"),
+        ([1.0, 0.5], [1, 1], [1, 1], "request 1: arrivals must be non-decreasing"),
+        ([0.0, 1.0], [1, 0], [1, 1], "request 1: prompt must be >= 1"),
+        ([0.0, 1.0], [1, 1], [0, 1], "request 0: output must be >= 1"),
+    ],
+)
+def test_stream_validation(arrival, prompt, output, message):
+    with pytest.raises(ServingError, match=message):
+        RequestStream("s", np.array(arrival), np.array(prompt), np.array(output), 1.0)

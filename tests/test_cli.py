@@ -1,0 +1,132 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+from schedlab.cli import main
+from tests.conftest import INSTANCES
+
+DEFAULT = str(INSTANCES / "mixed-n50.json")
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_solve_json(capsys):
+    code, out, _ = run(capsys, "solve", DEFAULT, "--solver", "svf", "--json", "--seed", "2")
+    assert code == 0
+    data = json.loads(out)
+    assert data["solver"] == "svf" and data["status"] in ("FEASIBLE", "OPTIMAL")
+    for key in ("objective", "lower_bound", "gap", "runtime_s"):
+        assert isinstance(data[key], int | float)
+    assert len(data["starts"]) == 50
+
+
+def test_solve_text(capsys):
+    code, out, _ = run(capsys, "solve", DEFAULT, "--time-limit", "5")
+    assert code == 0 and "objective" in out and "lower bound" in out
+
+
+def test_compare_json_and_text(capsys, tmp_path):
+    code, out, _ = run(capsys, "compare", DEFAULT, "--solvers", "fcfs,mc-sf", "--json")
+    rows = json.loads(out)
+    assert code == 0 and [r["solver"] for r in rows] == ["fcfs", "mc-sf"]
+    assert all("starts" in r and "gap" in r for r in rows)
+    code, out, err = run(capsys, "compare", DEFAULT)
+    assert code == 0 and "mc-sf" in out and "gap" in out and "[5/5]" in err
+
+
+def test_compare_a_folder(capsys, tmp_path):
+    for name in ("tiny-1.json", "tiny-2.json"):
+        (tmp_path / name).write_text((INSTANCES / name).read_text())
+    code, out, _ = run(capsys, "compare", str(tmp_path), "--solvers", "sof", "--json")
+    assert code == 0 and len(json.loads(out)) == 2
+
+
+def test_verify_feasible_and_infeasible(capsys, tmp_path):
+    code, out, _ = run(capsys, "solve", DEFAULT, "--json")
+    good = tmp_path / "good.json"
+    good.write_text(out)
+    code, out, _ = run(capsys, "verify", DEFAULT, str(good))
+    assert code == 0 and out.startswith("FEASIBLE")
+    starts = json.loads(good.read_text())["starts"]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([0] * len(starts)))  # everything in round 0: memory overflows
+    code, out, _ = run(capsys, "verify", DEFAULT, str(bad))
+    assert code == 1 and out.startswith("INFEASIBLE") and "memory" in out
+    pairs = tmp_path / "pairs.json"
+    pairs.write_text(json.dumps([{"request": 0, "start": 0}]))
+    code, out, _ = run(capsys, "verify", DEFAULT, str(pairs))
+    assert code == 1 and "49 request(s) not scheduled" in out
+
+
+def test_generate(capsys, tmp_path):
+    path = tmp_path / "g.json"
+    code, _, err = run(capsys, "generate", "mixed", "-n", "30", "--seed", "4", "-o", str(path))
+    assert code == 0 and "n = 30" in err
+    code, out, _ = run(capsys, "generate", "jaillet", "--seed", "1")
+    data = json.loads(out)
+    assert code == 0 and 40 <= len(data["requests"]) <= 60
+    code, out, _ = run(capsys, "generate", "backlog", "--source", "arxiv", "-n", "5")
+    assert code == 0 and len(json.loads(out)["requests"]) == 5
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["solve", "missing.json"], "missing.json: no such instance file"),
+        (["solve", DEFAULT, "--solver", "nope"], "unknown solver 'nope'"),
+        (["compare", DEFAULT, "--solvers", "fcfs,nope"], "unknown solver 'nope'"),
+        (["generate", "mixed", "-n", "0"], "n: must be >= 1, got 0"),
+        (["generate", "backlog", "--source", "nope"], "unknown length table 'nope'"),
+        (["bound", DEFAULT, "--method", "nope"], "unknown bound 'nope'"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("schedlab: error: ") and message in err
+
+
+def test_malformed_files(capsys, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(
+        '{"format": "schedlab-instance/1", "memory": 10, "requests": [{"prompt": 1, "output": 0}]}'
+    )
+    code, _, err = run(capsys, "solve", str(bad))
+    assert code == 2 and "requests[0].output: must be >= 1, got 0" in err
+    bad.write_text("{not json")
+    code, _, err = run(capsys, "compare", str(bad))
+    assert code == 2 and "invalid JSON" in err
+    starts = tmp_path / "s.json"
+    starts.write_text('{"start": []}')
+    code, _, err = run(capsys, "verify", DEFAULT, str(starts))
+    assert code == 2 and "expected a list of starts" in err
+
+
+def test_bad_time_limit_is_an_argparse_error(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["solve", DEFAULT, "--time-limit", "-3"])
+    assert exc.value.code == 2
+    assert "positive number of seconds" in capsys.readouterr().err
+
+
+def test_python_dash_m_works_and_prints_no_traceback():
+    ok = subprocess.run(
+        [sys.executable, "-m", "schedlab", "solve", DEFAULT, "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert ok.returncode == 0 and json.loads(ok.stdout)["solver"] == "mc-sf"
+    bad = subprocess.run(
+        [sys.executable, "-m", "schedlab", "solve", "nope.json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
