@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_right
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from itertools import accumulate
 from math import inf
 
@@ -177,25 +177,32 @@ class _WaitingTree:
         node //= 2
         while node:
             left, right = 2 * node, 2 * node + 1
-            self.min_s[node] = min(self.min_s[left], self.min_s[right])
-            self.min_o[node] = min(self.min_o[left], self.min_o[right])
+            least_s = min(self.min_s[left], self.min_s[right])
+            least_o = min(self.min_o[left], self.min_o[right])
+            if self.min_s[node] == least_s and self.min_o[node] == least_o:
+                break  # nothing above changes either
+            self.min_s[node], self.min_o[node] = least_s, least_o
             node //= 2
 
-    def search(self, start: int, free: int, bound: Callable[[int], float]) -> Iterator[int]:
-        """Leaf positions ``>= start`` whose prompt is below ``free`` and at most
-        ``bound(output)``, left to right (``bound`` is re-read as the search goes on).
+    def search(self, engine: _Engine) -> Iterator[int]:
+        """Leaf positions, left to right, that may hold a request fitting by the engine's
+        ``wake`` round: least prompt below ``engine.free`` and at most
+        ``S_t(least output) + engine.margin``. Both are read as the search goes on and
+        may only tighten meanwhile.
         """
+        running, t = engine.running, engine.t
+        min_s, min_o = self.min_s, self.min_o
         stack = [(1, 0)]  # (node, first leaf position under it)
         while stack:
             node, lo = stack.pop()
-            span = self.width >> (node.bit_length() - 1)
-            least = self.min_s[node]
-            if lo + span <= start or least >= free or least > bound(int(self.min_o[node])):
+            least = min_s[node]
+            if least >= engine.free or least > running.slack(t, int(min_o[node])) + engine.margin:
                 continue
             if node >= self.width:
                 yield lo
                 continue
-            stack.append((2 * node + 1, lo + span // 2))
+            half = self.width >> node.bit_length()
+            stack.append((2 * node + 1, lo + half))
             stack.append((2 * node, lo))
 
 
@@ -246,6 +253,7 @@ class _Engine:
         self.free = 0
         self.pending: float = inf  # next release round
         self.wake: float = inf  # next round with an event
+        self.margin: float = 0  # backfill searches: how far the slack may still grow
 
     def run(self) -> np.ndarray:
         n = len(self.starts)
@@ -288,14 +296,9 @@ class _Engine:
     def _earliest_later_fit(self, i: int) -> None:
         """Move the wake-up round to where request ``i`` would fit, if that is sooner."""
         later = self.running.earliest_fit(self.t + 1, self.prompt[i], self.output[i], self.wake)
-        self.wake = min(self.wake, later)
-
-    def _slack_now(self, output: int) -> float:
-        return self.running.slack(self.t, output)
-
-    def _slack_before_wake(self, output: int) -> float:
-        # A request that fits in a round t' < wake has a deficit below t' - t now.
-        return self.running.slack(self.t, output) + self.wake - self.t - 1
+        if later < self.wake:
+            self.wake = later
+            self.margin = later - self.t - 1
 
     def _strict_round(self) -> None:
         while self.heap and self._fits_now(self.order[self.heap[0]]):
@@ -305,15 +308,14 @@ class _Engine:
             self._earliest_later_fit(self.order[self.heap[0]])
 
     def _backfill_round(self, tree: _WaitingTree) -> None:
-        position = 0
-        while tree.count:
-            position = next(tree.search(position, self.free, self._slack_now), -1)
-            if position < 0:
-                break
+        # Admissions only tighten the search's test, so one left-to-right pass suffices.
+        self.margin = 0
+        for position in tree.search(self):
             if self._fits_now(self.order[position]):
                 self._start(self.order[position])
                 tree.put(position, inf, inf)
-            position += 1
         self._next_event()
-        for position in tree.search(0, self.free, self._slack_before_wake):
+        # A request that fits in a round t' < wake has a deficit of at most t' - t now.
+        self.margin = self.wake - self.t - 1
+        for position in tree.search(self):
             self._earliest_later_fit(self.order[position])

@@ -40,11 +40,10 @@ function :math:`A(c, p, n, k)` in microseconds:
 
 from __future__ import annotations
 
-from itertools import pairwise
-
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import numpy as np

@@ -24,6 +24,15 @@ The op layout of each architecture (which ops run per layer and how often, per f
 pass, per sequence) is :data:`LAYOUTS`; it follows vLLM's Llama implementation
 (``input_layernorm`` and ``post_attention_layernorm`` are both RMSNorm, so ``layernorm``
 runs twice per layer) and LLMServingSim's llama catalog.
+
+Layer count. Per-layer times are multiplied by :math:`L / L_0`: :math:`L` from the model
+shape table (:mod:`schedlab.calibration.model_shapes`), :math:`L_0` from ``meta.yaml``'s
+``engine_effective.hf_overrides.num_hidden_layers``. The shared RTX PRO 6000 ``meta.yaml``
+also lists halved widths there (intermediate 7168, 16 heads, 4 KV heads, vocabulary
+64128: a TP-2 shard, and ``tp_degrees: [1, 2]``), but its ``tp1`` timings are those of the
+full-width model — e.g. ``gate_up_proj`` at one token takes 159 µs, the time to stream its
+4096 x 28672 bf16 weights (235 MB) at the card's 1.6 TB/s, where a half-width shard would
+take about half — so only the layer count is taken from those overrides.
 """
 
 from __future__ import annotations

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from itertools import pairwise
-
 import dataclasses
+from itertools import pairwise
 
 import numpy as np
 import pytest
