@@ -262,13 +262,15 @@ def _draw_gaps(ax: Any, report: Report) -> None:
     solvers = list(dict.fromkeys(r.solver for c in report.comparisons for r in c.results))
     x = np.arange(len(names))
     floor = 1e-4  # a zero gap is drawn at 0.01% on the log axis
-    for solver in solvers:
+    markers = "osD^v<>pXh*"
+    colours = [f"C{k % 10}" for k in range(len(solvers))]
+    for k, solver in enumerate(solvers):
         gaps = []
         for comp in report.comparisons:
             match = [r for r in comp.results if r.solver == solver]
             gap = _gap(match[0], comp) if match else None
             gaps.append(math.nan if gap is None else 100 * max(gap, floor))
-        ax.plot(x, gaps, marker="o", label=solver)
+        ax.plot(x, gaps, marker=markers[k % len(markers)], color=colours[k], label=solver)
     ax.set_yscale("log")
     ax.set_xticks(x, names, rotation=20, ha="right", fontsize=8)
     ax.set_ylabel("gap to best lower bound (%)")

@@ -11,7 +11,8 @@ Both pick ``i`` uniformly and ``j`` within ``window`` positions of ``i`` (seeded
 ``best`` samples ``neighbours`` moves and accepts the best improving one. The search
 starts from the best of the list-scheduling rules (and Sorted-F's batch order), stops at
 ``time_limit`` (required: local search has no natural end) or after ``max_moves``, and
-returns the better of the strict and backfilling decodes of the best order.
+returns the best of the strict and backfilling decodes of the best order and MC-SF's
+schedule (so it is never worse than the best rule).
 
 Incremental evaluation
 ----------------------
@@ -315,6 +316,8 @@ def local_search(
     decodes = {
         "strict": list_schedule(instance, order),
         "backfill": list_schedule(instance, order, backfill=True),
+        # the best rule's own schedule may backfill (MC-SF); never return worse than it
+        "mc-sf": list_schedule(instance, priority_order(instance, "mc-sf"), backfill=True),
     }
     objectives = {k: _objective(instance, v) for k, v in decodes.items()}
     chosen = min(objectives, key=lambda k: objectives[k])
