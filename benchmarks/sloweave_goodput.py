@@ -12,7 +12,7 @@ chunk of +39% (mixed) and +38% (long context) at 25 ms, and 3.3x and 2.4x at 10 
 paper's workloads and engine settings are not available to us; this benchmark uses ours
 unchanged (no tuning toward those figures).
 
-Defaults: 3 seeds, 240 s arrival window, 2% bisection tolerance (about 9 minutes on 2
+Defaults: 3 seeds, 180 s arrival window, 2% bisection tolerance (about 9 minutes on 2
 cores); ``--quick``: 1 seed, 120 s, 5% (about 1 minute).
 
 Usage: python benchmarks/sloweave_goodput.py [--quick] [--workers N] [--csv PATH]
@@ -83,7 +83,7 @@ def main() -> None:
     parser.add_argument("--csv", default=None, help="write every capacity as CSV")
     args = parser.parse_args()
     seeds = args.seeds or (1 if args.quick else 3)
-    duration = args.duration or (120.0 if args.quick else 240.0)
+    duration = args.duration or (120.0 if args.quick else 180.0)
     rel_tol = 0.05 if args.quick else 0.02
     tasks = [
         Task(w, d, p, s, duration, rel_tol)

@@ -73,34 +73,32 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _instance_paths(paths: Sequence[str]) -> list[Path]:
-    found: list[Path] = []
-    for text in paths:
-        path = Path(text)
-        if path.is_dir():
-            files = sorted(path.glob("*.json"))
-            if not files:
-                raise FormatError(f"{path}: folder holds no instance (*.json) files")
-            found.extend(files)
-        else:
-            found.append(path)
-    return found
-
-
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from schedlab import compare, read_instance
+    from schedlab.report import run_report
 
-    instances = [read_instance(p) for p in _instance_paths(args.paths)]
-    progress = None if args.json or args.quiet else sys.stderr
-    tables = [
-        compare(inst, args.solvers, time_limit=args.time_limit, seed=args.seed, progress=progress)
-        for inst in instances
-    ]
+    report = run_report(
+        args.paths,
+        args.solvers,
+        time_limit=args.time_limit,
+        seed=args.seed,
+        out_dir=args.out,
+        plot=args.plot,
+        progress=None if args.json or args.quiet else sys.stderr,
+    )
     if args.json:
-        rows = [r.to_dict() | {"instance": t.instance.name} for t in tables for r in t.results]
-        _print_json(rows)
+        _print_json(
+            [
+                result.to_dict() | {"instance": comp.instance.name}
+                for comp in report.comparisons
+                for result in comp.results
+            ]
+        )
     else:
-        print("\n\n".join(t.to_text() for t in tables))
+        print(report.to_text())
+    if args.out:
+        print(f"wrote {Path(args.out) / 'report.csv'} and report.md", file=sys.stderr)
+    if args.plot:
+        print(f"wrote {args.plot}", file=sys.stderr)
     return 0
 
 
@@ -235,6 +233,10 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="comma-separated solver names (default: the list-scheduling rules)",
     )
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="save the report as DIR/report.csv and DIR/report.md")
+    p.add_argument("--plot", default=None, metavar="FILE.png",
+                   help="save a figure: gap per solver, memory and Gantt of the best schedule")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     common(p)
     p.set_defaults(func=_cmd_compare)

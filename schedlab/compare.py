@@ -14,7 +14,7 @@ from schedlab.instance import Instance
 from schedlab.result import Result, relative_gap
 from schedlab.solve import available_solvers, check_time_limit, solve
 
-__all__ = ["DEFAULT_SOLVERS", "Comparison", "compare"]
+__all__ = ["DEFAULT_SOLVERS", "Comparison", "compare", "records_to_csv", "solver_names"]
 
 #: Solvers :func:`compare` runs when none are named: the ones that scale to any size.
 DEFAULT_SOLVERS: tuple[str, ...] = ("fcfs", "sof", "total-size", "svf", "mc-sf")
@@ -50,6 +50,7 @@ class Comparison:
             rows.append(
                 {
                     "instance": self.instance.name,
+                    "n": self.instance.n,
                     "solver": r.solver,
                     "status": str(r.status),
                     "objective": r.objective,
@@ -108,13 +109,28 @@ class Comparison:
 
     def to_csv(self, handle: TextIO | None = None) -> str:
         """CSV of :meth:`records` (also written to ``handle`` if given)."""
-        buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=list(self.records()[0]))
-        writer.writeheader()
-        writer.writerows(self.records())
-        if handle is not None:
-            handle.write(buffer.getvalue())
-        return buffer.getvalue()
+        return records_to_csv(self.records(), handle)
+
+
+def records_to_csv(records: Sequence[dict[str, Any]], handle: TextIO | None = None) -> str:
+    """Records with equal keys as CSV text (also written to ``handle`` if given)."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(records[0]))
+    writer.writeheader()
+    writer.writerows(records)
+    if handle is not None:
+        handle.write(buffer.getvalue())
+    return buffer.getvalue()
+
+
+def solver_names(solvers: Sequence[str] | None) -> list[str]:
+    """``solvers`` (or :data:`DEFAULT_SOLVERS`) after checking every name is known."""
+    names = list(DEFAULT_SOLVERS if solvers is None else solvers)
+    known = available_solvers()
+    for name in names:
+        if name not in known:
+            raise UnknownNameError("solver", name, known)
+    return names
 
 
 def compare(
@@ -132,11 +148,7 @@ def compare(
     of its own. Names are checked before anything runs. ``progress`` (e.g.
     ``sys.stderr``) receives one line per solver.
     """
-    names = list(DEFAULT_SOLVERS if solvers is None else solvers)
-    known = available_solvers()
-    for name in names:
-        if name not in known:
-            raise UnknownNameError("solver", name, known)
+    names = solver_names(solvers)
     time_limit = check_time_limit(time_limit)
     shared: Bound | None = None
     if bound is not None:

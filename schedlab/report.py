@@ -17,8 +17,6 @@ it, plotting raises :class:`~schedlab.errors.SchedlabError`.
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -27,15 +25,13 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from schedlab.compare import Comparison, compare
+from schedlab.compare import Comparison, compare, records_to_csv, solver_names
 from schedlab.errors import FormatError, SchedlabError
 from schedlab.instance import Instance
 from schedlab.instance_io import read_instance
-from schedlab.result import Result
+from schedlab.result import Result, relative_gap
 
 __all__ = ["Report", "load_instances", "plot_report", "run_report"]
-
-_COLUMNS = ("instance", "n", "solver", "status", "objective", "lower_bound", "gap", "runtime_s")
 
 
 def load_instances(
@@ -79,32 +75,11 @@ class Report:
 
     def records(self) -> list[dict[str, Any]]:
         """One dict per (instance, solver): the columns of the CSV."""
-        rows = []
-        for comp in self.comparisons:
-            for r in comp.results:
-                rows.append(
-                    {
-                        "instance": comp.instance.name,
-                        "n": comp.instance.n,
-                        "solver": r.solver,
-                        "status": str(r.status),
-                        "objective": r.objective,
-                        "lower_bound": comp.lower_bound,
-                        "gap": None if comp.lower_bound is None else _gap(r, comp),
-                        "runtime_s": r.runtime,
-                    }
-                )
-        return rows
+        return [row for comp in self.comparisons for row in comp.records()]
 
     def to_csv(self, handle: TextIO | None = None) -> str:
         """The records as CSV (also written to ``handle`` if given)."""
-        buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=list(_COLUMNS))
-        writer.writeheader()
-        writer.writerows(self.records())
-        if handle is not None:
-            handle.write(buffer.getvalue())
-        return buffer.getvalue()
+        return records_to_csv(self.records(), handle)
 
     def to_markdown(self) -> str:
         """One Markdown table per instance, then the best solver per instance."""
@@ -121,7 +96,7 @@ class Report:
         ]
         for comp in self.comparisons:
             best = comp.best()
-            gap = _gap(best, comp)
+            gap = relative_gap(best.objective, comp.lower_bound)
             shown = "-" if gap is None else f"{100 * gap:.2f}%"
             parts.append(
                 f"| {comp.instance.name} | {best.solver} | {best.objective:,} | {shown} |"
@@ -140,13 +115,6 @@ class Report:
         paths["csv"].write_text(self.to_csv(), encoding="utf-8")
         paths["markdown"].write_text(self.to_markdown(), encoding="utf-8")
         return paths
-
-
-def _gap(result: Result, comp: Comparison) -> float | None:
-    bound = comp.lower_bound
-    if bound is None or bound <= 0:
-        return None
-    return max(0.0, (result.objective - bound) / bound)
 
 
 def run_report(
@@ -181,6 +149,7 @@ def run_report(
     progress
         Receives one line per instance and per solver (e.g. ``sys.stderr``).
     """
+    solvers = solver_names(solvers)
     instances = load_instances(items)
     comparisons = []
     for k, instance in enumerate(instances, start=1):
@@ -268,7 +237,7 @@ def _draw_gaps(ax: Any, report: Report) -> None:
         gaps = []
         for comp in report.comparisons:
             match = [r for r in comp.results if r.solver == solver]
-            gap = _gap(match[0], comp) if match else None
+            gap = relative_gap(match[0].objective, comp.lower_bound) if match else None
             gaps.append(math.nan if gap is None else 100 * max(gap, floor))
         ax.plot(x, gaps, marker=markers[k % len(markers)], color=colours[k], label=solver)
     ax.set_yscale("log")

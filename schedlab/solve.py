@@ -115,3 +115,4 @@ def _load_builtin() -> None:
     import schedlab.solvers.receding_horizon
     import schedlab.solvers.rules
     import schedlab.solvers.sorted_f  # noqa: F401
+    from schedlab.solvers import cpsat, dp  # noqa: F401

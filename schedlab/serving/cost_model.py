@@ -28,6 +28,8 @@ import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from functools import lru_cache
+from importlib import import_module
+from importlib.resources import files
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -222,6 +224,8 @@ def _load_linear_attention(data: Mapping[str, Any], where: str) -> CostModel:
 _KINDS: dict[str, Callable[[Mapping[str, Any], str], CostModel]] = {
     "linear-attention": _load_linear_attention,
 }
+#: Modules that register further kinds on import (``profile-grid``: calibrated models).
+_PLUGIN_MODULES = ("schedlab.calibration",)
 
 
 def register_cost_model_kind(
@@ -256,6 +260,9 @@ def cost_model_from_dict(data: Any, where: str = "cost model") -> CostModel:
     if not isinstance(kind, str):
         raise FormatError(f"{where}: kind: expected a string, got {kind!r}")
     if kind not in _KINDS:
+        for module in _PLUGIN_MODULES:  # they register their kinds when imported
+            import_module(module)
+    if kind not in _KINDS:
         raise UnknownNameError("cost model kind", kind, tuple(_KINDS))
     return _KINDS[kind](data, where)
 
@@ -277,15 +284,26 @@ def save_cost_model(model: CostModel, path: str | Path) -> None:
     Path(path).write_text(json.dumps(model.to_dict(), indent=2) + "\n", encoding="utf-8")
 
 
+def shipped_cost_models() -> dict[str, Path]:
+    """Fitted models shipped in ``schedlab/data/cost_models``, by file stem."""
+    folder = Path(str(files("schedlab") / "data" / "cost_models"))
+    return {p.stem: p for p in sorted(folder.glob("*.json"))}
+
+
 def get_cost_model(spec: str | CostModel) -> CostModel:
-    """A built-in model by name, a model read from a ``.json`` path, or ``spec`` itself."""
+    """A built-in or shipped model by name, a model read from a ``.json`` path, or
+    ``spec`` itself."""
     if not isinstance(spec, str):
         return spec
     if spec in BUILTIN_COST_MODELS:
         return BUILTIN_COST_MODELS[spec]
+    shipped = shipped_cost_models()
+    if spec in shipped:
+        return load_cost_model(shipped[spec])
     if spec.endswith(".json") or Path(spec).is_file():
         return load_cost_model(spec)
-    raise UnknownNameError("cost model (or a .json path)", spec, tuple(BUILTIN_COST_MODELS))
+    known = (*BUILTIN_COST_MODELS, *shipped)
+    raise UnknownNameError("cost model (or a .json path)", spec, known)
 
 
 def check_monotone(
