@@ -10,17 +10,21 @@ Reads ``../shared/data`` (relative to the repository root) at run time:
    ``config.json`` (96 GB, utilisation 0.9): the 15 metrics, measured vs simulated, the
    targets of issue 6 (every metric within 10 %, the three means within 5 %), and the
    median wall time of ``--repeats`` replays;
-3. ``--sensitivity``: the same replay with a constant per-iteration host time ``h`` added
+3. ``--ablation``: the replay with each documented correction switched off in turn — the
+   decode-KV skew correction of the profile (``skew_alpha``, ``meta.yaml`` ``skew_fit``)
+   and vLLM's asynchronous scheduling — to show what each contributes; nothing is tuned;
+4. ``--sensitivity``: the same replay with a constant per-iteration host time ``h`` added
    to the calibrated model. This is a *diagnostic* of the one cost the kernel profile
    cannot contain (scheduling, input preparation, output processing on the CPU); the
    shipped model does not include it and nothing is tuned with it.
 
-Usage: ``python benchmarks/replay_vllm.py [--repeats 5] [--sensitivity]``
+Usage: ``python benchmarks/replay_vllm.py [--repeats 5] [--ablation] [--sensitivity]``
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import sys
 import time
@@ -32,7 +36,7 @@ from typing import Any
 from schedlab.calibration import shipped_model_path
 from schedlab.calibration.fit import calibrate
 from schedlab.calibration.replay import read_recorded_run, replay
-from schedlab.serving.cost_model import Chunk, CostModel, load_cost_model
+from schedlab.serving.cost_model import Chunk, CostModel, load_cost_model, uses_decode_spread
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -64,8 +68,27 @@ class WithHostTime:
     def margin_s(self) -> float:
         return self.inner.margin_s
 
-    def iteration_time(self, n_decode: int, decode_kv: int, chunks: Sequence[Chunk]) -> float:
-        return self.inner.iteration_time(n_decode, decode_kv, chunks) + self.host_s
+    @property
+    def decode_spread(self) -> bool:
+        return uses_decode_spread(self.inner)
+
+    def iteration_time(
+        self,
+        n_decode: int,
+        decode_kv: int,
+        chunks: Sequence[Chunk],
+        *,
+        decode_kv_max: int | None = None,
+    ) -> float:
+        if decode_kv_max is None:
+            return self.inner.iteration_time(n_decode, decode_kv, chunks) + self.host_s
+        inner = self.inner.iteration_time(
+            n_decode,
+            decode_kv,
+            chunks,
+            decode_kv_max=decode_kv_max,  # type: ignore[call-arg]
+        )
+        return inner + self.host_s
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": "diagnostic", "name": self.name}
@@ -74,6 +97,7 @@ class WithHostTime:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--ablation", action="store_true")
     parser.add_argument("--sensitivity", action="store_true")
     args = parser.parse_args(argv)
     if not RUN.is_file() or not PROFILE.is_dir():
@@ -119,6 +143,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"  {key:<13} theirs {100 * (value - measured) / measured:+6.2f} %   "
             f"ours {ours:+6.2f} %"
         )
+
+    if args.ablation:
+        print("\nAblation (diff % vs measured; the shipped configuration is the first row)")
+        print(f"{'variant':<26}" + "".join(f"{k:>13}" for k in result.metrics))
+        no_skew = dataclasses.replace(model, skew_alpha=0.0)  # type: ignore[type-var]
+        for label, variant, lag in (
+            ("skew + async (shipped)", model, True),
+            ("skew, synchronous", model, False),
+            ("no skew, async", no_skew, True),
+            ("no skew, synchronous", no_skew, False),
+        ):
+            r = replay(run, variant, async_scheduling=lag)
+            print(f"{label:<26}" + "".join(f"{m.diff_pct:>+13.2f}" for m in r.metrics.values()))
 
     if args.sensitivity:
         print("\nDiagnostic only (not in the shipped model): + host time h per iteration")

@@ -233,10 +233,18 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="comma-separated solver names (default: the list-scheduling rules)",
     )
-    p.add_argument("--out", default=None, metavar="DIR",
-                   help="save the report as DIR/report.csv and DIR/report.md")
-    p.add_argument("--plot", default=None, metavar="FILE.png",
-                   help="save a figure: gap per solver, memory and Gantt of the best schedule")
+    p.add_argument(
+        "--out",
+        default=None,
+        metavar="DIR",
+        help="save the report as DIR/report.csv and DIR/report.md",
+    )
+    p.add_argument(
+        "--plot",
+        default=None,
+        metavar="FILE.png",
+        help="save a figure: gap per solver, memory and Gantt of the best schedule",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     common(p)
     p.set_defaults(func=_cmd_compare)

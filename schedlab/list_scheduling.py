@@ -40,15 +40,16 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from itertools import accumulate
 from math import inf
 
 import numpy as np
 
-from schedlab.errors import ScheduleError
+from schedlab.errors import InstanceError, ScheduleError
 from schedlab.instance import Instance
 
-__all__ = ["check_order", "list_schedule"]
+__all__ = ["DecoderState", "StrictDecoder", "check_order", "list_schedule"]
 
 
 def check_order(order: Sequence[int] | np.ndarray, n: int) -> list[int]:
@@ -89,11 +90,15 @@ class _Running:
         return self.total_weight + t * len(self.completion)
 
     def add(self, start: int, prompt: int, output: int) -> None:
-        done = start + output
-        pos = bisect_right(self.completion, done)
-        self.completion.insert(pos, done)
-        self.weight.insert(pos, prompt - start + 1)
-        self.total_weight += prompt - start + 1
+        """Start a request; the lists stay sorted by ``(C_j, w_j)``."""
+        done, weight = start + output, prompt - start + 1
+        completion = self.completion
+        pos = bisect_right(completion, done)
+        while pos and completion[pos - 1] == done and self.weight[pos - 1] > weight:
+            pos -= 1
+        completion.insert(pos, done)
+        self.weight.insert(pos, weight)
+        self.total_weight += weight
         self._stale = True
 
     def finish_until(self, t: int) -> None:
@@ -149,6 +154,22 @@ class _Running:
                 return t
             t += deficit
         return inf
+
+    def first_fit(self, t: int, prompt: int, output: int, until: float = inf) -> float:
+        """First round in ``[t, until)`` where the request fits, else ``inf``.
+
+        Unlike :meth:`earliest_fit` it passes completions, dropping the requests that
+        leave; afterwards every running request has ``C_j`` beyond the round returned
+        (or beyond the last completion passed).
+        """
+        self.finish_until(t)
+        while True:
+            nxt = min(self.next_completion(), until)
+            fit = self.earliest_fit(t, prompt, output, nxt)
+            if fit < inf or nxt >= until:
+                return fit
+            t = int(nxt)
+            self.finish_until(t)
 
 
 class _WaitingTree:
@@ -228,13 +249,143 @@ def list_schedule(
         ``starts[i]``, the start round of request ``i``: the schedule that considering
         every round in turn would give (see the module docs).
     """
-    return _Engine(instance, check_order(order, instance.n), backfill).run()
+    order = check_order(order, instance.n)
+    if backfill:
+        return _Engine(instance, order).run()
+    return _strict_schedule(instance, order)
+
+
+def _strict_schedule(instance: Instance, order: list[int]) -> np.ndarray:
+    """Strict mode: the head of the released waiting requests starts at its first fit,
+    unless a release comes first (it may bring a new head)."""
+    n = instance.n
+    prompt, output = instance.prompt.tolist(), instance.output.tolist()
+    arrival = instance.arrival.tolist()
+    rank = [0] * n
+    for position, i in enumerate(order):
+        rank[i] = position
+    releases = sorted(range(n), key=lambda i: (arrival[i], rank[i]))
+    running = _Running(instance.memory)
+    starts = [-1] * n
+    heap: list[int] = []  # priority positions of released, waiting requests
+    released = 0
+    t = arrival[releases[0]]
+    while released < n or heap:
+        while released < n and arrival[releases[released]] <= t:
+            heapq.heappush(heap, rank[releases[released]])
+            released += 1
+        pending = arrival[releases[released]] if released < n else inf
+        if heap:
+            head = order[heap[0]]
+            fit = running.first_fit(t, prompt[head], output[head], pending)
+            if fit < inf:
+                t = starts[head] = int(fit)
+                running.add(t, prompt[head], output[head])
+                heapq.heappop(heap)
+                continue
+        t = int(pending)
+    return np.array(starts, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class DecoderState:
+    """A snapshot of :class:`StrictDecoder` between two placements.
+
+    Attributes
+    ----------
+    round
+        ``t``, the start round of the request placed last (0 before the first).
+    remaining
+        ``C_j - t`` of each running request (``C_j > t``), ascending; ties by ``held``.
+    held
+        ``w_j + t = s_j + t - p_j + 1``, the tokens request ``j`` holds in round ``t``,
+        in the same order.
+
+    Two states with equal ``remaining`` and ``held`` differ only by a shift of
+    ``delta`` rounds; the decoder is invariant under shifts in time (a backlog has no
+    releases, and ``S_{t+delta}`` of the shifted running set equals ``S_t``), so from
+    them the same requests are placed ``delta`` rounds apart. :meth:`same_running`
+    tests exactly this.
+    """
+
+    round: int
+    remaining: tuple[int, ...]
+    held: tuple[int, ...]
+
+    def same_running(self, other: DecoderState) -> bool:
+        """Whether ``other`` is this state shifted in time (see the class docs)."""
+        return self.remaining == other.remaining and self.held == other.held
+
+    def shifted(self, delta: int) -> DecoderState:
+        """This state ``delta`` rounds later."""
+        return DecoderState(self.round + delta, self.remaining, self.held)
+
+
+class StrictDecoder:
+    """Strict-order list scheduling of a backlog, one request at a time, resumable.
+
+    On a backlog (every ``a_i = 0``) the strict engine starts the requests in priority
+    order, each in the first round ``t >= `` its predecessor's start in which it fits
+    beside the requests started before it (:func:`list_schedule` with
+    ``backfill=False`` gives the same starts). So the starts of a priority prefix do
+    not depend on the rest of the order, and decoding can be paused after any
+    request, saved as a :class:`DecoderState`, and resumed with any continuation.
+
+    Parameters
+    ----------
+    instance
+        A backlog.
+
+    Raises
+    ------
+    InstanceError
+        If some request has a release round above 0.
+    """
+
+    def __init__(self, instance: Instance) -> None:
+        if instance.n and int(instance.arrival.max()) != 0:
+            raise InstanceError("StrictDecoder: needs a backlog (every release round 0)")
+        self.memory = instance.memory
+        self.n = instance.n
+        self._prompt = instance.prompt.tolist()
+        self._output = instance.output.tolist()
+        self._running = _Running(instance.memory)
+        self._round = 0
+
+    def place(self, i: int) -> int:
+        """Start request ``i`` next in the order; return its start round."""
+        s, o = self._prompt[i], self._output[i]
+        t = self._round = int(self._running.first_fit(self._round, s, o))
+        self._running.add(t, s, o)
+        return t
+
+    def state(self) -> DecoderState:
+        """The current state (running requests that complete by its round are dropped)."""
+        t = self._round
+        running = self._running
+        running.finish_until(t)
+        return DecoderState(
+            t, tuple([c - t for c in running.completion]), tuple([w + t for w in running.weight])
+        )
+
+    def restore(self, state: DecoderState) -> None:
+        """Continue from ``state`` (taken from any decoder of the same instance)."""
+        t = self._round = state.round
+        running = self._running = _Running(self.memory)
+        running.completion = [r + t for r in state.remaining]
+        running.weight = [h - t for h in state.held]
+        running.total_weight = sum(running.weight)
+
+    def reset(self) -> None:
+        """Start again from round 0 with nothing running."""
+        self._running = _Running(self.memory)
+        self._round = 0
 
 
 class _Engine:
-    """State of one list-scheduling run; :meth:`run` visits the event rounds."""
+    """State of one backfilling run; :meth:`run` visits the event rounds."""
 
-    def __init__(self, instance: Instance, order: list[int], backfill: bool) -> None:
+    def __init__(self, instance: Instance, order: list[int]) -> None:
         n = instance.n
         self.memory = instance.memory
         self.order = order
@@ -247,37 +398,29 @@ class _Engine:
         self.releases = sorted(range(n), key=lambda i: (self.arrival[i], self.rank[i]))
         self.running = _Running(instance.memory)
         self.starts = [-1] * n
-        self.heap: list[int] = []  # strict mode: priority positions of waiting requests
-        self.tree = _WaitingTree(n) if backfill else None
+        self.tree = _WaitingTree(n)
         self.t = 0
         self.free = 0
         self.pending: float = inf  # next release round
         self.wake: float = inf  # next round with an event
-        self.margin: float = 0  # backfill searches: how far the slack may still grow
+        self.margin: float = 0  # searches: how far the slack may still grow
 
     def run(self) -> np.ndarray:
         n = len(self.starts)
+        tree = self.tree
         next_release = 0
         self.t = self.arrival[self.releases[0]]
-        while next_release < n or self.heap or (self.tree is not None and self.tree.count):
+        while next_release < n or tree.count:
             while next_release < n and self.arrival[self.releases[next_release]] <= self.t:
-                self._release(self.releases[next_release])
+                i = self.releases[next_release]
+                tree.put(self.rank[i], self.prompt[i], self.output[i])
                 next_release += 1
             self.running.finish_until(self.t)
             self.free = self.memory - self.running.load(self.t)
             self.pending = self.arrival[self.releases[next_release]] if next_release < n else inf
-            if self.tree is None:
-                self._strict_round()
-            else:
-                self._backfill_round(self.tree)
+            self._round(tree)
             self.t = int(self.wake) if self.wake < inf else self.t
         return np.array(self.starts, dtype=np.int64)
-
-    def _release(self, i: int) -> None:
-        if self.tree is None:
-            heapq.heappush(self.heap, self.rank[i])
-        else:
-            self.tree.put(self.rank[i], self.prompt[i], self.output[i])
 
     def _fits_now(self, i: int) -> bool:
         return self.prompt[i] < self.free and self.prompt[i] <= self.running.slack(
@@ -289,10 +432,6 @@ class _Engine:
         self.running.add(self.t, self.prompt[i], self.output[i])
         self.free -= self.prompt[i] + 1
 
-    def _next_event(self) -> None:
-        """Wake at the next release or completion (admissions may have moved the latter)."""
-        self.wake = min(self.pending, self.running.next_completion())
-
     def _earliest_later_fit(self, i: int) -> None:
         """Move the wake-up round to where request ``i`` would fit, if that is sooner."""
         later = self.running.earliest_fit(self.t + 1, self.prompt[i], self.output[i], self.wake)
@@ -300,21 +439,15 @@ class _Engine:
             self.wake = later
             self.margin = later - self.t - 1
 
-    def _strict_round(self) -> None:
-        while self.heap and self._fits_now(self.order[self.heap[0]]):
-            self._start(self.order[heapq.heappop(self.heap)])
-        self._next_event()
-        if self.heap:
-            self._earliest_later_fit(self.order[self.heap[0]])
-
-    def _backfill_round(self, tree: _WaitingTree) -> None:
+    def _round(self, tree: _WaitingTree) -> None:
         # Admissions only tighten the search's test, so one left-to-right pass suffices.
         self.margin = 0
         for position in tree.search(self):
             if self._fits_now(self.order[position]):
                 self._start(self.order[position])
                 tree.put(position, inf, inf)
-        self._next_event()
+        # wake at the next release or completion (admissions may have moved the latter)
+        self.wake = min(self.pending, self.running.next_completion())
         # A request that fits in a round t' < wake has a deficit of at most t' - t now.
         self.margin = self.wake - self.t - 1
         for position in tree.search(self):

@@ -12,7 +12,13 @@ with ``in_best=True``. Every bound's validity is proven in ``proofs/``.
     Time-indexed LP relaxation (rows aggregated into at most a few hundred blocks) by
     column generation, certified by the Lagrangian value of its duals for any horizon.
 
-``best`` runs them in that order, each given what is left of ``time_limit``; with
+``lagrangian`` (:mod:`schedlab.bounds.lagrangian`)
+    The same Lagrangian bound with prices from the volume bound's fluid schedule and
+    subgradient steps, no LP: cheap per step, so ``best`` always runs it, and from
+    ``n >= LARGE_N`` on it replaces ``lp``.
+
+``best`` runs them in that order, each given half of what is left of ``time_limit``
+(the last one all of it); with
 ``time_limit=None`` it gives the LP :data:`BEST_DEFAULT_TIME_LIMIT` seconds, enough to
 converge for a mixed backlog of a few hundred requests and to improve clearly on the
 volume bound at ``n = 1,000 .. 10,000`` (figures in ``benchmarks/bounds_scaling.py``).
@@ -31,6 +37,7 @@ from schedlab.instance import Instance
 __all__ = [
     "BEST_DEFAULT_TIME_LIMIT",
     "BOUNDS",
+    "LARGE_N",
     "Bound",
     "BoundFn",
     "lower_bound",
@@ -39,6 +46,9 @@ __all__ = [
 
 #: Wall seconds ``lower_bound(..., "best", time_limit=None)`` spends at most.
 BEST_DEFAULT_TIME_LIMIT = 60.0
+
+#: From this many requests on, ``best`` skips ``lp`` (its master LP grows too large).
+LARGE_N = 1500
 
 
 @dataclass(frozen=True)
@@ -71,12 +81,18 @@ class BoundFn(Protocol):
     def __call__(self, instance: Instance, *, time_limit: float | None) -> Bound: ...
 
 
+#: Whether ``best`` uses a bound: always/never, or decided per instance.
+InBest = bool | Callable[[Instance], bool]
+
 #: name -> (bound function, whether ``best`` uses it)
-BOUNDS: dict[str, tuple[BoundFn, bool]] = {}
+BOUNDS: dict[str, tuple[BoundFn, InBest]] = {}
 
 
-def register_bound(name: str, *, in_best: bool = True) -> Callable[[BoundFn], BoundFn]:
-    """Decorator that registers a bound function under ``name``."""
+def register_bound(name: str, *, in_best: InBest = True) -> Callable[[BoundFn], BoundFn]:
+    """Decorator that registers a bound function under ``name``.
+
+    ``in_best`` may be a predicate of the instance (e.g. to pick methods by size).
+    """
 
     def decorate(fn: BoundFn) -> BoundFn:
         if name in BOUNDS:
@@ -117,13 +133,17 @@ def lower_bound(
     start = time.perf_counter()
     values: dict[str, float] = {}
     best: Bound | None = None
-    for name, (fn, in_best) in BOUNDS.items():
-        if not in_best:
-            continue
+    chosen = [
+        (name, fn)
+        for name, (fn, in_best) in BOUNDS.items()
+        if (in_best(instance) if callable(in_best) else in_best)
+    ]
+    for k, (name, fn) in enumerate(chosen):
         left = time_limit - (time.perf_counter() - start)
         if left <= 0 and best is not None:
             break
-        bound = fn(instance, time_limit=left)
+        # every method but the last may use half of what is left
+        bound = fn(instance, time_limit=left if k == len(chosen) - 1 else left / 2)
         values[name] = bound.value
         if best is None or bound.value > best.value:
             best = bound
@@ -141,4 +161,5 @@ def _load_builtin() -> None:
     """Import the modules that register the built-in bounds (idempotent)."""
     # registration order is the order "best" runs them in: cheap bounds first
     import schedlab.bounds.volume  # noqa: I001
-    import schedlab.bounds.time_indexed  # noqa: F401
+    import schedlab.bounds.time_indexed
+    import schedlab.bounds.lagrangian  # noqa: F401

@@ -50,7 +50,7 @@ from typing import Any
 import highspy
 import numpy as np
 
-from schedlab.bounds import Bound, register_bound
+from schedlab.bounds import LARGE_N, Bound, register_bound
 from schedlab.instance import Instance
 from schedlab.list_scheduling import list_schedule
 from schedlab.solvers.rules import priority_order
@@ -58,6 +58,8 @@ from schedlab.solvers.rules import priority_order
 __all__ = [
     "DEFAULT_MAX_BLOCKS",
     "LPRelaxation",
+    "block_loads",
+    "column_rows",
     "lagrangian_bound",
     "lp_relaxation",
     "price_starts",
@@ -236,7 +238,7 @@ def lagrangian_bound(
     return value, best, arg
 
 
-def _columns(
+def column_rows(
     instance: Instance, bounds: np.ndarray, req: np.ndarray, tau: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """CSC arrays (starts, row indices, values) of the block rows of columns ``(i, τ)``.
@@ -259,6 +261,12 @@ def _columns(
     cnt = hi - lo + 1
     values = cnt * (s[col] + 1 - tau[col]) + (lo + hi) * cnt / 2
     return starts, rows.astype(np.int32), values.astype(float)
+
+
+def block_loads(instance: Instance, bounds: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Block row totals ``sum_i a_k(i, τ_i)`` of the schedule-like choice ``τ_i = starts[i]``."""
+    _, rows, values = column_rows(instance, bounds, np.arange(instance.n), np.asarray(starts))
+    return np.bincount(rows, values, minlength=len(bounds) - 1)
 
 
 def _default_horizon(instance: Instance) -> tuple[int, np.ndarray]:
@@ -329,7 +337,7 @@ def lp_relaxation(
         if not len(req):
             return 0
         known.update(zip(req.tolist(), tau.tolist(), strict=True))
-        starts, rows, values = _columns(instance, bounds, req, tau)
+        starts, rows, values = column_rows(instance, bounds, req, tau)
         # convexity row of request i is row nblocks + i; append it to every column
         count = np.diff(starts)
         all_starts = (starts[:-1] + np.arange(len(req))).astype(np.int32)
@@ -428,7 +436,7 @@ def lp_relaxation(
     )
 
 
-@register_bound("lp")
+@register_bound("lp", in_best=lambda instance: instance.n < LARGE_N)
 def lp_bound(instance: Instance, *, time_limit: float | None = None) -> Bound:
     """The certified Lagrangian value of :func:`lp_relaxation` (see module docs)."""
     relax = lp_relaxation(instance, time_limit=time_limit)

@@ -4,7 +4,8 @@
 LLMServingSim profile directory, writes it as JSON and prints the held-out error report.
 
 ``schedlab replay REQUESTS.jsonl --cost-model MODEL.json --policy vllm --max-num-seqs N
---max-num-batched-tokens B [--kv-tokens K] [--json]`` simulates a recorded run and prints
+--max-num-batched-tokens B [--kv-tokens K] [--async-scheduling auto|on|off] [--json]``
+simulates a recorded run and prints
 measured vs simulated TTFT, TPOT and latency (mean, P50, P90, P95, P99) and the
 simulation's wall time; ``--json`` prints ``{"metrics": {"ttft_mean": {"measured": ...,
 "simulated": ..., "diff_pct": ...}, ...}, "wall_s": ...}`` (seconds). Without
@@ -67,7 +68,13 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         max_num_batched_tokens=args.max_num_batched_tokens,
         kv_tokens=args.kv_tokens,
     )
-    report = replay(run, get_cost_model(args.cost_model), policy=args.policy, config=config)
+    report = replay(
+        run,
+        get_cost_model(args.cost_model),
+        policy=args.policy,
+        config=config,
+        async_scheduling={"auto": None, "on": True, "off": False}[args.async_scheduling],
+    )
     if args.json:
         data: dict[str, Any] = report.to_dict()
         print(json.dumps(data, indent=1))
@@ -124,6 +131,13 @@ def register(subparsers: Any) -> None:
         default=None,
         metavar="K",
         help="KV capacity in tokens (default: from the run's config.json)",
+    )
+    rep.add_argument(
+        "--async-scheduling",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="simulate vLLM's asynchronous scheduling (auto: from meta.json, on for "
+        "vLLM >= 0.14 unless engine_kwargs.async_scheduling says otherwise)",
     )
     rep.add_argument("--json", action="store_true", help="print JSON")
     rep.set_defaults(func=_cmd_replay)

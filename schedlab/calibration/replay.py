@@ -13,11 +13,25 @@ Definitions (issue 6), for a request with ``o`` output tokens:
 * TPOT :math:`= (\text{last} - \text{first}) / (o - 1)`, over requests with :math:`o > 1`.
 
 The simulation gets the same requests with arrival :math:`a_i` = ``queued_ts`` minus the
-earliest ``queued_ts`` (only differences of monotonic timestamps are meaningful), and its
-TTFT, TPOT and latency are measured from :math:`a_i` in the same way
-(:class:`~schedlab.serving.metrics.RequestRecord`). Each metric is compared at the mean
+earliest ``queued_ts`` (only differences of monotonic timestamps are meaningful). Its
+TTFT and latency are measured the way vLLM measures them, from the *queued* instant
+:math:`q_i`: vLLM's engine-core busy loop takes new requests off its input queue only
+between iterations (``EngineCoreProc._process_input_queue`` runs before each engine step;
+``Scheduler.add_request`` records the ``QUEUED`` event), so a request that arrives while
+an iteration runs is queued when that iteration ends. Likewise :math:`q_i` is the end of
+the simulated iteration running at :math:`a_i` (``start < a_i <= end``), or :math:`a_i`
+itself when the simulated engine is idle then. (Measuring from :math:`a_i` instead would
+charge every request the wait until the next iteration boundary, on average half an
+iteration, which the recorded ``queued_ts`` never contains.) TPOT does not depend on it.
+Each metric is compared at the mean
 and the 50th, 90th, 95th and 99th percentiles (numpy's linear interpolation on both sides):
 ``diff_pct`` :math:`= 100\,(\text{simulated} - \text{measured}) / \text{measured}`.
+
+Asynchronous scheduling. vLLM 0.14.0 made async scheduling the default (release notes:
+"Async scheduling is now enabled by default", PR #27614); the engine then plans each
+iteration one iteration ahead (:mod:`schedlab.serving.simulator`). :func:`async_scheduling_of`
+reads it from ``meta.json``: ``engine_kwargs.async_scheduling`` if given, else on for
+``vllm_version`` >= 0.14.0 (the shared run: 0.19.0, not overridden) and off otherwise.
 
 KV capacity, unless given, follows :func:`schedlab.kv_capacity.kv_token_capacity`:
 :math:`\lfloor (u G - W - R) / b_{kv} \rfloor` with :math:`G` the card's memory from
@@ -30,6 +44,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +66,7 @@ __all__ = [
     "MetricComparison",
     "RecordedRun",
     "ReplayReport",
+    "async_scheduling_of",
     "engine_config_for_run",
     "kv_tokens_for_run",
     "read_recorded_run",
@@ -216,6 +232,47 @@ def kv_tokens_for_run(run: RecordedRun, model: str | None = None) -> int:
     return kv_token_capacity(get_model_shape(name), gpu_bytes, utilization)
 
 
+#: First vLLM release whose engine schedules asynchronously by default (v0.14.0 notes).
+ASYNC_SCHEDULING_SINCE = (0, 14, 0)
+
+
+def async_scheduling_of(run: RecordedRun) -> bool:
+    """Whether the recorded engine scheduled asynchronously (module docstring).
+
+    Raises
+    ------
+    FormatError
+        If ``engine_kwargs.async_scheduling`` is present but not a boolean.
+    """
+    kwargs = run.meta.get("engine_kwargs") or {}
+    if isinstance(kwargs, dict) and kwargs.get("async_scheduling") is not None:
+        value = kwargs["async_scheduling"]
+        if not isinstance(value, bool):
+            raise FormatError(
+                f"{run.path.parent / 'meta.json'}: engine_kwargs.async_scheduling: expected "
+                f"true or false, got {value!r}"
+            )
+        return value
+    found = re.match(r"v?(\d+)\.(\d+)(?:\.(\d+))?", str(run.meta.get("vllm_version", "")))
+    if found is None:
+        return False
+    version = tuple(int(part or 0) for part in found.groups())
+    return version >= ASYNC_SCHEDULING_SINCE
+
+
+def queued_instants(arrival_s: np.ndarray, start_s: np.ndarray, end_s: np.ndarray) -> np.ndarray:
+    """When each request is queued: the end of the iteration running at its arrival
+    (``start < a <= end``), else the arrival itself (module docstring).
+
+    ``start_s`` and ``end_s`` are the iterations' start and end times, in order.
+    """
+    if end_s.size == 0:
+        return np.asarray(arrival_s, dtype=float).copy()
+    index = np.minimum(np.searchsorted(end_s, arrival_s, side="left"), end_s.size - 1)
+    busy = (start_s[index] < arrival_s) & (arrival_s <= end_s[index])
+    return np.where(busy, end_s[index], arrival_s)
+
+
 def engine_config_for_run(
     run: RecordedRun,
     *,
@@ -266,6 +323,8 @@ class ReplayReport:
         Wall time of the simulation and the metric computation.
     n_requests, n_finished, preemptions, iterations
         Of the simulated run.
+    async_scheduling
+        Whether the engine scheduled asynchronously.
     policy, cost_model
         What ran.
     config
@@ -281,6 +340,7 @@ class ReplayReport:
     policy: str
     cost_model: str
     config: EngineConfig
+    async_scheduling: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """``{"metrics": {key: {measured, simulated, diff_pct}}, "wall_s": ...}`` plus context."""
@@ -296,6 +356,7 @@ class ReplayReport:
             "iterations": self.iterations,
             "policy": self.policy,
             "cost_model": self.cost_model,
+            "async_scheduling": self.async_scheduling,
             "engine": {
                 "kv_capacity_tokens": self.config.kv_capacity_tokens,
                 "block_size": self.config.block_size,
@@ -313,7 +374,8 @@ class ReplayReport:
             )
         lines.append(
             f"simulated {self.n_finished}/{self.n_requests} requests, {self.iterations} "
-            f"iterations, {self.preemptions} preemptions, policy {self.policy}, "
+            f"iterations, {self.preemptions} preemptions, policy {self.policy}"
+            f"{' (async scheduling)' if self.async_scheduling else ''}, "
             f"cost model {self.cost_model}; wall time {self.wall_s:.3f} s"
         )
         return "\n".join(lines)
@@ -343,6 +405,7 @@ def replay(
     policy: str = "vllm",
     config: EngineConfig | None = None,
     tpot_target_s: float = 0.025,
+    async_scheduling: bool | None = None,
 ) -> ReplayReport:
     """Simulate ``run``'s requests and compare the metrics with the measured ones.
 
@@ -359,16 +422,32 @@ def replay(
         Engine limits (default :func:`engine_config_for_run`).
     tpot_target_s
         TPOT target handed to SLO-aware policies (unused by ``vllm``).
+    async_scheduling
+        Simulate vLLM's asynchronous scheduling (default :func:`async_scheduling_of`).
     """
     config = config or engine_config_for_run(run)
+    if async_scheduling is None:
+        async_scheduling = async_scheduling_of(run)
     started = time.perf_counter()
     chosen = make_policy(policy, PolicyContext(cost_model, config, tpot_target_s))
-    result = run_engine(run.stream(), chosen, cost_model, config)
+    result = run_engine(
+        run.stream(),
+        chosen,
+        cost_model,
+        config,
+        record_batches=True,
+        async_scheduling=async_scheduling,
+    )
     records = result.records
+    queued = queued_instants(
+        run.arrival_s,
+        np.array([b.start_s for b in result.batches]),
+        np.array([b.end_s for b in result.batches]),
+    )
     simulated = run_metrics(
-        np.array([r.ttft_s for r in records]),
+        np.array([r.first_token_s for r in records]) - queued,
         np.array([r.tpot_s if r.output > 1 else math.nan for r in records]),
-        np.array([r.latency_s for r in records]),
+        np.array([r.finish_s for r in records]) - queued,
     )
     wall = time.perf_counter() - started
     measured = run_metrics(run.ttft_s, run.tpot_s, run.latency_s)
@@ -392,4 +471,5 @@ def replay(
         chosen.name,
         cost_model.name,
         config,
+        async_scheduling,
     )

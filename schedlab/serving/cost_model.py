@@ -50,6 +50,7 @@ __all__ = [
     "register_cost_model_kind",
     "require_monotone",
     "save_cost_model",
+    "uses_decode_spread",
 ]
 
 #: A prefill chunk: ``(new tokens c, prior context tokens p)`` of one request.
@@ -58,7 +59,16 @@ Chunk = tuple[int, int]
 
 @runtime_checkable
 class CostModel(Protocol):
-    """Maps a batch to the duration of the iteration that runs it, in seconds."""
+    """Maps a batch to the duration of the iteration that runs it, in seconds.
+
+    Optional extension (backward compatible): a model whose attribute ``decode_spread`` is
+    ``True`` also accepts the keyword ``decode_kv_max`` in :meth:`iteration_time`, the KV
+    tokens of the batch's longest decode (``None`` or absent: unknown, treat the decodes
+    as equal). The simulator passes it to such models only (:func:`uses_decode_spread`);
+    every other caller may keep calling with three arguments. Uneven KV lengths make a
+    real attention kernel slower than equal lengths with the same total (load imbalance);
+    a model that cannot use the maximum simply does not declare ``decode_spread``.
+    """
 
     @property
     def name(self) -> str:
@@ -304,6 +314,12 @@ def get_cost_model(spec: str | CostModel) -> CostModel:
         return load_cost_model(spec)
     known = (*BUILTIN_COST_MODELS, *shipped)
     raise UnknownNameError("cost model (or a .json path)", spec, known)
+
+
+def uses_decode_spread(model: CostModel) -> bool:
+    """Whether ``model.iteration_time`` accepts the keyword ``decode_kv_max`` (see
+    :class:`CostModel`)."""
+    return getattr(model, "decode_spread", False) is True
 
 
 def check_monotone(

@@ -18,7 +18,24 @@ Per iteration the work is O(1) plus the requests that join, finish or are preemp
 all decodes advance together, so a decode's token count, block boundaries and finishing
 iteration follow from the iteration at which it joined; decodes are grouped by the phase
 of their block boundary (``block_size`` buckets), which gives the new blocks an iteration
-needs in O(1).
+needs in O(1). For a cost model that uses the longest decode's KV (``decode_spread``, see
+:class:`~schedlab.serving.cost_model.CostModel`), a decode's KV at iteration ``j`` is
+``j`` plus a per-request offset, so the maximum is ``j`` plus the largest live offset,
+kept in a heap with lazy deletion: O(log n) per join, finish or preemption.
+
+**Asynchronous scheduling** (``async_scheduling=True``). vLLM's engine core with async
+scheduling (the default since vLLM 0.14.0, release notes: "Async scheduling is now enabled
+by default", PR #27614) keeps two batches in flight: ``EngineCore.step_with_batch_queue``
+schedules the batch of iteration ``j + 1`` right after processing the outputs of iteration
+``j - 1``, i.e. when iteration ``j`` starts, then blocks on iteration ``j``. So the batch of
+iteration ``j + 1`` cannot contain a request that arrived after iteration ``j`` started,
+and the seats (``max_num_seqs``) and KV blocks of requests that finished in iteration ``j``
+are free only from iteration ``j + 2``. Decodes and the next chunks of partial prefills
+are not delayed (the async scheduler advances ``num_computed_tokens`` when it schedules
+and decodes with output placeholders, ``vllm/v1/core/sched/async_scheduler.py``). The
+engine models exactly those two lags; when the lagged plan would run nothing at all, the
+real engine's next scheduling pass (after the outputs) starts the work immediately, and so
+does this one. Preemption decisions are not lagged.
 """
 
 from __future__ import annotations
@@ -33,7 +50,7 @@ from itertools import chain
 
 import numpy as np
 
-from schedlab.serving.cost_model import Chunk, CostModel, get_cost_model
+from schedlab.serving.cost_model import Chunk, CostModel, get_cost_model, uses_decode_spread
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.errors import ServingError
 from schedlab.serving.metrics import SLO, RequestRecord, Summary, summarize
@@ -69,6 +86,15 @@ class BatchRecord:
     preempted: tuple[int, ...]
 
 
+def _iteration_time(
+    model: CostModel, spread: bool, n: int, kv: int, chunks: list[Chunk], kv_max: int | None
+) -> float:
+    """``model``'s time for the batch, with the longest decode's KV if it uses it."""
+    if spread and kv_max is not None:
+        return model.iteration_time(n, kv, chunks, decode_kv_max=kv_max)  # type: ignore[call-arg]
+    return model.iteration_time(n, kv, chunks)
+
+
 class _Request:
     """Mutable state of one request inside the engine (read by policies as RequestView)."""
 
@@ -85,6 +111,7 @@ class _Request:
         "generated",
         "index",
         "join_iter",
+        "kv_offset",
         "output",
         "preemptions",
         "prefilled",
@@ -110,6 +137,7 @@ class _Request:
         self.join_iter = 0  # first decode iteration of the current run
         self.gen_at_join = 0
         self.bucket = 0  # block-boundary phase while decoding
+        self.kv_offset = 0  # KV tokens at decode iteration j are kv_offset + j
         self.epoch = 0  # invalidates a scheduled finish after preemption
         self.first_token_s = math.nan
         self.finish_s = math.nan
@@ -175,6 +203,7 @@ class _Engine:
         stop_at_s: float,
         max_violations: int,
         record_batches: bool,
+        async_scheduling: bool = False,
     ) -> None:
         self.config = config
         self.policy = policy
@@ -228,6 +257,18 @@ class _Engine:
         self.busy = False
         self.record_batches = record_batches
         self.batches: list[BatchRecord] = []
+        # Longest decode's KV, for cost models that use it (module docstring).
+        self.model_spread = uses_decode_spread(model)
+        self.actual_spread = actual_model is not None and uses_decode_spread(actual_model)
+        self.spread = self.model_spread or self.actual_spread
+        self.kv_heap: list[int] = []  # negated offsets, lazily deleted
+        self.kv_live: dict[int, int] = {}  # offset -> decodes holding it
+        # Asynchronous scheduling (module docstring).
+        self.async_scheduling = async_scheduling
+        self.inbox: list[_Request] = []  # arrived while a batch was in flight
+        self.back_to_back = False  # the pending start follows an iteration end
+        self.held_seats = 0  # freed by the last iteration, usable one iteration later
+        self.held_blocks = 0
         self._pending_batch: tuple[float, tuple[int, ...], tuple[tuple[int, int], ...]] | None = (
             None
         )
@@ -262,11 +303,14 @@ class _Engine:
                 if self.finished == total or self.violations > self.max_violations:
                     break
                 self.busy = False
-                if self.running or self.waiting:
-                    self.start_pending = True
+                if self.running or self.waiting or self.inbox:
+                    self.start_pending = self.back_to_back = True
                     self._push(t, _START)
             elif kind == _ARRIVAL:
-                self.waiting.append(requests[next_arrival])
+                if self.async_scheduling and (self.busy or self.back_to_back):
+                    self.inbox.append(requests[next_arrival])
+                else:
+                    self.waiting.append(requests[next_arrival])
                 next_arrival += 1
                 if next_arrival < total:
                     self._push(requests[next_arrival].arrival_s, _ARRIVAL)
@@ -274,8 +318,8 @@ class _Engine:
                     self.start_pending = True
                     self._push(t, _START)
             else:
-                self.start_pending = False
                 self._start(t)
+                self.start_pending = self.back_to_back = False
         return now
 
     def _start(self, now: float) -> None:
@@ -286,13 +330,19 @@ class _Engine:
         while need > self.free:
             need -= self._preempt_newest(i, phase)
         self.now_s = now
+        if not self.back_to_back:  # the engine was idle: nothing was planned ahead
+            self.held_seats = self.held_blocks = 0
         while True:
-            self.free_blocks = self.free - need
-            self.free_seats = config.max_num_seqs - len(self.running)
+            self.free_blocks = self.free - need - self.held_blocks
+            self.free_seats = config.max_num_seqs - len(self.running) - self.held_seats
             self.has_prefill_work = bool(self.partials or self.waiting)
             plan = self.policy.plan(self)
             if plan or self.n_decode:
                 break
+            if self.held_seats or self.held_blocks or self.inbox:
+                # An empty lagged batch: the next scheduling pass sees everything.
+                self._release_lagged()
+                continue
             if self.partials:  # stuck prefills hold the KV they need: free the newest
                 self._preempt_newest(i, phase)
                 continue
@@ -303,10 +353,14 @@ class _Engine:
                 )
             return  # idle until the next arrival
         chunks = self._apply(plan, need)
+        if self.async_scheduling:
+            self._release_lagged()
         n = self.n_decode
-        predicted = self.model.iteration_time(n, self.decode_kv, chunks)
+        kv = self.decode_kv
+        kv_max = self._longest_decode(i) if self.spread and n else None
+        predicted = _iteration_time(self.model, self.model_spread, n, kv, chunks, kv_max)
         if self.actual_model is not None:
-            seconds = self.actual_model.iteration_time(n, self.decode_kv, chunks)
+            seconds = _iteration_time(self.actual_model, self.actual_spread, n, kv, chunks, kv_max)
         elif self._noise_sigma > 0:
             seconds = predicted * self._next_noise()
         else:
@@ -322,6 +376,29 @@ class _Engine:
             planned = tuple((r.index, c) for r, c in self.batch)
             self._pending_batch = (now, decodes, planned)
         self._push(now + seconds, _END)
+
+    def _release_lagged(self) -> None:
+        """Make the lagged seats, blocks and arrivals visible to the next plan."""
+        self.held_seats = self.held_blocks = 0
+        if self.inbox:
+            self.waiting.extend(self.inbox)
+            self.inbox.clear()
+
+    def _longest_decode(self, i: int) -> int:
+        """KV tokens of the longest running decode at iteration ``i`` (some decode runs)."""
+        heap, live = self.kv_heap, self.kv_live
+        while -heap[0] not in live:
+            heapq.heappop(heap)
+        return i - heap[0]
+
+    def _forget_decode(self, req: _Request) -> None:
+        if self.spread:
+            live = self.kv_live
+            left = live[req.kv_offset] - 1
+            if left:
+                live[req.kv_offset] = left
+            else:
+                del live[req.kv_offset]
 
     def _apply(self, plan: Plan, need: int) -> list[Chunk]:
         """Validate a policy's plan, admit and allocate for it; the cost-model chunks."""
@@ -387,6 +464,7 @@ class _Engine:
             self.n_decode -= 1
             self.decode_kv -= held
             self.buckets[victim.bucket] -= 1
+            self._forget_decode(victim)
             saved = 1 if victim.bucket == phase else 0
             victim.segments.append((victim.seg_start, i - 1))
             victim.generated = generated
@@ -422,6 +500,7 @@ class _Engine:
                     self.n_decode -= 1
                     self.decode_kv -= req.prompt + req.output
                     self.buckets[req.bucket] -= 1
+                    self._forget_decode(req)
                     req.decoding = False
                     self._finish(req, now, i, req.prompt + req.output)
         for req, _ in self.batch:
@@ -447,12 +526,21 @@ class _Engine:
             self.buckets[req.bucket] += 1
             self.n_decode += 1
             self.decode_kv += held
+            if self.spread:
+                offset = held - (i + 1)
+                req.kv_offset = offset
+                self.kv_live[offset] = self.kv_live.get(offset, 0) + 1
+                heapq.heappush(self.kv_heap, -offset)
             self.finish_at.setdefault(i + req.output - req.generated, []).append((req, req.epoch))
         self.batch = []
 
     def _finish(self, req: _Request, now: float, i: int, held: int) -> None:
         del self.running[req.seq]
-        self.free += self.config.blocks(held)
+        blocks = self.config.blocks(held)
+        self.free += blocks
+        if self.async_scheduling:
+            self.held_seats += 1
+            self.held_blocks += blocks
         req.generated = req.output
         req.segments.append((req.seg_start, i))
         req.finish_s = now
@@ -495,6 +583,7 @@ def run_engine(
     stop_at_s: float | None = None,
     max_violations: int | None = None,
     record_batches: bool = False,
+    async_scheduling: bool = False,
 ) -> EngineRun:
     """Simulate ``stream`` on one engine.
 
@@ -520,6 +609,9 @@ def run_engine(
         Stop at this simulated time.
     record_batches
         Keep a :class:`BatchRecord` per iteration.
+    async_scheduling
+        Model vLLM's asynchronous scheduling: one iteration of lag before new arrivals
+        and freed seats/blocks are used (module docstring).
     """
     engine = _Engine(
         stream,
@@ -533,6 +625,7 @@ def run_engine(
         stop_at_s=math.inf if stop_at_s is None else stop_at_s,
         max_violations=len(stream) if max_violations is None else max_violations,
         record_batches=record_batches,
+        async_scheduling=async_scheduling,
     )
     end_s = engine.run()
     engine.close_open_segments()

@@ -16,6 +16,14 @@ and no schedule as good as the warm start is cut off (``proofs/cpsat_horizon.md`
 Requests with equal ``(s, o, a)`` are interchangeable, so their starts are ordered by
 index.
 
+Pair cuts: two requests ``i``, ``j`` with offset ``δ = p_j - p_i`` overlap in the rounds
+``r = max(0, δ) .. min(o_i, δ + o_j) - 1`` after ``p_i``, where together they hold
+``s_i + s_j + 2r - δ + 2`` tokens, largest at the last shared round. So alone they fit
+iff ``δ <= -o_j`` or ``δ >= o_i`` or ``δ >= s_i + s_j + 2 o_i - M`` (when
+``δ >= o_i - o_j``) or ``δ <= M - s_i - s_j - 2 o_j`` (when ``δ < o_i - o_j``).
+Every pair's offset is restricted to that union of intervals: implied by the
+cumulative, but propagated far more strongly (``proofs/cpsat_pair_cuts.md``).
+
 Solving
 -------
 The warm start is the best schedule of the list-scheduling rules (added as a hint and
@@ -45,7 +53,7 @@ from schedlab.solve import SolverError
 from schedlab.solvers import register_solver
 from schedlab.solvers.rules import RULES, priority_order
 
-__all__ = ["DEFAULT_WORKERS", "best_rule_schedule", "solve_cpsat", "start_slack"]
+__all__ = ["DEFAULT_WORKERS", "best_rule_schedule", "pair_offsets", "solve_cpsat", "start_slack"]
 
 #: CP-SAT search workers by default (the development machine has 2 cores).
 DEFAULT_WORKERS = 2
@@ -78,9 +86,9 @@ def start_slack(instance: Instance, upper: int) -> list[int]:
     if instance.n == 1:
         return [upper - int(output[0])]
     if instance.n > 200:
-        rest = int(output.sum()) - output
-        return (upper - rest - output).tolist()
-    slack = []
+        others_min = int(output.sum()) - output
+        return [int(x) for x in upper - others_min - output]
+    slack: list[int] = []
     for i in range(instance.n):
         keep = np.arange(instance.n) != i
         others = Instance.from_arrays(
@@ -89,6 +97,26 @@ def start_slack(instance: Instance, upper: int) -> list[int]:
         rest = int(volume_completions(others).sum() - others.arrival.sum())
         slack.append(upper - rest - int(output[i]))
     return slack
+
+
+def pair_offsets(instance: Instance) -> list[tuple[int, int, int, int]]:
+    """Forbidden offsets of every pair: ``(i, j, lo, hi)`` means ``p_j - p_i ∉ [lo, hi]``.
+
+    With ``c = o_i - o_j``, an overlapping offset ``δ >= c`` fits iff
+    ``δ >= s_i + s_j + 2 o_i - M`` and one ``δ < c`` fits iff ``δ <= M - s_i - s_j - 2 o_j``
+    (see module docs), so the forbidden offsets form the single range
+    ``max(-o_j, min(c - 1, M - s_i - s_j - 2 o_j)) < δ < min(o_i, max(c, s_i + s_j + 2 o_i - M))``.
+    Pairs with an empty range are left out.
+    """
+    s, o, memory = instance.prompt.tolist(), instance.output.tolist(), instance.memory
+    pairs = []
+    for i, j in itertools.combinations(range(instance.n), 2):
+        base, cut = s[i] + s[j], o[i] - o[j]
+        below = max(-o[j], min(cut - 1, memory - base - 2 * o[j]))
+        after = min(o[i], max(cut, base + 2 * o[i] - memory))
+        if below + 1 <= after - 1:
+            pairs.append((i, j, below + 1, after - 1))
+    return pairs
 
 
 @register_solver("cpsat")
@@ -138,6 +166,10 @@ def solve_cpsat(
             intervals.append(model.new_fixed_size_interval_var(p + (k - 1), 1, f"r{i}_{k}"))
             demands.append(prompt[i] + k)
     model.add_cumulative(intervals, demands, instance.memory)
+    span = max(slack) + max(arrival) + 1
+    for i, j, lo, hi in pair_offsets(instance):
+        allowed = cp_model.Domain.from_intervals([[-span, lo - 1], [hi + 1, span]])
+        model.add_linear_expression_in_domain(starts[j] - starts[i], allowed)
     groups: dict[tuple[int, int, int], list[int]] = {}
     for i in range(instance.n):
         groups.setdefault((prompt[i], output[i], arrival[i]), []).append(i)

@@ -27,7 +27,16 @@ attention_grid:
   chunks: 0, 16-64 x2
   n_decode: 0, 1-4 x2
   kv: 0, 16-64 x2
+skew_fit:
+  enabled: true
+  per_tp:
+    1:
+      method: per_bucket_wls_5axis
+      alpha_default: 0.25
 """
+
+#: ``alpha_default`` of the synthetic ``skew_fit`` block.
+SKEW_ALPHA = 0.25
 
 LAYER_OPS = (
     "layernorm",

@@ -68,3 +68,21 @@ def test_real_profile_report(real_profile):
     # The declared doubling grid has 9 x 12 x 9 x 11 cells; 8,632 rows lie on it.
     assert report.attention_grid_rows == 8632 and report.attention_rows == 19364
     assert report.iteration.n == 19364 - 8632
+
+
+def test_skew_alpha_comes_from_meta_yaml(synthetic_profile):
+    from .conftest import SKEW_ALPHA
+
+    assert calibrate(synthetic_profile, "meta-llama/Llama-3.1-8B")[0].skew_alpha == SKEW_ALPHA
+    meta = synthetic_profile / "meta.yaml"
+    text = meta.read_text()
+    meta.write_text(text.replace("alpha_default: 0.25", "alpha_default: 2.5"))
+    with pytest.raises(CalibrationError, match=r"skew_fit\.per_tp\.1\.alpha_default"):
+        calibrate(synthetic_profile, "meta-llama/Llama-3.1-8B")
+    meta.write_text(text.replace("enabled: true", "enabled: false"))
+    assert calibrate(synthetic_profile, "meta-llama/Llama-3.1-8B")[0].skew_alpha == 0
+
+
+def test_shipped_profile_skew_alpha(real_profile):
+    # meta.yaml of the shared RTX PRO 6000 profile: skew_fit.per_tp.1.alpha_default 0.0543.
+    assert calibrate(real_profile, "meta-llama/Llama-3.1-8B")[0].skew_alpha == 0.0543

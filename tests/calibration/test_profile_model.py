@@ -21,7 +21,7 @@ from schedlab.serving.cost_model import (
     save_cost_model,
 )
 
-from .conftest import attention_us
+from .conftest import SKEW_ALPHA, attention_us
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +51,34 @@ def test_composition_by_hand(synthetic_model):
     assert t == pytest.approx((dense + head + attention) * 1e-6)
 
 
+def test_skew_correction_by_hand(synthetic_model):
+    # Same batch, longest decode at 48 KV (mean 32): the attention term becomes
+    # A(mean) + alpha (A(max) - A(mean)). The synthetic attention is linear in k with slope
+    # 0.01 n per token, so A(16, 16, 2, 48) - A(16, 16, 2, 32) = 0.01 * 2 * 16 = 0.32 us
+    # per layer, exact under multilinear interpolation between the grid KVs 32 and 64.
+    assert synthetic_model.skew_alpha == SKEW_ALPHA and synthetic_model.decode_spread
+    plain = synthetic_model.iteration_time(2, 64, [(16, 16)])
+    skewed = synthetic_model.iteration_time(2, 64, [(16, 16)], decode_kv_max=48)
+    assert skewed - plain == pytest.approx(32 * SKEW_ALPHA * 0.32 * 1e-6)
+    # Equal decodes (max = mean), one decode, or an unknown maximum: no correction.
+    assert synthetic_model.iteration_time(2, 64, [(16, 16)], decode_kv_max=32) == plain
+    one = synthetic_model.iteration_time(1, 32, [])
+    assert synthetic_model.iteration_time(1, 32, [], decode_kv_max=32) == one
+    assert synthetic_model.iteration_time(2, 64, [(16, 16)], decode_kv_max=None) == plain
+
+
+def test_profiles_without_skew_fit_get_no_correction(synthetic_model):
+    data = synthetic_model.to_dict()
+    del data["skew"]  # a model file written before the correction existed
+    old = cost_model_from_dict(data, "here")
+    assert old.skew_alpha == 0 and not old.decode_spread
+    batch = (2, 64, [(16, 16)])
+    assert old.iteration_time(*batch, decode_kv_max=60) == old.iteration_time(*batch)
+    data["skew"] = {"alpha": 1.5}
+    with pytest.raises(FormatError, match="here"):
+        cost_model_from_dict(data, "here")
+
+
 def test_shipped_model_passes_the_serving_monotonicity_check(shipped):
     assert check_monotone(shipped) == []
     require_monotone(shipped, user="test")  # does not raise
@@ -76,6 +104,32 @@ def test_shipped_model_non_decreasing_in_every_chunk(shipped, n, kv_each, chunks
     assert shipped.iteration_time(n, kv, [*chunks, (grow, 0)]) >= base
 
 
+@settings(max_examples=80, deadline=None)
+@given(
+    n=st.integers(2, 300),
+    kv_each=st.integers(0, 8000),
+    spread=st.integers(0, 12000),
+    chunks=st.lists(st.tuples(st.integers(1, 4096), st.integers(0, 30000)), max_size=3),
+    which=st.integers(0, 2),
+    grow=st.integers(1, 4096),
+)
+def test_skew_corrected_model_non_decreasing_in_every_chunk(
+    shipped, n, kv_each, spread, chunks, which, grow
+):
+    # proofs/calibrated_monotone.md, Lemma 6: the correction keeps the chunk monotonicity.
+    kv, longest = n * kv_each, kv_each + spread
+
+    def t(batch):
+        return shipped.iteration_time(n, kv, batch, decode_kv_max=longest)
+
+    base = t(chunks)
+    assert base >= shipped.iteration_time(n, kv, chunks) > 0
+    if chunks:
+        j = which % len(chunks)
+        assert t([(c + grow if i == j else c, p) for i, (c, p) in enumerate(chunks)]) >= base
+    assert t([*chunks, (grow, 0)]) >= base
+
+
 def test_round_trip(tmp_path, synthetic_model):
     path = tmp_path / "m.json"
     save_cost_model(synthetic_model, path)
@@ -84,6 +138,10 @@ def test_round_trip(tmp_path, synthetic_model):
         assert again.iteration_time(*batch) == synthetic_model.iteration_time(*batch)
     assert again.to_dict() == json.loads(path.read_text())
     assert again.margin_s == synthetic_model.margin_s
+    assert again.skew_alpha == synthetic_model.skew_alpha == SKEW_ALPHA
+    assert again.iteration_time(2, 64, [], decode_kv_max=60) == synthetic_model.iteration_time(
+        2, 64, [], decode_kv_max=60
+    )
 
 
 def test_loader_errors_name_the_place(synthetic_model):

@@ -201,6 +201,28 @@ def test_replay_cli_json_shape(tmp_path, capsys):
     assert "config.json" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("flag", "ttft_ms"), [("off", 10.0), ("on", 15.0), ("auto", 15.0)])
+def test_replay_cli_async_scheduling(tmp_path, capsys, flag, ttft_ms):
+    # Flat 10 ms iterations. A (prompt 10, output 3) is prefilled in [0, 10] and decodes
+    # until 30; B is queued at 5 ms, while A's prefill runs, so the simulated B is queued
+    # at 10 (the end of that iteration). Synchronous: B is prefilled in [10, 20], TTFT
+    # 10 ms. Async (meta.json says vLLM 0.19.0, so "auto" means on): B joins [20, 30], TTFT
+    # 20 ms. Mean simulated TTFT: 10 ms, or (10 + 20) / 2 = 15 ms.
+    path = write_run(
+        tmp_path,
+        [req(10, 3, 5.0, 5.010, 5.030), req(10, 2, 5.005, 5.030, 5.040)],
+        meta={"vllm_version": "0.19.0"},
+    )
+    model = tmp_path / "flat.json"
+    save_cost_model(FLAT, model)
+    args = ["replay", str(path), "--cost-model", str(model), "--max-num-seqs", "4"]
+    args += ["--max-num-batched-tokens", "64", "--kv-tokens", "1024", "--json"]
+    assert main([*args, "--async-scheduling", flag]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["async_scheduling"] is (flag != "off")
+    assert data["metrics"]["ttft_mean"]["simulated"] == pytest.approx(ttft_ms * 1e-3)
+
+
 def test_calibrate_cli(synthetic_profile, tmp_path, capsys):
     out = tmp_path / "model.json"
     assert (

@@ -1,0 +1,196 @@
+"""Engine behaviour the replay relies on: async scheduling, the longest decode, queueing.
+
+These exercise :mod:`schedlab.serving.simulator` options added for the replay of real vLLM
+runs (``async_scheduling``, ``decode_kv_max`` for ``decode_spread`` cost models) and the
+queued-instant rule of :mod:`schedlab.calibration.replay`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from schedlab.calibration.replay import async_scheduling_of, queued_instants, read_recorded_run
+from schedlab.errors import FormatError
+from schedlab.serving.cost_model import LinearAttentionCostModel
+from schedlab.serving.engine_config import EngineConfig
+from schedlab.serving.policies import PolicyContext, make_policy
+from schedlab.serving.simulator import run_engine
+from schedlab.serving.workloads import RequestStream
+
+MS = 1e-3
+# Every iteration takes 10 ms whatever it holds.
+FLAT = LinearAttentionCostModel(name="flat-10ms", base_s=10 * MS)
+
+
+def stream(arrivals_ms, prompts, outputs):
+    return RequestStream(
+        "t",
+        np.array(arrivals_ms, dtype=float) * MS,
+        np.array(prompts),
+        np.array(outputs),
+        1.0,
+    )
+
+
+def simulate(requests, *, seqs=8, async_scheduling, model=FLAT, kv=1024):
+    config = EngineConfig(kv_capacity_tokens=kv, max_num_seqs=seqs, max_num_batched_tokens=64)
+    policy = make_policy("vllm", PolicyContext(model, config, 0.025))
+    return run_engine(
+        requests, policy, model, config, async_scheduling=async_scheduling, record_batches=True
+    )
+
+
+def first_tokens_ms(run):
+    return [round(r.first_token_s / MS, 6) for r in run.records]
+
+
+def finishes_ms(run):
+    return [round(r.finish_s / MS, 6) for r in run.records]
+
+
+def test_async_arrival_waits_one_more_iteration():
+    # A (prompt 10, output 5) arrives at 0 on an idle engine: prefill [0, 10], decodes until
+    # 50. B (prompt 10, output 2) arrives at 5, while iteration 0 runs.
+    # Synchronous: B is prefilled in iteration 1 [10, 20]: first token 20, last 30.
+    # Async: iteration 1 was planned when iteration 0 started, so B joins iteration 2
+    # [20, 30]: first token 30, last 40. A is not delayed (no lag on an idle engine).
+    requests = stream([0, 5], [10, 10], [5, 2])
+    sync = simulate(requests, async_scheduling=False)
+    lagged = simulate(requests, async_scheduling=True)
+    assert first_tokens_ms(sync) == [10, 20] and finishes_ms(sync) == [50, 30]
+    assert first_tokens_ms(lagged) == [10, 30] and finishes_ms(lagged) == [50, 40]
+
+
+def test_async_freed_seat_is_used_one_iteration_later():
+    # Two seats. A (10, output 2) and C (10, output 10) arrive at 0 and are prefilled in
+    # [0, 10]; A decodes in [10, 20] and finishes at 20. B (10, output 1) arrives at 1.
+    # Synchronous: B takes A's seat in iteration 2 [20, 30] and finishes at 30.
+    # Async: iteration 2 was planned at 10, when A still held its seat: B runs in
+    # iteration 3 [30, 40]. C decodes throughout (100 ms for its 9 decodes after 10).
+    requests = stream([0, 0, 1], [10, 10, 10], [2, 10, 1])
+    sync = simulate(requests, seqs=2, async_scheduling=False)
+    lagged = simulate(requests, seqs=2, async_scheduling=True)
+    assert finishes_ms(sync) == [20, 100, 30]
+    assert finishes_ms(lagged) == [20, 100, 40]
+    assert [b.chunks for b in lagged.batches[2:4]] == [(), ((2, 10),)]
+
+
+def test_async_empty_lagged_batch_starts_at_once():
+    # A (10, output 1) runs [0, 10] and finishes; B arrives at 5. The batch planned at 0 for
+    # the next iteration is empty, so the real engine schedules B right after A's output:
+    # B runs [10, 20] in both modes, and the engine never idles while work is queued.
+    requests = stream([0, 5], [10, 10], [1, 1])
+    for mode in (False, True):
+        assert finishes_ms(simulate(requests, async_scheduling=mode)) == [10, 20]
+
+
+class Recorder:
+    """A flat 10 ms model that records what the engine passes (``decode_spread``)."""
+
+    name = "recorder"
+    margin_s = 0.0
+    decode_spread = True
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[int, int, list, int | None]] = []
+
+    def iteration_time(self, n_decode, decode_kv, chunks, *, decode_kv_max=None):
+        self.calls.append((n_decode, decode_kv, list(chunks), decode_kv_max))
+        return 10 * MS
+
+    def to_dict(self):
+        return {"kind": "recorder"}
+
+
+def test_longest_decode_is_passed_by_hand():
+    # A (prompt 10, output 4) and B (prompt 30, output 3) are prefilled together. Then the
+    # decodes hold prompt + generated tokens: iteration 1: 11 and 31 (max 31, total 42);
+    # iteration 2: 12 and 32; B finishes, iteration 3: A alone with 13.
+    model = Recorder()
+    simulate(stream([0, 0], [10, 30], [4, 3]), async_scheduling=False, model=model)
+    assert model.calls == [
+        (0, 0, [(10, 0), (30, 0)], None),
+        (2, 42, [], 31),
+        (2, 44, [], 32),
+        (1, 13, [], 13),
+    ]
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    data=st.lists(
+        st.tuples(st.integers(0, 40), st.integers(1, 60), st.integers(1, 30)),
+        min_size=1,
+        max_size=12,
+    ),
+    mode=st.booleans(),
+)
+def test_longest_decode_matches_the_batches(data, mode):
+    # Reconstruct every decode's KV from the recorded batches (prompt + tokens generated so
+    # far; a completed prefill emits one token) and compare with what the engine passed.
+    # The small KV capacity forces preemptions and recomputation.
+    data.sort()
+    requests = stream(*zip(*data, strict=True))
+    model = Recorder()
+    run = simulate(requests, seqs=4, async_scheduling=mode, model=model, kv=160)
+    generated: dict[int, int] = defaultdict(int)
+    done: dict[int, int] = defaultdict(int)
+    prompts = requests.prompt
+    assert len(model.calls) == len(run.batches)
+    for batch, (n, kv, _, longest) in zip(run.batches, model.calls, strict=True):
+        for j in batch.preempted:
+            done[j] = 0
+        held = [int(prompts[j]) + generated[j] for j in batch.decodes]
+        assert n == len(held) and kv == sum(held)
+        assert longest == (max(held) if held else None)
+        for j in batch.decodes:
+            generated[j] += 1
+        for j, c in batch.chunks:
+            done[j] += c
+            if done[j] == int(prompts[j]) + generated[j]:
+                generated[j] += 1
+                done[j] = 0
+
+
+def test_queued_instants_by_hand():
+    # Iterations [0, 10], [10, 20], then idle, then [30, 40]. A request arriving inside an
+    # iteration is queued at its end; one arriving while the engine is idle (25) or exactly
+    # when an iteration starts from idle (30) is queued on arrival.
+    starts, ends = np.array([0.0, 10.0, 30.0]), np.array([10.0, 20.0, 40.0])
+    arrivals = np.array([5.0, 10.0, 12.0, 25.0, 30.0, 35.0])
+    assert queued_instants(arrivals, starts, ends).tolist() == [10, 10, 20, 25, 30, 40]
+    assert queued_instants(arrivals, starts[:0], ends[:0]).tolist() == arrivals.tolist()
+
+
+@pytest.mark.parametrize(
+    ("meta", "expected"),
+    [
+        ({"vllm_version": "0.19.0"}, True),  # async by default since 0.14.0
+        ({"vllm_version": "0.14"}, True),
+        ({"vllm_version": "0.13.2"}, False),
+        ({}, False),
+        ({"vllm_version": "0.19.0", "engine_kwargs": {"async_scheduling": False}}, False),
+        ({"vllm_version": "0.10.0", "engine_kwargs": {"async_scheduling": True}}, True),
+    ],
+)
+def test_async_scheduling_of(tmp_path, meta, expected):
+    path = tmp_path / "requests.jsonl"
+    line = {
+        "input_toks": 5,
+        "output_toks": 2,
+        "queued_ts": 1.0,
+        "first_token_ts": 1.1,
+        "last_token_ts": 1.2,
+    }
+    path.write_text(json.dumps(line) + "\n")
+    (tmp_path / "meta.json").write_text(json.dumps(meta))
+    assert async_scheduling_of(read_recorded_run(path)) is expected
+    (tmp_path / "meta.json").write_text(json.dumps({"engine_kwargs": {"async_scheduling": 1}}))
+    with pytest.raises(FormatError, match=r"engine_kwargs\.async_scheduling"):
+        async_scheduling_of(read_recorded_run(path))
