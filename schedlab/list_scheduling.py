@@ -67,78 +67,92 @@ def check_order(order: Sequence[int] | np.ndarray, n: int) -> list[int]:
 
 
 class _Running:
-    """The running requests, sorted by completion, and the slack ``S_t(o)``."""
+    """The running requests, sorted by ``(C_j, w_j)``, and the slack ``S_t(o)``.
+
+    Kept up to date at each change: ``suffix[j]``, the weight of requests ``j..`` and
+    ``peaks[j] = suffix[j] + (C_j - 1)(m - j + 1)``, which is ``h(C_j - 1)`` for the
+    first request of each group of equal completions (the others undercount and are
+    dominated by it). Dropping completed requests (a prefix) leaves both unchanged for
+    the rest; starting one adds its weight and one token a round to the entries before
+    it, ``O(m)`` list operations.
+    """
 
     def __init__(self, memory: int) -> None:
         self.memory = memory
-        self.completion: list[int] = []  # sorted ascending
+        self.completion: list[int] = []  # ascending
         self.weight: list[int] = []  # w_j = s_j - p_j + 1, same order
-        self.total_weight = 0
-        self._stale = True
-        self._suffix: list[int] = []
-        self._prefix_max: list[int] = []
+        self._suffix = [0]
+        self._peaks: list[int] = []
+        self._prefix_max: list[int] | None = []  # running maxima of peaks; None: stale
         self._memo: dict[tuple[int, int], int] = {}
 
     def __len__(self) -> int:
         return len(self.completion)
+
+    @property
+    def total_weight(self) -> int:
+        return self._suffix[0]
 
     def next_completion(self) -> float:
         return self.completion[0] if self.completion else inf
 
     def load(self, t: int) -> int:
         """Tokens held in round ``t`` (all running requests have ``C_j > t``)."""
-        return self.total_weight + t * len(self.completion)
+        return self._suffix[0] + t * len(self.completion)
 
     def add(self, start: int, prompt: int, output: int) -> None:
-        """Start a request; the lists stay sorted by ``(C_j, w_j)``."""
+        """Start a request in round ``start`` (no running request completes by then)."""
         done, weight = start + output, prompt - start + 1
-        completion = self.completion
+        completion, suffix = self.completion, self._suffix
         pos = bisect_right(completion, done)
         while pos and completion[pos - 1] == done and self.weight[pos - 1] > weight:
             pos -= 1
+        head = [
+            p + weight + c - 1 for p, c in zip(self._peaks[:pos], completion[:pos], strict=True)
+        ]
+        head.append(suffix[pos] + weight + (done - 1) * (len(completion) - pos + 2))
+        self._peaks[:pos] = head
+        suffix[: pos + 1] = [x + weight for x in suffix[: pos + 1]]
+        suffix.insert(pos + 1, suffix[pos] - weight)
         completion.insert(pos, done)
         self.weight.insert(pos, weight)
-        self.total_weight += weight
-        self._stale = True
+        self._prefix_max = None
+        self._memo.clear()
 
     def finish_until(self, t: int) -> None:
         """Drop the requests that completed by round ``t`` (``C_j <= t``)."""
         k = bisect_right(self.completion, t)
         if k:
-            self.total_weight -= sum(self.weight[:k])
-            del self.completion[:k]
-            del self.weight[:k]
-            self._stale = True
+            del self.completion[:k], self.weight[:k], self._suffix[:k], self._peaks[:k]
+            self._prefix_max = None
 
-    def _rebuild(self) -> None:
-        # h(C_j - 1) from suffix sums over the requests from j on. Within a group of
-        # equal completions only the group's first index counts every request still
-        # running in round C_j - 1; the later ones undercount, are dominated by it, and
-        # so leave the prefix maximum unchanged.
-        m = len(self.completion)
-        suffix = [*reversed([0, *accumulate(reversed(self.weight))])]
-        peaks = [suffix[j] + (c - 1) * (m - j + 1) for j, c in enumerate(self.completion)]
-        self._suffix = suffix
-        self._prefix_max = list(accumulate(peaks, max))
+    def restore(self, completion: list[int], weight: list[int]) -> None:
+        """Replace the running set (sorted by ``(C_j, w_j)``)."""
+        m = len(completion)
+        self.completion, self.weight = completion, weight
+        self._suffix = suffix = [*reversed([0, *accumulate(reversed(weight))])]
+        self._peaks = [suffix[j] + (c - 1) * (m - j + 1) for j, c in enumerate(completion)]
+        self._prefix_max = None
         self._memo.clear()
-        self._stale = False
 
     def slack(self, t: int, output: int) -> int:
         """``S_t(o)``: the largest prompt a request of output ``o`` may have to start at ``t``.
 
-        Valid for any ``t`` before the next completion.
+        Valid for any ``t`` before the next completion. Memoised until the next start:
+        dropping completed requests does not change ``S_t`` for the rounds to come.
         """
-        if self._stale:
-            self._rebuild()
         memo = self._memo.get((t, output))
         if memo is not None:
             return memo
         completion = self.completion
         end = t + output - 1
         q = bisect_right(completion, end)
-        h_end = self._suffix[q] + end * (len(completion) - q + 1)
+        peak = self._suffix[q] + end * (len(completion) - q + 1)  # h(t + o - 1)
         q_crit = bisect_right(completion, t + output)
-        peak = max(self._prefix_max[q_crit - 1], h_end) if q_crit else h_end
+        if q_crit:
+            if self._prefix_max is None:
+                self._prefix_max = list(accumulate(self._peaks, max))
+            peak = max(peak, self._prefix_max[q_crit - 1])
         value = self._memo[t, output] = self.memory - 1 + t - peak
         return value
 
@@ -371,10 +385,8 @@ class StrictDecoder:
     def restore(self, state: DecoderState) -> None:
         """Continue from ``state`` (taken from any decoder of the same instance)."""
         t = self._round = state.round
-        running = self._running = _Running(self.memory)
-        running.completion = [r + t for r in state.remaining]
-        running.weight = [h - t for h in state.held]
-        running.total_weight = sum(running.weight)
+        self._running = _Running(self.memory)
+        self._running.restore([r + t for r in state.remaining], [h - t for h in state.held])
 
     def reset(self) -> None:
         """Start again from round 0 with nothing running."""
@@ -448,7 +460,9 @@ class _Engine:
                 tree.put(position, inf, inf)
         # wake at the next release or completion (admissions may have moved the latter)
         self.wake = min(self.pending, self.running.next_completion())
-        # A request that fits in a round t' < wake has a deficit of at most t' - t now.
+        # A request that fits in a round t' < wake has a deficit of at most t' - t now;
+        # with wake = t + 1 there is no such round.
         self.margin = self.wake - self.t - 1
-        for position in tree.search(self):
-            self._earliest_later_fit(self.order[position])
+        if self.margin > 0:
+            for position in tree.search(self):
+                self._earliest_later_fit(self.order[position])

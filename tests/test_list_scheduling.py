@@ -3,9 +3,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schedlab.errors import ScheduleError
+from schedlab.errors import InstanceError, ScheduleError
 from schedlab.instance import Instance, Request
-from schedlab.list_scheduling import list_schedule
+from schedlab.list_scheduling import StrictDecoder, list_schedule
 from schedlab.verify import verify
 from tests.strategies import instances
 
@@ -81,3 +81,50 @@ def test_engine_equals_the_round_by_round_definition(inst, data, backfill):
     starts = list_schedule(inst, order, backfill=backfill)
     assert verify(inst, starts) == []
     assert starts.tolist() == per_round_reference(inst, order, backfill)
+
+
+@settings(max_examples=150, deadline=None)
+@given(instances(max_n=9, max_arrival=0), st.data())
+def test_strict_decoder_resumes_with_any_suffix(inst, data):
+    # On a backlog, placing requests one by one gives the strict engine's starts; a
+    # state saved after any prefix, restored into a fresh decoder and continued with
+    # another suffix gives the strict schedule of the new order.
+    order = data.draw(st.permutations(range(inst.n)))
+    cut = data.draw(st.integers(0, inst.n))
+    decoder = StrictDecoder(inst)
+    starts = [-1] * inst.n
+    saved = None
+    for position, i in enumerate(order):
+        if position == cut:
+            saved = decoder.state()
+        starts[i] = decoder.place(i)
+    assert starts == list_schedule(inst, order).tolist()
+    suffix = data.draw(st.permutations(order[cut:]))
+    other = StrictDecoder(inst)
+    if saved is not None:
+        other.restore(saved)
+    for i in suffix:
+        starts[i] = other.place(i)
+    moved = list_schedule(inst, order[:cut] + suffix)
+    assert starts == moved.tolist()
+    assert verify(inst, moved) == []
+
+
+def test_decoder_states_compare_up_to_a_shift():
+    # M = 10, (s, o): r0 = (8, 1) alone in round 0; r1 = (8, 1) must wait for round 1.
+    # After r0 the state is (round 0, one request: 1 round left, 9 tokens held); after
+    # r1 it is the same shifted by one round.
+    inst = Instance.from_arrays(10, [8, 8], [1, 1])
+    decoder = StrictDecoder(inst)
+    assert decoder.place(0) == 0
+    first = decoder.state()
+    assert decoder.place(1) == 1
+    second = decoder.state()
+    assert (first.round, first.remaining, first.held) == (0, (1,), (9,))
+    assert second.same_running(first) and second == first.shifted(1)
+
+
+def test_strict_decoder_needs_a_backlog():
+    inst = Instance(5, (Request(1, 1), Request(1, 1, arrival=2)))
+    with pytest.raises(InstanceError, match="StrictDecoder: needs a backlog"):
+        StrictDecoder(inst)

@@ -13,12 +13,13 @@ among a few values by ``L`` itself.
 Steps: projected subgradient ascent ``μ ← max(0, μ + θ g)`` with
 ``g_k = sum_i a_{k}(i, τ_i) - M |block k|`` (the block loads of the minimising starts
 minus capacity) and Polyak's step ``θ = β (UB - L(μ)) / ||g||²``, ``UB`` the best rule's
-objective, ``β`` halved after a few steps without progress (Held, Wolfe & Crowder 1974;
-Polyak 1969). The best ``L`` seen is returned.
+objective, ``β`` halved after five steps without progress and the search stopped when
+``β < 10^-3`` (Held, Wolfe & Crowder 1974; Polyak 1969). The best ``L`` seen is returned.
 """
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -35,6 +36,9 @@ __all__ = ["DEFAULT_BLOCKS", "fluid_prices", "lagrangian_bound_search"]
 DEFAULT_BLOCKS = 1000
 
 _SCALES = (0.8, 0.9, 1.0, 1.1, 1.25)
+
+#: Stop once the Polyak factor has been halved below this.
+_MIN_STEP = 1e-3
 
 
 def fluid_prices(instance: Instance, bounds: np.ndarray) -> np.ndarray:
@@ -87,6 +91,8 @@ def lagrangian_bound_search(
             stale += 1
             if stale >= 5:
                 step, stale = step / 2, 0
+                if step < _MIN_STEP:
+                    break
     value = best - 1e-9 * abs(best)
     stopped = time.perf_counter() >= deadline
     return value, {
@@ -103,4 +109,5 @@ def lagrangian(instance: Instance, *, time_limit: float | None = None) -> Bound:
     began = time.perf_counter()
     value, stats = lagrangian_bound_search(instance, time_limit=time_limit)
     status = "time_limit" if stats["stopped_by_time"] else "proven"
+    value = float(math.ceil(value - 1e-6))  # the optimum is an integer
     return Bound(value, "lagrangian", status, time.perf_counter() - began, dict(stats))

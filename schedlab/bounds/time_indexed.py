@@ -68,7 +68,7 @@ __all__ = [
 ]
 
 #: Most aggregated memory rows used when the caller does not choose (see :func:`uniform_blocks`).
-DEFAULT_MAX_BLOCKS = 2000
+DEFAULT_MAX_BLOCKS = 300
 
 #: Relative safety margin taken off every certified value against floating-point error.
 _SAFETY = 1e-9
@@ -87,7 +87,8 @@ class LPRelaxation:
         Certified lower bound on the optimal total latency: the best Lagrangian value
         ``L(μ)`` seen, valid for every horizon.
     mean_start
-        ``sum_τ τ x_{i,τ}`` of the final restricted master's fractional solution.
+        ``sum_τ τ x_{i,τ}`` of the last restricted master solved to optimality (the
+        MC-SF schedule's starts if none was solved within the time limit).
     status
         ``"optimal"`` when column generation converged (no column of negative reduced
         cost, so ``value`` is the LP optimum up to tolerance), ``"time_limit"`` otherwise.
@@ -374,6 +375,7 @@ def lp_relaxation(
     master = math.nan
     iterations = 0
     center = np.zeros(nblocks)
+    primal: np.ndarray | None = None  # the last optimal master's x, over its columns
     while True:
         left = deadline - time.perf_counter()
         if left <= 0:
@@ -385,6 +387,7 @@ def lp_relaxation(
             break
         iterations += 1
         solution = highs.getSolution()
+        primal = np.asarray(solution.col_value)
         duals = np.asarray(solution.row_dual)
         master = highs.getInfo().objective_function_value
         mu = np.maximum(-duals[:nblocks], 0.0)
@@ -410,17 +413,16 @@ def lp_relaxation(
         if time.perf_counter() >= deadline:
             break
 
-    x = np.asarray(highs.getSolution().col_value) if iterations else None
     req_all = np.concatenate(col_req)
     tau_all = np.concatenate(col_tau).astype(float)
-    mean_start = np.zeros(n)
-    if x is not None and len(x) >= len(req_all):
-        np.add.at(mean_start, req_all, x[: len(req_all)] * tau_all)
-    else:
+    if primal is None:
         mean_start = seed_starts.astype(float)
-    value = best_value - _SAFETY * abs(best_value)
+    else:
+        mean_start = np.zeros(n)
+        used = len(primal)  # columns added after the last solve have weight 0
+        np.add.at(mean_start, req_all[:used], primal * tau_all[:used])
     return LPRelaxation(
-        value=max(value, trivial) if best_value > trivial else trivial,
+        value=max(best_value - _SAFETY * abs(best_value), trivial),
         mean_start=mean_start,
         status=status,
         runtime=time.perf_counter() - began,
@@ -438,10 +440,10 @@ def lp_relaxation(
 
 @register_bound("lp", in_best=lambda instance: instance.n < LARGE_N)
 def lp_bound(instance: Instance, *, time_limit: float | None = None) -> Bound:
-    """The certified Lagrangian value of :func:`lp_relaxation` (see module docs)."""
+    """The certified Lagrangian value of :func:`lp_relaxation`, rounded up (see module docs)."""
     relax = lp_relaxation(instance, time_limit=time_limit)
     return Bound(
-        relax.value,
+        float(math.ceil(relax.value - 1e-6)),  # the optimum is an integer
         "lp",
         "proven" if relax.status == "optimal" else "time_limit",
         relax.runtime,

@@ -28,8 +28,9 @@ Solving
 -------
 The warm start is the best schedule of the list-scheduling rules (added as a hint and
 as the fallback answer). A valid lower bound from :func:`schedlab.bounds.lower_bound`
-(within a tenth of the time limit) is posted as ``objective >= ceil(LB)``: it is implied
-by every feasible schedule and lets the search stop as soon as it meets the bound. The
+(within a tenth of the time limit, 30 s without one) is posted as
+``objective >= ceil(LB)``: it is implied by every feasible schedule and lets the search
+stop as soon as it meets the bound. The
 status is ``OPTIMAL`` only when CP-SAT proves it (or the schedule meets the bound);
 otherwise ``TIME_LIMIT`` with the larger of CP-SAT's proven bound and ours.
 """
@@ -57,6 +58,9 @@ __all__ = ["DEFAULT_WORKERS", "best_rule_schedule", "pair_offsets", "solve_cpsat
 
 #: CP-SAT search workers by default (the development machine has 2 cores).
 DEFAULT_WORKERS = 2
+
+#: Seconds treated as the time limit when sharing out bound time without one.
+_UNLIMITED_BOUND_TIME = 300.0
 
 #: Share of the time limit spent on the lower bound posted to the model.
 _BOUND_SHARE = 0.1
@@ -153,7 +157,7 @@ def solve_cpsat(
     slack = start_slack(instance, upper)
     proven_lb: float | None = None
     if bound is not None:
-        share = None if time_limit is None else _BOUND_SHARE * time_limit
+        share = _BOUND_SHARE * (_UNLIMITED_BOUND_TIME if time_limit is None else time_limit)
         proven_lb = lower_bound(instance, bound, time_limit=share).value
 
     model = cp_model.CpModel()

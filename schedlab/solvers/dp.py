@@ -58,7 +58,7 @@ State = tuple[int, int, Running]
 
 
 class _Model:
-    """Instance data and the memoised feasibility test of a running set."""
+    """Instance data, memoised load profiles of running sets, and the estimate."""
 
     def __init__(self, instance: Instance) -> None:
         self.n = instance.n
@@ -77,40 +77,52 @@ class _Model:
             ]
             for j in range(self.n)
         ]
-        self._fits: dict[Running, bool] = {}
+        self.by_volume = sorted(range(self.n), key=lambda i: self.vol[i])
+        self.by_output = sorted(range(self.n), key=lambda i: self.o[i])
+        self._profiles: dict[Running, list[int]] = {}
 
     def profile(self, running: Running) -> list[int]:
         """Tokens held in rounds ``t, t+1, ...`` by ``running`` ((request, age) pairs)."""
-        length = max((self.o[i] - age for i, age in running), default=0)
-        load = [0] * length
-        for i, age in running:
-            for d in range(self.o[i] - age):
-                load[d] += self.s[i] + age + d + 1
+        load = self._profiles.get(running)
+        if load is None:
+            load = [0] * max((self.o[i] - age for i, age in running), default=0)
+            for i, age in running:
+                base = self.s[i] + age + 1
+                for d in range(self.o[i] - age):
+                    load[d] += base + d
+            self._profiles[running] = load
         return load
 
     def fits(self, running: Running) -> bool:
-        known = self._fits.get(running)
-        if known is None:
-            known = max(self.profile(running), default=0) <= self.memory
-            self._fits[running] = known
-        return known
+        return max(self.profile(running), default=0) <= self.memory
 
-    def estimate(self, t: int, unstarted: int, running: Running) -> int:
-        """Admissible lower bound on the cost of rounds ``t, t+1, ...``."""
+    def estimate(self, t: int, unstarted: int, running: Running, load: list[int]) -> int:
+        """Admissible lower bound on the cost of rounds ``t, t+1, ...``.
+
+        ``load`` is the profile of ``running`` from round ``t`` on.
+        """
         total = sum(self.o[i] - age for i, age in running)
-        todo = [i for i in range(self.n) if unstarted >> i & 1]
-        if not todo:
+        if not unstarted:
             return total
-        free = [self.memory - x for x in self.profile(running)]
-        ends = sorted(max(self.a[i] - t, 0) + self.o[i] for i in todo)
-        waits = sum(max(self.a[i] - t, 0) for i in todo)
-        area, d, room = 0, 0, 0
-        for k, v in enumerate(sorted(self.vol[i] for i in todo)):
-            area += v
+        if t >= self.amax:
+            ends = [self.o[i] for i in self.by_output if unstarted >> i & 1]
+            waits = 0
+        else:
+            ends = sorted(
+                max(self.a[i] - t, 0) + self.o[i] for i in range(self.n) if unstarted >> i & 1
+            )
+            waits = sum(max(self.a[i] - t, 0) for i in range(self.n) if unstarted >> i & 1)
+        area, d, room, k = 0, 0, 0, 0
+        memory, length = self.memory, len(load)
+        for i in self.by_volume:
+            if not unstarted >> i & 1:
+                continue
+            area += self.vol[i]
             while room < area:  # least D with free(0) + ... + free(D-1) >= area
-                room += free[d] if d < len(free) else self.memory
+                room += memory - load[d] if d < length else memory
                 d += 1
             total += max(d, ends[k])
+            k += 1
         return total - waits
 
     def choices(
@@ -118,24 +130,24 @@ class _Model:
     ) -> Iterator[tuple[list[int], Running]]:
         """Every allowed start set ``S`` with the running set it leads to."""
         ready = [i for i in range(self.n) if unstarted >> i & 1 and self.a[i] <= t]
-        used = sum(self.s[i] + age + 1 for i, age in running)
 
-        def extend(pos: int, chosen: list[int], load: int) -> Iterator[tuple[list[int], Running]]:
+        def extend(
+            pos: int, chosen: list[int], current: Running
+        ) -> Iterator[tuple[list[int], Running]]:
+            # ``current`` fits; a superset of a set that does not fit never fits
             if pos == len(ready):
                 if not running and not chosen and ready and self.amax == 0:
                     return  # a backlog never idles with nothing running
-                new = tuple(sorted([*running, *((i, 0) for i in chosen)]))
-                if self.fits(new):
-                    yield chosen, new
+                yield chosen, current
                 return
-            yield from extend(pos + 1, chosen, load)
+            yield from extend(pos + 1, chosen, current)
             i = ready[pos]
-            if load + self.s[i] + 1 <= self.memory and all(
-                not (unstarted >> j & 1) or j in chosen for j in self.twin[i]
-            ):
-                yield from extend(pos + 1, [*chosen, i], load + self.s[i] + 1)
+            if all(not (unstarted >> j & 1) or j in chosen for j in self.twin[i]):
+                grown = tuple(sorted((*current, (i, 0))))
+                if self.fits(grown):
+                    yield from extend(pos + 1, [*chosen, i], grown)
 
-        yield from extend(0, [], used)
+        yield from extend(0, [], running)
 
 
 @register_solver("dp")
@@ -170,7 +182,7 @@ def solve_dp(
     best_g: dict[State, int] = {start: 0}
     parent: dict[State, tuple[State, tuple[int, ...]]] = {}
     counter = itertools.count()
-    heap = [(model.estimate(0, start[1], ()), 0, next(counter), 0, start)]
+    heap = [(model.estimate(0, start[1], (), []), 0, next(counter), 0, start)]
     expanded = 0
     goal: State | None = None
     while heap:
@@ -181,7 +193,7 @@ def solve_dp(
             goal = state
             break
         expanded += 1
-        if expanded % 512 == 0 and time.perf_counter() > deadline:
+        if time.perf_counter() > deadline:
             heapq.heappush(heap, (f, g, next(counter), t, state))
             break
         _, unstarted, running = state
@@ -195,7 +207,7 @@ def solve_dp(
             g2 = g + cost
             if g2 >= best_g.get(nxt, math.inf):
                 continue
-            f2 = g2 + model.estimate(t + 1, left, aged)
+            f2 = g2 + model.estimate(t + 1, left, aged, model.profile(new)[1:])
             if f2 > upper:
                 continue
             best_g[nxt] = g2

@@ -16,26 +16,33 @@ schedule (so it is never worse than the best rule).
 
 Incremental evaluation
 ----------------------
-On a backlog (all releases 0) the strict engine starts the requests in order, each in
-the earliest round, no earlier than its predecessor's start, in which it fits beside the
-requests already started. So the starts of positions ``< lo`` do not depend on the order
-after ``lo``: a move touching positions ``lo..hi`` is evaluated by restoring the engine
-state saved at the last checkpoint ``<= lo`` (every ``checkpoint`` positions) and
-replaying only the suffix. With ``screen`` set, the replay first stops ``screen``
-positions after ``hi`` and estimates the change as the start shifts so far plus the last
-shift times the number of requests left; only moves whose estimate is negative are
-replayed to the end, and only an exact improvement is accepted. With releases, every
-move is evaluated by a full :func:`~schedlab.list_scheduling.list_schedule` call.
+On a backlog (all releases 0) strict list scheduling starts the requests in order, each
+in the first round, no earlier than its predecessor's start, in which it fits
+(:class:`~schedlab.list_scheduling.StrictDecoder`). The evaluator keeps the current
+order's starts and the decoder's state before every ``checkpoint``-th position. A move
+that changes only positions ``lo..hi`` resumes from the last saved state at or before
+``lo`` and decodes the new order until, at a saved position ``p > hi``, the new state is
+the old one shifted by ``delta`` rounds
+(:meth:`~schedlab.list_scheduling.DecoderState.same_running`: the same running
+requests with the same remaining rounds and tokens held). Both orders hold the same
+requests from ``p`` on and the decoder is invariant under shifts in time, so every
+later start moves by exactly ``delta``: the new total is the old one plus the start
+changes on ``lo..p-1`` plus ``delta (n - p)``. Evaluation is exact; its cost is the
+number of positions decoded until the two runs meet again, not ``n``.
 
-The replay drives the engine's own running-set state (``_Running`` of
-:mod:`schedlab.list_scheduling`: completion bookkeeping and the admission test
-``earliest_fit``); ``tests/solvers/test_local_search.py`` checks it reproduces
-:func:`~schedlab.list_scheduling.list_schedule` exactly.
+The strict decode is chaotic, though: a changed start shifts later fits by a round or
+two, which shift others, and on the mixed backlogs the two runs seldom meet again
+(``stats["met"]``), so an exact evaluation costs about ``n - lo`` positions. With
+``screen`` set (default 32), a move is first decoded only up to ``screen`` positions
+after ``hi``; it is abandoned unless the start changes so far are negative *and* so
+is that sum plus the last change times the positions left (a heuristic cut: an
+abandoned move may in fact improve). Moves that pass are decoded exactly, and only
+exact improvements are accepted. With releases, every move is evaluated
+by a full :func:`~schedlab.list_scheduling.list_schedule` call.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -44,26 +51,46 @@ import numpy as np
 
 from schedlab.errors import SchedlabError
 from schedlab.instance import Instance
-from schedlab.list_scheduling import _Running, check_order, list_schedule
+from schedlab.list_scheduling import DecoderState, StrictDecoder, check_order, list_schedule
 from schedlab.result import SolverOutput
 from schedlab.solvers import register_solver
 from schedlab.solvers.rules import RULES, priority_order
 from schedlab.solvers.sorted_f import batch_order, sorted_f_batches
 
-__all__ = ["OrderEvaluator", "best_start_order", "improve_order"]
-
-_State = tuple[int, list[int], list[int], int]
+__all__ = ["Move", "OrderEvaluator", "best_start_order", "improve_order"]
 
 
-@dataclass
-class _Replay:
-    starts: list[int]  # starts by position from ``lo`` on
-    checkpoints: dict[int, _State]
-    total: int  # sum of starts over all positions
+@dataclass(frozen=True)
+class Move:
+    """An evaluated order change, as :meth:`OrderEvaluator.accept` applies it.
+
+    Attributes
+    ----------
+    base
+        First position decoded (a checkpoint at or before the first changed one).
+    stop
+        Position from which the new starts are the old ones plus ``delta`` (``n`` when
+        the two runs never met).
+    delta
+        Rounds by which every start from ``stop`` on moves.
+    starts
+        New starts of positions ``base .. stop - 1``.
+    states
+        New decoder states at the checkpoints in ``base .. stop - 1``.
+    total
+        Sum of the new order's starts.
+    """
+
+    base: int
+    stop: int
+    delta: int
+    starts: list[int]
+    states: list[DecoderState]
+    total: int
 
 
 class OrderEvaluator:
-    """Strict-mode list-scheduling of orders on a backlog, resumable from checkpoints.
+    """Strict list scheduling of orders on a backlog, evaluated incrementally (module docs).
 
     Parameters
     ----------
@@ -72,97 +99,93 @@ class OrderEvaluator:
     order
         The current order.
     checkpoint
-        Positions between saved engine states.
+        Positions between saved decoder states; ``None``: ``max(1, n // 1000)``.
     """
 
-    def __init__(self, instance: Instance, order: np.ndarray, checkpoint: int = 16) -> None:
+    def __init__(
+        self, instance: Instance, order: np.ndarray, checkpoint: int | None = None
+    ) -> None:
         if int(instance.arrival.max()) != 0:
             raise SchedlabError("OrderEvaluator: needs a backlog (every release round 0)")
-        self.memory = instance.memory
-        self.prompt = instance.prompt.tolist()
-        self.output = instance.output.tolist()
-        self.every = max(1, int(checkpoint))
-        self.order = check_order(order, instance.n)
-        replay = self._replay(self.order, 0, None, 0)
-        self.starts = replay.starts
-        self.checkpoints = replay.checkpoints
-        self.total = replay.total
-        self.full_replays = 0
-
-    def _restore(self, position: int) -> tuple[int, _Running]:
-        t, completion, weight, total_weight = self.checkpoints[position]
-        running = _Running(self.memory)
-        running.completion = list(completion)
-        running.weight = list(weight)
-        running.total_weight = total_weight
-        return t, running
-
-    def _replay(self, order: list[int], lo: int, stop: int | None, prefix: int) -> _Replay:
-        """Decode ``order`` from checkpoint ``lo`` up to position ``stop`` (exclusive)."""
-        if lo == 0:
-            t, running = 0, _Running(self.memory)
-        else:
-            t, running = self._restore(lo)
-        end = len(order) if stop is None else min(stop, len(order))
-        starts: list[int] = []
-        checkpoints: dict[int, _State] = {}
-        total = prefix
-        prompt, output, every = self.prompt, self.output, self.every
-        for position in range(lo, end):
-            if position % every == 0:
-                checkpoints[position] = (
-                    t,
-                    list(running.completion),
-                    list(running.weight),
-                    running.total_weight,
-                )
-            i = order[position]
-            running.finish_until(t)
-            while True:
-                nxt = running.next_completion()
-                fit = running.earliest_fit(t, prompt[i], output[i], nxt)
-                if fit != math.inf:
-                    t = int(fit)
-                    break
-                t = int(nxt)
-                running.finish_until(t)
-            running.add(t, prompt[i], output[i])
-            starts.append(t)
-            total += t
-        return _Replay(starts, checkpoints, total)
+        n = instance.n
+        self.every = max(1, n // 1000) if checkpoint is None else max(1, int(checkpoint))
+        self.order = check_order(order, n)
+        self.output_total = int(instance.output.sum())
+        self.decoder = StrictDecoder(instance)
+        self.starts: list[int] = []
+        self.states: list[DecoderState] = []
+        for position, i in enumerate(self.order):
+            if position % self.every == 0:
+                self.states.append(self.decoder.state())
+            self.starts.append(self.decoder.place(i))
+        self.total = sum(self.starts)
+        self.decoded = 0  # positions decoded by evaluate, all moves together
+        self.met = 0  # evaluations that stopped where the two runs met
 
     def objective(self) -> int:
         """Total latency of the current order's strict schedule."""
-        return self.total + sum(self.output)
+        return self.total + self.output_total
 
-    def try_move(self, order: list[int], lo: int, hi: int, screen: int | None) -> _Replay | None:
-        """Replay ``order`` (equal to the current one before ``lo``); the replay if better.
+    def evaluate(
+        self, order: list[int], lo: int, hi: int, screen: int | None = None
+    ) -> Move | None:
+        """Decode ``order``, equal to the current order outside ``lo..hi``, incrementally.
 
-        ``hi`` is the last changed position; ``screen`` as in the module docs.
+        Returns ``None`` only when ``screen`` cut the move off (module docs).
         """
-        base = (lo // self.every) * self.every
-        prefix = sum(self.starts[:base])
-        if screen is not None and hi + screen + 1 < len(order):
-            stop = hi + screen + 1
-            partial = self._replay(order, base, stop, 0)
-            shift = [
-                new - old for new, old in zip(partial.starts, self.starts[base:stop], strict=True)
-            ]
-            if sum(shift) + shift[-1] * (len(order) - stop) >= 0:
+        every, starts, states = self.every, self.starts, self.states
+        n = len(order)
+        base = lo - lo % every
+        decoder = self.decoder
+        decoder.restore(states[base // every])
+        new_starts: list[int] = []
+        new_states: list[DecoderState] = []
+        change = 0
+        cut = n if screen is None else hi + 1 + screen
+        position = base
+        for position in range(base, n):
+            if position % every == 0:
+                state = decoder.state()
+                if position > hi:
+                    old = states[position // every]
+                    if state.same_running(old):
+                        self.decoded += position - base
+                        self.met += 1
+                        delta = state.round - old.round
+                        total = self.total + change + delta * (n - position)
+                        return Move(base, position, delta, new_starts, new_states, total)
+                new_states.append(state)
+            if (
+                position == cut
+                and max(change, change + (new_starts[-1] - starts[position - 1]) * (n - position))
+                >= 0
+            ):
+                self.decoded += position - base
                 return None
-        self.full_replays += 1
-        replay = self._replay(order, base, None, prefix)
-        if replay.total >= self.total:
-            return None
-        replay.starts = self.starts[:base] + replay.starts
-        return replay
+            t = decoder.place(order[position])
+            new_starts.append(t)
+            change += t - starts[position]
+        self.decoded += n - base
+        return Move(base, n, 0, new_starts, new_states, self.total + change)
 
-    def accept(self, order: list[int], replay: _Replay) -> None:
-        """Make ``order`` (evaluated by :meth:`try_move`) the current order."""
+    def try_move(
+        self, order: list[int], lo: int, hi: int, screen: int | None = None
+    ) -> Move | None:
+        """:meth:`evaluate` the move; the :class:`Move` if it lowers the total, else ``None``."""
+        move = self.evaluate(order, lo, hi, screen)
+        return move if move is not None and move.total < self.total else None
+
+    def accept(self, order: list[int], move: Move) -> None:
+        """Make ``order`` (evaluated by :meth:`evaluate`) the current order."""
+        every, stop, delta = self.every, move.stop, move.delta
         self.order = order
-        self.starts = replay.starts
-        self.total = replay.total
-        self.checkpoints.update(replay.checkpoints)
+        self.starts[move.base : stop] = move.starts
+        first = move.base // every
+        self.states[first : first + len(move.states)] = move.states
+        if delta:
+            self.starts[stop:] = [t + delta for t in self.starts[stop:]]
+            self.states[stop // every :] = [s.shifted(delta) for s in self.states[stop // every :]]
+        self.total = move.total
 
     def schedule(self) -> np.ndarray:
         """Start round of each request under the current order."""
@@ -217,12 +240,13 @@ def improve_order(
     neighbours: int = 20,
     screen: int | None = 32,
     max_moves: int | None = None,
-    checkpoint: int = 16,
+    checkpoint: int | None = None,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Improve ``order`` by swap / insert moves for ``time_limit`` seconds.
 
-    Returns the best order found and statistics (moves evaluated, moves replayed to the
-    end, moves accepted, moves per second).
+    Returns the best order found and statistics: moves evaluated and accepted, moves
+    per second, positions decoded per move (backlogs; a full decode is ``n``), full
+    decodes (with releases), and the strict objective reached.
     """
     if strategy not in ("first", "best"):
         raise SchedlabError(f"local-search: strategy must be 'first' or 'best', got {strategy!r}")
@@ -234,9 +258,9 @@ def improve_order(
     n = instance.n
     current = check_order(order, n)
     moves = full = accepted = 0
-    backlog = int(instance.arrival.max()) == 0
     if n < 2:
         return np.array(current), {"moves": 0, "accepted": 0, "full_evaluations": 0}
+    backlog = int(instance.arrival.max()) == 0
     evaluator = OrderEvaluator(instance, np.array(current), checkpoint) if backlog else None
     value = (
         evaluator.objective()
@@ -245,32 +269,30 @@ def improve_order(
     )
     while time.perf_counter() < deadline and (max_moves is None or moves < max_moves):
         tries = 1 if strategy == "first" else neighbours
-        best: tuple[int, list[int], Any] | None = None
+        best: tuple[int, list[int], Move | None] | None = None
         for _ in range(tries):
             candidate, lo, hi = _neighbour(current, rng, window)
             moves += 1
             if evaluator is not None:
-                replay = evaluator.try_move(candidate, lo, hi, screen)
-                if replay is not None:
-                    total = replay.total + sum(evaluator.output)
-                    if best is None or total < best[0]:
-                        best = (total, candidate, replay)
+                move = evaluator.try_move(candidate, lo, hi, screen)
+                total = value if move is None else move.total + evaluator.output_total
             else:
                 full += 1
+                move = None
                 total = _objective(instance, list_schedule(instance, candidate))
-                if total < value and (best is None or total < best[0]):
-                    best = (total, candidate, None)
+            if total < value and (best is None or total < best[0]):
+                best = (total, candidate, move)
         if best is not None:
-            value, current = best[0], best[1]
-            if evaluator is not None:
-                evaluator.accept(current, best[2])
+            value, current, move = best
+            if evaluator is not None and move is not None:
+                evaluator.accept(current, move)
             accepted += 1
     elapsed = time.perf_counter() - began
-    if evaluator is not None:
-        full = evaluator.full_replays
     return np.array(current, dtype=np.int64), {
         "moves": moves,
         "accepted": accepted,
+        "decoded_per_move": evaluator.decoded / moves if evaluator and moves else float(n),
+        "met": evaluator.met if evaluator else 0,
         "full_evaluations": full,
         "moves_per_s": moves / elapsed if elapsed > 0 else 0.0,
         "objective_strict": value,

@@ -43,4 +43,4 @@ def test_time_limit_returns_a_valid_bound() -> None:
     assert verify(inst, result.starts) == []
     assert result.status in (Status.TIME_LIMIT, Status.OPTIMAL)
     assert result.lower_bound is not None and result.lower_bound <= result.objective
-    assert result.runtime < 4.0
+    assert result.runtime < 1.0 + 3.0  # checked after every expanded state

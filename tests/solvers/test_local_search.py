@@ -19,27 +19,67 @@ backlogs = instances(max_n=12, max_memory=30, max_arrival=0)
 
 
 @settings(max_examples=60, deadline=None)
-@given(backlogs, st.randoms(use_true_random=False), st.integers(1, 5))
-def test_evaluator_reproduces_strict_list_scheduling(inst: Instance, rnd, every: int) -> None:
+@given(backlogs, st.randoms(use_true_random=False), st.integers(1, 5), st.booleans())
+def test_evaluator_reproduces_strict_list_scheduling(
+    inst: Instance, rnd, every: int, insert: bool
+) -> None:
     order = list(range(inst.n))
     rnd.shuffle(order)
     evaluator = OrderEvaluator(inst, np.array(order), checkpoint=every)
     expected = list_schedule(inst, order)
     assert evaluator.schedule().tolist() == expected.tolist()
     assert evaluator.objective() == int((expected + inst.output).sum())
-    # a move replayed from a checkpoint equals a full decode of the moved order
-    if inst.n >= 2:
+    # a chain of moves, each evaluated incrementally (stopping where the runs meet)
+    # and accepted: totals and schedules equal full decodes of the moved orders
+    for _ in range(4 if inst.n >= 2 else 0):
         i, j = sorted(rnd.sample(range(inst.n), 2))
         moved = list(order)
-        moved[i], moved[j] = moved[j], moved[i]
-        replay = evaluator.try_move(moved, i, j, None)
-        full = int((list_schedule(inst, moved) + inst.output).sum())
-        if replay is None:
-            assert full >= evaluator.objective()
+        if insert:
+            moved.insert(j, moved.pop(i))
         else:
-            assert replay.total + int(inst.output.sum()) == full
-            evaluator.accept(moved, replay)
-            assert evaluator.schedule().tolist() == list_schedule(inst, moved).tolist()
+            moved[i], moved[j] = moved[j], moved[i]
+        move = evaluator.evaluate(moved, i, j)
+        full = list_schedule(inst, moved)
+        assert move is not None
+        assert move.total + int(inst.output.sum()) == int((full + inst.output).sum())
+        evaluator.accept(moved, move)
+        order = moved
+        assert evaluator.schedule().tolist() == full.tolist()
+        assert verify(inst, evaluator.schedule()) == []
+
+
+def test_evaluation_stops_where_the_runs_meet() -> None:
+    # M = 10, (s, o): r0 = (4, 2), r1 = (4, 2), r2 = (0, 1), r3 = (0, 1). Order 0 1 2 3:
+    # r0 at 0 (holds 5, 6); r1 would reach 6 + 6 = 12 in round 1, so it starts at 2
+    # (r0 done); r2 and r3 (1 token each) fit beside r1's 5 in round 2.
+    inst = Instance.from_arrays(10, [4, 4, 0, 0], [2, 2, 1, 1])
+    evaluator = OrderEvaluator(inst, np.array([0, 1, 2, 3]), checkpoint=1)
+    assert evaluator.schedule().tolist() == [0, 2, 2, 2]
+    # Swapping the identical r0 and r1 leaves the state before position 2 as it was
+    # (round 2, the second one running with 2 rounds left, 5 tokens): the runs meet there, shift 0.
+    move = evaluator.evaluate([1, 0, 2, 3], 0, 1)
+    assert move is not None and (move.stop, move.delta, move.starts) == (2, 0, [0, 2])
+    assert evaluator.met == 1
+
+
+def test_shifted_runs_meet_with_a_delay() -> None:
+    # M = 10, (s, o): r0 = (8, 1), r1 = (7, 2), r2 = (0, 2), r3 = (9, 1), r4 = (0, 1).
+    # Order 0 1 2 3 4: r0 at 0 (9); r1 (8, 9) fits from round 1; r2 (1, 2) beside r1's
+    # 8, 9 only from round 2 (9 + 1, then r1 is gone); r3 needs all 10 tokens: round 4
+    # (r2 ends); r4 beside r3 not before round 5. Starts 0, 1, 2, 4, 5: sum 12.
+    inst = Instance.from_arrays(10, [8, 7, 0, 9, 0], [1, 2, 2, 1, 1])
+    evaluator = OrderEvaluator(inst, np.arange(5), checkpoint=1)
+    assert evaluator.schedule().tolist() == [0, 1, 2, 4, 5]
+    # Moving r2 to the front: r2 at 0 (1, 2); r0 at 0 (1 + 9); r1 at 1 (2 + 8, then 9);
+    # r3 at 3. Before position 4 both runs hold only r3 (1 round left, 10 tokens), in
+    # round 4 and round 3: they meet with shift -1, so r4 starts at 5 - 1 = 4 unseen.
+    move = evaluator.evaluate([2, 0, 1, 3, 4], 0, 2)
+    assert move is not None and (move.stop, move.delta) == (4, -1)
+    assert move.total == 0 + 1 + 0 + 3 + 4
+    evaluator.accept([2, 0, 1, 3, 4], move)
+    expected = list_schedule(inst, [2, 0, 1, 3, 4])
+    assert evaluator.schedule().tolist() == expected.tolist() == [0, 1, 0, 3, 4]
+    assert verify(inst, evaluator.schedule()) == []
 
 
 def test_evaluator_refuses_releases() -> None:
@@ -53,7 +93,7 @@ def test_search_never_worsens_and_is_seeded() -> None:
     start, _ = best_start_order(inst)
     start_value = int((list_schedule(inst, start) + inst.output).sum())
     runs = [
-        improve_order(inst, start, time_limit=60, seed=7, max_moves=150, screen=8)
+        improve_order(inst, start, time_limit=60, seed=7, max_moves=150, screen=8, window=20)
         for _ in range(2)
     ]
     assert runs[0][0].tolist() == runs[1][0].tolist()  # same seed, same moves

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import schedlab.solvers.sorted_f as sorted_f_module
 from schedlab import solve, verify
 from schedlab.errors import SchedlabError
 from schedlab.instance import Instance
@@ -20,6 +21,7 @@ from schedlab.solvers.sorted_f import (
     sequential_starts,
     sorted_f_batches,
 )
+from schedlab.workloads import mixed_backlog
 from tests.strategies import instances
 
 EXACT_RATIO = 80  # proofs/sorted_f.md, Theorem (exact selection)
@@ -164,3 +166,20 @@ def test_bad_method_and_option() -> None:
         solve(inst, "sorted-f", method="greedy")
     with pytest.raises(TypeError, match="unknown option"):
         solve(inst, "sorted-f-seq", colour="red")
+
+
+def test_continuous_returns_the_best_candidate_and_follows_the_size_rule(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    inst = mixed_backlog(60, seed=3)
+    result = solve(inst, "sorted-f", bound=None)
+    objectives = result.stats["objectives"]
+    assert set(objectives) == {"sequential", "strict", "backfill"}
+    assert result.objective == min(objectives.values())
+    assert verify(inst, result.starts) == []
+    # above BACKFILL_MAX_N requests the backfilling decode is left out
+    monkeypatch.setattr(sorted_f_module, "BACKFILL_MAX_N", 59)
+    small = solve(inst, "sorted-f", bound=None)
+    assert set(small.stats["objectives"]) == {"sequential", "strict"}
+    assert small.objective == min(small.stats["objectives"].values())
+    assert verify(inst, small.starts) == []
