@@ -11,11 +11,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from schedlab.arguments import non_negative_int
 from schedlab.errors import FormatError, SchedlabError
 
 __all__ = ["main"]
@@ -75,6 +77,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     from schedlab.report import run_report
+    from schedlab.result import relative_gap
 
     report = run_report(
         args.paths,
@@ -88,7 +91,12 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(
             [
-                result.to_dict() | {"instance": comp.instance.name}
+                result.to_dict()
+                | {
+                    "instance": comp.instance.name,
+                    "lower_bound": comp.lower_bound,
+                    "gap": relative_gap(result.objective, comp.lower_bound),
+                }
                 for comp in report.comparisons
                 for result in comp.results
             ]
@@ -107,6 +115,8 @@ def _read_starts(path: Path) -> Any:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise FormatError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON ({exc.msg})") from None
+    except UnicodeDecodeError:
+        raise FormatError(f"{path}: not UTF-8 text") from None
     if isinstance(data, dict):
         if "starts" not in data:
             raise FormatError(f"{path}: expected a list of starts or an object with 'starts'")
@@ -120,6 +130,8 @@ def _read_starts(path: Path) -> Any:
                 raise FormatError(f"{path}: starts[{k}]: expected keys 'request' and 'start'")
             pairs.append((entry["request"], entry["start"]))
         return pairs
+    if data and all(isinstance(x, list) and len(x) == 2 for x in data):
+        return [(i, p) for i, p in data]
     return data
 
 
@@ -174,19 +186,31 @@ def _cmd_bound(args: argparse.Namespace) -> int:
 def _cmd_generate(args: argparse.Namespace) -> int:
     from schedlab import write_instance
     from schedlab.instance_io import instance_to_dict
-    from schedlab.workloads import jaillet_instance, mixed_backlog, sample_backlog
+    from schedlab.workloads import DEFAULT_MEMORY, jaillet_instance, mixed_backlog, sample_backlog
 
+    allowed = {
+        "mixed": {"memory", "long_fraction"},
+        "jaillet": set(),
+        "backlog": {"memory", "source"},
+    }
+    for option in ("memory", "long_fraction", "source"):
+        if getattr(args, option) is not None and option not in allowed[args.kind]:
+            flag = "--" + option.replace("_", "-")
+            raise SchedlabError(f"{flag}: does not apply to generate {args.kind}")
+    n = 200 if args.n is None and args.kind != "jaillet" else args.n
+    memory = DEFAULT_MEMORY if args.memory is None else args.memory
     if args.kind == "mixed":
-        inst = mixed_backlog(args.n, args.memory, args.long_fraction, args.seed, name=args.name)
+        fraction = 0.5 if args.long_fraction is None else args.long_fraction
+        inst = mixed_backlog(n, memory, fraction, args.seed, name=args.name)
     elif args.kind == "jaillet":
-        inst = jaillet_instance(args.seed, args.n, name=args.name)
+        inst = jaillet_instance(args.seed, n, name=args.name)
     else:
-        source: Any = args.source
-        if Path(args.source).is_file():
+        source: Any = args.source or "sharegpt"
+        if Path(source).is_file():
             from schedlab.traces import read_trace
 
-            source = read_trace(args.source)
-        inst = sample_backlog(args.n, args.memory, source, args.seed, name=args.name)
+            source = read_trace(source)
+        inst = sample_backlog(n, memory, source, args.seed, name=args.name)
     if args.output:
         write_instance(inst, args.output)
         print(f"wrote {args.output}: n = {inst.n}, M = {inst.memory:,}", file=sys.stderr)
@@ -215,7 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
             metavar="SECONDS",
             help="wall-clock limit per solver (and for the bound)",
         )
-        p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+        p.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default 0)")
         p.add_argument("--json", action="store_true", help="print JSON")
 
     p = sub.add_parser("solve", help="solve one instance with one solver")
@@ -276,26 +300,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--memory",
         type=int,
-        default=DEFAULT_MEMORY,
-        help=f"KV budget M in tokens (default {DEFAULT_MEMORY:,})",
+        default=None,
+        help=f"mixed, backlog: KV budget M in tokens (default {DEFAULT_MEMORY:,})",
     )
-    p.add_argument("--long-fraction", type=float, default=0.5, help="mixed: share of long ones")
     p.add_argument(
-        "--source", default="sharegpt", help="backlog: a shipped length table or a trace file path"
+        "--long-fraction", type=float, default=None, help="mixed: share of long requests (0.5)"
     )
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--source",
+        default=None,
+        help="backlog: a shipped length table (default sharegpt) or a trace file path",
+    )
+    p.add_argument("--seed", type=non_negative_int, default=0)
     p.add_argument("--name", default=None)
     p.add_argument("-o", "--output", default=None, help="write to this file (default stdout)")
     p.set_defaults(func=_cmd_generate)
 
     for module in _PLUGINS:
-        try:
-            plugin = importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if not module.startswith(str(exc.name)):
-                raise
-            continue
-        plugin.register(sub)
+        importlib.import_module(module).register(sub)
     return parser
 
 
@@ -303,13 +325,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if getattr(args, "kind", None) in ("mixed", "backlog") and args.n is None:
-        args.n = 200
     try:
         return int(args.func(args))
     except SchedlabError as exc:
         print(f"schedlab: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader (e.g. `head`) closed the pipe: stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except OSError as exc:
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
         print(f"schedlab: error: {where}{exc.strerror or exc}", file=sys.stderr)

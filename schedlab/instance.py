@@ -24,11 +24,16 @@ import numpy as np
 
 from schedlab.errors import InfeasibleInstanceError, InstanceError
 
-__all__ = ["Instance", "Request", "check_int"]
+__all__ = ["MAX_VALUE", "Instance", "Request", "check_int"]
 
 
-def check_int(value: Any, where: str, minimum: int) -> int:
-    """Return ``value`` as an ``int`` if it is an integer ``>= minimum``.
+#: Largest token count or round accepted (2**40, about 1.1e12): far beyond any GPU, and
+#: small enough that every load and objective fits in 64-bit integers.
+MAX_VALUE = 2**40
+
+
+def check_int(value: Any, where: str, minimum: int, maximum: int = MAX_VALUE) -> int:
+    """Return ``value`` as an ``int`` if it is an integer in ``[minimum, maximum]``.
 
     Accepts Python and NumPy integers and integral floats (``3.0``); rejects
     booleans, NaN, infinities, fractions and strings with an
@@ -43,6 +48,8 @@ def check_int(value: Any, where: str, minimum: int) -> int:
     number = int(value)
     if number < minimum:
         raise InstanceError(f"{where}: must be >= {minimum}, got {number}")
+    if number > maximum:
+        raise InstanceError(f"{where}: must be <= {maximum}, got {number}")
     return number
 
 

@@ -29,6 +29,7 @@ from schedlab.compare import Comparison, compare, records_to_csv, solver_names
 from schedlab.errors import FormatError, SchedlabError
 from schedlab.instance import Instance
 from schedlab.instance_io import read_instance
+from schedlab.plotting import check_figure_path, pyplot
 from schedlab.result import Result, relative_gap
 
 __all__ = ["Report", "load_instances", "plot_report", "run_report"]
@@ -150,6 +151,8 @@ def run_report(
         Receives one line per instance and per solver (e.g. ``sys.stderr``).
     """
     solvers = solver_names(solvers)
+    if plot is not None:
+        check_figure_path(plot, "plot")
     instances = load_instances(items)
     comparisons = []
     for k, instance in enumerate(instances, start=1):
@@ -172,17 +175,6 @@ def run_report(
     return report
 
 
-def _figure_classes() -> tuple[Any, Any]:
-    try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-    except ImportError as exc:
-        raise SchedlabError(
-            "plot: matplotlib is not installed; install it with pip install 'schedlab[plot]'"
-        ) from exc
-    return Figure, FigureCanvasAgg
-
-
 def plot_report(
     report: Report, path: str | Path, *, schedule: tuple[str, str] | None = None
 ) -> Path:
@@ -199,10 +191,8 @@ def plot_report(
     SchedlabError
         If matplotlib is missing or ``schedule`` names no result of the report.
     """
-    figure_class, canvas_class = _figure_classes()
     comp, result = _pick(report, schedule)
-    fig = figure_class(figsize=(12, 10), layout="constrained")
-    canvas_class(fig)
+    fig = pyplot().figure(figsize=(12, 10), layout="constrained")
     grid = fig.add_gridspec(3, 1, height_ratios=[1.1, 0.8, 1.2])
     _draw_gaps(fig.add_subplot(grid[0]), report)
     memory_ax = fig.add_subplot(grid[1])
@@ -210,6 +200,7 @@ def plot_report(
     _draw_gantt(fig.add_subplot(grid[2], sharex=memory_ax), comp.instance, result)
     out = Path(path)
     fig.savefig(out, dpi=110)
+    pyplot().close(fig)
     return out
 
 

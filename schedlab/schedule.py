@@ -83,7 +83,7 @@ class Schedule:
 
     @cached_property
     def memory_profile(self) -> np.ndarray:
-        """Tokens held in each round ``t = 0 .. makespan - 1``.
+        """Tokens held in each round ``t = 0 .. makespan - 1`` (one entry a round).
 
         With ``c(t)`` the number of active requests and ``W(t)`` the sum of
         ``s_i - p_i + 1`` over them, the load is ``W(t) + t c(t)``.
@@ -102,8 +102,20 @@ class Schedule:
 
     @property
     def peak_memory(self) -> int:
-        """Largest number of tokens held in any round."""
-        return int(self.memory_profile.max())
+        """Largest number of tokens held in any round.
+
+        Computed from the rounds where requests start or end (the load grows between
+        them, so each stretch peaks in its last round), without a per-round array.
+        """
+        inst = self.instance
+        weight = inst.prompt - self.starts + 1
+        rounds = np.concatenate([self.starts, self.completion])
+        order = np.argsort(rounds, kind="stable")
+        rounds = rounds[order]
+        count = np.cumsum(np.concatenate([np.ones(inst.n), -np.ones(inst.n)])[order])
+        held = np.cumsum(np.concatenate([weight, -weight])[order])
+        ends = np.flatnonzero(rounds[:-1] != rounds[1:])  # last event of each round
+        return int((held[ends] + (rounds[ends + 1] - 1) * count[ends].astype(np.int64)).max())
 
     @property
     def utilisation(self) -> float:

@@ -35,7 +35,7 @@ import numpy as np
 
 from schedlab.errors import DataNotFoundError, FormatError, UnknownNameError
 
-__all__ = ["TRACE_KINDS", "Trace", "detect_kind", "read_trace"]
+__all__ = ["TRACE_KINDS", "Trace", "detect_kind", "jsonl_rows", "read_trace"]
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,12 @@ def _csv_rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[str, dict
             yield place, row
 
 
-def _jsonl_rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[str, dict]]:
+def jsonl_rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[str, dict]]:
+    """Yield ``(place, object)`` for each non-blank line of a JSONL file.
+
+    Raises :class:`FormatError` naming ``file:line`` for invalid JSON, a line that is not
+    an object, or missing ``required`` keys.
+    """
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
@@ -167,7 +172,7 @@ def _read_mooncake(path: Path) -> Trace:
     prompt: list[int] = []
     output: list[int] = []
     stamps: list[float] = []
-    for place, row in _jsonl_rows(path, ("timestamp", "input_length", "output_length")):
+    for place, row in jsonl_rows(path, ("timestamp", "input_length", "output_length")):
         stamps.append(_float_field(row["timestamp"], place, "timestamp") / 1000.0)
         prompt.append(_int_field(row["input_length"], place, "input_length", 0))
         output.append(_int_field(row["output_length"], place, "output_length", 0))
@@ -183,7 +188,7 @@ def _read_vllm_bench(path: Path) -> Trace:
     output: list[int] = []
     stamps: list[float] = []
     measured: dict[str, list[float]] = {k: [] for k in _VLLM_TIMES}
-    for place, row in _jsonl_rows(path, ("input_toks", "output_toks", "arrival_time")):
+    for place, row in jsonl_rows(path, ("input_toks", "output_toks", "arrival_time")):
         prompt.append(_int_field(row["input_toks"], place, "input_toks", 0))
         output.append(_int_field(row["output_toks"], place, "output_toks", 0))
         stamps.append(_float_field(row["arrival_time"], place, "arrival_time"))
@@ -242,7 +247,10 @@ def read_trace(path: str | Path, kind: str | None = None) -> Trace:
     path = Path(path)
     if not path.is_file():
         raise DataNotFoundError(f"{path}: no such trace file")
-    kind = kind or detect_kind(path)
-    if kind not in _READERS:
-        raise UnknownNameError("trace kind", kind, TRACE_KINDS)
-    return _READERS[kind](path)
+    try:
+        kind = kind or detect_kind(path)
+        if kind not in _READERS:
+            raise UnknownNameError("trace kind", kind, TRACE_KINDS)
+        return _READERS[kind](path)
+    except UnicodeDecodeError:
+        raise FormatError(f"{path}: not UTF-8 text") from None

@@ -1,8 +1,9 @@
 """The independent schedule verifier (DESIGN section 1).
 
 It shares no code with any solver, the list-scheduling engine or
-:mod:`schedlab.schedule`: it recomputes the memory profile its own way (second-order
-differences of the per-round load) so that a bug in one place cannot hide in both.
+:mod:`schedlab.schedule`: it recomputes the memory load its own way (a sweep over the
+rounds where requests start or end, in exact integers) so that a bug in one place
+cannot hide in both.
 
 Checked, and reported in words:
 
@@ -64,6 +65,7 @@ def verify(instance: Instance, starts: StartsLike) -> list[str]:
     n = instance.n
     problems: list[str] = []
     chosen: dict[int, int] = {}
+    malformed: set[int] = set()
     for request, start in _as_pairs(starts):
         i = _integer(request)
         if i is None or not 0 <= i < n:
@@ -72,12 +74,13 @@ def verify(instance: Instance, starts: StartsLike) -> list[str]:
         p = _integer(start)
         if p is None:
             problems.append(f"request {i}: start must be an integer round, got {start!r}")
+            malformed.add(i)
             continue
         if i in chosen:
             problems.append(f"request {i}: scheduled more than once (rounds {chosen[i]} and {p})")
             continue
         chosen[i] = p
-    missing = [i for i in range(n) if i not in chosen]
+    missing = [i for i in range(n) if i not in chosen and i not in malformed]
     if missing:
         shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
         problems.append(f"{len(missing)} request(s) not scheduled: {shown}")
@@ -91,38 +94,42 @@ def verify(instance: Instance, starts: StartsLike) -> list[str]:
 
 
 def _memory_violations(instance: Instance, chosen: dict[int, int]) -> list[str]:
-    idx = np.fromiter(chosen.keys(), dtype=np.int64)
-    p = np.fromiter(chosen.values(), dtype=np.int64)
-    s = np.array([instance.requests[i].prompt for i in idx.tolist()], dtype=np.int64)
-    o = np.array([instance.requests[i].output for i in idx.tolist()], dtype=np.int64)
-    shift = min(int(p.min()), 0)  # negative starts were reported as release violations
-    p = p - shift
-    horizon = int((p + o).max()) + 2
-    # load(t) - load(t-1): +s+1 when a request starts, +1 in each later active round,
-    # -(s+o) in the round after its last one. The "+1 each round" part is itself a
-    # prefix sum of +1 at p+1 and -1 at p+o.
-    jumps = np.zeros(horizon, dtype=np.int64)
-    np.add.at(jumps, p, s + 1)
-    np.add.at(jumps, p + o, -(s + o))
-    ramps = np.zeros(horizon, dtype=np.int64)
-    np.add.at(ramps, p + 1, 1)
-    np.add.at(ramps, p + o, -1)
-    load = np.cumsum(jumps + np.cumsum(ramps))
-    over = load > instance.memory
+    # Sweep the rounds where requests start or end. Between two such rounds the same
+    # requests run and each adds one token a round, so the load is largest in the last
+    # round of the stretch and the rounds over M form a suffix of it. Python integers:
+    # exact for any magnitude, and memory linear in n whatever the start rounds.
+    change: dict[int, list[int]] = {}  # round -> [change in count, change in s - p + 1]
+    for i, p in chosen.items():
+        request = instance.requests[i]
+        offset = request.prompt - p + 1
+        for round_, sign in ((p, 1), (p + request.output, -1)):
+            entry = change.setdefault(round_, [0, 0])
+            entry[0] += sign
+            entry[1] += sign * offset
+    rounds = sorted(change)
+    memory = instance.memory
+    spans: list[list[int]] = []  # [first over, last over, peak, peak round]
+    count = weight = 0
+    for here, after in zip(rounds, rounds[1:], strict=False):
+        count += change[here][0]
+        weight += change[here][1]
+        last = after - 1
+        peak = weight + last * count  # load(tau) = sum of (s - p + 1 + tau) over running
+        if count == 0 or peak <= memory:
+            continue
+        first = max(here, (memory - weight) // count + 1)  # first round with load > M
+        if spans and spans[-1][1] == first - 1:
+            spans[-1][1] = last
+            if peak > spans[-1][2]:
+                spans[-1][2:] = [peak, last]
+        else:
+            spans.append([first, last, peak, last])
     problems = []
-    if over.any():
-        edges = np.flatnonzero(np.diff(np.concatenate(([0], over.astype(np.int8), [0]))))
-        for first, stop in zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True):
-            worst = first + int(np.argmax(load[first:stop]))
-            rounds = (
-                f"round {first + shift}"
-                if stop - first == 1
-                else (f"rounds {first + shift}..{stop - 1 + shift}")
-            )
-            problems.append(
-                f"memory: {rounds} exceed M = {instance.memory} "
-                f"(peak {int(load[worst])} tokens in round {worst + shift})"
-            )
+    for first, last, peak, at in spans:
+        rounds_text = f"round {first}" if first == last else f"rounds {first}..{last}"
+        problems.append(
+            f"memory: {rounds_text} exceed M = {memory} (peak {peak} tokens in round {at})"
+        )
     return problems
 
 

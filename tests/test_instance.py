@@ -54,6 +54,13 @@ def test_integral_floats_and_numpy_integers_are_accepted():
     assert all(type(v) is int for v in (r.prompt, r.output, r.arrival))
 
 
+def test_magnitudes_are_limited():
+    with pytest.raises(InstanceError, match=r"request.prompt: must be <= 1099511627776"):
+        Request(2**40 + 1, 1)
+    with pytest.raises(InstanceError, match="memory: must be <= "):
+        Instance(2**63 - 1, (Request(1, 1),))
+
+
 def test_request_larger_than_memory_names_it():
     with pytest.raises(InfeasibleInstanceError, match=r"requests\[1\]: prompt \+ output = 11"):
         Instance(10, (Request(1, 1), Request(5, 6)))

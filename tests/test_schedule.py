@@ -47,6 +47,7 @@ def test_profile_matches_sum_over_requests(inst, data):
     for r, p in zip(inst.requests, starts, strict=True):
         expected[p : p + r.output] += r.prompt + np.arange(1, r.output + 1)
     assert sched.memory_profile.tolist() == expected.tolist()
+    assert sched.peak_memory == expected.max()
     assert sched.objective == sum(
         p + r.output - r.arrival for r, p in zip(inst.requests, starts, strict=True)
     )

@@ -1,6 +1,6 @@
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from schedlab.errors import ScheduleError
@@ -44,7 +44,7 @@ def test_duplicates_missing_and_unknown_requests():
 
 
 def test_non_integer_starts():
-    assert verify(INST, [0, 1.5, 0])[0] == "request 1: start must be an integer round, got 1.5"
+    assert verify(INST, [0, 1.5, 0]) == ["request 1: start must be an integer round, got 1.5"]
     assert verify(INST, [0, "1", 0])[0] == "request 1: start must be an integer round, got '1'"
     assert verify(INST, [0, 1.0, 0]) == []
 
@@ -64,13 +64,43 @@ def _load_by_round(inst, starts):
     return load
 
 
+def _expected_memory_lines(inst, starts):
+    """The verifier's memory messages, derived from the round-by-round count."""
+    load = _load_by_round(inst, starts)
+    over = sorted(t for t, v in load.items() if v > inst.memory)
+    runs: list[list[int]] = []
+    for t in over:
+        if runs and runs[-1][-1] == t - 1:
+            runs[-1].append(t)
+        else:
+            runs.append([t])
+    lines = []
+    for run in runs:
+        peak_round = max(run, key=lambda t: (load[t], -t))  # the first round at the peak
+        text = f"round {run[0]}" if len(run) == 1 else f"rounds {run[0]}..{run[-1]}"
+        lines.append(
+            f"memory: {text} exceed M = {inst.memory} "
+            f"(peak {load[peak_round]} tokens in round {peak_round})"
+        )
+    return lines
+
+
 @settings(max_examples=300, deadline=None)
 @given(instances(), st.data())
 def test_verifier_matches_a_round_by_round_count(inst, data):
     starts = [data.draw(st.integers(r.arrival, r.arrival + 8)) for r in inst.requests]
-    over = {t for t, v in _load_by_round(inst, starts).items() if v > inst.memory}
     memory_lines = [x for x in verify(inst, starts) if x.startswith("memory")]
-    assert bool(over) == bool(memory_lines)
+    assert memory_lines == _expected_memory_lines(inst, starts)
+
+
+def test_huge_values_are_exact():
+    # Loads beyond 2**63 would overflow 64-bit integers; the instance limits keep values
+    # at most 2**40 and the verifier sums in exact integers.
+    big = 2**40
+    inst = Instance(big, (Request(big - 700, 700), Request(big - 700, 700)))
+    assert verify(inst, [0, 3])[0].startswith("memory: rounds 3..699 exceed")
+    assert verify(inst, [0, 700]) == []
+    assert verify(inst, [0, 10**13]) == []  # far-away starts need no per-round array
 
 
 @settings(max_examples=300, deadline=None)
@@ -93,11 +123,11 @@ def test_verifier_rejects_each_kind_of_corruption(inst, data):
         pairs = [(j, p) for j, p in enumerate(starts) if j != i]
         assert f"1 request(s) not scheduled: {i}" in verify(inst, pairs)
     elif kind == "memory":
-        # Shrink M just below the schedule's peak (only if every request still fits).
+        # Shrink M just below the schedule's peak (when every request still fits alone).
         peak = max(_load_by_round(inst, starts).values())
-        if max(r.peak for r in inst.requests) <= peak - 1:
-            smaller = Instance(peak - 1, inst.requests)
-            assert any(x.startswith("memory") for x in verify(smaller, starts))
+        assume(max(r.peak for r in inst.requests) <= peak - 1)
+        smaller = Instance(peak - 1, inst.requests)
+        assert any(x.startswith("memory") for x in verify(smaller, starts))
     else:
         starts[i] = float(starts[i]) + 0.5
         assert any("must be an integer round" in x for x in verify(inst, starts))

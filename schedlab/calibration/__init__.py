@@ -13,7 +13,6 @@ Modules: :mod:`~schedlab.calibration.profiles` (readers), :mod:`~.model_shapes`,
 from __future__ import annotations
 
 from importlib import import_module
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,6 @@ from schedlab.calibration.profile_model import KIND, ProfileCostModel
 
 __all__ = [
     "KIND",
-    "SHIPPED_MODELS",
     "ProfileCostModel",
     "calibrate",
     "get_model_shape",
@@ -35,10 +33,6 @@ __all__ = [
 ]
 
 #: Fitted models shipped in ``schedlab/data/cost_models`` (name -> file name).
-SHIPPED_MODELS: dict[str, str] = {
-    "rtxpro6000_llama-3.1-8b": "rtxpro6000_llama-3.1-8b.json",
-}
-
 _LAZY = {
     "calibrate": "schedlab.calibration.fit",
     "get_model_shape": "schedlab.calibration.model_shapes",
@@ -54,10 +48,12 @@ _LAZY = {
 def shipped_model_path(name: str = "rtxpro6000_llama-3.1-8b") -> Path:
     """Path of a shipped fitted model (load it with ``load_cost_model``)."""
     from schedlab.errors import UnknownNameError
+    from schedlab.serving.cost_model import shipped_cost_models
 
-    if name not in SHIPPED_MODELS:
-        raise UnknownNameError("shipped cost model", name, tuple(SHIPPED_MODELS))
-    return Path(str(files("schedlab") / "data" / "cost_models" / SHIPPED_MODELS[name]))
+    shipped = shipped_cost_models()
+    if name not in shipped:
+        raise UnknownNameError("shipped cost model", name, tuple(shipped))
+    return shipped[name]
 
 
 def __getattr__(name: str) -> Any:

@@ -60,6 +60,7 @@ from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.policies import PolicyContext, make_policy
 from schedlab.serving.simulator import run_engine
 from schedlab.serving.workloads import RequestStream
+from schedlab.traces import jsonl_rows
 
 __all__ = [
     "METRIC_KEYS",
@@ -156,35 +157,29 @@ def read_recorded_run(path: str | Path) -> RecordedRun:
     if not path.is_file():
         raise DataNotFoundError(f"{path}: no such requests file")
     records: list[tuple[float, ...]] = []
-    with path.open(encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise FormatError(f"{where}: invalid JSON ({exc.msg})") from None
-            if not isinstance(item, dict):
-                raise FormatError(f"{where}: expected a JSON object")
-            values = []
-            for name in _FIELDS:
-                value = item.get(name)
-                if isinstance(value, bool) or not isinstance(value, int | float):
-                    raise FormatError(f"{where}: {name}: expected a number, got {value!r}")
-                if not math.isfinite(value):
-                    raise FormatError(f"{where}: {name}: must be finite")
-                values.append(float(value))
-            prompt, output, queued, first, last = values
-            for name, count in (("input_toks", prompt), ("output_toks", output)):
-                if count != int(count) or count < 1:
-                    raise FormatError(f"{where}: {name}: expected an integer >= 1, got {count:g}")
-            if not queued <= first <= last:
-                raise FormatError(
-                    f"{where}: timestamps out of order (need queued_ts <= first_token_ts "
-                    "<= last_token_ts)"
-                )
-            records.append((queued, prompt, output, first, last))
+    try:
+        rows = list(jsonl_rows(path, _FIELDS))
+    except UnicodeDecodeError:
+        raise FormatError(f"{path}: not UTF-8 text") from None
+    for where, item in rows:
+        values = []
+        for name in _FIELDS:
+            value = item.get(name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise FormatError(f"{where}: {name}: expected a number, got {value!r}")
+            if not math.isfinite(value):
+                raise FormatError(f"{where}: {name}: must be finite")
+            values.append(float(value))
+        prompt, output, queued, first, last = values
+        for name, count in (("input_toks", prompt), ("output_toks", output)):
+            if count != int(count) or count < 1:
+                raise FormatError(f"{where}: {name}: expected an integer >= 1, got {count:g}")
+        if not queued <= first <= last:
+            raise FormatError(
+                f"{where}: timestamps out of order (need queued_ts <= first_token_ts "
+                "<= last_token_ts)"
+            )
+        records.append((queued, prompt, output, first, last))
     if not records:
         raise FormatError(f"{path}: no requests")
     data = np.array(records)

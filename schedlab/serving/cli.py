@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from schedlab.arguments import non_negative_int
 from schedlab.serving.errors import ServingError
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ _UNITS = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "": 1.0}
 _DURATION = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(us|µs|ms|s|min)?\s*")
 
 
-def parse_duration(text: str, flag: str = "duration") -> float:
+def parse_duration(text: str, flag: str = "duration", *, allow_zero: bool = False) -> float:
     """Seconds from ``25ms``, ``5s``, ``2min``, ``150us`` or a bare number of seconds.
 
     Raises
@@ -46,8 +47,9 @@ def parse_duration(text: str, flag: str = "duration") -> float:
             f"{flag}: cannot read duration {text!r}; use e.g. 25ms, 5s, 2min or 0.025 (seconds)"
         )
     seconds = float(match.group(1)) * _UNITS[match.group(2) or ""]
-    if not (math.isfinite(seconds) and seconds > 0):
-        raise ServingError(f"{flag}: duration must be positive, got {text!r}")
+    if not (math.isfinite(seconds) and (seconds > 0 or (allow_zero and seconds == 0))):
+        kind = "non-negative" if allow_zero else "positive"
+        raise ServingError(f"{flag}: duration must be {kind}, got {text!r}")
     return seconds
 
 
@@ -83,11 +85,13 @@ def _common(
     )
     parser.add_argument("--tpot", default="25ms", help="TPOT target (default 25ms)")
     parser.add_argument("--ttft", default="5s", help="TTFT target (default 5s)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of every random draw")
+    parser.add_argument(
+        "--seed", type=non_negative_int, default=0, help="seed of every random draw"
+    )
     parser.add_argument("--kv-tokens", type=int, default=None, help="KV capacity in tokens")
     parser.add_argument("--block-size", type=int, default=None, help="tokens per KV block")
     parser.add_argument("--max-num-seqs", type=int, default=None)
-    parser.add_argument("--max-batched-tokens", type=int, default=None)
+    parser.add_argument("--max-num-batched-tokens", type=int, default=None)
     parser.add_argument("--data-dir", default=None, help="directory holding traces/ (Azure)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -99,7 +103,7 @@ def _engine(args: argparse.Namespace) -> EngineConfig:
         "kv_capacity_tokens": args.kv_tokens,
         "block_size": args.block_size,
         "max_num_seqs": args.max_num_seqs,
-        "max_num_batched_tokens": args.max_batched_tokens,
+        "max_num_batched_tokens": args.max_num_batched_tokens,
     }
     return EngineConfig(**{k: v for k, v in given.items() if v is not None})
 
@@ -131,7 +135,9 @@ def _simulate(args: argparse.Namespace) -> int:
         seed=args.seed,
         actual_cost_model=args.actual_cost_model,
         noise_cv=args.noise_cv,
-        margin_s=None if args.margin is None else parse_duration(args.margin, "--margin"),
+        margin_s=None
+        if args.margin is None
+        else parse_duration(args.margin, "--margin", allow_zero=True),
         data_dir=args.data_dir,
     )
     if args.records:
@@ -199,10 +205,15 @@ def _progress(done: int, total: int) -> None:
 
 
 def _sweep(args: argparse.Namespace) -> int:
+    from schedlab.plotting import check_figure_path, check_output_path
     from schedlab.serving.capacity import sweep
 
     policies = _split(args.policies, "--policies")
     rates = [_positive_number(r, "--rates") for r in _split(args.rates, "--rates")]
+    if args.csv:
+        check_output_path(args.csv, "--csv")
+    if args.plot:
+        check_figure_path(args.plot, "--plot")
     points = sweep(
         args.workload,
         policies,
@@ -244,15 +255,9 @@ def _print_table(rows: Sequence[dict[str, Any]]) -> None:
 
 
 def _plot(points: Sequence[SweepPoint], path: Path, args: argparse.Namespace) -> None:
-    try:
-        import matplotlib
+    from schedlab.plotting import pyplot
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise ServingError(
-            "--plot: matplotlib is not installed; pip install 'schedlab[plot]'"
-        ) from None
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     for policy in dict.fromkeys(p.policy for p in points):
         mine = [p for p in points if p.policy == policy]

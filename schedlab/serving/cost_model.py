@@ -286,6 +286,8 @@ def load_cost_model(path: str | Path) -> CostModel:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise FormatError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+    except UnicodeDecodeError:
+        raise FormatError(f"{path}: not UTF-8 text") from None
     return cost_model_from_dict(data, str(path))
 
 

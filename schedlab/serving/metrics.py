@@ -86,13 +86,17 @@ class RequestRecord:
 
     @property
     def tpot_s(self) -> float:
+        """``(last - first) / (o - 1)``; NaN for one-token requests (undefined) and
+        unfinished ones."""
         if self.output == 1:
-            return 0.0 if self.finished else math.nan
+            return math.nan
         return (self.finish_s - self.first_token_s) / (self.output - 1)
 
     def meets(self, slo: SLO) -> bool:
-        """Finished with TTFT and TPOT within ``slo`` (NaN compares false)."""
-        return self.ttft_s <= slo.ttft_s and self.tpot_s <= slo.tpot_s and self.finished
+        """Finished with TTFT and TPOT within ``slo`` (a one-token request has no TPOT to
+        meet; NaN otherwise compares false)."""
+        tpot_ok = self.output == 1 or self.tpot_s <= slo.tpot_s
+        return self.finished and self.ttft_s <= slo.ttft_s and tpot_ok
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON form with the derived metrics (no segments)."""
@@ -165,7 +169,8 @@ class Summary:
     iterations, preemptions
         Engine iterations and preemptions.
     ttft, tpot, itl, latency
-        Distributions in seconds (TPOT and latency over finished requests).
+        Distributions in seconds (TPOT and latency over finished requests; TPOT only
+        over those with at least two output tokens).
     attainment, goodput_rps
         Fraction meeting the SLO, and those per second of ``duration_s``.
     output_tokens_per_s

@@ -75,7 +75,7 @@ class ChunkDecision:
         ``True`` when even the decode-only iteration misses the budget.
     predicted_s
         Predicted duration (without margin) of the batch with ``chunk``; ``nan`` when the
-        model was not called (no decodes, or nothing to prefill).
+        model was not called (no decodes).
     """
 
     chunk: int
@@ -131,14 +131,12 @@ def choose_chunk(
     """
     margin = model.margin_s if margin_s is None else margin_s
     upper = _upper(state, c_max, cap, margin)
-    if upper == 0:
-        return ChunkDecision(0, 0, False, math.nan)
     if state.n_decode == 0:
         return ChunkDecision(upper, 0, False, math.nan)
     budget = state.next_deadline_s - state.now_s - margin
     n, kv = state.n_decode, state.decode_kv
     best = model.iteration_time(n, kv, state.fixed_chunks)
-    if not best <= budget:
+    if not best <= budget:  # even decode-only misses: record it (DESIGN section 2)
         return ChunkDecision(0, 1, True, best)
     evaluations = 1
     lo, hi = 0, upper + 1
@@ -168,8 +166,6 @@ def linear_scan_chunk(
     """
     margin = model.margin_s if margin_s is None else margin_s
     upper = _upper(state, c_max, cap, margin)
-    if upper == 0:
-        return ChunkDecision(0, 0, False, math.nan)
     if state.n_decode == 0:
         return ChunkDecision(upper, 0, False, math.nan)
     budget = state.next_deadline_s - state.now_s - margin

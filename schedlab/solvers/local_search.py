@@ -141,7 +141,7 @@ class OrderEvaluator:
         new_starts: list[int] = []
         new_states: list[DecoderState] = []
         change = 0
-        cut = n if screen is None else hi + 1 + screen
+        cuts = () if screen is None else (hi + 1 + screen, hi + 1 + 4 * screen)
         position = base
         for position in range(base, n):
             if position % every == 0:
@@ -156,7 +156,7 @@ class OrderEvaluator:
                         return Move(base, position, delta, new_starts, new_states, total)
                 new_states.append(state)
             if (
-                position == cut
+                position in cuts
                 and max(change, change + (new_starts[-1] - starts[position - 1]) * (n - position))
                 >= 0
             ):

@@ -101,7 +101,7 @@ def test_simulated_side_by_hand(tmp_path):
         ("not json", "invalid JSON"),
         (
             '{"input_toks": 3, "output_toks": 2, "queued_ts": 1, "first_token_ts": 2}',
-            "last_token_ts: expected a number",
+            r"missing key\(s\) last_token_ts",
         ),
         (
             '{"input_toks": 0, "output_toks": 2, "queued_ts": 1, "first_token_ts": 2, '

@@ -43,8 +43,23 @@ def test_request_metrics():
 
 
 def test_single_token_and_unfinished():
+    # TPOT = (last - first) / (o - 1) is undefined for o = 1: NaN, left out of the TPOT
+    # distribution, and the TPOT target does not apply to it.
     one = record(1, 0.0, 1, [(0, 0)])
-    assert one.tpot_s == 0.0 and one.meets(SLO(2.0, 0.001))
+    assert math.isnan(one.tpot_s) and one.meets(SLO(2.0, 0.001))
+    assert not one.meets(SLO(0.5, 0.001))  # its TTFT of 1 s still counts
+    two = record(3, 0.0, 2, [(0, 1)])
+    summary = summarize(
+        [one, two],
+        ENDS,
+        slo=SLO(2.0, 2.0),
+        duration_s=10.0,
+        end_s=10.0,
+        policy="p",
+        workload="w",
+        cost_model="m",
+    )
+    assert summary.tpot.count == 1 and summary.tpot.mean == 1.0
     cut = record(2, 0.0, 5, [(0, 2)], finished=False)
     assert math.isnan(cut.tpot_s) and not cut.meets(SLO(100.0, 100.0))
 

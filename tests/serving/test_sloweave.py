@@ -42,9 +42,12 @@ def test_edge_cases():
     assert (d.chunk, d.evaluations, d.deadline_miss) == (3000, 0, False)
     assert choose_chunk(state(n=0, remaining=70), model, c_max=3000).chunk == 70
     assert choose_chunk(state(n=0), model, cap=12).chunk == 12
-    # Nothing to prefill.
+    # Nothing to prefill: the decode-only iteration is still checked, so a miss is
+    # recorded (8.29 ms > 8 ms) and a met deadline is not.
     d = choose_chunk(state(remaining=0), model)
-    assert (d.chunk, d.evaluations, d.deadline_miss) == (0, 0, False)
+    assert (d.chunk, d.evaluations, d.deadline_miss) == (0, 1, False)
+    d = choose_chunk(state(remaining=0, budget_ms=8.0), model)
+    assert (d.chunk, d.evaluations, d.deadline_miss) == (0, 1, True)
     # Decode-only iteration already misses the budget (8.29 ms > 8 ms): chunk 0, miss.
     d = choose_chunk(state(budget_ms=8.0), model)
     assert (d.chunk, d.evaluations, d.deadline_miss) == (0, 1, True)
