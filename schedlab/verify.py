@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -110,7 +111,7 @@ def _memory_violations(instance: Instance, chosen: dict[int, int]) -> list[str]:
     memory = instance.memory
     spans: list[list[int]] = []  # [first over, last over, peak, peak round]
     count = weight = 0
-    for here, after in zip(rounds, rounds[1:], strict=False):
+    for here, after in pairwise(rounds):
         count += change[here][0]
         weight += change[here][1]
         last = after - 1
