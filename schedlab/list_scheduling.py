@@ -30,9 +30,23 @@ skips a round in which the request would fit.
 Modes
 -----
 ``backfill=False`` (strict order): admit the highest-priority released request while it
-fits; it blocks all others until it starts. ``backfill=True``: every released request
-that fits starts, in priority order (a greedy list scheduler); a min-tree over priority
-positions skips groups of waiting requests that cannot fit.
+fits; it blocks all others until it starts, so the engine only asks for the head's first
+fit before the next release (:meth:`_Running.first_fit`). ``backfill=True``: every
+released request that fits starts, in priority order (a greedy list scheduler); a
+min-tree over priority positions skips groups of waiting requests that cannot fit.
+
+Resumable strict decoding
+-------------------------
+On a backlog the strict schedule is built request by request, each at its first fit no
+earlier than its predecessor's start, so the starts of a priority prefix do not depend
+on the rest. :class:`StrictDecoder` exposes this: :meth:`StrictDecoder.place` one
+request at a time, :meth:`StrictDecoder.state` to save a :class:`DecoderState`,
+:meth:`StrictDecoder.restore` to continue it with another suffix. States compare up to
+a shift in time (:meth:`DecoderState.same_running`), under which decoding is invariant:
+local search (:mod:`schedlab.solvers.local_search`) uses it to stop re-decoding where a
+changed order's run meets the old one.
+
+Proof of all of this: ``proofs/list_scheduling.md``.
 """
 
 from __future__ import annotations

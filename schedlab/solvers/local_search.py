@@ -33,10 +33,11 @@ number of positions decoded until the two runs meet again, not ``n``.
 The strict decode is chaotic, though: a changed start shifts later fits by a round or
 two, which shift others, and on the mixed backlogs the two runs seldom meet again
 (``stats["met"]``), so an exact evaluation costs about ``n - lo`` positions. With
-``screen`` set (default 32), a move is first decoded only up to ``screen`` positions
-after ``hi``; it is abandoned unless the start changes so far are negative *and* so
-is that sum plus the last change times the positions left (a heuristic cut: an
-abandoned move may in fact improve). Moves that pass are decoded exactly, and only
+``screen`` set (default 8), a move is screened at the positions
+``hi + 1 + screen 4^k`` (``k = 0, 1, ...``) its decode reaches before the runs meet: it
+is abandoned there unless the start changes so far are negative *and* so is that sum
+plus the last change times the positions left (a heuristic cut: an abandoned move may
+in fact improve). Moves that pass every screen are decoded exactly, and only
 exact improvements are accepted. With releases, every move is evaluated
 by a full :func:`~schedlab.list_scheduling.list_schedule` call.
 """
@@ -141,7 +142,9 @@ class OrderEvaluator:
         new_starts: list[int] = []
         new_states: list[DecoderState] = []
         change = 0
-        cuts = () if screen is None else (hi + 1 + screen, hi + 1 + 4 * screen)
+        cuts: set[int] = set()
+        while screen is not None and hi + 1 + screen * 4 ** len(cuts) < n:
+            cuts.add(hi + 1 + screen * 4 ** len(cuts))
         position = base
         for position in range(base, n):
             if position % every == 0:
@@ -236,9 +239,9 @@ def improve_order(
     time_limit: float,
     seed: int = 0,
     strategy: str = "first",
-    window: int = 50,
+    window: int = 20,
     neighbours: int = 20,
-    screen: int | None = 32,
+    screen: int | None = 8,
     max_moves: int | None = None,
     checkpoint: int | None = None,
 ) -> tuple[np.ndarray, dict[str, Any]]:
@@ -306,9 +309,9 @@ def local_search(
     time_limit: float | None = None,
     seed: int = 0,
     strategy: str = "first",
-    window: int = 50,
+    window: int = 20,
     neighbours: int = 20,
-    screen: int | None = 32,
+    screen: int | None = 8,
     max_moves: int | None = None,
     **options: Any,
 ) -> SolverOutput:
