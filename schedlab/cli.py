@@ -23,7 +23,7 @@ from schedlab.errors import FormatError, SchedlabError
 __all__ = ["main"]
 
 #: Modules that add subcommands through ``register(subparsers)``.
-_PLUGINS = ("schedlab.serving.cli", "schedlab.calibration.cli", "schedlab.export")
+_PLUGINS = ("schedlab.serving.cli", "schedlab.calibration.cli")
 
 
 def _positive_seconds(text: str) -> float:
@@ -183,6 +183,15 @@ def _cmd_bound(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_export(args: argparse.Namespace) -> int:
+    from schedlab import read_instance
+    from schedlab.export import export_model
+
+    out = export_model(read_instance(args.file), args.output, args.format)
+    print(f"wrote {out}")
+    return 0
+
+
 def _cmd_generate(args: argparse.Namespace) -> int:
     from schedlab import write_instance
     from schedlab.instance_io import instance_to_dict
@@ -315,6 +324,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", default=None)
     p.add_argument("-o", "--output", default=None, help="write to this file (default stdout)")
     p.set_defaults(func=_cmd_generate)
+
+    p = sub.add_parser("export", help="write the exact time-indexed model as LP or MPS")
+    p.add_argument("file", help="instance file")
+    p.add_argument("--format", choices=("lp", "mps"), default=None, help="default: from -o")
+    p.add_argument("-o", "--output", required=True, help="output file")
+    p.set_defaults(func=_cmd_export)
 
     for module in _PLUGINS:
         importlib.import_module(module).register(sub)

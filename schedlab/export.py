@@ -21,7 +21,6 @@ Command line: ``schedlab export FILE --format lp|mps -o OUT``.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +32,7 @@ from schedlab.errors import FormatError
 from schedlab.instance import Instance
 from schedlab.solvers.cpsat import best_rule_schedule, start_slack
 
-__all__ = ["FORMATS", "export_model", "register", "time_indexed_model"]
+__all__ = ["FORMATS", "export_model", "time_indexed_model"]
 
 FORMATS = ("lp", "mps")
 
@@ -84,23 +83,3 @@ def export_model(instance: Instance, path: str | Path, fmt: str | None = None) -
     else:
         problem.writeMPS(str(path))
     return path
-
-
-def _cmd_export(args: argparse.Namespace) -> int:
-    from schedlab.instance_io import read_instance
-
-    instance = read_instance(args.file)
-    out = export_model(instance, args.output, args.format)
-    print(f"wrote {out}")
-    return 0
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``schedlab export FILE --format lp|mps -o OUT``."""
-    parser = subparsers.add_parser(
-        "export", help="write the exact time-indexed model as an LP or MPS file"
-    )
-    parser.add_argument("file", help="instance JSON file")
-    parser.add_argument("--format", choices=FORMATS, default=None, help="default: from -o")
-    parser.add_argument("-o", "--output", required=True, help="output file")
-    parser.set_defaults(func=_cmd_export)

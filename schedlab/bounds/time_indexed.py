@@ -43,6 +43,8 @@ bound of a restricted master.
 from __future__ import annotations
 
 import math
+import os
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -275,6 +277,28 @@ def _default_horizon(instance: Instance) -> tuple[int, np.ndarray]:
     return int((starts + instance.output).max()), starts
 
 
+def _silent_highs() -> highspy.Highs:
+    """A HiGHS instance that prints nothing.
+
+    highspy writes its banner to the process's standard output (file descriptor 1) as
+    the object is created, before ``output_flag`` can be turned off (ERGO-Code/HiGHS
+    issue 1702); that would corrupt ``--json`` output. So descriptor 1 points at the
+    null device while the object is made.
+    """
+    sys.stdout.flush()
+    saved = os.dup(1)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        highs = highspy.Highs()
+        highs.setOptionValue("output_flag", False)
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(null)
+    return highs
+
+
 def lp_relaxation(
     instance: Instance,
     *,
@@ -318,8 +342,7 @@ def lp_relaxation(
     arrival = instance.arrival
     trivial = float(output.sum())
 
-    highs = highspy.Highs()
-    highs.setOptionValue("output_flag", False)
+    highs = _silent_highs()
     highs.setOptionValue("threads", 1)
     inf = highspy.kHighsInf
     rhs = instance.memory * np.diff(bounds).astype(float)
