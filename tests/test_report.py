@@ -59,7 +59,7 @@ def test_plot_names_unknown_schedule(report, tmp_path) -> None:
 
 
 def test_plot_without_matplotlib(report, tmp_path, monkeypatch) -> None:
-    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if it were not installed
     with pytest.raises(SchedlabError, match="matplotlib is not installed"):
         plot_report(report, tmp_path / "x.png")
 
