@@ -16,8 +16,17 @@ from schedlab.solve import available_solvers, check_time_limit, solve
 
 __all__ = ["DEFAULT_SOLVERS", "Comparison", "compare", "records_to_csv", "solver_names"]
 
-#: Solvers :func:`compare` runs when none are named: the ones that scale to any size.
-DEFAULT_SOLVERS: tuple[str, ...] = ("fcfs", "sof", "total-size", "svf", "mc-sf")
+#: Solvers :func:`compare` runs when none are named: the list-scheduling rules, Sorted-F
+#: and local search (10 s unless ``time_limit`` says otherwise); all scale to any size.
+DEFAULT_SOLVERS: tuple[str, ...] = (
+    "fcfs",
+    "sof",
+    "total-size",
+    "svf",
+    "mc-sf",
+    "sorted-f",
+    "local-search",
+)
 
 _COLUMNS = (
     ("solver", "solver"),
@@ -152,6 +161,8 @@ def compare(
     time_limit = check_time_limit(time_limit)
     shared: Bound | None = None
     if bound is not None:
+        if progress is not None:
+            print(f"lower bound ({bound}) ...", file=progress, flush=True)
         shared = lower_bound(instance, bound, time_limit=time_limit)
     results = []
     for k, name in enumerate(names, start=1):

@@ -12,7 +12,7 @@ from tests.conftest import INSTANCES
 
 def test_compare_table_on_the_default_instance():
     inst = read_instance(INSTANCES / "mixed-n50.json")
-    table = compare(inst)
+    table = compare(inst, time_limit=2)
     assert [r.solver for r in table.results] == list(DEFAULT_SOLVERS)
     for result in table.results:
         assert verify(inst, result.starts) == []
