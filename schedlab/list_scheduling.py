@@ -57,13 +57,15 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from math import inf
+from typing import Any
 
 import numpy as np
 
 from schedlab.errors import InstanceError, ScheduleError
 from schedlab.instance import Instance
+from schedlab.schedule import total_latency
 
-__all__ = ["DecoderState", "StrictDecoder", "check_order", "list_schedule"]
+__all__ = ["DecoderState", "StrictDecoder", "check_order", "decode_best", "list_schedule"]
 
 
 def check_order(order: Sequence[int] | np.ndarray, n: int) -> list[int]:
@@ -480,3 +482,23 @@ class _Engine:
         if self.margin > 0:
             for position in tree.search(self):
                 self._earliest_later_fit(self.order[position])
+
+
+def decode_best(
+    instance: Instance,
+    order: Sequence[int] | np.ndarray,
+    others: dict[str, np.ndarray] | None = None,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Decode ``order`` strictly and with backfilling; keep the better schedule.
+
+    ``others`` (name -> start rounds) join the comparison. Returns the chosen starts and
+    ``{"objectives": {name: total latency}, "chosen": name}``.
+    """
+    decodes = {
+        "strict": list_schedule(instance, order),
+        "backfill": list_schedule(instance, order, backfill=True),
+        **(others or {}),
+    }
+    objectives = {name: total_latency(instance, starts) for name, starts in decodes.items()}
+    chosen = min(objectives, key=lambda name: objectives[name])
+    return decodes[chosen], {"objectives": objectives, "chosen": chosen}

@@ -52,8 +52,15 @@ import numpy as np
 
 from schedlab.errors import SchedlabError
 from schedlab.instance import Instance
-from schedlab.list_scheduling import DecoderState, StrictDecoder, check_order, list_schedule
+from schedlab.list_scheduling import (
+    DecoderState,
+    StrictDecoder,
+    check_order,
+    decode_best,
+    list_schedule,
+)
 from schedlab.result import SolverOutput
+from schedlab.schedule import total_latency
 from schedlab.solvers import register_solver
 from schedlab.solvers.rules import RULES, priority_order
 from schedlab.solvers.sorted_f import batch_order, sorted_f_batches
@@ -197,10 +204,6 @@ class OrderEvaluator:
         return starts
 
 
-def _objective(instance: Instance, starts: np.ndarray) -> int:
-    return int((starts + instance.output - instance.arrival).sum())
-
-
 def best_start_order(
     instance: Instance, *, time_limit: float | None = None
 ) -> tuple[np.ndarray, str]:
@@ -209,7 +212,7 @@ def best_start_order(
     batches, _ = sorted_f_batches(instance, method="fast", time_limit=time_limit)
     candidates["sorted-f"] = batch_order(batches)
     scores = {
-        name: _objective(instance, list_schedule(instance, order))
+        name: total_latency(instance, list_schedule(instance, order))
         for name, order in candidates.items()
     }
     name = min(scores, key=lambda k: scores[k])
@@ -268,7 +271,7 @@ def improve_order(
     value = (
         evaluator.objective()
         if evaluator
-        else _objective(instance, list_schedule(instance, current))
+        else total_latency(instance, list_schedule(instance, current))
     )
     while time.perf_counter() < deadline and (max_moves is None or moves < max_moves):
         tries = 1 if strategy == "first" else neighbours
@@ -282,7 +285,7 @@ def improve_order(
             else:
                 full += 1
                 move = None
-                total = _objective(instance, list_schedule(instance, candidate))
+                total = total_latency(instance, list_schedule(instance, candidate))
             if total < value and (best is None or total < best[0]):
                 best = (total, candidate, move)
         if best is not None:
@@ -338,15 +341,7 @@ def local_search(
         screen=screen,
         max_moves=max_moves,
     )
-    decodes = {
-        "strict": list_schedule(instance, order),
-        "backfill": list_schedule(instance, order, backfill=True),
-        # the best rule's own schedule may backfill (MC-SF); never return worse than it
-        "mc-sf": list_schedule(instance, priority_order(instance, "mc-sf"), backfill=True),
-    }
-    objectives = {k: _objective(instance, v) for k, v in decodes.items()}
-    chosen = min(objectives, key=lambda k: objectives[k])
-    return SolverOutput(
-        decodes[chosen],
-        stats={**stats, "start": start, "objectives": objectives, "chosen": chosen},
-    )
+    # the best rule's own schedule may backfill (MC-SF); never return worse than it
+    mc_sf = list_schedule(instance, priority_order(instance, "mc-sf"), backfill=True)
+    starts, chosen = decode_best(instance, order, {"mc-sf": mc_sf})
+    return SolverOutput(starts, stats={**stats, "start": start, **chosen})

@@ -30,8 +30,9 @@ import numpy as np
 
 from schedlab.bounds.time_indexed import LPRelaxation, lp_relaxation
 from schedlab.instance import Instance
-from schedlab.list_scheduling import list_schedule
+from schedlab.list_scheduling import decode_best, list_schedule
 from schedlab.result import SolverOutput
+from schedlab.schedule import total_latency
 from schedlab.solvers import register_solver
 from schedlab.solvers.local_search import OrderEvaluator
 
@@ -42,20 +43,6 @@ def lp_order(instance: Instance, relaxation: LPRelaxation) -> np.ndarray:
     """Requests by increasing LP mean start, ties by output length then index."""
     mean = np.round(np.asarray(relaxation.mean_start, dtype=float), 9)
     return np.lexsort((np.arange(instance.n), instance.output, mean))
-
-
-def _objective(instance: Instance, starts: np.ndarray) -> int:
-    return int((starts + instance.output - instance.arrival).sum())
-
-
-def _best_decode(instance: Instance, order: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
-    decodes = {
-        "strict": list_schedule(instance, order),
-        "backfill": list_schedule(instance, order, backfill=True),
-    }
-    objectives = {k: _objective(instance, v) for k, v in decodes.items()}
-    chosen = min(objectives, key=lambda k: objectives[k])
-    return decodes[chosen], {"objectives": objectives, "chosen": chosen}
 
 
 def _relax(instance: Instance, time_limit: float) -> LPRelaxation:
@@ -83,7 +70,7 @@ def lp_swap_repair(
     current = [int(i) for i in order]
     backlog = int(instance.arrival.max()) == 0
     evaluator = OrderEvaluator(instance, np.array(current)) if backlog else None
-    value = _objective(instance, list_schedule(instance, current))
+    value = total_latency(instance, list_schedule(instance, current))
     tried = accepted = passes = 0
     improved = True
     while improved and time.perf_counter() < deadline:
@@ -104,7 +91,7 @@ def lp_swap_repair(
                     replay = evaluator.try_move(candidate, pos - step, pos, None)
                     better = replay is not None
                 else:
-                    total = _objective(instance, list_schedule(instance, candidate))
+                    total = total_latency(instance, list_schedule(instance, candidate))
                     better = total < value
                 if better:
                     current = candidate
@@ -132,7 +119,7 @@ def sorted_lp(
     if options:
         raise TypeError(f"sorted-lp: unknown option(s) {', '.join(sorted(options))}")
     relaxation = _relax(instance, 10.0 if time_limit is None else 0.9 * time_limit)
-    starts, stats = _best_decode(instance, lp_order(instance, relaxation))
+    starts, stats = decode_best(instance, lp_order(instance, relaxation))
     return SolverOutput(
         starts, lower_bound=relaxation.value, stats={**stats, **_lp_stats(relaxation)}
     )
@@ -161,7 +148,7 @@ def lp_swap(
         time_limit=left,
         window=window,
     )
-    starts, stats = _best_decode(instance, order)
+    starts, stats = decode_best(instance, order)
     return SolverOutput(
         starts,
         lower_bound=relaxation.value,

@@ -28,7 +28,7 @@ import numpy as np
 
 from schedlab.errors import SchedlabError, UnknownNameError
 from schedlab.instance import Instance
-from schedlab.list_scheduling import list_schedule
+from schedlab.list_scheduling import decode_best
 from schedlab.result import SolverOutput
 from schedlab.solvers import SOLVERS, register_solver
 from schedlab.solvers.local_search import best_start_order
@@ -146,21 +146,5 @@ def receding_horizon(
         deadline=deadline,
         seed=seed,
     )
-    decodes = {
-        "strict": list_schedule(instance, order),
-        "backfill": list_schedule(instance, order, backfill=True),
-    }
-    objectives = {
-        k: int((v + instance.output - instance.arrival).sum()) for k, v in decodes.items()
-    }
-    chosen = min(objectives, key=lambda k: objectives[k])
-    return SolverOutput(
-        decodes[chosen],
-        stats={
-            **stats,
-            "base": start,
-            "window_solver": solver,
-            "objectives": objectives,
-            "chosen": chosen,
-        },
-    )
+    starts, chosen = decode_best(instance, order)
+    return SolverOutput(starts, stats={**stats, "base": start, "window_solver": solver, **chosen})
