@@ -151,6 +151,8 @@ def run_report(
         Receives one line per instance and per solver (e.g. ``sys.stderr``).
     """
     solvers = solver_names(solvers)
+    if out_dir is not None:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
     if plot is not None:
         check_figure_path(plot, "plot")
     instances = load_instances(items)

@@ -50,6 +50,12 @@ def test_run_report_with_out_dir_and_plot(tmp_path) -> None:
     )
     assert (tmp_path / "report.csv").is_file()
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # A new output folder may also hold the figure: it is created before the check.
+    out = tmp_path / "new" / "dir"
+    run_report([INSTANCES / "tiny-2.json"], ["fcfs"], out_dir=out, plot=out / "fig.svg")
+    assert (out / "report.md").is_file() and (out / "fig.svg").is_file()
+    with pytest.raises(SchedlabError, match="cannot write a figure"):
+        run_report([INSTANCES / "tiny-2.json"], ["fcfs"], plot=tmp_path / "fig.txt")
 
 
 def test_plot_names_unknown_schedule(report, tmp_path) -> None:
