@@ -111,12 +111,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _read_starts(path: Path) -> Any:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise FormatError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON ({exc.msg})") from None
-    except UnicodeDecodeError:
-        raise FormatError(f"{path}: not UTF-8 text") from None
+    from schedlab.json_files import read_json
+
+    data = read_json(path, "starts file")
     if isinstance(data, dict):
         if "starts" not in data:
             raise FormatError(f"{path}: expected a list of starts or an object with 'starts'")

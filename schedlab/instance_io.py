@@ -16,8 +16,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from schedlab.errors import DataNotFoundError, FormatError, InstanceError
+from schedlab.errors import FormatError, InstanceError
 from schedlab.instance import Instance, Request
+from schedlab.json_files import read_json
 
 __all__ = ["FORMAT", "instance_from_dict", "instance_to_dict", "read_instance", "write_instance"]
 
@@ -105,16 +106,7 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
 
 def read_instance(path: str | Path) -> Instance:
     """Read an instance file; errors name the file and the place inside it."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataNotFoundError(f"{path}: no such instance file")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise FormatError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON ({exc.msg})") from None
-    except UnicodeDecodeError:
-        raise FormatError(f"{path}: not UTF-8 text") from None
-    return instance_from_dict(data, str(path))
+    return instance_from_dict(read_json(path, "instance file"), str(path))
 
 
 def write_instance(instance: Instance, path: str | Path) -> None:

@@ -58,6 +58,7 @@ from schedlab.calibration.model_shapes import get_model_shape
 from schedlab.calibration.profile_model import ProfileCostModel
 from schedlab.calibration.profiles import LLMServingSimProfile, OpTable, read_llmservingsim_profile
 from schedlab.errors import SchedlabError
+from schedlab.json_files import nan_to_null
 
 __all__ = [
     "LAYOUTS",
@@ -153,7 +154,7 @@ class CalibrationReport:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["notes"] = list(self.notes)
-        return _nan_to_none(data)
+        return nan_to_null(data)
 
     def to_text(self) -> str:
         """A plain-text table."""
@@ -179,14 +180,6 @@ class CalibrationReport:
         )
         lines.extend(self.notes)
         return "\n".join(lines)
-
-
-def _nan_to_none(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {k: _nan_to_none(v) for k, v in obj.items()}
-    if isinstance(obj, float) and math.isnan(obj):
-        return None
-    return obj
 
 
 def _split(table: OpTable, every: int) -> tuple[np.ndarray, np.ndarray]:

@@ -42,7 +42,6 @@ reserve.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import time
@@ -54,6 +53,7 @@ import numpy as np
 
 from schedlab.calibration.model_shapes import get_model_shape
 from schedlab.errors import DataNotFoundError, FormatError
+from schedlab.json_files import read_json
 from schedlab.kv_capacity import kv_token_capacity
 from schedlab.serving.cost_model import CostModel
 from schedlab.serving.engine_config import EngineConfig
@@ -127,12 +127,10 @@ class RecordedRun:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
+    """The object in ``path``, or ``{}`` where the run has no such file."""
     if not path.is_file():
         return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise FormatError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+    data = read_json(path)
     if not isinstance(data, dict):
         raise FormatError(f"{path}: expected a JSON object")
     return data

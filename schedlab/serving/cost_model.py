@@ -33,7 +33,8 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from schedlab.errors import DataNotFoundError, FormatError, UnknownNameError
+from schedlab.errors import FormatError, UnknownNameError
+from schedlab.json_files import read_json
 from schedlab.serving.errors import NonMonotoneCostModelError, ServingError
 
 __all__ = [
@@ -279,16 +280,7 @@ def cost_model_from_dict(data: Any, where: str = "cost model") -> CostModel:
 
 def load_cost_model(path: str | Path) -> CostModel:
     """Read a cost model from a JSON file (see the module docstring for the schema)."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataNotFoundError(f"{path}: no such cost-model file")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise FormatError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
-    except UnicodeDecodeError:
-        raise FormatError(f"{path}: not UTF-8 text") from None
-    return cost_model_from_dict(data, str(path))
+    return cost_model_from_dict(read_json(path, "cost-model file"), str(path))
 
 
 def save_cost_model(model: CostModel, path: str | Path) -> None:

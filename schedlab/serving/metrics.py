@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from schedlab.json_files import nan_to_null
 from schedlab.serving.errors import ServingError
 
 __all__ = ["SLO", "Distribution", "RequestRecord", "Summary", "request_itl", "summarize"]
@@ -203,15 +204,7 @@ class Summary:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON form (``nan`` becomes ``null``)."""
-        return _nan_to_none(asdict(self))
-
-
-def _nan_to_none(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {k: _nan_to_none(v) for k, v in obj.items()}
-    if isinstance(obj, float) and math.isnan(obj):
-        return None
-    return obj
+        return nan_to_null(asdict(self))
 
 
 def summarize(
