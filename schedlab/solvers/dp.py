@@ -22,13 +22,18 @@ Search
 ------
 The recursion is a shortest path over this acyclic state graph, solved by A*
 (Hart, Nilsson & Raphael 1968) with an admissible estimate: running requests still need
-``o_i - age`` rounds, and the unstarted ones obey the volume bound of
-:mod:`schedlab.bounds.volume` in the memory left free by the running ones. States whose
-estimate exceeds the best rule's objective are pruned. Two further rules keep the
-optimum reachable: identical requests start in index order, and with nothing running a
-backlog never idles (shifting everything one round earlier stays feasible). Stopped by
-``time_limit`` it returns the warm start with status ``TIME_LIMIT`` and the least
-estimate on the open list as a valid lower bound.
+``o_i - age`` rounds; the ``k``-th completion of the unstarted ones is bounded below by
+the volume bound of :mod:`schedlab.bounds.volume` in the memory left free by the running
+ones, by the ``k``-th smallest *earliest fit* ``e_i + o_i`` (the first offset at which
+``i`` alone fits beside the running load), and, for the *tall* requests
+(``2 (s_i + o_i) > M``), by a chain: two tall requests ending in rounds ``C_i <= C_j``
+satisfy ``C_j - C_i >= min(o_j, s_i + o_i + s_j + o_j - M)`` (proofs/dp_rounds.md).
+States whose estimate reaches the best rule's objective are pruned (only strictly
+better schedules are sought; if none is left, the rule's schedule is optimal). Two
+further rules keep the optimum reachable: identical requests start in index order, and
+with nothing running a backlog never idles (shifting everything one round earlier stays
+feasible). Stopped by ``time_limit`` it returns the warm start with status
+``TIME_LIMIT`` and the least estimate on the open list as a valid lower bound.
 """
 
 from __future__ import annotations
@@ -78,8 +83,18 @@ class _Model:
             for j in range(self.n)
         ]
         self.by_volume = sorted(range(self.n), key=lambda i: self.vol[i])
-        self.by_output = sorted(range(self.n), key=lambda i: self.o[i])
+        # tall requests: peaks s_i + o_i above M / 2, so no two end in the same round
+        peak = [s + o for s, o in zip(self.s, self.o, strict=True)]
+        self.tall = {i for i in range(self.n) if 2 * peak[i] > self.memory}
+        # gap[i][j]: least C_j - C_i when C_i <= C_j (see proofs/dp_rounds.md)
+        self.gap = [
+            [min(self.o[j], max(0, peak[i] + peak[j] - self.memory)) for j in range(self.n)]
+            for i in range(self.n)
+        ]
         self._profiles: dict[Running, list[int]] = {}
+        self._rises: dict[Running, list[int]] = {}
+        self._fits_at: dict[tuple[Running, int, int], int] = {}
+        self._apart: dict[int, list[int]] = {}
 
     def profile(self, running: Running) -> list[int]:
         """Tokens held in rounds ``t, t+1, ...`` by ``running`` ((request, age) pairs)."""
@@ -93,25 +108,80 @@ class _Model:
             self._profiles[running] = load
         return load
 
-    def fits(self, running: Running) -> bool:
-        return max(self.profile(running), default=0) <= self.memory
+    def aged(self, running: Running) -> Running:
+        """``running`` one round later, without the requests that complete."""
+        aged = tuple((i, age + 1) for i, age in running if age + 1 < self.o[i])
+        if aged not in self._profiles:
+            self._profiles[aged] = self.profile(running)[1:]
+        return aged
 
-    def estimate(self, t: int, unstarted: int, running: Running, load: list[int]) -> int:
-        """Admissible lower bound on the cost of rounds ``t, t+1, ...``.
+    def grown(self, running: Running, i: int) -> Running:
+        """``running`` with request ``i`` started now (its profile derived from ``running``'s)."""
+        grown = tuple(sorted((*running, (i, 0))))
+        if grown not in self._profiles:
+            load, base, o = self.profile(running), self.s[i] + 1, self.o[i]
+            load = load + [0] * (o - len(load))
+            self._profiles[grown] = [x + base + d for d, x in enumerate(load[:o])] + load[o:]
+        return grown
 
-        ``load`` is the profile of ``running`` from round ``t`` on.
+    def rise(self, running: Running) -> list[int]:
+        """``load[d] + d`` for the profile of ``running`` (memoised)."""
+        rise = self._rises.get(running)
+        if rise is None:
+            rise = [x + d for d, x in enumerate(self.profile(running))]
+            self._rises[running] = rise
+        return rise
+
+    def earliest_fit(self, i: int, e: int, running: Running) -> int:
+        """Least offset ``e' >= e`` at which request ``i`` alone fits beside ``running``.
+
+        Started ``e'`` rounds after ``t``, ``i`` holds ``s_i + d + 1`` in round
+        ``t + e' + d``, so it fits iff ``load[e'+d] + e' + d <= M - s_i - 1 + e'`` for
+        ``0 <= d < o_i``. Requests started later only add load, so no feasible schedule
+        starts ``i`` earlier than ``t + e'``.
         """
+        key = (running, i, e)
+        found = self._fits_at.get(key)
+        if found is None:
+            rise, o, limit = self.rise(running), self.o[i], self.memory - self.s[i] - 1
+            found = e
+            while found < len(rise) and max(rise[found : found + o]) - found > limit:
+                found += 1
+            self._fits_at[key] = found
+        return found
+
+    def apart(self, tall: list[int]) -> list[int]:
+        """Sorted ``min_{i != j} gap[i][j]`` over ``j`` in ``tall`` (memoised by set)."""
+        key = sum(1 << i for i in tall)
+        apart = self._apart.get(key)
+        if apart is None:
+            apart = sorted(min(self.gap[i][j] for i in tall if i != j) for j in tall)
+            self._apart[key] = apart
+        return apart
+
+    def estimate(self, t: int, unstarted: int, running: Running) -> int:
+        """Admissible lower bound on the cost of rounds ``t, t+1, ...``."""
+        load = self.profile(running)
         total = sum(self.o[i] - age for i, age in running)
         if not unstarted:
             return total
-        if t >= self.amax:
-            ends = [self.o[i] for i in self.by_output if unstarted >> i & 1]
-            waits = 0
-        else:
-            ends = sorted(
-                max(self.a[i] - t, 0) + self.o[i] for i in range(self.n) if unstarted >> i & 1
-            )
-            waits = sum(max(self.a[i] - t, 0) for i in range(self.n) if unstarted >> i & 1)
+        ends = {
+            i: self.earliest_fit(i, max(self.a[i] - t, 0), running) + self.o[i]
+            for i in range(self.n)
+            if unstarted >> i & 1
+        }
+        tall = [i for i in ends if i in self.tall]
+        if len(tall) < 2:
+            bounds = sorted(ends.values())
+        else:  # completions of tall requests lie apart (``gap``)
+            apart = self.apart(tall)
+            chain = sorted(ends[i] for i in tall)
+            first, least = chain[0], apart[0]
+            for k in range(1, len(chain)):
+                first += apart[k - 1]
+                chain[k] = max(chain[k], chain[k - 1] + least, first)
+            bounds = sorted(chain + [ends[i] for i in ends if i not in self.tall])
+        waits = sum(max(self.a[i] - t, 0) for i in range(self.n) if unstarted >> i & 1)
         area, d, room, k = 0, 0, 0, 0
         memory, length = self.memory, len(load)
         for i in self.by_volume:
@@ -121,7 +191,7 @@ class _Model:
             while room < area:  # least D with free(0) + ... + free(D-1) >= area
                 room += memory - load[d] if d < length else memory
                 d += 1
-            total += max(d, ends[k])
+            total += max(d, bounds[k])
             k += 1
         return total - waits
 
@@ -142,10 +212,10 @@ class _Model:
                 return
             yield from extend(pos + 1, chosen, current)
             i = ready[pos]
-            if all(not (unstarted >> j & 1) or j in chosen for j in self.twin[i]):
-                grown = tuple(sorted((*current, (i, 0))))
-                if self.fits(grown):
-                    yield from extend(pos + 1, [*chosen, i], grown)
+            twins_started = all(not (unstarted >> j & 1) or j in chosen for j in self.twin[i])
+            # ``i`` fits beside ``current`` iff load(d) + s_i + d + 1 <= M for d < o_i
+            if twins_started and self.earliest_fit(i, 0, current) == 0:
+                yield from extend(pos + 1, [*chosen, i], self.grown(current, i))
 
         yield from extend(0, [], running)
 
@@ -180,9 +250,10 @@ def solve_dp(
     upper = int((warm + instance.output - instance.arrival).sum())
     start: State = (0, (1 << model.n) - 1, ())
     best_g: dict[State, int] = {start: 0}
+    estimates: dict[State, int] = {}
     parent: dict[State, tuple[State, tuple[int, ...]]] = {}
     counter = itertools.count()
-    heap = [(model.estimate(0, start[1], (), []), 0, next(counter), 0, start)]
+    heap = [(model.estimate(0, start[1], ()), 0, next(counter), 0, start)]
     expanded = 0
     goal: State | None = None
     while heap:
@@ -201,14 +272,17 @@ def solve_dp(
             1 for i in range(model.n) if unstarted >> i & 1 and model.a[i] <= t
         )
         for chosen, new in model.choices(t, unstarted, running):
-            aged = tuple((i, age + 1) for i, age in new if age + 1 < model.o[i])
+            aged = model.aged(new)
             left = unstarted & ~sum(1 << i for i in chosen)
             nxt: State = (min(t + 1, model.amax), left, aged)
             g2 = g + cost
             if g2 >= best_g.get(nxt, math.inf):
                 continue
-            f2 = g2 + model.estimate(t + 1, left, aged, model.profile(new)[1:])
-            if f2 > upper:
+            h = estimates.get(nxt)
+            if h is None:
+                h = estimates[nxt] = model.estimate(t + 1, left, aged)
+            f2 = g2 + h
+            if f2 >= upper:  # only strictly better schedules are sought
                 continue
             best_g[nxt] = g2
             parent[nxt] = (state, tuple(chosen))
