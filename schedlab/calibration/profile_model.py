@@ -50,8 +50,13 @@ Modelling choices (each one documented, none fitted to a serving run):
   is not in the shared data, and LLMServingSim's simulator falls back to the same
   constant then. The profiler's own ablation (``fit_alpha.py``) reports that the pooled
   constant removes the bias of :math:`\alpha = 0` (mean signed error -6.2 % to -0.8 %)
-  without sharpening per-batch accuracy. The simulator passes :math:`k_{\max}` through
-  the optional ``decode_kv_max`` keyword
+  without sharpening per-batch accuracy. The constant is dominated by batches that
+  carry a prefill chunk: rebuilt from ``meta.yaml`` ``skew_profile.grid`` by the
+  profiler's case construction, decode-only batches are 2.3 % of the skew cases and
+  0.56 % of the fit's weight (``python benchmarks/replay_vllm.py --diagnose``), so for
+  decode-only batches it is an extrapolation across regimes, not a measurement; the
+  profile does not say whether it is too large or too small there. The simulator
+  passes :math:`k_{\max}` through the optional ``decode_kv_max`` keyword
   (:class:`~schedlab.serving.cost_model.CostModel`); callers that do not (SLOWeave's
   chunk search) get the uniform value. :math:`\alpha` is a property of the profile,
   fitted on GPU measurements only, never on a serving run.
