@@ -8,20 +8,27 @@ with ``in_best=True``. Every bound's validity is proven in ``proofs/``.
     ``sum_i o_i``: request ``i`` is active for ``o_i`` rounds, so ``C_i - a_i >= o_i``.
 ``volume`` (:mod:`schedlab.bounds.volume`)
     Memory-time area and output lengths of the k first completions, ``O(n log n)``.
+``mean-busy-time`` (:mod:`schedlab.bounds.mean_busy_time`)
+    The volume bound with each request's memory profile (mean busy times and parallel
+    inequalities), ``O(n log n)``: the fluid relaxation's value, as tight as the LP on
+    large backlogs.
 ``lp`` (:mod:`schedlab.bounds.time_indexed`)
     Time-indexed LP relaxation (rows aggregated into at most a few hundred blocks) by
-    column generation, certified by the Lagrangian value of its duals for any horizon.
-
+    column generation, certified by the Lagrangian value of its duals for any horizon;
+    in ``best`` for ``SPACING_MAX_N < n < LARGE_N``.
+``completion-spacing`` (:mod:`schedlab.bounds.completion_spacing`)
+    The LP's Lagrangian with the memory that integer schedules must leave free between
+    completions (every running request grows one token per round until the next
+    completion): strictly above the LP on mixed backlogs. Dense in the start times, so
+    ``best`` uses it for ``n <= SPACING_MAX_N`` (in place of ``lp`` and ``lagrangian``).
 ``lagrangian`` (:mod:`schedlab.bounds.lagrangian`)
     The same Lagrangian bound with prices from the volume bound's fluid schedule and
-    subgradient steps, no LP: cheap per step, so ``best`` always runs it, and from
-    ``n >= LARGE_N`` on it replaces ``lp``.
+    subgradient steps, no LP: cheap per step; ``best`` runs it from
+    ``n > SPACING_MAX_N`` on, and from ``n >= LARGE_N`` on it replaces ``lp``.
 
-``best`` runs them in that order, each given half of what is left of ``time_limit``
-(the last one all of it); with
-``time_limit=None`` it gives the LP :data:`BEST_DEFAULT_TIME_LIMIT` seconds, enough to
-converge for a mixed backlog of a few hundred requests and to improve clearly on the
-volume bound at ``n = 1,000 .. 10,000`` (figures in ``benchmarks/bounds_scaling.py``).
+``best`` runs the methods chosen for the instance in that order, each given half of what
+is left of ``time_limit`` (the last one all of it); with ``time_limit=None`` it gives them
+:data:`BEST_DEFAULT_TIME_LIMIT` seconds. Figures: ``benchmarks/bounds_scaling.py``.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ __all__ = [
     "BEST_DEFAULT_TIME_LIMIT",
     "BOUNDS",
     "LARGE_N",
+    "SPACING_MAX_N",
     "Bound",
     "BoundFn",
     "lower_bound",
@@ -49,6 +57,10 @@ BEST_DEFAULT_TIME_LIMIT = 60.0
 
 #: From this many requests on, ``best`` skips ``lp`` (its master LP grows too large).
 LARGE_N = 1500
+
+#: Up to this many requests ``best`` runs ``completion-spacing`` (which solves the LP
+#: itself) instead of ``lp`` and ``lagrangian``.
+SPACING_MAX_N = 300
 
 
 @dataclass(frozen=True)
@@ -161,5 +173,7 @@ def _load_builtin() -> None:
     """Import the modules that register the built-in bounds (idempotent)."""
     # registration order is the order "best" runs them in: cheap bounds first
     import schedlab.bounds.volume  # noqa: I001
+    import schedlab.bounds.mean_busy_time
     import schedlab.bounds.time_indexed
+    import schedlab.bounds.completion_spacing
     import schedlab.bounds.lagrangian  # noqa: F401

@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from schedlab.bounds import Bound, register_bound
+from schedlab.bounds import SPACING_MAX_N, Bound, register_bound
 from schedlab.bounds.time_indexed import block_loads, lagrangian_bound, uniform_blocks
 from schedlab.bounds.volume import volume_completions
 from schedlab.instance import Instance
@@ -103,7 +103,7 @@ def lagrangian_bound_search(
     }
 
 
-@register_bound("lagrangian")
+@register_bound("lagrangian", in_best=lambda instance: instance.n > SPACING_MAX_N)
 def lagrangian(instance: Instance, *, time_limit: float | None = None) -> Bound:
     """Fluid prices improved by subgradient steps; valid at any size (see module docs)."""
     began = time.perf_counter()

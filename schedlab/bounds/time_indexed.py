@@ -52,7 +52,7 @@ from typing import Any
 import highspy
 import numpy as np
 
-from schedlab.bounds import LARGE_N, Bound, register_bound
+from schedlab.bounds import LARGE_N, SPACING_MAX_N, Bound, register_bound
 from schedlab.instance import Instance
 from schedlab.list_scheduling import list_schedule
 from schedlab.solvers.rules import priority_order
@@ -105,6 +105,9 @@ class LPRelaxation:
         Rounds per aggregated memory row (the last block may be shorter).
     stats
         Iterations, columns, and the bound after each iteration.
+    bounds, prices
+        The block boundaries and the block prices ``μ`` of the best ``L(μ)`` (zero
+        prices when no iteration improved on the trivial bound).
     """
 
     value: float
@@ -115,6 +118,8 @@ class LPRelaxation:
     horizon: int = 0
     block: int = 1
     stats: dict[str, Any] = field(default_factory=dict)
+    bounds: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+    prices: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
 def uniform_blocks(horizon: int, max_blocks: int = DEFAULT_MAX_BLOCKS) -> np.ndarray:
@@ -220,13 +225,23 @@ def price_starts(
 
 
 def start_costs(
-    instance: Instance, bounds: np.ndarray, mu: np.ndarray, tau: np.ndarray
+    instance: Instance,
+    bounds: np.ndarray,
+    mu: np.ndarray,
+    tau: np.ndarray,
+    requests: np.ndarray | None = None,
 ) -> np.ndarray:
-    """``f_i(τ_i)`` of each request ``i`` at the given starts ``τ_i >= a_i``."""
+    """``f_i(τ)`` at the given starts ``τ >= a_i``: of request ``i`` at ``tau[i]``, or of
+    request ``requests[j]`` at ``tau[j]`` when ``requests`` is given."""
     prices = _Prices(bounds, np.asarray(mu, dtype=float))
     tau = np.asarray(tau, dtype=np.int64)
+    req = np.arange(instance.n) if requests is None else np.asarray(requests)
     value, _, _ = _cost(
-        prices, tau, instance.prompt.astype(float), instance.output, instance.arrival
+        prices,
+        tau,
+        instance.prompt[req].astype(float),
+        instance.output[req],
+        instance.arrival[req],
     )
     return value
 
@@ -458,10 +473,12 @@ def lp_relaxation(
             "rows": nblocks,
             "history": history,
         },
+        bounds=bounds,
+        prices=center,
     )
 
 
-@register_bound("lp", in_best=lambda instance: instance.n < LARGE_N)
+@register_bound("lp", in_best=lambda instance: SPACING_MAX_N < instance.n < LARGE_N)
 def lp_bound(instance: Instance, *, time_limit: float | None = None) -> Bound:
     """The certified Lagrangian value of :func:`lp_relaxation`, rounded up (see module docs)."""
     relax = lp_relaxation(instance, time_limit=time_limit)

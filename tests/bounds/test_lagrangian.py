@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings
 
-from schedlab.bounds import BOUNDS, LARGE_N, lower_bound
+from schedlab.bounds import BOUNDS, LARGE_N, SPACING_MAX_N, lower_bound
 from schedlab.bounds.lagrangian import fluid_prices, lagrangian_bound_search
 from schedlab.bounds.time_indexed import uniform_blocks
 from schedlab.bounds.volume import volume_bound
@@ -40,11 +40,13 @@ def test_tighter_than_volume_on_a_mixed_backlog() -> None:
 def test_best_chooses_methods_by_size() -> None:
     in_best = BOUNDS["lp"][1]
     assert callable(in_best)
-    assert in_best(mixed_backlog(10, seed=0))
+    assert not in_best(mixed_backlog(SPACING_MAX_N, seed=0))  # completion-spacing has the LP
+    assert in_best(mixed_backlog(SPACING_MAX_N + 1, seed=0))
     assert not in_best(mixed_backlog(LARGE_N, seed=0))
     assert lower_bound(mixed_backlog(10, seed=0), time_limit=5).stats["values"].keys() == {
         "trivial",
         "volume",
-        "lp",
-        "lagrangian",
+        "mean-busy-time",
+        "completion-spacing",
     }
+    assert BOUNDS["lagrangian"][1](mixed_backlog(LARGE_N, seed=0))
