@@ -3,8 +3,9 @@
 Run: ``python benchmarks/local_search_speed.py [--seconds 10 60] [--seeds 3]
 [--instance instances/mixed-n1000.json]``. Starting from the best rule's order, runs
 :func:`~schedlab.solvers.local_search.improve_order` for each time budget and
-evaluation setting (exact: ``screen=None``; screened: the default ``screen=8``) and
-prints medians over seeds of: moves evaluated per second, positions decoded per move
+setting (first improvement, exact: ``screen=None``; first improvement, screened: the
+default ``screen=8``; late acceptance, exact, ``--late-window`` positions) and prints
+medians over seeds of: moves evaluated per second, positions decoded per move
 (a full decode is ``n``), evaluations that stopped where the runs met, and the strict
 objective reached.
 """
@@ -28,22 +29,37 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--instance", type=Path, default=ROOT / "instances/mixed-n1000.json")
     parser.add_argument("--window", type=int, default=20)
+    parser.add_argument("--late-window", type=int, default=5)
     args = parser.parse_args()
     inst = read_instance(args.instance)
     start, name = best_start_order(inst)
     base = int((list_schedule(inst, start) + inst.output).sum())
     print(f"{inst.name}: n = {inst.n}, start order {name}, strict objective {base}")
-    print("seconds, screen, median moves/s, median decoded/move, median met, median objective")
+    settings = (
+        ("first", None, args.window),
+        ("first", 8, args.window),
+        ("late", None, args.late_window),
+    )
+    print(
+        "seconds, strategy, screen, window, median moves/s, median decoded/move, "
+        "median met, median objective"
+    )
     for seconds in args.seconds:
-        for screen in (None, 8):
+        for strategy, screen, window in settings:
             rows = [
                 improve_order(
-                    inst, start, time_limit=seconds, seed=seed, screen=screen, window=args.window
+                    inst,
+                    start,
+                    time_limit=seconds,
+                    seed=seed,
+                    strategy=strategy,
+                    screen=screen,
+                    window=window,
                 )[1]
                 for seed in range(args.seeds)
             ]
             print(
-                f"{seconds:g}, {screen}, "
+                f"{seconds:g}, {strategy}, {screen}, {window}, "
                 f"{statistics.median(r['moves_per_s'] for r in rows):.0f}, "
                 f"{statistics.median(r['decoded_per_move'] for r in rows):.0f}, "
                 f"{statistics.median(r['met'] for r in rows):.0f}, "

@@ -31,6 +31,7 @@ SOLVERS = (
     "local-search",
     "sorted-lp",
     "lp-swap",
+    "lp-search",
     "receding-horizon",
 )
 

@@ -8,11 +8,17 @@ strict list-scheduling engine makes of it. Moves:
 
 Both pick ``i`` uniformly and ``j`` within ``window`` positions of ``i`` (seeded
 ``numpy.random.Generator``). ``first`` improvement accepts the first improving move;
-``best`` samples ``neighbours`` moves and accepts the best improving one. The search
-starts from the best of the list-scheduling rules (and Sorted-F's batch order), stops at
-``time_limit`` (required: local search has no natural end) or after ``max_moves``, and
-returns the best of the strict and backfilling decodes of the best order and MC-SF's
-schedule (so it is never worse than the best rule).
+``best`` samples ``neighbours`` moves and accepts the best improving one; ``late``
+is late-acceptance hill climbing (Burke and Bykov, "The late acceptance hill-climbing
+heuristic", European Journal of Operational Research 258(1), 2017): move ``k`` is
+accepted when its objective is at most the current one or at most the one current
+``history`` moves earlier (the ``k mod history`` entry of a list, overwritten by the
+current objective after every move), so it may walk through worse orders; the best
+order seen is returned. The ``local-search`` solver starts from the best of the
+list-scheduling rules (and Sorted-F's batch order), stops at ``time_limit`` (10 s by
+default: local search has no natural end) or after ``max_moves``, and returns the best
+of the strict and backfilling decodes of the best order and MC-SF's schedule (so it is
+never worse than the best rule).
 
 Incremental evaluation
 ----------------------
@@ -38,7 +44,8 @@ two, which shift others, and on the mixed backlogs the two runs seldom meet agai
 is abandoned there unless the start changes so far are negative *and* so is that sum
 plus the last change times the positions left (a heuristic cut: an abandoned move may
 in fact improve). Moves that pass every screen are decoded exactly, and only
-exact improvements are accepted. With releases, every move is evaluated
+exact improvements are accepted (``late``: a move is cut where the estimate exceeds
+the objective it may reach and still be accepted). With releases, every move is evaluated
 by a full :func:`~schedlab.list_scheduling.list_schedule` call.
 """
 
@@ -46,6 +53,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from math import inf
 from typing import Any
 
 import numpy as np
@@ -65,7 +73,13 @@ from schedlab.solvers import register_solver
 from schedlab.solvers.rules import RULES, priority_order
 from schedlab.solvers.sorted_f import batch_order, sorted_f_batches
 
-__all__ = ["Move", "OrderEvaluator", "best_start_order", "improve_order"]
+__all__ = ["STRATEGIES", "Move", "OrderEvaluator", "best_start_order", "improve_order"]
+
+#: Acceptance rules of :func:`improve_order` (module docs).
+STRATEGIES: tuple[str, ...] = ("first", "best", "late")
+
+#: Objective given to a move the screen cut off (worse than any schedule).
+_SCREENED = 2**62
 
 
 @dataclass(frozen=True)
@@ -135,11 +149,14 @@ class OrderEvaluator:
         return self.total + self.output_total
 
     def evaluate(
-        self, order: list[int], lo: int, hi: int, screen: int | None = None
+        self, order: list[int], lo: int, hi: int, screen: int | None = None, allow: int = -1
     ) -> Move | None:
         """Decode ``order``, equal to the current order outside ``lo..hi``, incrementally.
 
-        Returns ``None`` only when ``screen`` cut the move off (module docs).
+        Returns ``None`` only when ``screen`` cut the move off (module docs): at a
+        screening position the move is abandoned unless the change of the total so far,
+        and that change plus the last start change times the positions left, are both
+        at most ``allow`` (``-1``: the move must look improving).
         """
         every, starts, states = self.every, self.starts, self.states
         n = len(order)
@@ -168,7 +185,7 @@ class OrderEvaluator:
             if (
                 position in cuts
                 and max(change, change + (new_starts[-1] - starts[position - 1]) * (n - position))
-                >= 0
+                > allow
             ):
                 self.decoded += position - base
                 return None
@@ -239,28 +256,36 @@ def improve_order(
     instance: Instance,
     order: np.ndarray,
     *,
-    time_limit: float,
+    time_limit: float | None,
     seed: int = 0,
     strategy: str = "first",
     window: int = 20,
     neighbours: int = 20,
+    history: int = 150,
     screen: int | None = 8,
     max_moves: int | None = None,
     checkpoint: int | None = None,
 ) -> tuple[np.ndarray, dict[str, Any]]:
-    """Improve ``order`` by swap / insert moves for ``time_limit`` seconds.
+    """Improve ``order`` by swap / insert moves for ``time_limit`` seconds (module docs).
 
-    Returns the best order found and statistics: moves evaluated and accepted, moves
-    per second, positions decoded per move (backlogs; a full decode is ``n``), full
-    decodes (with releases), and the strict objective reached.
+    Stops at ``time_limit`` (``None``: none) or after ``max_moves`` moves, whichever
+    comes first; at least one of them must be set. ``history`` is the late-acceptance
+    list length (``strategy="late"`` only). Returns the best order found and
+    statistics: moves evaluated and accepted, moves per second, positions decoded per
+    move (backlogs; a full decode is ``n``), full decodes (with releases), and the
+    strict objective reached.
     """
-    if strategy not in ("first", "best"):
-        raise SchedlabError(f"local-search: strategy must be 'first' or 'best', got {strategy!r}")
-    if window < 1 or neighbours < 1:
-        raise SchedlabError("local-search: window and neighbours must be >= 1")
+    if strategy not in STRATEGIES:
+        raise SchedlabError(
+            f"local-search: strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}"
+        )
+    if window < 1 or neighbours < 1 or history < 1:
+        raise SchedlabError("local-search: window, neighbours and history must be >= 1")
+    if time_limit is None and max_moves is None:
+        raise SchedlabError("local-search: set time_limit or max_moves (the search has no end)")
     rng = np.random.default_rng(seed)
     began = time.perf_counter()
-    deadline = began + time_limit
+    deadline = inf if time_limit is None else began + time_limit
     n = instance.n
     current = check_order(order, n)
     moves = full = accepted = 0
@@ -268,24 +293,46 @@ def improve_order(
         return np.array(current), {"moves": 0, "accepted": 0, "full_evaluations": 0}
     backlog = int(instance.arrival.max()) == 0
     evaluator = OrderEvaluator(instance, np.array(current), checkpoint) if backlog else None
+
+    def evaluate(candidate: list[int], lo: int, hi: int, allow: int) -> tuple[int, Move | None]:
+        """Objective of ``candidate`` (``inf``-like when screened out) and its move."""
+        nonlocal full
+        if evaluator is None:
+            full += 1
+            return total_latency(instance, list_schedule(instance, candidate)), None
+        move = evaluator.evaluate(candidate, lo, hi, screen, allow)
+        if move is None:
+            return _SCREENED, None
+        return move.total + evaluator.output_total, move
+
     value = (
         evaluator.objective()
         if evaluator
         else total_latency(instance, list_schedule(instance, current))
     )
+    best_value, best_order = value, current
+    late = [value] * history  # late-acceptance list (strategy "late")
     while time.perf_counter() < deadline and (max_moves is None or moves < max_moves):
+        if strategy == "late":
+            candidate, lo, hi = _neighbour(current, rng, window)
+            threshold = max(late[moves % history], value)
+            total, move = evaluate(candidate, lo, hi, threshold - value)
+            if total <= threshold:
+                value, current = total, candidate
+                if move is not None and evaluator is not None:
+                    evaluator.accept(candidate, move)
+                accepted += 1
+                if value < best_value:
+                    best_value, best_order = value, current
+            late[moves % history] = value
+            moves += 1
+            continue
         tries = 1 if strategy == "first" else neighbours
         best: tuple[int, list[int], Move | None] | None = None
         for _ in range(tries):
             candidate, lo, hi = _neighbour(current, rng, window)
             moves += 1
-            if evaluator is not None:
-                move = evaluator.try_move(candidate, lo, hi, screen)
-                total = value if move is None else move.total + evaluator.output_total
-            else:
-                full += 1
-                move = None
-                total = total_latency(instance, list_schedule(instance, candidate))
+            total, move = evaluate(candidate, lo, hi, -1)
             if total < value and (best is None or total < best[0]):
                 best = (total, candidate, move)
         if best is not None:
@@ -293,15 +340,16 @@ def improve_order(
             if evaluator is not None and move is not None:
                 evaluator.accept(current, move)
             accepted += 1
+            best_value, best_order = value, current
     elapsed = time.perf_counter() - began
-    return np.array(current, dtype=np.int64), {
+    return np.array(best_order, dtype=np.int64), {
         "moves": moves,
         "accepted": accepted,
         "decoded_per_move": evaluator.decoded / moves if evaluator and moves else float(n),
         "met": evaluator.met if evaluator else 0,
         "full_evaluations": full,
         "moves_per_s": moves / elapsed if elapsed > 0 else 0.0,
-        "objective_strict": value,
+        "objective_strict": best_value,
     }
 
 
@@ -314,6 +362,7 @@ def local_search(
     strategy: str = "first",
     window: int = 20,
     neighbours: int = 20,
+    history: int = 150,
     screen: int | None = 8,
     max_moves: int | None = None,
     **options: Any,
@@ -338,6 +387,7 @@ def local_search(
         strategy=strategy,
         window=window,
         neighbours=neighbours,
+        history=history,
         screen=screen,
         max_moves=max_moves,
     )

@@ -1,6 +1,6 @@
 """Solvers guided by the time-indexed LP relaxation (Wang, Ye, Zhou, arXiv 2508.06133).
 
-Both use :func:`schedlab.bounds.time_indexed.lp_relaxation`, whose fractional solution
+All three use :func:`schedlab.bounds.time_indexed.lp_relaxation`, whose fractional solution
 gives every request a mean start ``bar p_i = sum_t t x_{i,t}``, and whose certified value
 is returned as the solver's lower bound.
 
@@ -17,12 +17,26 @@ is returned as the solver's lower bound.
     kept. Passes repeat until one changes nothing or the time is up. Moves are
     evaluated incrementally with :class:`~schedlab.solvers.local_search.OrderEvaluator`
     on backlogs, by full decoding otherwise.
+``lp-search``
+    ``lp-swap``'s repaired order, improved further by late-acceptance hill climbing
+    (:func:`~schedlab.solvers.local_search.improve_order` with ``strategy="late"``,
+    moves within ``neighbourhood`` positions, exact incremental evaluation) for
+    ``moves`` moves; the strict decode of the best order is then compacted by
+    :func:`~schedlab.solvers.left_shift.left_shift`, and the best of the strict, the
+    left-shifted strict and the backfilling decodes is returned. With
+    ``time_limit=None`` every phase runs to its end (LP to convergence, repair until a
+    pass changes nothing, all ``moves``), so the result depends only on the instance
+    and ``seed``. With a time limit, the LP gets a quarter of it, the repair runs until
+    half of it has passed, and the search stops at nine tenths; a phase cut short makes
+    the result depend on the machine's speed.
 
-Half of ``time_limit`` (default 10 s when ``None``) goes to the LP.
+For ``sorted-lp`` and ``lp-swap``, half of ``time_limit`` (default 10 s when ``None``)
+goes to the LP.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -34,7 +48,8 @@ from schedlab.list_scheduling import decode_best, list_schedule
 from schedlab.result import SolverOutput
 from schedlab.schedule import total_latency
 from schedlab.solvers import register_solver
-from schedlab.solvers.local_search import OrderEvaluator
+from schedlab.solvers.left_shift import left_shift
+from schedlab.solvers.local_search import OrderEvaluator, improve_order
 
 __all__ = ["lp_order", "lp_swap_repair"]
 
@@ -45,7 +60,7 @@ def lp_order(instance: Instance, relaxation: LPRelaxation) -> np.ndarray:
     return np.lexsort((np.arange(instance.n), instance.output, mean))
 
 
-def _relax(instance: Instance, time_limit: float) -> LPRelaxation:
+def _relax(instance: Instance, time_limit: float | None) -> LPRelaxation:
     return lp_relaxation(instance, time_limit=time_limit)
 
 
@@ -62,11 +77,12 @@ def lp_swap_repair(
     order: np.ndarray,
     mean_start: np.ndarray,
     *,
-    time_limit: float,
+    time_limit: float | None,
     window: int = 64,
 ) -> tuple[np.ndarray, dict[str, int]]:
-    """The LP-guided insertion repair of ``lp-swap`` (module docs)."""
-    deadline = time.perf_counter() + time_limit
+    """The LP-guided insertion repair of ``lp-swap`` (module docs); ``time_limit=None``:
+    until a pass changes nothing."""
+    deadline = math.inf if time_limit is None else time.perf_counter() + time_limit
     current = [int(i) for i in order]
     backlog = int(instance.arrival.max()) == 0
     evaluator = OrderEvaluator(instance, np.array(current)) if backlog else None
@@ -153,4 +169,81 @@ def lp_swap(
         starts,
         lower_bound=relaxation.value,
         stats={**stats, **repair, **_lp_stats(relaxation)},
+    )
+
+
+@register_solver("lp-search")
+def lp_search(
+    instance: Instance,
+    *,
+    time_limit: float | None = None,
+    seed: int = 0,
+    window: int = 64,
+    moves: int = 30_000,
+    history: int = 150,
+    neighbourhood: int = 5,
+    **options: Any,
+) -> SolverOutput:
+    """``lp-swap``, then late-acceptance search and a left-shift pass (module docs).
+
+    Parameters
+    ----------
+    time_limit
+        Wall seconds (``None``: every phase runs to its end; see module docs).
+    seed
+        Seed of the search's moves.
+    window
+        ``lp-swap``'s repair window.
+    moves
+        Moves of the late-acceptance search.
+    history
+        Its late-acceptance list length.
+    neighbourhood
+        The second position of a move lies within this many positions of the first.
+    """
+    if options:
+        raise TypeError(f"lp-search: unknown option(s) {', '.join(sorted(options))}")
+    began = time.perf_counter()
+
+    def until(share: float) -> float | None:
+        """Seconds left until ``share`` of the time limit has passed (``None``: no limit)."""
+        if time_limit is None:
+            return None
+        return max(share * time_limit - (time.perf_counter() - began), 1e-3)
+
+    relaxation = _relax(instance, until(0.25))
+    lp_done = time.perf_counter()
+    order = lp_order(instance, relaxation)
+    order, repair = lp_swap_repair(
+        instance, order, relaxation.mean_start, time_limit=until(0.5), window=window
+    )
+    repaired = total_latency(instance, list_schedule(instance, order))
+    repair_done = time.perf_counter()
+    order, search = improve_order(
+        instance,
+        order,
+        time_limit=until(0.9),
+        seed=seed,
+        strategy="late",
+        window=neighbourhood,
+        history=history,
+        screen=None,
+        max_moves=moves,
+    )
+    search_done = time.perf_counter()
+    shifted, shift = left_shift(instance, list_schedule(instance, order))
+    starts, stats = decode_best(instance, order, {"strict+left-shift": shifted})
+    return SolverOutput(
+        starts,
+        lower_bound=relaxation.value,
+        stats={
+            **stats,
+            **_lp_stats(relaxation),
+            "repair": repair,
+            "repaired_objective": repaired,
+            "repair_s": repair_done - lp_done,
+            "search": search,
+            "search_s": search_done - repair_done,
+            "left_shift": shift,
+        },
     )

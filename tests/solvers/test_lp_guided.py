@@ -10,6 +10,7 @@ from schedlab.bounds.time_indexed import LPRelaxation
 from schedlab.instance import Instance
 from schedlab.list_scheduling import list_schedule
 from schedlab.solvers.lp_guided import lp_order, lp_swap_repair
+from schedlab.workloads import mixed_backlog
 from tests.conftest import INSTANCES
 
 TINY = sorted(INSTANCES.glob("tiny-*.json"))
@@ -59,3 +60,44 @@ def test_unknown_option() -> None:
     inst = Instance.from_arrays(4, [0], [3])
     with pytest.raises(TypeError, match="unknown option"):
         solve(inst, "sorted-lp", colour=1)
+
+
+@pytest.mark.parametrize("path", TINY, ids=lambda p: p.stem)
+def test_lp_search_tiny_instances(path) -> None:
+    inst = read_instance(path)
+    result = solve(inst, "lp-search", moves=200, bound=None)
+    assert verify(inst, result.starts) == []
+    optimum = inst.meta["optimum"]
+    assert result.objective >= optimum
+    assert result.lower_bound is not None and result.lower_bound <= optimum + 1e-6
+
+
+def test_lp_search_is_seeded_and_never_worse_than_its_repair() -> None:
+    inst = mixed_backlog(40, seed=5)
+    runs = [solve(inst, "lp-search", seed=11, moves=400, bound=None) for _ in range(2)]
+    assert runs[0].starts.tolist() == runs[1].starts.tolist()  # no time limit: same seed, same run
+    result = runs[0]
+    assert verify(inst, result.starts) == []
+    stats = result.stats
+    assert stats["search"]["moves"] == 400
+    # the search returns the best order it saw (starting from the repaired one), and
+    # the answer is the best of its decodes (strict, left-shifted strict, backfilling)
+    assert result.objective <= stats["search"]["objective_strict"] <= stats["repaired_objective"]
+    assert result.objective <= stats["objectives"]["strict+left-shift"]
+
+
+def test_lp_search_with_releases_and_a_time_limit() -> None:
+    inst = Instance.from_arrays(12, [0, 3, 5, 2, 1], [3, 1, 4, 2, 5], [0, 0, 2, 3, 3])
+    result = solve(inst, "lp-search", time_limit=2, moves=50, bound=None)
+    assert verify(inst, result.starts) == []
+    with pytest.raises(TypeError, match="unknown option"):
+        solve(inst, "lp-search", colour=1)
+
+
+def test_lp_search_stops_at_its_time_limit() -> None:
+    # a move budget no machine finishes in 2 s: the time limit must end the search
+    inst = mixed_backlog(60, seed=1)
+    result = solve(inst, "lp-search", time_limit=2, moves=10**7, bound=None)
+    assert verify(inst, result.starts) == []
+    assert result.stats["search"]["moves"] < 10**7
+    assert result.runtime < 2 + 3  # the final decodes and left shift run after the search
