@@ -22,10 +22,10 @@ from schedlab.workloads import mixed_backlog
 ROOT = Path(__file__).resolve().parents[1]
 SOLVERS = (
     "fcfs",
-    "sof",
     "total-size",
     "svf",
     "mc-sf",
+    "mc-sf-backfill",
     "sorted-f-seq",
     "sorted-f",
     "local-search",

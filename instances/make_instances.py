@@ -19,7 +19,7 @@ from schedlab import Instance, solve, write_instance
 from schedlab.workloads import DEFAULT_MEMORY, jaillet_instance, mixed_backlog
 
 HERE = Path(__file__).parent
-RULES = ("fcfs", "sof", "total-size", "svf", "mc-sf")
+RULES = ("fcfs", "sof", "total-size", "svf", "mc-sf-backfill")
 
 
 def tiny_instances(count: int = 6, seed: int = 2026) -> list[Instance]:

@@ -16,14 +16,15 @@ from schedlab.solve import available_solvers, check_time_limit, solve
 
 __all__ = ["DEFAULT_SOLVERS", "Comparison", "compare", "records_to_csv", "solver_names"]
 
-#: Solvers :func:`compare` runs when none are named: the list-scheduling rules, Sorted-F
-#: and local search (10 s unless ``time_limit`` says otherwise); all scale to any size.
+#: Solvers :func:`compare` runs when none are named: the list-scheduling rules (``sof`` is
+#: left out: it computes the same schedule as ``mc-sf``), Sorted-F and local search (10 s
+#: unless ``time_limit`` says otherwise); all scale to any size.
 DEFAULT_SOLVERS: tuple[str, ...] = (
     "fcfs",
-    "sof",
     "total-size",
     "svf",
     "mc-sf",
+    "mc-sf-backfill",
     "sorted-f",
     "local-search",
 )

@@ -135,14 +135,38 @@ def mixed_backlog(
     )
 
 
-def jaillet_instance(seed: int = 0, n: int | None = None, name: str | None = None) -> Instance:
-    """One instance of Jaillet et al.'s synthetic protocol (``n`` drawn if ``None``)."""
+def jaillet_instance(
+    seed: int = 0, n: int | None = None, name: str | None = None, *, shared_prompt: bool = False
+) -> Instance:
+    """One instance of Jaillet et al.'s synthetic protocol (``n`` drawn if ``None``).
+
+    ``M ~ U[30, 50]``, ``n ~ U[40, 60]``, ``s ~ U[1, 5]``, ``o_i ~ U[1, M - s]`` (integers,
+    inclusive), all requests released at round 0. With ``shared_prompt=False`` every
+    request draws its own ``s_i``; with ``True`` one ``s`` is drawn for the instance, as in
+    the code published with the paper (``MC-SF_synthetic.py`` and ``Hindsight_IP.py`` of
+    github.com/anonymouspeople111/neurips2025-code take one prompt size per instance) and
+    in the setting of its O(1) guarantee (equal prompts). ``M`` and ``n`` are the same for
+    a seed either way.
+    """
     rng = np.random.default_rng(seed)
     memory = int(rng.integers(30, 51))
     count = int(rng.integers(40, 61)) if n is None else check_int(n, "n", 1)
-    prompt = rng.integers(1, 6, count)
-    output = np.array([rng.integers(1, memory - s + 1) for s in prompt.tolist()], dtype=np.int64)
-    meta = {"generator": "jaillet_instance", "seed": seed, "protocol": "Jaillet et al. 2025, §6"}
+    if shared_prompt:
+        shared = int(rng.integers(1, 6))
+        prompt = np.full(count, shared, dtype=np.int64)
+        output = rng.integers(1, memory - shared + 1, count)
+    else:
+        prompt = rng.integers(1, 6, count)
+        output = np.array(
+            [rng.integers(1, memory - s + 1) for s in prompt.tolist()], dtype=np.int64
+        )
+    meta = {
+        "generator": "jaillet_instance",
+        "seed": seed,
+        "shared_prompt": shared_prompt,
+        "protocol": "Jaillet et al. 2025, §6",
+    }
+    kind = "jaillet-shared" if shared_prompt else "jaillet"
     return Instance.from_arrays(
-        memory, prompt, output, name=name or f"jaillet-n{count}-s{seed}", meta=meta
+        memory, prompt, output, name=name or f"{kind}-n{count}-s{seed}", meta=meta
     )

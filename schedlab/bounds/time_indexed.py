@@ -288,7 +288,7 @@ def block_loads(instance: Instance, bounds: np.ndarray, starts: np.ndarray) -> n
 
 
 def _default_horizon(instance: Instance) -> tuple[int, np.ndarray]:
-    starts = list_schedule(instance, priority_order(instance, "mc-sf"), backfill=True)
+    starts = list_schedule(instance, priority_order(instance, "mc-sf-backfill"), backfill=True)
     return int((starts + instance.output).max()), starts
 
 

@@ -391,7 +391,7 @@ def local_search(
         screen=screen,
         max_moves=max_moves,
     )
-    # the best rule's own schedule may backfill (MC-SF); never return worse than it
-    mc_sf = list_schedule(instance, priority_order(instance, "mc-sf"), backfill=True)
-    starts, chosen = decode_best(instance, order, {"mc-sf": mc_sf})
+    # the backfilling MC-SF schedule is often the best rule's; never return worse than it
+    mc_sf = list_schedule(instance, priority_order(instance, "mc-sf-backfill"), backfill=True)
+    starts, chosen = decode_best(instance, order, {"mc-sf-backfill": mc_sf})
     return SolverOutput(starts, stats={**stats, "start": start, **chosen})

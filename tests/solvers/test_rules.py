@@ -18,6 +18,7 @@ def test_priority_keys():
     assert priority_order(inst, "total-size").tolist() == [2, 1, 0]  # s+o = 6, 4, 3
     assert priority_order(inst, "svf").tolist() == [2, 0, 1]
     assert priority_order(inst, "mc-sf").tolist() == [0, 2, 1]
+    assert priority_order(inst, "mc-sf-backfill").tolist() == [0, 2, 1]
 
 
 def test_ties_are_broken_by_index():
@@ -29,17 +30,19 @@ def test_ties_are_broken_by_index():
 def test_sof_versus_mc_sf_by_hand():
     # M = 6. Shortest first: r0 = (4, 1) holds 5; r1 = (1, 2) holds 2, 3; r2 = (0, 3)
     # holds 1, 2, 3. Order by o: r0, r1, r2. Round 0: r0 (5 tokens). r1 next: 5 + 2 = 7 > 6
-    # does not fit. Strict `sof` stops there; `mc-sf` backfills and tries r2: 5 + 1 = 6
-    # in round 0, then r2 alone: fits, so r2 starts at 0.
+    # does not fit. `sof` and `mc-sf` (Jaillet et al.'s rule) stop there;
+    # `mc-sf-backfill` tries r2: 5 + 1 = 6 in round 0, then r2 alone: fits, so r2 starts
+    # at 0.
     # Round 1: r0 done; sof starts r1 (2) and r2 (1 + ... ) -> r1: 2, 3 in rounds 1-2 and
     # r2: 1, 2, 3 in rounds 1-3: 3, 5, 3: fits; starts (0, 1, 1), total 1 + 3 + 4 = 8.
-    # mc-sf: r1 in round 1 next to r2 (2, 3 in rounds 1-2): 4, 6: fits; starts (0, 1, 0),
-    # total 1 + 3 + 3 = 7.
+    # mc-sf-backfill: r1 in round 1 next to r2 (2, 3 in rounds 1-2): 4, 6: fits; starts
+    # (0, 1, 0), total 1 + 3 + 3 = 7.
     inst = Instance(6, (Request(4, 1), Request(1, 2), Request(0, 3)))
-    assert solve(inst, "sof", bound=None).starts.tolist() == [0, 1, 1]
-    assert solve(inst, "mc-sf", bound=None).starts.tolist() == [0, 1, 0]
-    assert solve(inst, "sof", bound=None).objective == 8
-    assert solve(inst, "mc-sf", bound=None).objective == 7
+    for strict in ("sof", "mc-sf"):
+        result = solve(inst, strict, bound=None)
+        assert result.starts.tolist() == [0, 1, 1] and result.objective == 8
+    result = solve(inst, "mc-sf-backfill", bound=None)
+    assert result.starts.tolist() == [0, 1, 0] and result.objective == 7
 
 
 @pytest.mark.parametrize("rule", RULE_NAMES)
