@@ -45,6 +45,19 @@ def test_jaillet_protocol_ranges():
     assert jaillet_instance(5) == jaillet_instance(5)
 
 
+def test_jaillet_shared_prompt_protocol():
+    for seed in range(30):
+        shared = jaillet_instance(seed, shared_prompt=True)
+        own = jaillet_instance(seed)
+        # the same M and n for a seed; one prompt s in 1..5 for all; o_i in 1..M - s
+        assert (shared.memory, shared.n) == (own.memory, own.n)
+        assert len(set(shared.prompt.tolist())) == 1 and 1 <= shared.prompt[0] <= 5
+        assert ((shared.output >= 1) & (shared.output <= shared.memory - shared.prompt)).all()
+        assert (shared.arrival == 0).all() and shared.meta["shared_prompt"] is True
+    outputs = np.concatenate([jaillet_instance(s, shared_prompt=True).output for s in range(30)])
+    assert outputs.min() == 1 and len(set(outputs.tolist())) > 30  # the whole range is drawn
+
+
 def test_bad_parameters():
     with pytest.raises(InstanceError, match="long_fraction"):
         mixed_backlog(10, long_fraction=2)

@@ -90,7 +90,7 @@ class LPRelaxation:
         ``L(μ)`` seen, valid for every horizon.
     mean_start
         ``sum_τ τ x_{i,τ}`` of the last restricted master solved to optimality (the
-        MC-SF schedule's starts if none was solved within the time limit).
+        ``mc-sf-backfill`` schedule's starts if none was solved within the time limit).
     status
         ``"optimal"`` when column generation converged (no column of negative reduced
         cost, so ``value`` is the LP optimum up to tolerance), ``"time_limit"`` otherwise.
@@ -331,8 +331,8 @@ def lp_relaxation(
     time_limit
         Wall seconds (``None``: until convergence).
     horizon
-        ``T``; default the makespan of the MC-SF schedule. Any ``T >= 1`` gives a valid
-        bound; a larger one only adds rows.
+        ``T``; default the makespan of the ``mc-sf-backfill`` schedule. Any ``T >= 1``
+        gives a valid bound; a larger one only adds rows.
     max_blocks
         At most this many aggregated memory rows (``1`` round per row when ``T`` is at
         most this).

@@ -17,8 +17,8 @@ current objective after every move), so it may walk through worse orders; the be
 order seen is returned. The ``local-search`` solver starts from the best of the
 list-scheduling rules (and Sorted-F's batch order), stops at ``time_limit`` (10 s by
 default: local search has no natural end) or after ``max_moves``, and returns the best
-of the strict and backfilling decodes of the best order and MC-SF's schedule (so it is
-never worse than the best rule).
+of the strict and backfilling decodes of the best order and the ``mc-sf-backfill``
+schedule (so it is never worse than the best rule).
 
 Incremental evaluation
 ----------------------

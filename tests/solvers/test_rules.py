@@ -1,5 +1,6 @@
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from schedlab import solve
 from schedlab.instance import Instance, Request
@@ -43,6 +44,19 @@ def test_sof_versus_mc_sf_by_hand():
         assert result.starts.tolist() == [0, 1, 1] and result.objective == 8
     result = solve(inst, "mc-sf-backfill", bound=None)
     assert result.starts.tolist() == [0, 1, 0] and result.objective == 7
+
+
+@settings(max_examples=300, deadline=None)
+@given(instances(max_n=10), st.integers(0, 6))
+def test_mc_sf_variants_coincide_with_equal_prompts(drawn, prompt):
+    # With one prompt length the admission slack is non-increasing in o, so once a request
+    # fails every longer one fails too: backfilling never finds another (rules.py docs).
+    memory = max(drawn.memory, prompt + int(drawn.output.max()))
+    inst = Instance.from_arrays(memory, [prompt] * drawn.n, drawn.output, arrival=drawn.arrival)
+    strict = solve(inst, "mc-sf", bound=None)
+    backfill = solve(inst, "mc-sf-backfill", bound=None)
+    assert verify(inst, strict.starts) == [] and verify(inst, backfill.starts) == []
+    assert strict.starts.tolist() == backfill.starts.tolist()
 
 
 @pytest.mark.parametrize("rule", RULE_NAMES)
