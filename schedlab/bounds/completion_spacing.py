@@ -47,6 +47,7 @@ import numpy as np
 
 from schedlab.bounds import SPACING_MAX_N, Bound, register_bound
 from schedlab.bounds.time_indexed import lp_relaxation, start_costs
+from schedlab.errors import SchedlabError
 from schedlab.instance import Instance
 
 __all__ = [
@@ -70,8 +71,9 @@ _CHUNK_ENTRIES = 1_000_000
 #: Golden-section steps over ``log ν``.
 _NU_STEPS = 14
 
-#: Piece terms per second assumed before the first evaluation is timed (conservative).
-_RATE = 5e6
+#: An evaluation runs in at least this many chunks of requests; after each chunk its time
+#: so far is extrapolated to the rest, so a deadline is overrun by at most about one chunk.
+_MIN_CHUNKS = 16
 
 
 def piece_slack(length: np.ndarray, completions: np.ndarray) -> np.ndarray:
@@ -161,22 +163,45 @@ def spacing_value(
 ) -> float:
     """``L^+(μ, ν)`` with grid step ``step`` (see module docs), before any safety margin.
 
-    Valid for every ``μ >= 0``, ``ν >= 0`` and ``step >= 1``.
+    Valid for every ``μ >= 0``, ``ν >= 0`` and ``step >= 1`` (negative prices and
+    multipliers are raised to ``0``).
+
+    Raises
+    ------
+    SchedlabError
+        If ``step < 1``.
     """
     if step < 1:
-        raise ValueError(f"step: must be >= 1, got {step}")
+        raise SchedlabError(f"spacing_value: step must be >= 1, got {step}")
+    return _spacing_value(instance, bounds, mu, nu, step, math.inf)
+
+
+def _spacing_value(
+    instance: Instance, bounds: np.ndarray, mu: np.ndarray, nu: float, step: int, deadline: float
+) -> float:
+    """:func:`spacing_value`, in chunks of at most ``n / _MIN_CHUNKS`` requests.
+
+    Raises :class:`TimeoutError` after a chunk when the time taken so far, extrapolated
+    linearly to the requests left, would end past ``deadline`` (a ``time.perf_counter``
+    instant).
+    """
+    began = time.perf_counter()
     mu = np.maximum(np.asarray(mu, dtype=float), 0.0)
     nu = max(float(nu), 0.0)
     horizon = int(bounds[-1])
     n = instance.n
     top = np.maximum(instance.arrival, horizon)
     width = horizon + 1
-    rows = max(1, _CHUNK_ENTRIES // width)
+    rows = max(1, min(_CHUNK_ENTRIES // width, -(-n // _MIN_CHUNKS)))
     total = 0.0
     for lo in range(0, n, rows):
-        req = np.arange(lo, min(n, lo + rows))
+        hi = min(n, lo + rows)
+        req = np.arange(lo, hi)
         tau = np.clip(np.arange(width)[None, :], instance.arrival[req][:, None], top[req][:, None])
         total += float(_brackets(instance, bounds, mu, nu, step, req, tau).min(axis=1).sum())
+        now = time.perf_counter()
+        if hi < n and now + (now - began) * (n - hi) / hi > deadline:
+            raise TimeoutError
     return total - instance.memory * float(mu @ np.diff(bounds)) - nu * instance.memory * n
 
 
@@ -186,8 +211,11 @@ def spacing_bound_search(
     """The LP's prices (half the time), then the best ``ν`` by golden-section search.
 
     Returns the value (the larger of the LP's certificate and ``L^+``, reduced by a
-    relative ``1e-9``) and statistics. An evaluation starts only when its predicted
-    time (the previous one's, or a conservative estimate) fits in ``time_limit``.
+    relative ``1e-9``) and statistics. Evaluations are timed, not predicted from a
+    constant: one starts only when the previous one's measured time fits in what is left
+    of ``time_limit``, and is abandoned as soon as its finished chunks, extrapolated to
+    the remaining requests, would end past the limit. So the limit is overrun by at most
+    about one chunk (``1/16`` of an evaluation) besides the LP's own overrun.
     """
     began = time.perf_counter()
     deadline = math.inf if time_limit is None else began + time_limit
@@ -196,21 +224,18 @@ def spacing_bound_search(
     step = max(1, math.ceil(int(bounds[-1]) / _PIECES))
     best, best_nu, steps = -math.inf, 0.0, 0
     scale = float(mu.max()) if len(mu) else 0.0
-    # one evaluation costs about n (T+1) (o_max/step + 2) piece terms; start one only
-    # when that many fit in the time left at _RATE terms per second (then: as measured)
-    work = instance.n * (int(bounds[-1]) + 1) * (int(instance.output.max()) // step + 2)
-    per_eval = work / _RATE
+    last = 0.0  # seconds taken by the last complete evaluation (0: none yet)
     memo: dict[float, float] = {}
     cut = False
 
     def at(x: float) -> float:
-        nonlocal per_eval
+        nonlocal last
         if x not in memo:
-            if time.perf_counter() + per_eval > deadline:
+            if time.perf_counter() + last > deadline:
                 raise TimeoutError
             tick = time.perf_counter()
-            memo[x] = spacing_value(instance, bounds, mu, math.exp(x), step)
-            per_eval = time.perf_counter() - tick
+            memo[x] = _spacing_value(instance, bounds, mu, math.exp(x), step, deadline)
+            last = time.perf_counter() - tick
         return memo[x]
 
     if scale > 0:
@@ -239,6 +264,7 @@ def spacing_bound_search(
         "nu": best_nu,
         "step": step,
         "evaluations": len(memo),
+        "seconds_per_evaluation": last,
         "horizon": relax.horizon,
         "stopped_by_time": int(cut or relax.status != "optimal"),
     }
