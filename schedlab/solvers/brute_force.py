@@ -49,8 +49,14 @@ def brute_force(
     o = instance.output.tolist()
     a = instance.arrival.tolist()
     memory = instance.memory
+    # each distinct priority order decoded once, in rule order (sof, mc-sf and
+    # mc-sf-backfill share one): the first least schedule is the same as over all rules
+    orders: dict[bytes, np.ndarray] = {}
+    for rule in RULES:
+        priority = priority_order(instance, rule)
+        orders.setdefault(priority.tobytes(), priority)
     incumbent = min(
-        (list_schedule(instance, priority_order(instance, r)) for r in RULES),
+        (list_schedule(instance, priority) for priority in orders.values()),
         key=lambda p: int((p + instance.output - instance.arrival).sum()),
     )
     best = [int((incumbent + instance.output - instance.arrival).sum()), incumbent.tolist()]

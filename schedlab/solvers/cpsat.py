@@ -67,11 +67,20 @@ _BOUND_SHARE = 0.1
 
 
 def best_rule_schedule(instance: Instance) -> tuple[np.ndarray, str]:
-    """The least-objective schedule over every list-scheduling rule, strict and backfill."""
+    """The least-objective schedule over every list-scheduling rule, strict and backfill.
+
+    The decoder is deterministic, so a ``(priority order, backfill)`` pair already decoded
+    (``sof``, ``mc-sf`` and ``mc-sf-backfill`` share one order; other rules may coincide
+    on a given instance) is skipped; ties keep the first rule, as without the skip.
+    """
     best: tuple[int, np.ndarray, str] | None = None
+    decoded: set[tuple[bytes, bool]] = set()
     for rule in RULES:
         order = priority_order(instance, rule)
         for backfill in (False, True):
+            if (order.tobytes(), backfill) in decoded:
+                continue
+            decoded.add((order.tobytes(), backfill))
             starts = list_schedule(instance, order, backfill=backfill)
             objective = int((starts + instance.output).sum())
             if best is None or objective < best[0]:

@@ -1,22 +1,32 @@
-r"""Exact dynamic programme over rounds for small instances (``n <= 10``).
+r"""Exact dynamic programme over rounds for small instances.
+
+It accepts at most :data:`MAX_DP_REQUESTS` ``= 12`` requests unless ``max_requests=``
+says otherwise: the search is exponential in ``n`` (the state count below, and up to
+``2^n - n - 1`` subset searches), so the cap is a guard, not a guarantee. ``n = 10`` is
+proven in seconds (figures in ``proofs/dp_rounds.md``); ``n = 12`` is still accepted so
+that it can be tried under a time limit, which returns a verified schedule and a valid
+lower bound; beyond that, use ``cpsat``.
 
 State and recursion
 -------------------
 At the start of round ``t`` a state is ``(t', U, R, spare, due)``: ``U`` the requests not
 yet started (a bitmask), ``R`` the running ones with their ages ``t - p_i``
-(``1 <= age < o_i``), ``t' = min(t, max_i a_i)`` (time matters only while releases are
-pending), and two small integers of the *left-shift rule* below. A decision starts a set
-``S`` of released requests of ``U`` such that the running set ``R ∪ S`` stays within
-``M`` in every future round; this is necessary (later starts only add load) and
-sufficient (starting nothing more lets them all finish). Writing the objective as
-``sum_t #{i : a_i <= t < C_i}``, each round costs the released, unfinished requests:
+(``1 <= age < o_i``), ``t' = min(t, a_max + 1)`` with ``a_max = max_i a_i``, and two small
+integers of the *left-shift rule* below. Time matters through the releases and through
+that rule, which asks which requests were released before ``t`` and by ``t - 1``; from
+``t = a_max + 1`` on every request was, so the costs and the allowed moves no longer
+depend on ``t``. A decision starts a set ``S`` of released requests of ``U`` such that
+the running set ``R ∪ S`` stays within ``M`` in every future round; this is necessary
+(later starts only add load) and sufficient (starting nothing more lets them all
+finish). Writing the objective as ``sum_t #{i : a_i <= t < C_i}``, each round costs the
+released, unfinished requests:
 
 .. math:: V(t', U, R) = |R| + |\{i \in U : a_i \le t\}|
-          + \min_{S} V(\min(t+1, a_{max}), U \setminus S, R'),
+          + \min_{S} V(\min(t+1, a_{max} + 1), U \setminus S, R'),
 
 with ``R'`` the aged ``R ∪ S`` without the requests that complete. ``V = 0`` when
 ``U = R = ∅``. The number of ``(t', U, R)`` is at most
-``(a_max + 1) · sum_{R ⊆ [n]} 2^{n - |R|} prod_{i in R} (o_i - 1)``; memory reduces it
+``(a_max + 2) · sum_{R ⊆ [n]} 2^{n - |R|} prod_{i in R} (o_i - 1)``; memory reduces it
 sharply (only running sets that fit count). ``spare`` takes at most ``1 + #{s_i}``
 values and ``due`` at most ``max o_i``.
 
@@ -77,11 +87,12 @@ __all__ = ["MAX_DP_REQUESTS", "solve_dp"]
 MAX_DP_REQUESTS = 12
 
 Running = tuple[tuple[int, int], ...]
-#: ``(min(t, a_max), U, R, spare, due)``: see the module docs.
+#: ``(min(t, a_max + 1), U, R, spare, due)``: see the module docs.
 State = tuple[int, int, Running, int, int]
 #: ``due`` when no saturated round is owed.
 _NO_DUE = 1 << 30
 #: Expansions allowed to the search for one subset optimum; past it, its bound is used.
+#: Read when a :class:`_SubsetOptima` is made (its ``budget=None``), so changing it takes effect.
 SUBSET_BUDGET = 100
 
 
@@ -109,6 +120,8 @@ class _Model:
         self.o = instance.output.tolist()
         self.a = instance.arrival.tolist()
         self.amax = max(self.a)
+        #: first round from which the moves no longer depend on ``t`` (see :meth:`clock`)
+        self.settled = self.amax + 1
         self.vol = instance.volume.tolist()
         # twin[j]: the identical requests before j (same s, o, a)
         self.twin = [
@@ -135,6 +148,15 @@ class _Model:
         # estimates by (t', U, R): base, and refined by the subset optima
         self.estimates: dict[tuple[int, int, Running], int] = {}
         self.refinements: dict[tuple[int, int, Running], int] = {}
+
+    def clock(self, t: int) -> int:
+        """``t' = min(t, a_max + 1)``, the part of round ``t`` a state keeps.
+
+        From ``t = a_max + 1`` on every request was released before ``t`` and by ``t - 1``,
+        so the costs, the left-shift test ``a_i < t`` and the requests over which
+        :meth:`spare` was taken are the same for every such ``t`` (proofs/dp_rounds.md).
+        """
+        return min(t, self.settled)
 
     def global_mask(self, mask: int) -> int:
         """``mask`` in the original instance's indices (memoised)."""
@@ -332,13 +354,14 @@ class _Model:
 class _SubsetOptima:
     """``W(X)``: the optimal objective of the requests ``X`` alone as a backlog (releases
     dropped), by mask of the original indices, each found on demand by the same search on
-    the sub-instance; a search stopped by ``budget`` expansions or by ``deadline`` leaves
-    its valid lower bound instead (proofs/dp_rounds.md)."""
+    the sub-instance; a search stopped by ``budget`` expansions (``None``: the module's
+    :data:`SUBSET_BUDGET` as it is now) or by ``deadline`` leaves its valid lower bound
+    instead (proofs/dp_rounds.md)."""
 
-    def __init__(self, instance: Instance, deadline: float, budget: float = SUBSET_BUDGET) -> None:
+    def __init__(self, instance: Instance, deadline: float, budget: float | None = None) -> None:
         self.instance = instance
         self.deadline = deadline
-        self.budget = budget
+        self.budget = SUBSET_BUDGET if budget is None else budget
         self.values: dict[int, int] = {}
         self.searches = 0
 
@@ -431,7 +454,7 @@ class _Search:
                     due2 -= 1
                 aged = model.aged(new)
                 left = unstarted & ~sum(1 << i for i in chosen)
-                key = (min(t + 1, model.amax), left, aged)
+                key = (model.clock(t + 1), left, aged)
                 nxt: State = (*key, model.spare(t, left, free), due2)
                 g2 = g + cost
                 if g2 >= best_g.get(nxt, math.inf):

@@ -13,6 +13,7 @@ from schedlab.instance import Instance
 from schedlab.result import Status
 from schedlab.schedule import Schedule
 from schedlab.solve import solve
+from schedlab.solvers import dp
 from schedlab.solvers.dp import Running, _Model, _SubsetOptima
 from schedlab.verify import verify
 from schedlab.workloads import jaillet_instance
@@ -45,12 +46,21 @@ def test_too_many_requests_is_an_instance_error() -> None:
 
 
 def test_time_limit_returns_a_valid_bound() -> None:
-    inst = jaillet_instance(0, n=12)
-    result = solve(inst, "dp", time_limit=1.0, bound=None)
+    # The instance of test_left_shift_obligation_met_in_the_last_round_of_its_window:
+    # optimum 14, best rule 15. A 1 ns limit has passed before the first state is
+    # expanded (the warm start alone takes longer), so the search stops there on any
+    # machine: it cannot have reached the goal, and since OPT < 15 the root's estimate is
+    # below the warm start, so the open list is not empty either. It returns the warm
+    # start with the least estimate on the open list, which must not exceed the optimum.
+    inst = Instance.from_arrays(7, [0, 2, 2], [3, 4, 3])
+    optimum = solve(inst, "brute-force", bound=None).objective
+    assert optimum == 14
+    result = solve(inst, "dp", time_limit=1e-9, bound=None)
     assert verify(inst, result.starts) == []
-    assert result.status in (Status.TIME_LIMIT, Status.OPTIMAL)
-    assert result.lower_bound is not None and result.lower_bound <= result.objective
-    assert result.runtime < 1.0 + 3.0  # checked after every expanded state
+    assert result.status == Status.TIME_LIMIT
+    assert result.stats["expanded"] == 0
+    assert result.objective == result.stats["warm_objective"] == 15
+    assert result.lower_bound is not None and result.lower_bound <= optimum
 
 
 def test_tall_requests_end_apart_in_the_estimate() -> None:
@@ -212,6 +222,39 @@ def test_left_shift_obligation_met_in_the_last_round_of_its_window() -> None:
     result = solve(inst, "dp", bound=None)
     assert verify(inst, result.starts) == []
     assert result.objective == solve(inst, "brute-force", bound=None).objective == 14
+
+
+def test_state_key_fixes_the_moves_once_every_request_is_released() -> None:
+    # M = 10, x = (s 3, o 2, a 0), y = (s 1, o 1, a 1); nothing started, round t - 1 left
+    # empty (10 free, so spare = the largest s_i + 1 over the requests released by t - 1,
+    # i.e. 4 from t = 1 on). At t = 1, y was not released in round 0, so it may start now:
+    # {}, {x}, {y}, {x, y}. From t = 2 on, y (one round) fitted in round t - 1
+    # (s + 1 = 2 <= 4), so it may not start late: {}, {x}. The key t' = min(t, a_max + 1)
+    # must tell t = 1 from t = 2 (min(t, a_max) gave both t' = 1) and may join only rounds
+    # with the same moves.
+    inst = Instance.from_arrays(10, [3, 1], [2, 1], [0, 1])
+    model = _Model(inst)
+    moves: dict[tuple[int, int, Running, int], list[list[int]]] = {}
+    for t in range(1, 6):
+        spare = model.spare(t - 1, 0b11, 10)
+        chosen = [c for c, _ in model.choices(t, 0b11, (), spare)]
+        assert moves.setdefault((model.clock(t), 0b11, (), spare), chosen) == chosen
+    assert moves == {(1, 0b11, (), 4): [[], [0], [1], [0, 1]], (2, 0b11, (), 4): [[], [0]]}
+    # optimum: x at 0 (4, 5 tokens), y at 1 (2 tokens; 5 + 2 <= 10): 2 + 1 = 3
+    result = solve(inst, "dp", bound=None)
+    assert verify(inst, result.starts) == []
+    assert result.status == Status.OPTIMAL
+    assert result.objective == solve(inst, "brute-force", bound=None).objective == 3
+
+
+def test_subset_budget_is_read_when_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Backlog M = 7, s = (0, 2, 2), o = (3, 4, 3): W = 14 (the brute-force optimum of
+    # test_time_limit_returns_a_valid_bound). With the module's budget set to 0 the search
+    # stops at its root and leaves a lower bound below 14: the constant is honoured.
+    inst = Instance.from_arrays(7, [0, 2, 2], [3, 4, 3])
+    assert _SubsetOptima(inst, math.inf).value(0b111) == 14
+    monkeypatch.setattr(dp, "SUBSET_BUDGET", 0)
+    assert _SubsetOptima(inst, math.inf).value(0b111) < 14
 
 
 @settings(max_examples=100, deadline=None)
