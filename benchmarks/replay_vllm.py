@@ -97,20 +97,34 @@ LLMSERVINGSIM = {
 }
 
 
+class _Diagnostic:
+    """What the two diagnostic wrappers share: the wrapped model's margin, a name, no JSON."""
+
+    inner: CostModel
+    suffix = ""
+
+    @property
+    def name(self) -> str:
+        return f"{self.inner.name}+{self.suffix}"
+
+    @property
+    def margin_s(self) -> float:
+        return self.inner.margin_s
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": "diagnostic", "name": self.name}
+
+
 @dataclass(frozen=True)
-class WithHostTime:
+class WithHostTime(_Diagnostic):
     """Diagnostic wrapper: the calibrated model plus ``host_s`` seconds per iteration."""
 
     inner: CostModel
     host_s: float
 
     @property
-    def name(self) -> str:
-        return f"{self.inner.name}+host{self.host_s * 1e3:g}ms"
-
-    @property
-    def margin_s(self) -> float:
-        return self.inner.margin_s
+    def suffix(self) -> str:  # type: ignore[override]
+        return f"host{self.host_s * 1e3:g}ms"
 
     @property
     def decode_spread(self) -> bool:
@@ -134,12 +148,9 @@ class WithHostTime:
         )
         return inner + self.host_s
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": "diagnostic", "name": self.name}
-
 
 @dataclass(frozen=True)
-class SkewInMixedBatchesOnly:
+class SkewInMixedBatchesOnly(_Diagnostic):
     """Diagnostic wrapper: the skew term only for batches that carry a prefill chunk.
 
     Decode-only batches are looked up uniform at the mean KV (no ``decode_kv_max``).
@@ -147,14 +158,7 @@ class SkewInMixedBatchesOnly:
     """
 
     inner: ProfileCostModel
-
-    @property
-    def name(self) -> str:
-        return f"{self.inner.name}+skew-mixed-only"
-
-    @property
-    def margin_s(self) -> float:
-        return self.inner.margin_s
+    suffix = "skew-mixed-only"
 
     @property
     def decode_spread(self) -> bool:
@@ -171,9 +175,6 @@ class SkewInMixedBatchesOnly:
         mixed = any(c > 0 for c, _ in chunks)
         longest = decode_kv_max if mixed else None
         return self.inner.iteration_time(n_decode, decode_kv, chunks, decode_kv_max=longest)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": "diagnostic", "name": self.name}
 
 
 def skew_regime_weights(model: ProfileCostModel, meta: dict[Any, Any]) -> dict[str, float]:
