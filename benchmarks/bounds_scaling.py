@@ -9,7 +9,7 @@ For every instance it prints the volume bound, each chosen bound method with its
 its gain over the volume bound and its runtime, the best heuristic's objective (rules,
 plus the other registered heuristics up to ``--heuristic-max-n`` requests, each given
 ``--heuristic-time-limit``) and the certified gap ``best heuristic / best bound - 1``.
-``best`` is :func:`schedlab.bounds.lower_bound` with ``method="best"``: all of its
+``best`` is :func:`schedlab.offline.bounds.lower_bound` with ``method="best"``: all of its
 methods within ``--time-limit`` together, as ``solve`` and ``compare`` use it; the other
 methods get ``--time-limit`` each.
 
@@ -27,12 +27,12 @@ import argparse
 import time
 from pathlib import Path
 
-from schedlab.bounds import LARGE_N, lower_bound
-from schedlab.instance import Instance
-from schedlab.instance_io import read_instance
-from schedlab.solve import available_solvers, solve
-from schedlab.solvers.rules import RULES
-from schedlab.workloads import mixed_backlog
+from schedlab.offline.backlogs import mixed_backlog
+from schedlab.offline.bounds import LARGE_N, lower_bound
+from schedlab.offline.instance import Instance
+from schedlab.offline.instance_io import read_instance
+from schedlab.offline.solve import available_solvers, solve
+from schedlab.offline.solvers.rules import RULES
 
 SHIPPED = Path(__file__).resolve().parents[1] / "instances"
 EXTRA_HEURISTICS = ("local-search", "sorted-f", "sorted-lp", "lp-swap")

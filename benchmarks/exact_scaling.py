@@ -13,9 +13,9 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from schedlab.result import Status
-from schedlab.solve import solve
-from schedlab.workloads import jaillet_instance
+from schedlab.offline.backlogs import jaillet_instance
+from schedlab.offline.result import Status
+from schedlab.offline.solve import solve
 
 
 def main() -> None:

@@ -25,7 +25,7 @@ MC-SF variants (both reported)
     (the ``break`` in the published ``MC-SF_synthetic.py``); the same schedule as ``sof``.
 ``mc-sf-backfill``
     A request that does not fit is skipped and later ones may start. With equal prompts
-    both coincide (the slack ``S_t(o)`` of :mod:`schedlab.list_scheduling` is
+    both coincide (the slack ``S_t(o)`` of :mod:`schedlab.offline.decoder` is
     non-increasing in ``o``, so once one request fails every longer one fails too); with
     per-request prompts backfilling can start long requests with small prompts while a
     shorter one waits, and on this protocol it is markedly worse.
@@ -54,19 +54,19 @@ import statistics
 import time
 from collections.abc import Callable
 
-from schedlab.bounds import lower_bound
-from schedlab.instance import Instance
-from schedlab.result import Status
-from schedlab.solve import available_solvers, solve
-from schedlab.solvers.rules import RULES
-from schedlab.workloads import jaillet_instance
+from schedlab.offline.backlogs import jaillet_instance
+from schedlab.offline.bounds import lower_bound
+from schedlab.offline.instance import Instance
+from schedlab.offline.result import Status
+from schedlab.offline.solve import available_solvers, solve
+from schedlab.offline.solvers.rules import RULES
 
 PUBLISHED = {"mean": 1.005, "worst": 1.074, "exact": "114/200"}
 
 #: The MC-SF variants reported (see module docs).
 VARIANTS = ("mc-sf", "mc-sf-backfill")
 
-#: Prompt model -> ``shared_prompt`` of :func:`~schedlab.workloads.jaillet_instance`.
+#: Prompt model -> ``shared_prompt`` of :func:`~schedlab.offline.backlogs.jaillet_instance`.
 PROMPTS = {"per-instance": True, "per-request": False}
 
 

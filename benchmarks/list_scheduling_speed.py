@@ -12,8 +12,8 @@ import statistics
 import time
 
 from schedlab import solve
-from schedlab.solvers.rules import RULES
-from schedlab.workloads import mixed_backlog
+from schedlab.offline.backlogs import mixed_backlog
+from schedlab.offline.solvers.rules import RULES
 
 
 def main() -> None:

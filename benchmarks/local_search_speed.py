@@ -2,7 +2,7 @@
 
 Run: ``python benchmarks/local_search_speed.py [--seconds 10 60] [--seeds 3]
 [--instance instances/mixed-n1000.json]``. Starting from the best rule's order, runs
-:func:`~schedlab.solvers.local_search.improve_order` for each time budget and
+:func:`~schedlab.offline.solvers.local_search.improve_order` for each time budget and
 setting (first improvement, exact: ``screen=None``; first improvement, screened: the
 default ``screen=8``; late acceptance, exact, ``--late-window`` positions) and prints
 medians over seeds of: moves evaluated per second, positions decoded per move
@@ -16,9 +16,9 @@ import argparse
 import statistics
 from pathlib import Path
 
-from schedlab.instance_io import read_instance
-from schedlab.list_scheduling import list_schedule
-from schedlab.solvers.local_search import best_start_order, improve_order
+from schedlab.offline.decoder import list_schedule
+from schedlab.offline.instance_io import read_instance
+from schedlab.offline.solvers.local_search import best_start_order, improve_order
 
 ROOT = Path(__file__).resolve().parent.parent
 

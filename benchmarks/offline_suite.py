@@ -5,7 +5,7 @@ Writes ``report.csv``, ``report.md`` and ``offline_suite.png`` (gap per solver a
 instances; memory and Gantt of the best schedule of the largest backlog) into ``--out``
 and prints the tables. Instances come from ``instances/`` (``mixed-n*.json``,
 ``jaillet-*.json``); missing mixed backlogs are generated with
-``schedlab.workloads.mixed_backlog(n, seed=0)``.
+``schedlab.offline.backlogs.mixed_backlog(n, seed=0)``.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 from schedlab import read_instance
-from schedlab.instance import Instance
-from schedlab.report import run_report
-from schedlab.workloads import mixed_backlog
+from schedlab.offline.backlogs import mixed_backlog
+from schedlab.offline.instance import Instance
+from schedlab.offline.report import run_report
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLVERS = (

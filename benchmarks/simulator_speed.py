@@ -14,7 +14,7 @@ Two engine loads, each run ``--repeats`` times (median reported):
 
 Start-up: wall time of a subprocess running a tiny ``simulate`` through the installed
 ``schedlab`` entry point when it has the command, and through
-``schedlab.serving.cli.register`` on a bare argparse parser otherwise.
+``schedlab.cli.serving.register`` on a bare argparse parser otherwise.
 
 Usage: python benchmarks/simulator_speed.py [--repeats R] [--policy P]
 """
@@ -68,12 +68,12 @@ def startup_seconds(repeats: int) -> tuple[str, list[float]]:
         how, argv = "schedlab entry point", [exe, *tiny]
     else:
         code = (
-            "import argparse, sys; from schedlab.serving.cli import register; "
+            "import argparse, sys; from schedlab.cli.serving import register; "
             "p = argparse.ArgumentParser(); register(p.add_subparsers()); "
             "a = p.parse_args(sys.argv[1:]); sys.exit(a.func(a))"
         )
         how, argv = (
-            "python -c + schedlab.serving.cli.register",
+            "python -c + schedlab.cli.serving.register",
             [sys.executable, "-c", code, *tiny],
         )
     times = []

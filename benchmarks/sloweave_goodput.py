@@ -38,8 +38,8 @@ import sys
 import time
 from dataclasses import dataclass
 
+from schedlab.cli.serving import parse_duration
 from schedlab.serving.capacity import capacity, parallel_map
-from schedlab.serving.cli import parse_duration
 from schedlab.serving.cost_model import get_cost_model
 from schedlab.serving.errors import ServingError
 from schedlab.serving.metrics import SLO

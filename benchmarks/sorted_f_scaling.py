@@ -12,8 +12,8 @@ import statistics
 import time
 
 from schedlab import solve
-from schedlab.solvers.sorted_f import sorted_f_batches
-from schedlab.workloads import mixed_backlog
+from schedlab.offline.backlogs import mixed_backlog
+from schedlab.offline.solvers.sorted_f import sorted_f_batches
 
 
 def main() -> None:

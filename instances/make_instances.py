@@ -5,7 +5,7 @@
   (solver ``brute-force``) and recorded in ``meta``.
 * ``jaillet-*.json``: three draws of Jaillet et al.'s synthetic protocol.
 * ``mixed-n{50,200,1000}.json``: half ShareGPT chat, half arXiv summarization, from the
-  shipped length tables; ``M`` is :data:`schedlab.workloads.DEFAULT_MEMORY` (Llama-3.1-8B
+  shipped length tables; ``M`` is :data:`schedlab.offline.backlogs.DEFAULT_MEMORY` (Llama-3.1-8B
   on a 24 GiB GPU). ``mixed-n200.json`` is the README's default instance.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from schedlab import Instance, solve, write_instance
-from schedlab.workloads import DEFAULT_MEMORY, jaillet_instance, mixed_backlog
+from schedlab.offline.backlogs import DEFAULT_MEMORY, jaillet_instance, mixed_backlog
 
 HERE = Path(__file__).parent
 RULES = ("fcfs", "sof", "total-size", "svf", "mc-sf-backfill")

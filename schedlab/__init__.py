@@ -4,15 +4,15 @@ Offline memory-constrained batching (instances, solvers, certified lower bounds)
 deadline-safe chunk sizing on an event-driven serving simulator. See DESIGN.md.
 """
 
-from schedlab.bounds import Bound, lower_bound
-from schedlab.compare import Comparison, compare
 from schedlab.errors import SchedlabError
-from schedlab.instance import Instance, Request
-from schedlab.instance_io import read_instance, write_instance
-from schedlab.result import Result, Status
-from schedlab.schedule import Schedule
-from schedlab.solve import available_solvers, solve
-from schedlab.verify import verify
+from schedlab.offline.bounds import Bound, lower_bound
+from schedlab.offline.compare import Comparison, compare
+from schedlab.offline.instance import Instance, Request
+from schedlab.offline.instance_io import read_instance, write_instance
+from schedlab.offline.result import Result, Status
+from schedlab.offline.schedule import Schedule
+from schedlab.offline.solve import available_solvers, solve
+from schedlab.offline.verify import verify
 
 __version__ = "0.1.0"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from schedlab.instance import Instance, Request
+from schedlab.offline.instance import Instance, Request
 
 
 @st.composite

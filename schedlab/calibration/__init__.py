@@ -35,8 +35,8 @@ __all__ = [
 #: Fitted models shipped in ``schedlab/data/cost_models`` (name -> file name).
 _LAZY = {
     "calibrate": "schedlab.calibration.fit",
-    "get_model_shape": "schedlab.calibration.model_shapes",
-    "register_model_shape": "schedlab.calibration.model_shapes",
+    "get_model_shape": "schedlab.llm.models",
+    "register_model_shape": "schedlab.llm.models",
     "read_llmservingsim_profile": "schedlab.calibration.profiles",
     "read_splitwise_perf_model": "schedlab.calibration.profiles",
     "read_vidur_mlp": "schedlab.calibration.profiles",

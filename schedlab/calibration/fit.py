@@ -34,7 +34,7 @@ the skew fit's own error next to it (``rel_err_p50``, ``rel_err_p90``: 1.2 % and
 its per-bucket table on the shared profile).
 
 Layer count. Per-layer times are multiplied by :math:`L / L_0`: :math:`L` from the model
-shape table (:mod:`schedlab.calibration.model_shapes`), :math:`L_0` from ``meta.yaml``'s
+shape table (:mod:`schedlab.llm.models`), :math:`L_0` from ``meta.yaml``'s
 ``engine_effective.hf_overrides.num_hidden_layers``. The shared RTX PRO 6000 ``meta.yaml``
 also lists halved widths there (intermediate 7168, 16 heads, 4 KV heads, vocabulary
 64128: a TP-2 shard, and ``tp_degrees: [1, 2]``), but its ``tp1`` timings are those of the
@@ -54,11 +54,11 @@ import numpy as np
 
 from schedlab.calibration.attention_grid import AttentionGrid, parse_grid_spec
 from schedlab.calibration.curves import MonotoneCurve
-from schedlab.calibration.model_shapes import get_model_shape
 from schedlab.calibration.profile_model import ProfileCostModel
 from schedlab.calibration.profiles import LLMServingSimProfile, OpTable, read_llmservingsim_profile
 from schedlab.errors import SchedlabError
 from schedlab.json_files import nan_to_null
+from schedlab.llm.models import get_model_shape
 
 __all__ = [
     "LAYOUTS",
@@ -401,7 +401,7 @@ def calibrate(
         The directory holding ``meta.yaml`` and ``tp<tp>/``.
     model
         The model name as ``meta.yaml`` spells it (checked), e.g. ``meta-llama/Llama-3.1-8B``;
-        its layer count comes from :mod:`schedlab.calibration.model_shapes`.
+        its layer count comes from :mod:`schedlab.llm.models`.
     tp
         Tensor-parallel degree of the profile to read.
     holdout_every, margin_quantile

@@ -16,7 +16,7 @@ Three public formats (``../shared/data/README.md`` describes the shared copies):
 
   The profiler runs the model with ``hf_overrides.num_hidden_layers`` decoder layers
   (1), so per-layer times are later multiplied by the real layer count of the model's
-  config (:mod:`schedlab.calibration.model_shapes`).
+  config (:mod:`schedlab.llm.models`).
 * **Vidur** (microsoft/vidur, MIT) ``mlp.csv``: ``time_stats.<op>.{min,max,mean,median,std}``
   in milliseconds per op of one layer, against ``num_tokens`` and
   ``num_tensor_parallel_workers``.

@@ -33,7 +33,7 @@ iteration one iteration ahead (:mod:`schedlab.serving.simulator`). :func:`async_
 reads it from ``meta.json``: ``engine_kwargs.async_scheduling`` if given, else on for
 ``vllm_version`` >= 0.14.0 (the shared run: 0.19.0, not overridden) and off otherwise.
 
-KV capacity, unless given, follows :func:`schedlab.kv_capacity.kv_token_capacity`:
+KV capacity, unless given, follows :func:`schedlab.llm.models.kv_token_capacity`:
 :math:`\lfloor (u G - W - R) / b_{kv} \rfloor` with :math:`G` the card's memory from
 ``config.json`` (``npu_mem.mem_size``, in GB = :math:`10^9` bytes), :math:`u` its
 ``mem_util``, :math:`W` the model's weight bytes and :math:`R` the core's 1 GiB activation
@@ -51,16 +51,15 @@ from typing import Any
 
 import numpy as np
 
-from schedlab.calibration.model_shapes import get_model_shape
 from schedlab.errors import DataNotFoundError, FormatError
 from schedlab.json_files import read_json
-from schedlab.kv_capacity import kv_token_capacity
+from schedlab.llm.models import get_model_shape, kv_token_capacity
+from schedlab.llm.traces import jsonl_rows
 from schedlab.serving.cost_model import CostModel
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.policies import PolicyContext, make_policy
 from schedlab.serving.simulator import run_engine
 from schedlab.serving.workloads import RequestStream
-from schedlab.traces import jsonl_rows
 
 __all__ = [
     "METRIC_KEYS",

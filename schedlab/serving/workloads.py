@@ -20,7 +20,7 @@ Named workloads (:data:`WORKLOADS`):
     Replay of the Azure LLM inference traces (Patel et al., "Splitwise", ISCA 2024;
     CC-BY-4.0), lengths and timestamps, read from ``DATA_DIR/traces``.
 
-Any trace file path (see :mod:`schedlab.traces`) is also a workload: replayed if it has
+Any trace file path (see :mod:`schedlab.llm.traces`) is also a workload: replayed if it has
 timestamps, otherwise its lengths are resampled under Poisson arrivals.
 
 Random streams use common random numbers: for a seed, request ``k`` gets the same unit-rate
@@ -40,9 +40,9 @@ from typing import Protocol
 import numpy as np
 
 from schedlab.errors import DataNotFoundError, UnknownNameError
-from schedlab.lengths import builtin_table
+from schedlab.llm.lengths import builtin_table
+from schedlab.llm.traces import read_trace
 from schedlab.serving.errors import ServingError
-from schedlab.traces import read_trace
 
 __all__ = [
     "WORKLOADS",

@@ -6,11 +6,10 @@ import math
 
 import pytest
 
-from schedlab.calibration import model_shapes
 from schedlab.calibration.fit import CalibrationError, calibrate
-from schedlab.calibration.model_shapes import get_model_shape, register_model_shape
 from schedlab.errors import UnknownNameError
-from schedlab.kv_capacity import ModelShape
+from schedlab.llm import models as model_shapes
+from schedlab.llm.models import ModelShape, get_model_shape, register_model_shape
 
 
 def test_report_on_a_synthetic_profile(synthetic_profile):

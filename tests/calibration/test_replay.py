@@ -18,7 +18,7 @@ from schedlab.calibration.replay import (
 )
 from schedlab.cli import main
 from schedlab.errors import DataNotFoundError, FormatError
-from schedlab.kv_capacity import GIB
+from schedlab.llm.models import GIB
 from schedlab.serving.cost_model import LinearAttentionCostModel, save_cost_model
 from schedlab.serving.engine_config import EngineConfig
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from schedlab.errors import DataNotFoundError, UnknownNameError
-from schedlab.lengths import builtin_table
+from schedlab.llm.lengths import builtin_table
 from schedlab.serving.errors import ServingError
 from schedlab.serving.workloads import (
     BLOCK,

@@ -1,0 +1,56 @@
+"""The ``schedlab`` command line.
+
+Subcommands come from three modules, one per part of the package:
+:mod:`schedlab.cli.offline` (``solve``, ``compare``, ``verify``, ``bound``, ``generate``,
+``export``), :mod:`schedlab.cli.serving` (``simulate``, ``capacity``, ``sweep``) and
+:mod:`schedlab.cli.calibration` (``calibrate``, ``replay``). Every
+:class:`~schedlab.errors.SchedlabError` (and unreadable files) becomes one line on stderr
+and exit code 2; ``verify`` exits 1 when the schedule is infeasible.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from schedlab.cli import calibration, offline, serving
+from schedlab.errors import SchedlabError
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="schedlab",
+        description="Scheduling theory of LLM serving: solve, bound and compare "
+        "memory-constrained batching; simulate chunked-prefill policies.",
+    )
+    parser.add_argument("--version", action="version", version="schedlab 0.1.0")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for part in (offline, serving, calibration):
+        part.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except SchedlabError as exc:
+        print(f"schedlab: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # the reader (e.g. `head`) closed the pipe: stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except OSError as exc:
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        print(f"schedlab: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("schedlab: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,319 @@
+"""Subcommands of the offline problem: ``solve``, ``compare``, ``verify``, ``bound``,
+``generate`` and ``export``.
+
+Heavy modules (solvers, bounds, PuLP) are imported when a command runs, so start-up stays
+fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from schedlab.cli.arguments import non_negative_int
+from schedlab.errors import FormatError, SchedlabError
+
+__all__ = ["register"]
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+def _solver_list(text: str) -> list[str]:
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("expected a comma-separated list of solver names")
+    return names
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, indent=1))
+
+
+def _cmd_solve(args: argparse.Namespace) -> int:
+    from schedlab import read_instance, solve
+
+    instance = read_instance(args.file)
+    result = solve(
+        instance,
+        args.solver,
+        time_limit=args.time_limit,
+        seed=args.seed,
+        bound=None if args.no_bound else "best",
+    )
+    if args.json:
+        _print_json(result.to_dict())
+        return 0
+    s = result.schedule
+    bound = "-" if result.lower_bound is None else f"{result.lower_bound:,.1f}"
+    gap = "-" if result.gap is None else f"{100 * result.gap:.2f}%"
+    print(f"{instance.name or args.file}: n = {instance.n}, M = {instance.memory:,} tokens")
+    print(f"solver        {result.solver} ({result.status}, {result.runtime:.3f} s)")
+    print(f"objective     {result.objective:,} (mean latency {s.mean_latency:,.1f} rounds)")
+    print(f"lower bound   {bound} (gap {gap})")
+    print(
+        f"makespan      {s.makespan:,} rounds; peak memory {s.peak_memory:,} tokens; "
+        f"utilisation {100 * s.utilisation:.1f}%"
+    )
+    return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from schedlab.offline.report import run_report
+    from schedlab.offline.result import relative_gap
+
+    report = run_report(
+        args.paths,
+        args.solvers,
+        time_limit=args.time_limit,
+        seed=args.seed,
+        out_dir=args.out,
+        plot=args.plot,
+        progress=None if args.json or args.quiet else sys.stderr,
+    )
+    if args.json:
+        _print_json(
+            [
+                result.to_dict()
+                | {
+                    "instance": comp.instance.name,
+                    "lower_bound": comp.lower_bound,
+                    "gap": relative_gap(result.objective, comp.lower_bound),
+                }
+                for comp in report.comparisons
+                for result in comp.results
+            ]
+        )
+    else:
+        print(report.to_text())
+    if args.out:
+        print(f"wrote {Path(args.out) / 'report.csv'} and report.md", file=sys.stderr)
+    if args.plot:
+        print(f"wrote {args.plot}", file=sys.stderr)
+    return 0
+
+
+def _read_starts(path: Path) -> Any:
+    from schedlab.json_files import read_json
+
+    data = read_json(path, "starts file")
+    if isinstance(data, dict):
+        if "starts" not in data:
+            raise FormatError(f"{path}: expected a list of starts or an object with 'starts'")
+        data = data["starts"]
+    if not isinstance(data, list):
+        raise FormatError(f"{path}: starts: expected a list, got {type(data).__name__}")
+    if data and all(isinstance(x, dict) for x in data):
+        pairs = []
+        for k, entry in enumerate(data):
+            if "request" not in entry or "start" not in entry:
+                raise FormatError(f"{path}: starts[{k}]: expected keys 'request' and 'start'")
+            pairs.append((entry["request"], entry["start"]))
+        return pairs
+    if data and all(isinstance(x, list) and len(x) == 2 for x in data):
+        return [(i, p) for i, p in data]
+    return data
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    from schedlab import Schedule, read_instance, verify
+
+    instance = read_instance(args.file)
+    starts = _read_starts(Path(args.starts))
+    problems = verify(instance, starts)
+    if problems:
+        print(f"INFEASIBLE: {len(problems)} violation(s)")
+        for line in problems:
+            print(f"  - {line}")
+        return 1
+    schedule = Schedule(instance, [p for _, p in sorted(_pairs(starts))])
+    print(
+        f"FEASIBLE: objective {schedule.objective:,}, makespan {schedule.makespan:,}, "
+        f"peak memory {schedule.peak_memory:,} of {instance.memory:,} tokens"
+    )
+    return 0
+
+
+def _pairs(starts: Any) -> list[tuple[int, int]]:
+    if starts and isinstance(starts[0], tuple):
+        return [(int(i), int(p)) for i, p in starts]
+    return [(i, int(p)) for i, p in enumerate(starts)]
+
+
+def _cmd_bound(args: argparse.Namespace) -> int:
+    from schedlab import lower_bound, read_instance
+
+    instance = read_instance(args.file)
+    bound = lower_bound(instance, args.method, time_limit=args.time_limit)
+    if args.json:
+        _print_json(
+            {
+                "method": bound.method,
+                "value": bound.value,
+                "status": bound.status,
+                "runtime_s": bound.runtime,
+                "stats": bound.stats,
+            }
+        )
+    else:
+        print(
+            f"{instance.name or args.file}: lower bound {bound.value:,.1f} "
+            f"({bound.method}, {bound.status}, {bound.runtime:.3f} s)"
+        )
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from schedlab import read_instance
+    from schedlab.offline.export import export_model
+
+    out = export_model(read_instance(args.file), args.output, args.format)
+    print(f"wrote {out}")
+    return 0
+
+
+def _cmd_generate(args: argparse.Namespace) -> int:
+    from schedlab import write_instance
+    from schedlab.offline.backlogs import (
+        DEFAULT_MEMORY,
+        jaillet_instance,
+        mixed_backlog,
+        sample_backlog,
+    )
+    from schedlab.offline.instance_io import instance_to_dict
+
+    allowed = {
+        "mixed": {"memory", "long_fraction"},
+        "jaillet": set(),
+        "backlog": {"memory", "source"},
+    }
+    for option in ("memory", "long_fraction", "source"):
+        if getattr(args, option) is not None and option not in allowed[args.kind]:
+            flag = "--" + option.replace("_", "-")
+            raise SchedlabError(f"{flag}: does not apply to generate {args.kind}")
+    n = 200 if args.n is None and args.kind != "jaillet" else args.n
+    memory = DEFAULT_MEMORY if args.memory is None else args.memory
+    if args.kind == "mixed":
+        fraction = 0.5 if args.long_fraction is None else args.long_fraction
+        inst = mixed_backlog(n, memory, fraction, args.seed, name=args.name)
+    elif args.kind == "jaillet":
+        inst = jaillet_instance(args.seed, n, name=args.name)
+    else:
+        source: Any = args.source or "sharegpt"
+        if Path(source).is_file():
+            from schedlab.llm.traces import read_trace
+
+            source = read_trace(source)
+        inst = sample_backlog(n, memory, source, args.seed, name=args.name)
+    if args.output:
+        write_instance(inst, args.output)
+        print(f"wrote {args.output}: n = {inst.n}, M = {inst.memory:,}", file=sys.stderr)
+    else:
+        _print_json(instance_to_dict(inst))
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add the offline subcommands to an argparse subparsers object."""
+    from schedlab.offline.backlogs import DEFAULT_MEMORY
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--time-limit",
+            type=_positive_seconds,
+            default=None,
+            metavar="SECONDS",
+            help="wall-clock limit per solver (and for the bound)",
+        )
+        p.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default 0)")
+        p.add_argument("--json", action="store_true", help="print JSON")
+
+    p = sub.add_parser("solve", help="solve one instance with one solver")
+    p.add_argument("file", help="instance file (schedlab-instance/1 JSON)")
+    p.add_argument("--solver", default="mc-sf", help="solver name (default mc-sf)")
+    p.add_argument("--no-bound", action="store_true", help="skip the lower bound")
+    common(p)
+    p.set_defaults(func=_cmd_solve)
+
+    p = sub.add_parser("compare", help="compare solvers against the best lower bound")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="instance files or folders")
+    p.add_argument(
+        "--solvers",
+        type=_solver_list,
+        default=None,
+        help="comma-separated solver names (default: the list-scheduling rules)",
+    )
+    p.add_argument(
+        "--out",
+        default=None,
+        metavar="DIR",
+        help="save the report as DIR/report.csv and DIR/report.md",
+    )
+    p.add_argument(
+        "--plot",
+        default=None,
+        metavar="FILE.png",
+        help="save a figure: gap per solver, memory and Gantt of the best schedule",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    common(p)
+    p.set_defaults(func=_cmd_compare)
+
+    p = sub.add_parser("verify", help="check a schedule with the independent verifier")
+    p.add_argument("file", help="instance file")
+    p.add_argument(
+        "starts",
+        help="JSON: list of starts, {'starts': [...]}, or [{'request': i, 'start': p}, ...]",
+    )
+    p.set_defaults(func=_cmd_verify)
+
+    p = sub.add_parser("bound", help="compute a lower bound on the optimum")
+    p.add_argument("file", help="instance file")
+    p.add_argument("--method", default="best", help="bound method (default best)")
+    p.add_argument("--time-limit", type=_positive_seconds, default=None, metavar="SECONDS")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_cmd_bound)
+
+    p = sub.add_parser("generate", help="generate an instance")
+    p.add_argument("kind", choices=("mixed", "jaillet", "backlog"))
+    p.add_argument(
+        "-n",
+        "--n",
+        type=int,
+        default=None,
+        help="number of requests (default 200; jaillet: drawn from U[40, 60])",
+    )
+    p.add_argument(
+        "--memory",
+        type=int,
+        default=None,
+        help=f"mixed, backlog: KV budget M in tokens (default {DEFAULT_MEMORY:,})",
+    )
+    p.add_argument(
+        "--long-fraction", type=float, default=None, help="mixed: share of long requests (0.5)"
+    )
+    p.add_argument(
+        "--source",
+        default=None,
+        help="backlog: a shipped length table (default sharegpt) or a trace file path",
+    )
+    p.add_argument("--seed", type=non_negative_int, default=0)
+    p.add_argument("--name", default=None)
+    p.add_argument("-o", "--output", default=None, help="write to this file (default stdout)")
+    p.set_defaults(func=_cmd_generate)
+
+    p = sub.add_parser("export", help="write the exact time-indexed model as LP or MPS")
+    p.add_argument("file", help="instance file")
+    p.add_argument("--format", choices=("lp", "mps"), default=None, help="default: from -o")
+    p.add_argument("-o", "--output", required=True, help="output file")
+    p.set_defaults(func=_cmd_export)

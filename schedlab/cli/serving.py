@@ -1,0 +1,319 @@
+"""Command-line subcommands of the simulator: ``simulate``, ``capacity``, ``sweep``.
+
+``schedlab.cli`` adds them with :func:`register`. Only ``argparse`` and the standard
+library are imported here; the simulator is imported when a command runs, and matplotlib
+only when ``sweep --plot`` asks for it, so start-up stays fast. Errors of bad input are
+raised as :class:`~schedlab.errors.SchedlabError` for ``schedlab.cli`` to print as one
+line with exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from schedlab.cli.arguments import non_negative_int
+from schedlab.serving.errors import ServingError
+
+if TYPE_CHECKING:
+    from schedlab.serving.capacity import SweepPoint
+    from schedlab.serving.engine_config import EngineConfig
+    from schedlab.serving.metrics import SLO
+
+__all__ = ["parse_duration", "register"]
+
+_UNITS = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "": 1.0}
+_DURATION = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(us|µs|ms|s|min)?\s*")
+
+
+def parse_duration(text: str, flag: str = "duration", *, allow_zero: bool = False) -> float:
+    """Seconds from ``25ms``, ``5s``, ``2min``, ``150us`` or a bare number of seconds.
+
+    Raises
+    ------
+    ServingError
+        Naming ``flag``, for text that is not a positive duration.
+    """
+    match = _DURATION.fullmatch(text)
+    if not match:
+        raise ServingError(
+            f"{flag}: cannot read duration {text!r}; use e.g. 25ms, 5s, 2min or 0.025 (seconds)"
+        )
+    seconds = float(match.group(1)) * _UNITS[match.group(2) or ""]
+    if not (math.isfinite(seconds) and (seconds > 0 or (allow_zero and seconds == 0))):
+        kind = "non-negative" if allow_zero else "positive"
+        raise ServingError(f"{flag}: duration must be {kind}, got {text!r}")
+    return seconds
+
+
+def _positive_number(text: str, flag: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ServingError(f"{flag}: expected a number, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise ServingError(f"{flag}: must be a positive number, got {text!r}")
+    return value
+
+
+def _common(
+    parser: argparse.ArgumentParser, *, policy: bool = True, duration: str = "60s"
+) -> None:
+    parser.add_argument(
+        "--workload",
+        default="chat",
+        help="chat, long, mixed, bursty, azure-code, azure-conv, or a trace file",
+    )
+    parser.add_argument(
+        "--duration", default=duration, help=f"arrival window (default {duration})"
+    )
+    if policy:
+        parser.add_argument(
+            "--policy",
+            default="sloweave",
+            help="whole-prefill, fixed:C, vllm, sarathi[:TAU], sloweave[:CMAX], sangam[:Q]",
+        )
+    parser.add_argument(
+        "--cost-model", default="sloweave-default", help="built-in name or a JSON file"
+    )
+    parser.add_argument("--tpot", default="25ms", help="TPOT target (default 25ms)")
+    parser.add_argument("--ttft", default="5s", help="TTFT target (default 5s)")
+    parser.add_argument(
+        "--seed", type=non_negative_int, default=0, help="seed of every random draw"
+    )
+    parser.add_argument("--kv-tokens", type=int, default=None, help="KV capacity in tokens")
+    parser.add_argument("--block-size", type=int, default=None, help="tokens per KV block")
+    parser.add_argument("--max-num-seqs", type=int, default=None)
+    parser.add_argument("--max-num-batched-tokens", type=int, default=None)
+    parser.add_argument("--data-dir", default=None, help="directory holding traces/ (Azure)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _engine(args: argparse.Namespace) -> EngineConfig:
+    from schedlab.serving.engine_config import EngineConfig
+
+    given = {
+        "kv_capacity_tokens": args.kv_tokens,
+        "block_size": args.block_size,
+        "max_num_seqs": args.max_num_seqs,
+        "max_num_batched_tokens": args.max_num_batched_tokens,
+    }
+    return EngineConfig(**{k: v for k, v in given.items() if v is not None})
+
+
+def _slo(args: argparse.Namespace) -> SLO:
+    from schedlab.serving.metrics import SLO
+
+    return SLO(
+        ttft_s=parse_duration(args.ttft, "--ttft"), tpot_s=parse_duration(args.tpot, "--tpot")
+    )
+
+
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None or math.isnan(seconds) else f"{seconds * 1e3:.1f}"
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from schedlab.serving.simulator import simulate
+
+    rate = None if args.rate is None else _positive_number(args.rate, "--rate")
+    result = simulate(
+        args.workload,
+        rate=rate,
+        duration_s=parse_duration(args.duration, "--duration"),
+        policy=args.policy,
+        cost_model=args.cost_model,
+        slo=_slo(args),
+        engine=_engine(args),
+        seed=args.seed,
+        actual_cost_model=args.actual_cost_model,
+        noise_cv=args.noise_cv,
+        margin_s=None
+        if args.margin is None
+        else parse_duration(args.margin, "--margin", allow_zero=True),
+        data_dir=args.data_dir,
+    )
+    if args.records:
+        with Path(args.records).open("w", encoding="utf-8") as handle:
+            for record in result.records:
+                handle.write(json.dumps(record.to_dict()) + "\n")
+    s = result.summary
+    if args.json:
+        print(json.dumps({**s.to_dict(), "wall_s": result.wall_s}))
+        return 0
+    print(
+        f"policy {s.policy} on {s.workload} ({s.cost_model}): {s.n_requests} requests, "
+        f"{s.n_finished} finished, {s.iterations} iterations, {s.preemptions} preemptions"
+    )
+    print(f"{'metric':<10}{'mean':>10}{'p50':>10}{'p90':>10}{'p95':>10}{'p99':>10}  (ms)")
+    for name in ("ttft", "tpot", "itl", "latency"):
+        d = getattr(s, name)
+        cells = "".join(f"{_ms(v):>10}" for v in (d.mean, d.p50, d.p90, d.p95, d.p99))
+        print(f"{name:<10}{cells}")
+    print(
+        f"SLO TTFT <= {s.slo.ttft_s:g} s, TPOT <= {s.slo.tpot_s * 1e3:g} ms: attainment "
+        f"{s.attainment:.3f}, goodput {s.goodput_rps:.3f} req/s"
+    )
+    return 0
+
+
+def _capacity(args: argparse.Namespace) -> int:
+    from schedlab.serving.capacity import capacity
+
+    result = capacity(
+        args.workload,
+        args.policy,
+        slo=_slo(args),
+        cost_model=args.cost_model,
+        engine=_engine(args),
+        duration_s=parse_duration(args.duration, "--duration"),
+        seed=args.seed,
+        target=args.target,
+        rel_tol=args.tolerance,
+        start_rps=_positive_number(args.start_rate, "--start-rate"),
+        max_rps=_positive_number(args.max_rate, "--max-rate"),
+        data_dir=args.data_dir,
+    )
+    if args.json:
+        print(json.dumps(result.to_dict()))
+        return 0
+    bound = ">= " if result.saturated else ""
+    print(
+        f"capacity of {result.policy} on {result.workload}: {bound}{result.capacity_rps:.3f} "
+        f"req/s (attainment >= {result.target:g} at TTFT <= {result.ttft_s:g} s, "
+        f"TPOT <= {result.tpot_s * 1e3:g} ms; {len(result.probes)} runs)"
+    )
+    return 0
+
+
+def _split(text: str, flag: str) -> list[str]:
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise ServingError(f"{flag}: expected a comma-separated list, got {text!r}")
+    return items
+
+
+def _progress(done: int, total: int) -> None:
+    print(f"\rsweep: {done}/{total} runs", end="\n" if done == total else "", file=sys.stderr)
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    from schedlab.plotting import check_figure_path, check_output_path
+    from schedlab.serving.capacity import sweep
+
+    policies = _split(args.policies, "--policies")
+    rates = [_positive_number(r, "--rates") for r in _split(args.rates, "--rates")]
+    if args.csv:
+        check_output_path(args.csv, "--csv")
+    if args.plot:
+        check_figure_path(args.plot, "--plot")
+    points = sweep(
+        args.workload,
+        policies,
+        rates,
+        slo=_slo(args),
+        cost_model=args.cost_model,
+        engine=_engine(args),
+        duration_s=parse_duration(args.duration, "--duration"),
+        seed=args.seed,
+        workers=args.workers,
+        progress=None if args.quiet else _progress,
+        data_dir=args.data_dir,
+    )
+    rows = [p.row() for p in points]
+    if args.csv:
+        with Path(args.csv).open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    if args.plot:
+        _plot(points, Path(args.plot), args)
+    if args.json:
+        print(json.dumps([{k: (None if v != v else v) for k, v in r.items()} for r in rows]))
+        return 0
+    _print_table(rows)
+    return 0
+
+
+def _print_table(rows: Sequence[dict[str, Any]]) -> None:
+    header = (
+        f"{'policy':<16}{'rate':>8}{'attain':>8}{'goodput':>9}{'TTFT p99':>10}{'TPOT p99':>10}"
+    )
+    print(header + "  (rates req/s, times ms)")
+    for r in rows:
+        print(
+            f"{r['policy']:<16}{r['rate_rps']:>8.3g}{r['attainment']:>8.3f}"
+            f"{r['goodput_rps']:>9.3f}{_ms(r['ttft_p99_s']):>10}{_ms(r['tpot_p99_s']):>10}"
+        )
+
+
+def _plot(points: Sequence[SweepPoint], path: Path, args: argparse.Namespace) -> None:
+    from schedlab.plotting import pyplot
+
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for policy in dict.fromkeys(p.policy for p in points):
+        mine = [p for p in points if p.policy == policy]
+        ax.plot(
+            [p.rate_rps for p in mine],
+            [p.summary.attainment for p in mine],
+            marker="o",
+            label=policy,
+        )
+    ax.axhline(0.9, color="grey", linestyle=":", linewidth=1)
+    ax.set_xlabel("arrival rate (req/s)")
+    ax.set_ylabel("SLO attainment")
+    ax.set_title(f"{args.workload}: TTFT <= {args.ttft}, TPOT <= {args.tpot}")
+    ax.set_ylim(0, 1.02)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def register(subparsers: Any) -> None:
+    """Add ``simulate``, ``capacity`` and ``sweep`` to an argparse subparsers object."""
+    sim = subparsers.add_parser("simulate", help="simulate a serving workload under a policy")
+    _common(sim)
+    sim.add_argument("--rate", default=None, help="mean arrival rate, requests/s")
+    sim.add_argument(
+        "--noise-cv",
+        type=float,
+        default=0.0,
+        help="actual/predicted iteration time: lognormal noise with this CV",
+    )
+    sim.add_argument(
+        "--actual-cost-model",
+        default=None,
+        help="advance time by this model instead of the predicted one",
+    )
+    sim.add_argument("--margin", default=None, help="SLOWeave margin delta, e.g. 0.5ms")
+    sim.add_argument("--records", default=None, help="write per-request records (JSONL)")
+    sim.set_defaults(func=_simulate)
+
+    cap = subparsers.add_parser("capacity", help="highest rate with SLO attainment >= target")
+    _common(cap, duration="120s")
+    cap.add_argument("--target", type=float, default=0.9, help="attainment target (0.9)")
+    cap.add_argument("--tolerance", type=float, default=0.02, help="relative bisection tolerance")
+    cap.add_argument("--start-rate", default="1", help="first rate tried, requests/s")
+    cap.add_argument("--max-rate", default="1000", help="highest rate tried, requests/s")
+    cap.set_defaults(func=_capacity)
+
+    swp = subparsers.add_parser("sweep", help="compare policies over arrival rates")
+    _common(swp, policy=False)
+    swp.add_argument(
+        "--policies", default="vllm,sarathi,sloweave,fixed:512", help="comma-separated policies"
+    )
+    swp.add_argument("--rates", required=True, help="comma-separated rates, requests/s")
+    swp.add_argument("--workers", type=int, default=None, help="processes (default: all cores)")
+    swp.add_argument("--csv", default=None, help="write the table as CSV")
+    swp.add_argument("--plot", default=None, help="write attainment vs rate (PNG/PDF/SVG)")
+    swp.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    swp.set_defaults(func=_sweep)

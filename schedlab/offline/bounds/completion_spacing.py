@@ -1,0 +1,285 @@
+"""Completion-spacing bound: the LP's Lagrangian plus memory that integer schedules must waste.
+
+Integer schedules cannot keep memory full between completions: from a round ``t`` to the
+next round ``e(t) >= t`` in which some request completes, every request active in ``t``
+stays active and grows by one token per round, so
+
+.. math:: M - \\mathrm{load}(t) \\ge |A(t)| \\, (e(t) - t)
+   \\qquad\\text{(the completion-spacing lemma)}.
+
+The time-indexed LP (and every fluid relaxation) misses this: its fractional completions
+happen in every round. For prices ``λ_t >= 0`` (zero from ``T`` on) the Lagrangian
+identity ``objective = sum_i f_i(p_i) - M sum_t λ_t + sum_t λ_t (M - load(t))`` (module
+:mod:`schedlab.offline.bounds.time_indexed`) keeps the last, slack, term instead of dropping it.
+Split request ``i``'s active rounds into *pieces* (its intersections with the fixed
+time grid ``[qP, (q+1)P)``); a piece of ``ℓ`` rounds, at age ``α`` at its first round,
+containing ``m`` completion rounds, carries slack weight at least
+``λ_min (ℓ - m)(ℓ + 1) / (2(m + 1))`` (the rounds without a completion form at most ``m+1``
+runs, each a triangle ``1 + 2 + ... + g``), with ``λ_min`` the least price on the piece.
+Every completion round ``e`` holds at most ``M`` tokens, of which request ``i`` holds at
+least ``s_i + α + 1``, and there are at most ``n`` completion rounds, so
+``sum_{i, pieces} (s_i + α + 1) m <= M n``. Relaxing this with a multiplier ``ν >= 0``
+makes the bound separable again:
+
+.. math::
+
+    L^+(μ, ν) = \\sum_i \\min_{τ \\ge a_i} \\Bigl[f_i(τ) + \\sum_{\\text{pieces}}
+    \\min_{0 \\le m \\le ℓ} \\Bigl(λ_{\\min} \\frac{(ℓ - m)(ℓ+1)}{2(m+1)}
+    + ν (s_i + α + 1) m\\Bigr)\\Bigr] - M \\sum_t λ_t - ν M n \\;\\le\\; \\mathrm{OPT}.
+
+With ``ν = 0`` the inner minimum is ``0`` (``m = ℓ``) and ``L^+ = L(μ)``; so with the LP's
+prices and the best ``ν`` (``L^+`` is concave in ``ν``; golden-section search) the bound is
+never below the LP's certificate. The minimum over ``τ`` is taken over every start in
+``[a_i, max(a_i, T)]`` (later starts only cost more), so this bound is meant for a few
+hundred requests (``n (T + 1)`` start costs per evaluation).
+
+Proof and tests: ``proofs/completion_spacing.md``. The Lagrangian is that of the
+time-indexed relaxation (Sousa & Wolsey 1992; van den Akker, Hurkens & Savelsbergh 2000);
+the spacing lemma and the waste term are ours.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from schedlab.errors import SchedlabError
+from schedlab.offline.bounds import SPACING_MAX_N, Bound, register_bound
+from schedlab.offline.bounds.time_indexed import lp_relaxation, start_costs
+from schedlab.offline.instance import Instance
+
+__all__ = [
+    "SPACING_MAX_N",
+    "piece_slack",
+    "piece_waste",
+    "spacing_bound_search",
+    "spacing_value",
+    "start_brackets",
+]
+
+#: Pieces per horizon: the grid step is ``ceil(T / _PIECES)`` rounds.
+_PIECES = 32
+
+#: Relative safety margin taken off every value against floating-point error.
+_SAFETY = 1e-9
+
+#: Start costs evaluated at once (bounds working memory).
+_CHUNK_ENTRIES = 1_000_000
+
+#: Golden-section steps over ``log ν``.
+_NU_STEPS = 14
+
+#: An evaluation runs in at least this many chunks of requests; after each chunk its time
+#: so far is extrapolated to the rest, so a deadline is overrun by at most about one chunk.
+_MIN_CHUNKS = 16
+
+
+def piece_slack(length: np.ndarray, completions: np.ndarray) -> np.ndarray:
+    """``(ℓ - m)(ℓ + 1) / (2(m + 1))``: the least ``sum_t (e(t) - t)`` over a piece of ``ℓ``
+    rounds of one request's active rounds that contains ``m`` completion rounds."""
+    ell = np.asarray(length, dtype=float)
+    m = np.asarray(completions, dtype=float)
+    return (ell - m) * (ell + 1) / (2 * (m + 1))
+
+
+def piece_waste(price: np.ndarray, length: np.ndarray, cost: np.ndarray, nu: float) -> np.ndarray:
+    """``min_{0 <= m <= ℓ} price · piece_slack(ℓ, m) + ν cost m`` over real ``m``.
+
+    With ``u = m + 1 in [1, ℓ + 1]`` the function is ``price (ℓ+1)^2/(2u) - price (ℓ+1)/2
+    + ν cost (u - 1)``, convex in ``u``, least at ``u* = (ℓ+1) sqrt(price / (2 ν cost))``
+    clipped to the range. ``0`` for empty pieces (``ℓ = 0``). Arguments broadcast.
+    """
+    ell = np.asarray(length, dtype=float) + 1.0
+    price = np.asarray(price, dtype=float)
+    rate = nu * np.asarray(cost, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        u = np.where(rate > 0, ell * np.sqrt(price / (2.0 * rate)), ell)
+    u = np.clip(u, 1.0, ell)  # an overflow (tiny ν c) gives +inf, clipped to ℓ + 1
+    value = price * ell * ell / (2.0 * u) - price * ell / 2.0 + rate * (u - 1.0)
+    return np.where(ell > 1.0, value, 0.0)
+
+
+def _grid_minima(bounds: np.ndarray, mu: np.ndarray, step: int, reach: int) -> np.ndarray:
+    """Least round price on each grid cell ``[q step, (q+1) step)``, rounds up to ``reach``."""
+    horizon = int(bounds[-1])
+    cells = max(reach, horizon) // step + 3
+    lam = np.zeros(cells * step)
+    lam[:horizon] = np.repeat(np.asarray(mu, dtype=float), np.diff(bounds))
+    return lam.reshape(cells, step).min(axis=1)
+
+
+def _brackets(
+    instance: Instance,
+    bounds: np.ndarray,
+    mu: np.ndarray,
+    nu: float,
+    step: int,
+    req: np.ndarray,
+    tau: np.ndarray,
+) -> np.ndarray:
+    """``f_i(τ) + sum_pieces min_m (...)`` for requests ``req`` (k,) at starts ``tau`` (k, w)."""
+    horizon = int(bounds[-1])
+    o = instance.output[req][:, None]
+    s = instance.prompt[req][:, None]
+    reach = int(tau.max() + o.max()) + 2 * step
+    cell_min = _grid_minima(bounds, mu, step, max(reach, horizon))
+    flat = np.repeat(req, tau.shape[1])
+    cost = start_costs(instance, bounds, mu, tau.ravel(), requests=flat).reshape(tau.shape)
+    end = tau + o
+    first = tau // step
+    for j in range(int(o.max()) // step + 2):
+        cell = first + j
+        left = np.maximum(tau, cell * step)
+        length = np.maximum(np.minimum(end, (cell + 1) * step) - left, 0)
+        cost += piece_waste(cell_min[cell], length, s + (left - tau) + 1, nu)
+    return cost
+
+
+def start_brackets(
+    instance: Instance,
+    bounds: np.ndarray,
+    mu: np.ndarray,
+    nu: float,
+    step: int,
+    starts: np.ndarray,
+) -> np.ndarray:
+    """Each request's bracketed term of ``L^+`` at the given starts instead of its minimum.
+
+    For a feasible schedule ``p``, ``sum(start_brackets(..., p)) - M sum_t λ_t - ν M n``
+    is at most its objective (the chain of inequalities in the proof, before the
+    minimum over starts); the tests check this on real schedules.
+    """
+    mu = np.maximum(np.asarray(mu, dtype=float), 0.0)
+    starts = np.asarray(starts, dtype=np.int64)[:, None]
+    return _brackets(
+        instance, bounds, mu, max(float(nu), 0.0), step, np.arange(instance.n), starts
+    )[:, 0]
+
+
+def spacing_value(
+    instance: Instance, bounds: np.ndarray, mu: np.ndarray, nu: float, step: int
+) -> float:
+    """``L^+(μ, ν)`` with grid step ``step`` (see module docs), before any safety margin.
+
+    Valid for every ``μ >= 0``, ``ν >= 0`` and ``step >= 1`` (negative prices and
+    multipliers are raised to ``0``).
+
+    Raises
+    ------
+    SchedlabError
+        If ``step < 1``.
+    """
+    if step < 1:
+        raise SchedlabError(f"spacing_value: step must be >= 1, got {step}")
+    return _spacing_value(instance, bounds, mu, nu, step, math.inf)
+
+
+def _spacing_value(
+    instance: Instance, bounds: np.ndarray, mu: np.ndarray, nu: float, step: int, deadline: float
+) -> float:
+    """:func:`spacing_value`, in chunks of at most ``n / _MIN_CHUNKS`` requests.
+
+    Raises :class:`TimeoutError` after a chunk when the time taken so far, extrapolated
+    linearly to the requests left, would end past ``deadline`` (a ``time.perf_counter``
+    instant).
+    """
+    began = time.perf_counter()
+    mu = np.maximum(np.asarray(mu, dtype=float), 0.0)
+    nu = max(float(nu), 0.0)
+    horizon = int(bounds[-1])
+    n = instance.n
+    top = np.maximum(instance.arrival, horizon)
+    width = horizon + 1
+    rows = max(1, min(_CHUNK_ENTRIES // width, -(-n // _MIN_CHUNKS)))
+    total = 0.0
+    for lo in range(0, n, rows):
+        hi = min(n, lo + rows)
+        req = np.arange(lo, hi)
+        tau = np.clip(np.arange(width)[None, :], instance.arrival[req][:, None], top[req][:, None])
+        total += float(_brackets(instance, bounds, mu, nu, step, req, tau).min(axis=1).sum())
+        now = time.perf_counter()
+        if hi < n and now + (now - began) * (n - hi) / hi > deadline:
+            raise TimeoutError
+    return total - instance.memory * float(mu @ np.diff(bounds)) - nu * instance.memory * n
+
+
+def spacing_bound_search(
+    instance: Instance, *, time_limit: float | None = None
+) -> tuple[float, dict[str, float | int | str]]:
+    """The LP's prices (half the time), then the best ``ν`` by golden-section search.
+
+    Returns the value (the larger of the LP's certificate and ``L^+``, reduced by a
+    relative ``1e-9``) and statistics. Evaluations are timed, not predicted from a
+    constant: one starts only when the previous one's measured time fits in what is left
+    of ``time_limit``, and is abandoned as soon as its finished chunks, extrapolated to
+    the remaining requests, would end past the limit. So the limit is overrun by at most
+    about one chunk (``1/16`` of an evaluation) besides the LP's own overrun.
+    """
+    began = time.perf_counter()
+    deadline = math.inf if time_limit is None else began + time_limit
+    relax = lp_relaxation(instance, time_limit=None if time_limit is None else time_limit / 2)
+    bounds, mu = relax.bounds, relax.prices
+    step = max(1, math.ceil(int(bounds[-1]) / _PIECES))
+    best, best_nu, steps = -math.inf, 0.0, 0
+    scale = float(mu.max()) if len(mu) else 0.0
+    last = 0.0  # seconds taken by the last complete evaluation (0: none yet)
+    memo: dict[float, float] = {}
+    cut = False
+
+    def at(x: float) -> float:
+        nonlocal last
+        if x not in memo:
+            if time.perf_counter() + last > deadline:
+                raise TimeoutError
+            tick = time.perf_counter()
+            memo[x] = _spacing_value(instance, bounds, mu, math.exp(x), step, deadline)
+            last = time.perf_counter() - tick
+        return memo[x]
+
+    if scale > 0:
+        # L+ is concave in ν, hence unimodal in log ν: golden section on [scale e-6, scale]
+        lo, hi = math.log(scale * 1e-6), math.log(scale)
+        ratio = (math.sqrt(5) - 1) / 2
+        x1, x2 = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
+        try:
+            while steps < _NU_STEPS:
+                if at(x1) >= at(x2):  # the maximum lies in [lo, x2]
+                    hi, x2 = x2, x1
+                    x1 = hi - ratio * (hi - lo)
+                else:  # in [x1, hi]
+                    lo, x1 = x1, x2
+                    x2 = lo + ratio * (hi - lo)
+                steps += 1
+        except TimeoutError:
+            cut = True
+        for x, value in memo.items():
+            if value > best:
+                best, best_nu = value, math.exp(x)
+    value = max(relax.value, best - _SAFETY * abs(best))
+    return value, {
+        "lp": relax.value,
+        "lp_status": relax.status,
+        "nu": best_nu,
+        "step": step,
+        "evaluations": len(memo),
+        "seconds_per_evaluation": last,
+        "horizon": relax.horizon,
+        "stopped_by_time": int(cut or relax.status != "optimal"),
+    }
+
+
+@register_bound("completion-spacing", in_best=lambda instance: instance.n <= SPACING_MAX_N)
+def completion_spacing(instance: Instance, *, time_limit: float | None = None) -> Bound:
+    """LP prices plus the completion-spacing waste term (see module docs), rounded up."""
+    began = time.perf_counter()
+    value, stats = spacing_bound_search(instance, time_limit=time_limit)
+    status = "time_limit" if stats["stopped_by_time"] else "proven"
+    return Bound(
+        float(math.ceil(value - 1e-6)),  # the optimum is an integer
+        "completion-spacing",
+        status,
+        time.perf_counter() - began,
+        dict(stats),
+    )

@@ -1,0 +1,496 @@
+"""Time-indexed LP relaxation by column generation, certified by a Lagrangian bound.
+
+Model
+-----
+``x_{i,τ} >= 0`` is the weight of "request ``i`` starts in round ``τ``" (``τ >= a_i``):
+
+.. math::
+
+    \\min \\sum_{i,τ} (τ + o_i - a_i) x_{i,τ}
+    \\quad\\text{s.t.}\\quad \\sum_τ x_{i,τ} = 1 \\;(\\forall i), \\qquad
+    \\sum_i \\sum_{τ=t-o_i+1}^{t} (s_i + t - τ + 1) x_{i,τ} \\le M \\;(\\forall t).
+
+Rows are *aggregated* into blocks ``[b_k, b_{k+1})`` of the horizon ``[0, T)``: the row of
+block ``k`` is the sum of the round rows it contains (right-hand side ``M (b_{k+1} - b_k)``).
+With one round per block this is the plain time-indexed LP; coarser blocks give a smaller
+relaxation that scales to ``n = 10^4``. Rounds ``t >= T`` get no row.
+
+Certificate
+-----------
+For any prices ``μ_k >= 0`` (``λ_t = μ_k`` on block ``k``, ``λ_t = 0`` for ``t >= T``),
+Lagrangian relaxation of the memory rows of *every* round gives
+
+.. math::
+
+    L(μ) = -M \\sum_k μ_k (b_{k+1} - b_k) + \\sum_i \\min_{τ \\ge a_i} f_i(τ), \\qquad
+    f_i(τ) = τ + o_i - a_i + \\sum_{u=τ}^{τ+o_i-1} λ_u (s_i + u - τ + 1),
+
+a lower bound on the optimum of the *integer* problem for any horizon: ``T`` only decides
+which prices may be non-zero (proof: ``proofs/time_indexed_lagrangian.md``). The minimum
+over the unbounded range ``τ >= a_i`` is exact: ``f_i`` is increasing for ``τ >= T`` and,
+between the breakpoints where ``τ`` or ``τ + o_i`` crosses a block boundary, a quadratic in
+``τ``, minimised at its ends or next to its vertex. Column generation (Dantzig–Wolfe over
+start-time columns, the master solved by HiGHS) supplies the prices: every iteration the
+memory-row duals of the restricted master are priced over all starts, the most negative
+reduced-cost column of each request is added, and ``L`` of those duals is recorded; the
+best ``L`` seen is the certified value. At convergence it equals the LP optimum.
+
+Sources: Sousa & Wolsey (1992) and van den Akker, Hurkens & Savelsbergh (2000) for
+time-indexed formulations and their column generation; Lasdon (1970) for the Lagrangian
+bound of a restricted master.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import highspy
+import numpy as np
+
+from schedlab.offline.bounds import LARGE_N, SPACING_MAX_N, Bound, register_bound
+from schedlab.offline.decoder import list_schedule
+from schedlab.offline.instance import Instance
+from schedlab.offline.solvers.rules import priority_order
+
+__all__ = [
+    "DEFAULT_MAX_BLOCKS",
+    "LPRelaxation",
+    "block_loads",
+    "column_rows",
+    "lagrangian_bound",
+    "lp_relaxation",
+    "price_starts",
+    "start_costs",
+    "uniform_blocks",
+]
+
+#: Most aggregated memory rows used when the caller does not choose (see :func:`uniform_blocks`).
+DEFAULT_MAX_BLOCKS = 300
+
+#: Relative safety margin taken off every certified value against floating-point error.
+_SAFETY = 1e-9
+
+#: Entries of the candidate matrix priced at once (bounds working memory).
+_CHUNK_ENTRIES = 4_000_000
+
+
+@dataclass(frozen=True)
+class LPRelaxation:
+    """Outcome of :func:`lp_relaxation`.
+
+    Attributes
+    ----------
+    value
+        Certified lower bound on the optimal total latency: the best Lagrangian value
+        ``L(μ)`` seen, valid for every horizon.
+    mean_start
+        ``sum_τ τ x_{i,τ}`` of the last restricted master solved to optimality (the
+        ``mc-sf-backfill`` schedule's starts if none was solved within the time limit).
+    status
+        ``"optimal"`` when column generation converged (no column of negative reduced
+        cost, so ``value`` is the LP optimum up to tolerance), ``"time_limit"`` otherwise.
+    runtime
+        Wall seconds.
+    lp_value
+        Objective of the final restricted master (an upper bound on the LP optimum of
+        the aggregated model; not a valid lower bound on its own).
+    horizon
+        ``T``: rounds ``>= T`` carry no memory row.
+    block
+        Rounds per aggregated memory row (the last block may be shorter).
+    stats
+        Iterations, columns, and the bound after each iteration.
+    bounds, prices
+        The block boundaries and the block prices ``μ`` of the best ``L(μ)`` (zero
+        prices when no iteration improved on the trivial bound).
+    """
+
+    value: float
+    mean_start: np.ndarray
+    status: str
+    runtime: float
+    lp_value: float = math.nan
+    horizon: int = 0
+    block: int = 1
+    stats: dict[str, Any] = field(default_factory=dict)
+    bounds: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+    prices: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+
+def uniform_blocks(horizon: int, max_blocks: int = DEFAULT_MAX_BLOCKS) -> np.ndarray:
+    """Boundaries ``0 = b_0 < ... < b_K = horizon``, equal width ``ceil(T / max_blocks)``."""
+    width = max(1, math.ceil(horizon / max_blocks))
+    return np.unique(np.append(np.arange(0, horizon, width), horizon)).astype(np.int64)
+
+
+class _Prices:
+    """Round prices ``λ_t`` (constant on blocks, ``0`` from ``T`` on) and window sums.
+
+    ``P0(x) = sum_{u<x} λ_u`` and ``P1(x) = sum_{u<x} u λ_u`` are tabulated for
+    ``x = 0..T``; for ``x > T`` they equal their value at ``T``.
+    """
+
+    def __init__(self, bounds: np.ndarray, mu: np.ndarray) -> None:
+        self.horizon = int(bounds[-1])
+        lam = np.append(np.repeat(mu, np.diff(bounds)), 0.0)  # λ_0 .. λ_T (λ_T = 0)
+        self.lam = lam
+        self.p0 = np.concatenate(([0.0], np.cumsum(lam[:-1])))
+        self.p1 = np.concatenate(([0.0], np.cumsum(lam[:-1] * np.arange(self.horizon))))
+
+    def sums(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``P0(x)``, ``P1(x)`` and ``λ_x`` (the price of the block holding round ``x``)."""
+        xc = np.minimum(x, self.horizon)
+        return self.p0[xc], self.p1[xc], self.lam[xc]
+
+
+def _cost(
+    prices: _Prices, tau: np.ndarray, prompt: np.ndarray, output: np.ndarray, arrival: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``f_i(τ)``, its derivative on the quadratic piece right of ``τ``, and that piece's
+    curvature ``A = (μ_{k1} - μ_{k2}) / 2``."""
+    start0, start1, mu1 = prices.sums(tau)
+    end0, end1, mu2 = prices.sums(tau + output)
+    window = end0 - start0
+    tf = tau.astype(float)
+    value = tf + output - arrival + (prompt + 1 - tf) * window + end1 - start1
+    slope = (1.0 - window + (prompt + 1 - tf) * (mu2 - mu1) + mu2 * (tf + output - 0.5)) - mu1 * (
+        tf - 0.5
+    )
+    return value, slope, (mu1 - mu2) / 2
+
+
+def price_starts(
+    instance: Instance, bounds: np.ndarray, mu: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact ``min_{τ >= a_i} f_i(τ)`` and a minimising ``τ`` for every request.
+
+    Parameters
+    ----------
+    bounds
+        Block boundaries ``b_0 = 0 < ... < b_K = T``.
+    mu
+        Non-negative block prices ``μ_k`` (length ``K``).
+
+    Notes
+    -----
+    ``f_i`` is increasing for ``τ >= T``, so a minimiser lies in ``[a_i, max(a_i, T)]``.
+    When that range is short every round in it is evaluated. Otherwise the candidates
+    are the breakpoints ``b_k``, ``b_k - o_i`` and ``a_i`` (clipped to the range), the
+    last round of each piece between two breakpoints, and, on each convex piece, the
+    four integers around its vertex ``τ* = l - f'(l) / (2A)``, ``A = (μ_{k1} - μ_{k2})/2``
+    (``k1``, ``k2`` the blocks of ``τ`` and ``τ + o_i``): ``f_i`` is exactly quadratic on a
+    piece, so the least candidate is the minimum. Work ``O(n min(T, K))``, vectorised.
+    """
+    prices = _Prices(bounds, np.asarray(mu, dtype=float))
+    horizon = prices.horizon
+    dense = horizon + 1 <= 12 * len(bounds)
+    s_all = instance.prompt.astype(float)
+    n = instance.n
+    best = np.empty(n)
+    arg = np.empty(n, dtype=np.int64)
+    width = horizon + 1 if dense else 15 * len(bounds)
+    step = max(1, _CHUNK_ENTRIES // width)
+    for lo in range(0, n, step):
+        sl = slice(lo, min(n, lo + step))
+        o = instance.output[sl][:, None]
+        a = instance.arrival[sl][:, None]
+        s = s_all[sl][:, None]
+        top = np.maximum(a, horizon)
+        if dense:
+            cand = np.clip(np.arange(horizon + 1), a, top)
+        else:
+            points = np.concatenate(
+                [np.broadcast_to(bounds, (o.shape[0], len(bounds))), bounds - o, a], axis=1
+            )
+            points = np.sort(np.clip(points, a, top), axis=1)
+            left = points[:, :-1]
+            right = np.maximum(points[:, 1:] - 1, left)  # last round of the piece
+            _, slope, curve = _cost(prices, left, s, o, a)
+            convex = curve > 0
+            vertex = np.where(convex, left - slope / np.where(convex, 2 * curve, 1.0), left)
+            base = np.floor(np.clip(vertex, left, right)).astype(np.int64)
+            near = [np.clip(base + d, left, right) for d in (-1, 0, 1, 2)]
+            cand = np.concatenate([left, right, points[:, -1:], *near], axis=1)
+        cost, _, _ = _cost(prices, cand, s, o, a)
+        pick = np.argmin(cost, axis=1)
+        rows = np.arange(cand.shape[0])
+        best[sl] = cost[rows, pick]
+        arg[sl] = cand[rows, pick]
+    return best, arg
+
+
+def start_costs(
+    instance: Instance,
+    bounds: np.ndarray,
+    mu: np.ndarray,
+    tau: np.ndarray,
+    requests: np.ndarray | None = None,
+) -> np.ndarray:
+    """``f_i(τ)`` at the given starts ``τ >= a_i``: of request ``i`` at ``tau[i]``, or of
+    request ``requests[j]`` at ``tau[j]`` when ``requests`` is given."""
+    prices = _Prices(bounds, np.asarray(mu, dtype=float))
+    tau = np.asarray(tau, dtype=np.int64)
+    req = np.arange(instance.n) if requests is None else np.asarray(requests)
+    value, _, _ = _cost(
+        prices,
+        tau,
+        instance.prompt[req].astype(float),
+        instance.output[req],
+        instance.arrival[req],
+    )
+    return value
+
+
+def lagrangian_bound(
+    instance: Instance, bounds: np.ndarray, mu: np.ndarray
+) -> tuple[float, np.ndarray, np.ndarray]:
+    """``L(μ)`` (see module docs), the per-request minima and their minimising starts."""
+    mu = np.maximum(np.asarray(mu, dtype=float), 0.0)
+    best, arg = price_starts(instance, bounds, mu)
+    value = float(best.sum() - instance.memory * float(mu @ np.diff(bounds)))
+    return value, best, arg
+
+
+def column_rows(
+    instance: Instance, bounds: np.ndarray, req: np.ndarray, tau: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """CSC arrays (starts, row indices, values) of the block rows of columns ``(i, τ)``.
+
+    The coefficient of block ``k`` is ``sum_{t in [b_k, b_{k+1}) ∩ [τ, τ+o_i)} (s_i+t-τ+1)``.
+    """
+    horizon = int(bounds[-1])
+    width = int(bounds[1] - bounds[0])
+    nblocks = len(bounds) - 1
+    s = instance.prompt[req]
+    end = np.minimum(tau + instance.output[req], horizon)  # exclusive, clipped at T
+    first = np.minimum(tau // width, nblocks - 1)
+    last = np.minimum((end - 1) // width, nblocks - 1)
+    counts = np.where(tau < horizon, last - first + 1, 0)
+    starts = np.concatenate(([0], np.cumsum(counts))).astype(np.int32)
+    col = np.repeat(np.arange(len(req)), counts)
+    rows = first[col] + np.arange(starts[-1]) - starts[:-1][col]
+    lo = np.maximum(bounds[rows], tau[col])
+    hi = np.minimum(bounds[rows + 1], end[col]) - 1
+    cnt = hi - lo + 1
+    values = cnt * (s[col] + 1 - tau[col]) + (lo + hi) * cnt / 2
+    return starts, rows.astype(np.int32), values.astype(float)
+
+
+def block_loads(instance: Instance, bounds: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Block row totals ``sum_i a_k(i, τ_i)`` of the schedule-like choice ``τ_i = starts[i]``."""
+    _, rows, values = column_rows(instance, bounds, np.arange(instance.n), np.asarray(starts))
+    return np.bincount(rows, values, minlength=len(bounds) - 1)
+
+
+def _default_horizon(instance: Instance) -> tuple[int, np.ndarray]:
+    starts = list_schedule(instance, priority_order(instance, "mc-sf-backfill"), backfill=True)
+    return int((starts + instance.output).max()), starts
+
+
+def _silent_highs() -> highspy.Highs:
+    """A HiGHS instance that prints nothing.
+
+    highspy writes its banner to the process's standard output (file descriptor 1) as
+    the object is created, before ``output_flag`` can be turned off (ERGO-Code/HiGHS
+    issue 1702); that would corrupt ``--json`` output. So descriptor 1 points at the
+    null device while the object is made.
+    """
+    sys.stdout.flush()
+    saved = os.dup(1)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        highs = highspy.Highs()
+        highs.setOptionValue("output_flag", False)
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(null)
+    return highs
+
+
+def lp_relaxation(
+    instance: Instance,
+    *,
+    time_limit: float | None = None,
+    horizon: int | None = None,
+    max_blocks: int = DEFAULT_MAX_BLOCKS,
+    tolerance: float = 1e-5,
+) -> LPRelaxation:
+    """Solve the (block-aggregated) time-indexed LP relaxation by column generation.
+
+    Parameters
+    ----------
+    instance
+        The instance.
+    time_limit
+        Wall seconds (``None``: until convergence).
+    horizon
+        ``T``; default the makespan of the ``mc-sf-backfill`` schedule. Any ``T >= 1``
+        gives a valid bound; a larger one only adds rows.
+    max_blocks
+        At most this many aggregated memory rows (``1`` round per row when ``T`` is at
+        most this).
+    tolerance
+        Stop when ``(master - bound) <= tolerance * bound``.
+
+    Returns
+    -------
+    LPRelaxation
+        ``value`` is certified for the integer problem whatever ``T`` (see module docs).
+    """
+    began = time.perf_counter()
+    deadline = math.inf if time_limit is None else began + time_limit
+    default_horizon, seed_starts = _default_horizon(instance)
+    horizon = default_horizon if horizon is None else int(horizon)
+    if horizon < 1:
+        raise ValueError(f"horizon: must be >= 1, got {horizon}")
+    bounds = uniform_blocks(horizon, max_blocks)
+    nblocks = len(bounds) - 1
+    n = instance.n
+    output = instance.output
+    arrival = instance.arrival
+    trivial = float(output.sum())
+
+    highs = _silent_highs()
+    highs.setOptionValue("threads", 1)
+    inf = highspy.kHighsInf
+    rhs = instance.memory * np.diff(bounds).astype(float)
+    highs.addRows(
+        nblocks, np.full(nblocks, -inf), rhs, 0, np.zeros(1, np.int32), np.zeros(0, np.int32), []
+    )
+    highs.addRows(n, np.ones(n), np.ones(n), 0, np.zeros(1, np.int32), np.zeros(0, np.int32), [])
+
+    col_req: list[np.ndarray] = []
+    col_tau: list[np.ndarray] = []
+    known: set[tuple[int, int]] = set()
+
+    def add(req: np.ndarray, tau: np.ndarray) -> int:
+        keep = [(int(i), int(t)) not in known for i, t in zip(req, tau, strict=True)]
+        req, tau = req[keep], tau[keep]
+        if not len(req):
+            return 0
+        known.update(zip(req.tolist(), tau.tolist(), strict=True))
+        starts, rows, values = column_rows(instance, bounds, req, tau)
+        # convexity row of request i is row nblocks + i; append it to every column
+        count = np.diff(starts)
+        all_starts = (starts[:-1] + np.arange(len(req))).astype(np.int32)
+        total = len(rows) + len(req)
+        all_rows = np.empty(total, np.int32)
+        all_vals = np.empty(total)
+        mask = np.ones(total, bool)
+        mask[all_starts + count] = False
+        all_rows[mask], all_vals[mask] = rows, values
+        all_rows[~mask], all_vals[~mask] = nblocks + req, 1.0
+        cost = (tau + output[req] - arrival[req]).astype(float)
+        highs.addCols(
+            len(req),
+            cost,
+            np.zeros(len(req)),
+            np.full(len(req), inf),
+            len(all_rows),
+            all_starts,
+            all_rows,
+            all_vals,
+        )
+        col_req.append(req)
+        col_tau.append(tau)
+        return len(req)
+
+    every = np.arange(n)
+    # start-at-T columns carry no memory row: the master is feasible for any horizon
+    add(every, np.maximum(np.full(n, horizon), arrival))
+    add(every, seed_starts.astype(np.int64))
+
+    best_value = trivial
+    history: list[float] = []
+    status = "time_limit"
+    master = math.nan
+    iterations = 0
+    center = np.zeros(nblocks)
+    primal: np.ndarray | None = None  # the last optimal master's x, over its columns
+    while True:
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            break
+        if math.isfinite(left):  # HiGHS's clock runs on across calls of run()
+            highs.setOptionValue("time_limit", highs.getRunTime() + left)
+        highs.run()
+        if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            break
+        iterations += 1
+        solution = highs.getSolution()
+        primal = np.asarray(solution.col_value)
+        duals = np.asarray(solution.row_dual)
+        master = highs.getInfo().objective_function_value
+        mu = np.maximum(-duals[:nblocks], 0.0)
+        pi = duals[nblocks:]
+        value, minima, argmin = lagrangian_bound(instance, bounds, mu)
+        if value > best_value:
+            best_value, center = value, mu
+        history.append(value)
+        reduced = minima - pi
+        scale = max(1.0, abs(master))
+        if master - best_value <= tolerance * scale:
+            status = "optimal"
+            break
+        negative = reduced < -1e-9 * scale
+        # also price halfway between the best prices and the master's (Wentges
+        # smoothing), keeping columns that price out at the master's duals too
+        _, smooth = price_starts(instance, bounds, 0.5 * (center + mu))
+        useful = start_costs(instance, bounds, mu, smooth) - pi < -1e-9 * scale
+        added = add(every[negative], argmin[negative]) + add(every[useful], smooth[useful])
+        if added == 0:
+            status = "optimal"
+            break
+        if time.perf_counter() >= deadline:
+            break
+
+    req_all = np.concatenate(col_req)
+    tau_all = np.concatenate(col_tau).astype(float)
+    if primal is None:
+        mean_start = seed_starts.astype(float)
+    else:
+        mean_start = np.zeros(n)
+        used = len(primal)  # columns added after the last solve have weight 0
+        np.add.at(mean_start, req_all[:used], primal * tau_all[:used])
+    return LPRelaxation(
+        value=max(best_value - _SAFETY * abs(best_value), trivial),
+        mean_start=mean_start,
+        status=status,
+        runtime=time.perf_counter() - began,
+        lp_value=master,
+        horizon=horizon,
+        block=int(bounds[1] - bounds[0]),
+        stats={
+            "iterations": iterations,
+            "columns": len(req_all),
+            "rows": nblocks,
+            "history": history,
+        },
+        bounds=bounds,
+        prices=center,
+    )
+
+
+@register_bound("lp", in_best=lambda instance: SPACING_MAX_N < instance.n < LARGE_N)
+def lp_bound(instance: Instance, *, time_limit: float | None = None) -> Bound:
+    """The certified Lagrangian value of :func:`lp_relaxation`, rounded up (see module docs)."""
+    relax = lp_relaxation(instance, time_limit=time_limit)
+    return Bound(
+        float(math.ceil(relax.value - 1e-6)),  # the optimum is an integer
+        "lp",
+        "proven" if relax.status == "optimal" else "time_limit",
+        relax.runtime,
+        {
+            "lp_value": relax.lp_value,
+            "horizon": relax.horizon,
+            "block": relax.block,
+            **{k: v for k, v in relax.stats.items() if k != "history"},
+        },
+    )

@@ -1,0 +1,118 @@
+"""Reading and writing instances in the ``schedlab-instance/1`` JSON format.
+
+The format, exactly::
+
+    {"format": "schedlab-instance/1", "name": str, "memory": int,
+     "requests": [{"prompt": int, "output": int, "arrival": int, "id": str}, ...],
+     "meta": {...}}
+
+``arrival`` (default 0), ``id``, ``name`` and ``meta`` are optional; request ``i`` is the
+i-th list entry. Errors name the file and the place (``requests[17].output``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from schedlab.errors import FormatError, InstanceError
+from schedlab.json_files import read_json
+from schedlab.offline.instance import Instance, Request
+
+__all__ = ["FORMAT", "instance_from_dict", "instance_to_dict", "read_instance", "write_instance"]
+
+FORMAT = "schedlab-instance/1"
+_REQUEST_KEYS = {"prompt", "output", "arrival", "id"}
+_TOP_KEYS = {"format", "name", "memory", "requests", "meta"}
+
+
+def instance_from_dict(data: Any, where: str = "instance") -> Instance:
+    """Build an :class:`Instance` from the parsed JSON object ``data``.
+
+    Raises
+    ------
+    FormatError
+        If the object's shape is wrong (missing or unknown keys, wrong format tag).
+    InstanceError
+        If a value violates the model; the message names it.
+    """
+    if not isinstance(data, dict):
+        raise FormatError(f"{where}: expected a JSON object, got {type(data).__name__}")
+    if data.get("format") != FORMAT:
+        raise FormatError(f"{where}: format: expected {FORMAT!r}, got {data.get('format')!r}")
+    unknown = sorted(set(data) - _TOP_KEYS)
+    if unknown:
+        raise FormatError(f"{where}: unknown key(s) {', '.join(unknown)}")
+    for key in ("memory", "requests"):
+        if key not in data:
+            raise FormatError(f"{where}: missing key {key!r}")
+    name = data.get("name", "")
+    meta = data.get("meta", {})
+    if not isinstance(name, str):
+        raise FormatError(f"{where}: name: expected a string, got {name!r}")
+    if not isinstance(meta, dict):
+        raise FormatError(f"{where}: meta: expected an object, got {type(meta).__name__}")
+    entries = data["requests"]
+    if not isinstance(entries, list):
+        raise FormatError(f"{where}: requests: expected a list, got {type(entries).__name__}")
+    requests = []
+    for i, entry in enumerate(entries):
+        place = f"requests[{i}]"
+        if not isinstance(entry, dict):
+            raise FormatError(f"{where}: {place}: expected an object, got {entry!r}")
+        for key in ("prompt", "output"):
+            if key not in entry:
+                raise FormatError(f"{where}: {place}: missing key {key!r}")
+        extra = sorted(set(entry) - _REQUEST_KEYS)
+        if extra:
+            raise FormatError(f"{where}: {place}: unknown key(s) {', '.join(extra)}")
+        try:
+            requests.append(
+                Request.at(
+                    place,
+                    entry["prompt"],
+                    entry["output"],
+                    entry.get("arrival", 0),
+                    entry.get("id"),
+                )
+            )
+        except InstanceError as exc:
+            raise type(exc)(f"{where}: {exc}") from None
+    try:
+        return Instance(data["memory"], tuple(requests), name, meta)
+    except InstanceError as exc:
+        raise type(exc)(f"{where}: {exc}") from None
+
+
+def instance_to_dict(instance: Instance) -> dict[str, Any]:
+    """The JSON object of ``instance`` in the ``schedlab-instance/1`` format."""
+    requests = []
+    for r in instance.requests:
+        entry: dict[str, Any] = {"prompt": r.prompt, "output": r.output}
+        if r.arrival:
+            entry["arrival"] = r.arrival
+        if r.id is not None:
+            entry["id"] = r.id
+        requests.append(entry)
+    return {
+        "format": FORMAT,
+        "name": instance.name,
+        "memory": instance.memory,
+        "requests": requests,
+        "meta": dict(instance.meta),
+    }
+
+
+def read_instance(path: str | Path) -> Instance:
+    """Read an instance file; errors name the file and the place inside it."""
+    return instance_from_dict(read_json(path, "instance file"), str(path))
+
+
+def write_instance(instance: Instance, path: str | Path) -> None:
+    """Write ``instance`` as JSON, one request a line for readable diffs."""
+    data = instance_to_dict(instance)
+    lines = [json.dumps(r, separators=(", ", ": ")) for r in data.pop("requests")]
+    head = json.dumps(data, indent=1)[:-2]  # drop the closing "\n}"
+    body = ",\n  ".join(lines)
+    Path(path).write_text(f'{head},\n "requests": [\n  {body}\n ]\n}}\n', encoding="utf-8")

@@ -1,0 +1,138 @@
+"""Schedules and their evaluation (DESIGN section 1).
+
+A schedule is one start round ``p_i`` per request. Request ``i`` completes at
+``C_i = p_i + o_i``; the objective is the total end-to-end latency
+``sum_i (C_i - a_i)``. Feasibility is *not* checked here: that is the job of the
+independent :mod:`schedlab.offline.verify`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from schedlab.errors import ScheduleError
+from schedlab.offline.instance import Instance
+
+__all__ = ["Schedule", "total_latency"]
+
+
+def total_latency(instance: Instance, starts: np.ndarray) -> int:
+    """The objective ``sum_i (p_i + o_i - a_i)`` of start rounds ``starts``."""
+    return int((np.asarray(starts) + instance.output - instance.arrival).sum())
+
+
+@dataclass(frozen=True, eq=False)
+class Schedule:
+    """Start rounds for every request of an instance, with the metrics they imply.
+
+    Parameters
+    ----------
+    instance
+        The instance scheduled.
+    starts
+        ``starts[i]`` is the start round ``p_i`` of request ``i`` (integers).
+
+    Raises
+    ------
+    ScheduleError
+        If ``starts`` does not have one integer per request.
+    """
+
+    instance: Instance
+    starts: np.ndarray
+
+    def __init__(self, instance: Instance, starts: Sequence[int] | np.ndarray) -> None:
+        array = np.asarray(starts)
+        if array.shape != (instance.n,):
+            raise ScheduleError(
+                f"starts: expected {instance.n} start rounds, got shape {array.shape}"
+            )
+        if array.dtype.kind == "f":
+            if not (np.isfinite(array).all() and (array == np.round(array)).all()):
+                raise ScheduleError("starts: every start must be an integer round")
+        elif array.dtype.kind not in "iu":
+            raise ScheduleError(f"starts: expected integers, got dtype {array.dtype}")
+        array = array.astype(np.int64)
+        array.setflags(write=False)
+        object.__setattr__(self, "instance", instance)
+        object.__setattr__(self, "starts", array)
+
+    @cached_property
+    def completion(self) -> np.ndarray:
+        """Completion rounds ``C_i = p_i + o_i``."""
+        return self.starts + self.instance.output
+
+    @cached_property
+    def latency(self) -> np.ndarray:
+        """End-to-end latencies ``C_i - a_i``."""
+        return self.completion - self.instance.arrival
+
+    @property
+    def objective(self) -> int:
+        """Total end-to-end latency ``sum_i (C_i - a_i)``."""
+        return total_latency(self.instance, self.starts)
+
+    @property
+    def mean_latency(self) -> float:
+        """Mean end-to-end latency in rounds."""
+        return float(self.latency.mean())
+
+    @property
+    def makespan(self) -> int:
+        """Last completion round ``max_i C_i``."""
+        return int(self.completion.max())
+
+    @cached_property
+    def memory_profile(self) -> np.ndarray:
+        """Tokens held in each round ``t = 0 .. makespan - 1`` (one entry a round).
+
+        With ``c(t)`` the number of active requests and ``W(t)`` the sum of
+        ``s_i - p_i + 1`` over them, the load is ``W(t) + t c(t)``.
+        """
+        inst = self.instance
+        first = np.maximum(self.starts, 0)
+        horizon = self.makespan + 1
+        count = np.zeros(horizon, np.int64)
+        weight = np.zeros(horizon, np.int64)
+        np.add.at(count, first, 1)
+        np.add.at(count, self.completion, -1)
+        np.add.at(weight, first, inst.prompt - self.starts + 1)
+        np.add.at(weight, self.completion, -(inst.prompt - self.starts + 1))
+        rounds = np.arange(horizon)
+        return (np.cumsum(weight) + rounds * np.cumsum(count))[:-1]
+
+    @property
+    def peak_memory(self) -> int:
+        """Largest number of tokens held in any round.
+
+        Computed from the rounds where requests start or end (the load grows between
+        them, so each stretch peaks in its last round), without a per-round array.
+        """
+        inst = self.instance
+        weight = inst.prompt - self.starts + 1
+        rounds = np.concatenate([self.starts, self.completion])
+        order = np.argsort(rounds, kind="stable")
+        rounds = rounds[order]
+        count = np.cumsum(np.concatenate([np.ones(inst.n), -np.ones(inst.n)])[order])
+        held = np.cumsum(np.concatenate([weight, -weight])[order])
+        ends = np.flatnonzero(rounds[:-1] != rounds[1:])  # last event of each round
+        return int((held[ends] + (rounds[ends + 1] - 1) * count[ends].astype(np.int64)).max())
+
+    @property
+    def utilisation(self) -> float:
+        """Share of the memory-time area ``M * makespan`` the requests use."""
+        return float(self.instance.volume.sum() / (self.instance.memory * self.makespan))
+
+    def summary(self) -> dict[str, float | int]:
+        """The headline metrics as a plain dict."""
+        return {
+            "objective": self.objective,
+            "mean_latency": self.mean_latency,
+            "makespan": self.makespan,
+            "peak_memory": self.peak_memory,
+            "utilisation": self.utilisation,
+        }

@@ -1,0 +1,94 @@
+"""Exhaustive enumeration of start rounds: the exact oracle for tiny instances.
+
+Window argument: let ``U`` be the objective of any feasible schedule (the best
+list-scheduling rule's). Every term ``C_j - a_j`` is at least ``o_j``, so in an optimal
+schedule ``C_i - a_i <= OPT - sum_{j != i} o_j <= U - sum_{j != i} o_j``, that is
+
+.. math:: a_i \\le p_i \\le a_i + U - \\sum_j o_j .
+
+Depth-first search assigns requests in order of decreasing peak ``s_i + o_i``, trying
+every start in its window with the per-round load kept in an array, and prunes a branch
+when the partial objective plus ``sum of o_j`` over the unassigned requests reaches the
+incumbent. It is exponential; it refuses more than :data:`MAX_REQUESTS` requests.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from schedlab.errors import InstanceError
+from schedlab.offline.decoder import list_schedule
+from schedlab.offline.instance import Instance
+from schedlab.offline.result import SolverOutput, Status
+from schedlab.offline.solvers import register_solver
+from schedlab.offline.solvers.rules import RULES, priority_order
+
+__all__ = ["MAX_REQUESTS", "brute_force"]
+
+MAX_REQUESTS = 8
+
+
+@register_solver("brute-force")
+def brute_force(
+    instance: Instance, *, time_limit: float | None = None, seed: int = 0, **options: Any
+) -> SolverOutput:
+    """Optimal schedule by exhaustive enumeration (``n <= 8``); see the module docs.
+
+    Returns ``OPTIMAL`` when the search finished, ``TIME_LIMIT`` with the incumbent
+    otherwise.
+    """
+    if options:
+        raise TypeError(f"brute-force: unknown option(s) {', '.join(sorted(options))}")
+    n = instance.n
+    if n > MAX_REQUESTS:
+        raise InstanceError(f"brute-force: n = {n} is too large (at most {MAX_REQUESTS})")
+    s = instance.prompt.tolist()
+    o = instance.output.tolist()
+    a = instance.arrival.tolist()
+    memory = instance.memory
+    # each distinct priority order decoded once, in rule order (sof, mc-sf and
+    # mc-sf-backfill share one): the first least schedule is the same as over all rules
+    orders: dict[bytes, np.ndarray] = {}
+    for rule in RULES:
+        priority = priority_order(instance, rule)
+        orders.setdefault(priority.tobytes(), priority)
+    incumbent = min(
+        (list_schedule(instance, priority) for priority in orders.values()),
+        key=lambda p: int((p + instance.output - instance.arrival).sum()),
+    )
+    best = [int((incumbent + instance.output - instance.arrival).sum()), incumbent.tolist()]
+    slack = best[0] - sum(o)
+    load = np.zeros(max(a) + best[0] + 1, dtype=np.int64)
+    order = sorted(range(n), key=lambda i: -(s[i] + o[i]))
+    rest = [sum(o[j] for j in order[k:]) for k in range(n + 1)]
+    starts = [0] * n
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    timed_out = False
+
+    def search(k: int, partial: int) -> None:
+        nonlocal timed_out
+        if timed_out or partial + rest[k] >= best[0]:
+            return
+        if deadline is not None and time.perf_counter() > deadline:
+            timed_out = True
+            return
+        if k == n:
+            best[0], best[1] = partial, list(starts)
+            return
+        i = order[k]
+        profile = np.arange(s[i] + 1, s[i] + o[i] + 1)
+        for p in range(a[i], a[i] + slack + 1):
+            window = load[p : p + o[i]]
+            if (window + profile).max() > memory:
+                continue
+            window += profile
+            starts[i] = p
+            search(k + 1, partial + p + o[i] - a[i])
+            window -= profile
+
+    search(0, 0)
+    status = Status.TIME_LIMIT if timed_out else Status.OPTIMAL
+    return SolverOutput(np.array(best[1], dtype=np.int64), status, stats={"window": slack + 1})

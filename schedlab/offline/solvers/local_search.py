@@ -1,0 +1,397 @@
+"""Local search over priority orders decoded by list scheduling (Wang, Ye, Zhou).
+
+A solution is a priority order; its value is the total latency of the schedule the
+strict list-scheduling engine makes of it. Moves:
+
+* ``swap(i, j)``: exchange the requests at positions ``i`` and ``j``;
+* ``insert(i, j)``: take the request at position ``i`` out and put it at position ``j``.
+
+Both pick ``i`` uniformly and ``j`` within ``window`` positions of ``i`` (seeded
+``numpy.random.Generator``). ``first`` improvement accepts the first improving move;
+``best`` samples ``neighbours`` moves and accepts the best improving one; ``late``
+is late-acceptance hill climbing (Burke and Bykov, "The late acceptance hill-climbing
+heuristic", European Journal of Operational Research 258(1), 2017): move ``k`` is
+accepted when its objective is at most the current one or at most the one current
+``history`` moves earlier (the ``k mod history`` entry of a list, overwritten by the
+current objective after every move), so it may walk through worse orders; the best
+order seen is returned. The ``local-search`` solver starts from the best of the
+list-scheduling rules (and Sorted-F's batch order), stops at ``time_limit`` (10 s by
+default: local search has no natural end) or after ``max_moves``, and returns the best
+of the strict and backfilling decodes of the best order and the ``mc-sf-backfill``
+schedule (so it is never worse than the best rule).
+
+Incremental evaluation
+----------------------
+On a backlog (all releases 0) strict list scheduling starts the requests in order, each
+in the first round, no earlier than its predecessor's start, in which it fits
+(:class:`~schedlab.offline.decoder.StrictDecoder`). The evaluator keeps the current
+order's starts and the decoder's state before every ``checkpoint``-th position. A move
+that changes only positions ``lo..hi`` resumes from the last saved state at or before
+``lo`` and decodes the new order until, at a saved position ``p > hi``, the new state is
+the old one shifted by ``delta`` rounds
+(:meth:`~schedlab.offline.decoder.DecoderState.same_running`: the same running
+requests with the same remaining rounds and tokens held). Both orders hold the same
+requests from ``p`` on and the decoder is invariant under shifts in time, so every
+later start moves by exactly ``delta``: the new total is the old one plus the start
+changes on ``lo..p-1`` plus ``delta (n - p)``. Evaluation is exact; its cost is the
+number of positions decoded until the two runs meet again, not ``n``.
+
+The strict decode is chaotic, though: a changed start shifts later fits by a round or
+two, which shift others, and on the mixed backlogs the two runs seldom meet again
+(``stats["met"]``), so an exact evaluation costs about ``n - lo`` positions. With
+``screen`` set (default 8), a move is screened at the positions
+``hi + 1 + screen 4^k`` (``k = 0, 1, ...``) its decode reaches before the runs meet: it
+is abandoned there unless the start changes so far are negative *and* so is that sum
+plus the last change times the positions left (a heuristic cut: an abandoned move may
+in fact improve). Moves that pass every screen are decoded exactly, and only
+exact improvements are accepted (``late``: a move is cut where the estimate exceeds
+the objective it may reach and still be accepted). With releases, every move is evaluated
+by a full :func:`~schedlab.offline.decoder.list_schedule` call.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from math import inf
+from typing import Any
+
+import numpy as np
+
+from schedlab.errors import SchedlabError
+from schedlab.offline.decoder import (
+    DecoderState,
+    StrictDecoder,
+    check_order,
+    decode_best,
+    list_schedule,
+)
+from schedlab.offline.instance import Instance
+from schedlab.offline.result import SolverOutput
+from schedlab.offline.schedule import total_latency
+from schedlab.offline.solvers import register_solver
+from schedlab.offline.solvers.rules import RULES, priority_order
+from schedlab.offline.solvers.sorted_f import batch_order, sorted_f_batches
+
+__all__ = ["STRATEGIES", "Move", "OrderEvaluator", "best_start_order", "improve_order"]
+
+#: Acceptance rules of :func:`improve_order` (module docs).
+STRATEGIES: tuple[str, ...] = ("first", "best", "late")
+
+#: Objective given to a move the screen cut off (worse than any schedule).
+_SCREENED = 2**62
+
+
+@dataclass(frozen=True)
+class Move:
+    """An evaluated order change, as :meth:`OrderEvaluator.accept` applies it.
+
+    Attributes
+    ----------
+    base
+        First position decoded (a checkpoint at or before the first changed one).
+    stop
+        Position from which the new starts are the old ones plus ``delta`` (``n`` when
+        the two runs never met).
+    delta
+        Rounds by which every start from ``stop`` on moves.
+    starts
+        New starts of positions ``base .. stop - 1``.
+    states
+        New decoder states at the checkpoints in ``base .. stop - 1``.
+    total
+        Sum of the new order's starts.
+    """
+
+    base: int
+    stop: int
+    delta: int
+    starts: list[int]
+    states: list[DecoderState]
+    total: int
+
+
+class OrderEvaluator:
+    """Strict list scheduling of orders on a backlog, evaluated incrementally (module docs).
+
+    Parameters
+    ----------
+    instance
+        A backlog (every release round 0).
+    order
+        The current order.
+    checkpoint
+        Positions between saved decoder states; ``None``: ``max(1, n // 1000)``.
+    """
+
+    def __init__(
+        self, instance: Instance, order: np.ndarray, checkpoint: int | None = None
+    ) -> None:
+        if int(instance.arrival.max()) != 0:
+            raise SchedlabError("OrderEvaluator: needs a backlog (every release round 0)")
+        n = instance.n
+        self.every = max(1, n // 1000) if checkpoint is None else max(1, int(checkpoint))
+        self.order = check_order(order, n)
+        self.output_total = int(instance.output.sum())
+        self.decoder = StrictDecoder(instance)
+        self.starts: list[int] = []
+        self.states: list[DecoderState] = []
+        for position, i in enumerate(self.order):
+            if position % self.every == 0:
+                self.states.append(self.decoder.state())
+            self.starts.append(self.decoder.place(i))
+        self.total = sum(self.starts)
+        self.decoded = 0  # positions decoded by evaluate, all moves together
+        self.met = 0  # evaluations that stopped where the two runs met
+
+    def objective(self) -> int:
+        """Total latency of the current order's strict schedule."""
+        return self.total + self.output_total
+
+    def evaluate(
+        self, order: list[int], lo: int, hi: int, screen: int | None = None, allow: int = -1
+    ) -> Move | None:
+        """Decode ``order``, equal to the current order outside ``lo..hi``, incrementally.
+
+        Returns ``None`` only when ``screen`` cut the move off (module docs): at a
+        screening position the move is abandoned unless the change of the total so far,
+        and that change plus the last start change times the positions left, are both
+        at most ``allow`` (``-1``: the move must look improving).
+        """
+        every, starts, states = self.every, self.starts, self.states
+        n = len(order)
+        base = lo - lo % every
+        decoder = self.decoder
+        decoder.restore(states[base // every])
+        new_starts: list[int] = []
+        new_states: list[DecoderState] = []
+        change = 0
+        cuts: set[int] = set()
+        while screen is not None and hi + 1 + screen * 4 ** len(cuts) < n:
+            cuts.add(hi + 1 + screen * 4 ** len(cuts))
+        position = base
+        for position in range(base, n):
+            if position % every == 0:
+                state = decoder.state()
+                if position > hi:
+                    old = states[position // every]
+                    if state.same_running(old):
+                        self.decoded += position - base
+                        self.met += 1
+                        delta = state.round - old.round
+                        total = self.total + change + delta * (n - position)
+                        return Move(base, position, delta, new_starts, new_states, total)
+                new_states.append(state)
+            if (
+                position in cuts
+                and max(change, change + (new_starts[-1] - starts[position - 1]) * (n - position))
+                > allow
+            ):
+                self.decoded += position - base
+                return None
+            t = decoder.place(order[position])
+            new_starts.append(t)
+            change += t - starts[position]
+        self.decoded += n - base
+        return Move(base, n, 0, new_starts, new_states, self.total + change)
+
+    def try_move(
+        self, order: list[int], lo: int, hi: int, screen: int | None = None
+    ) -> Move | None:
+        """:meth:`evaluate` the move; the :class:`Move` if it lowers the total, else ``None``."""
+        move = self.evaluate(order, lo, hi, screen)
+        return move if move is not None and move.total < self.total else None
+
+    def accept(self, order: list[int], move: Move) -> None:
+        """Make ``order`` (evaluated by :meth:`evaluate`) the current order."""
+        every, stop, delta = self.every, move.stop, move.delta
+        self.order = order
+        self.starts[move.base : stop] = move.starts
+        first = move.base // every
+        self.states[first : first + len(move.states)] = move.states
+        if delta:
+            self.starts[stop:] = [t + delta for t in self.starts[stop:]]
+            self.states[stop // every :] = [s.shifted(delta) for s in self.states[stop // every :]]
+        self.total = move.total
+
+    def schedule(self) -> np.ndarray:
+        """Start round of each request under the current order."""
+        starts = np.empty(len(self.order), dtype=np.int64)
+        starts[self.order] = self.starts
+        return starts
+
+
+def best_start_order(
+    instance: Instance, *, time_limit: float | None = None
+) -> tuple[np.ndarray, str]:
+    """The order, among the rules' and Sorted-F's, whose strict decode is best."""
+    candidates = {rule: priority_order(instance, rule) for rule in RULES}
+    batches, _ = sorted_f_batches(instance, method="fast", time_limit=time_limit)
+    candidates["sorted-f"] = batch_order(batches)
+    scores = {
+        name: total_latency(instance, list_schedule(instance, order))
+        for name, order in candidates.items()
+    }
+    name = min(scores, key=lambda k: scores[k])
+    return candidates[name], name
+
+
+def _neighbour(
+    order: list[int], rng: np.random.Generator, window: int
+) -> tuple[list[int], int, int]:
+    n = len(order)
+    i = int(rng.integers(n))
+    j = int(np.clip(i + rng.integers(-window, window + 1), 0, n - 1))
+    if j == i:
+        j = (i + 1) % n
+    new = list(order)
+    if rng.random() < 0.5:
+        new[i], new[j] = new[j], new[i]
+    else:
+        new.insert(j, new.pop(i))
+    return new, min(i, j), max(i, j)
+
+
+def improve_order(
+    instance: Instance,
+    order: np.ndarray,
+    *,
+    time_limit: float | None,
+    seed: int = 0,
+    strategy: str = "first",
+    window: int = 20,
+    neighbours: int = 20,
+    history: int = 150,
+    screen: int | None = 8,
+    max_moves: int | None = None,
+    checkpoint: int | None = None,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Improve ``order`` by swap / insert moves for ``time_limit`` seconds (module docs).
+
+    Stops at ``time_limit`` (``None``: none) or after ``max_moves`` moves, whichever
+    comes first; at least one of them must be set. ``history`` is the late-acceptance
+    list length (``strategy="late"`` only). Returns the best order found and
+    statistics: moves evaluated and accepted, moves per second, positions decoded per
+    move (backlogs; a full decode is ``n``), full decodes (with releases), and the
+    strict objective reached.
+    """
+    if strategy not in STRATEGIES:
+        raise SchedlabError(
+            f"local-search: strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}"
+        )
+    if window < 1 or neighbours < 1 or history < 1:
+        raise SchedlabError("local-search: window, neighbours and history must be >= 1")
+    if time_limit is None and max_moves is None:
+        raise SchedlabError("local-search: set time_limit or max_moves (the search has no end)")
+    rng = np.random.default_rng(seed)
+    began = time.perf_counter()
+    deadline = inf if time_limit is None else began + time_limit
+    n = instance.n
+    current = check_order(order, n)
+    moves = full = accepted = 0
+    if n < 2:
+        return np.array(current), {"moves": 0, "accepted": 0, "full_evaluations": 0}
+    backlog = int(instance.arrival.max()) == 0
+    evaluator = OrderEvaluator(instance, np.array(current), checkpoint) if backlog else None
+
+    def evaluate(candidate: list[int], lo: int, hi: int, allow: int) -> tuple[int, Move | None]:
+        """Objective of ``candidate`` (``inf``-like when screened out) and its move."""
+        nonlocal full
+        if evaluator is None:
+            full += 1
+            return total_latency(instance, list_schedule(instance, candidate)), None
+        move = evaluator.evaluate(candidate, lo, hi, screen, allow)
+        if move is None:
+            return _SCREENED, None
+        return move.total + evaluator.output_total, move
+
+    value = (
+        evaluator.objective()
+        if evaluator
+        else total_latency(instance, list_schedule(instance, current))
+    )
+    best_value, best_order = value, current
+    late = [value] * history  # late-acceptance list (strategy "late")
+    while time.perf_counter() < deadline and (max_moves is None or moves < max_moves):
+        if strategy == "late":
+            candidate, lo, hi = _neighbour(current, rng, window)
+            threshold = max(late[moves % history], value)
+            total, move = evaluate(candidate, lo, hi, threshold - value)
+            if total <= threshold:
+                value, current = total, candidate
+                if move is not None and evaluator is not None:
+                    evaluator.accept(candidate, move)
+                accepted += 1
+                if value < best_value:
+                    best_value, best_order = value, current
+            late[moves % history] = value
+            moves += 1
+            continue
+        tries = 1 if strategy == "first" else neighbours
+        best: tuple[int, list[int], Move | None] | None = None
+        for _ in range(tries):
+            candidate, lo, hi = _neighbour(current, rng, window)
+            moves += 1
+            total, move = evaluate(candidate, lo, hi, -1)
+            if total < value and (best is None or total < best[0]):
+                best = (total, candidate, move)
+        if best is not None:
+            value, current, move = best
+            if evaluator is not None and move is not None:
+                evaluator.accept(current, move)
+            accepted += 1
+            best_value, best_order = value, current
+    elapsed = time.perf_counter() - began
+    return np.array(best_order, dtype=np.int64), {
+        "moves": moves,
+        "accepted": accepted,
+        "decoded_per_move": evaluator.decoded / moves if evaluator and moves else float(n),
+        "met": evaluator.met if evaluator else 0,
+        "full_evaluations": full,
+        "moves_per_s": moves / elapsed if elapsed > 0 else 0.0,
+        "objective_strict": best_value,
+    }
+
+
+@register_solver("local-search")
+def local_search(
+    instance: Instance,
+    *,
+    time_limit: float | None = None,
+    seed: int = 0,
+    strategy: str = "first",
+    window: int = 20,
+    neighbours: int = 20,
+    history: int = 150,
+    screen: int | None = 8,
+    max_moves: int | None = None,
+    **options: Any,
+) -> SolverOutput:
+    """Swap / insert local search on priority orders (module docs).
+
+    ``time_limit`` defaults to 10 s when ``None``. Same seed, same moves; with
+    ``max_moves`` set and a generous time limit the result is reproducible exactly.
+    """
+    if options:
+        raise TypeError(f"local-search: unknown option(s) {', '.join(sorted(options))}")
+    began = time.perf_counter()
+    budget = 10.0 if time_limit is None else time_limit
+    order, start = best_start_order(instance, time_limit=budget / 4)
+    left = max(budget - (time.perf_counter() - began), 1e-3)
+    # keep a margin for the final decodes
+    order, stats = improve_order(
+        instance,
+        order,
+        time_limit=0.9 * left,
+        seed=seed,
+        strategy=strategy,
+        window=window,
+        neighbours=neighbours,
+        history=history,
+        screen=screen,
+        max_moves=max_moves,
+    )
+    # the backfilling MC-SF schedule is often the best rule's; never return worse than it
+    mc_sf = list_schedule(instance, priority_order(instance, "mc-sf-backfill"), backfill=True)
+    starts, chosen = decode_best(instance, order, {"mc-sf-backfill": mc_sf})
+    return SolverOutput(starts, stats={**stats, "start": start, **chosen})

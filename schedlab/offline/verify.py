@@ -1,0 +1,141 @@
+"""The independent schedule verifier (DESIGN section 1).
+
+It shares no code with any solver, the list-scheduling engine or
+:mod:`schedlab.offline.schedule`: it recomputes the memory load its own way (a sweep over the
+rounds where requests start or end, in exact integers) so that a bug in one place
+cannot hide in both.
+
+Checked, and reported in words:
+
+* every request appears exactly once (for the pair form of a schedule),
+* starts are integers with ``p_i >= a_i`` (release),
+* in every round ``t`` the active requests hold at most ``M`` tokens, where request ``i``
+  holds ``s_i + (t - p_i + 1)`` tokens in rounds ``p_i .. p_i + o_i - 1``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import pairwise
+from typing import Any
+
+import numpy as np
+
+from schedlab.errors import ScheduleError
+from schedlab.offline.instance import Instance
+
+__all__ = ["assert_feasible", "verify"]
+
+StartsLike = Sequence[Any] | np.ndarray | Mapping[int, Any] | Iterable[tuple[int, Any]]
+
+
+def _as_pairs(starts: StartsLike) -> list[tuple[Any, Any]]:
+    if isinstance(starts, Mapping):
+        return list(starts.items())
+    if isinstance(starts, np.ndarray):
+        return list(enumerate(starts.tolist()))
+    items = list(starts)
+    if items and all(isinstance(x, tuple | list) and len(x) == 2 for x in items):
+        return [tuple(x) for x in items]
+    return list(enumerate(items))
+
+
+def _integer(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | np.integer):
+        return int(value)
+    if isinstance(value, float) and math.isfinite(value) and value == int(value):
+        return int(value)
+    return None
+
+
+def verify(instance: Instance, starts: StartsLike) -> list[str]:
+    """Return every violation of ``starts`` on ``instance``, in words (empty if feasible).
+
+    Parameters
+    ----------
+    instance
+        The instance.
+    starts
+        Either a sequence whose i-th entry is request i's start round, or a mapping /
+        sequence of ``(request, start)`` pairs (then duplicates and missing requests
+        are detected too).
+    """
+    n = instance.n
+    problems: list[str] = []
+    chosen: dict[int, int] = {}
+    malformed: set[int] = set()
+    for request, start in _as_pairs(starts):
+        i = _integer(request)
+        if i is None or not 0 <= i < n:
+            problems.append(f"unknown request {request!r} (the instance has requests 0..{n - 1})")
+            continue
+        p = _integer(start)
+        if p is None:
+            problems.append(f"request {i}: start must be an integer round, got {start!r}")
+            malformed.add(i)
+            continue
+        if i in chosen:
+            problems.append(f"request {i}: scheduled more than once (rounds {chosen[i]} and {p})")
+            continue
+        chosen[i] = p
+    missing = [i for i in range(n) if i not in chosen and i not in malformed]
+    if missing:
+        shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
+        problems.append(f"{len(missing)} request(s) not scheduled: {shown}")
+    for i, p in sorted(chosen.items()):
+        a = instance.requests[i].arrival
+        if p < a:
+            problems.append(f"request {i}: starts in round {p}, before its release round {a}")
+    if chosen:
+        problems.extend(_memory_violations(instance, chosen))
+    return problems
+
+
+def _memory_violations(instance: Instance, chosen: dict[int, int]) -> list[str]:
+    # Sweep the rounds where requests start or end. Between two such rounds the same
+    # requests run and each adds one token a round, so the load is largest in the last
+    # round of the stretch and the rounds over M form a suffix of it. Python integers:
+    # exact for any magnitude, and memory linear in n whatever the start rounds.
+    change: dict[int, list[int]] = {}  # round -> [change in count, change in s - p + 1]
+    for i, p in chosen.items():
+        request = instance.requests[i]
+        offset = request.prompt - p + 1
+        for round_, sign in ((p, 1), (p + request.output, -1)):
+            entry = change.setdefault(round_, [0, 0])
+            entry[0] += sign
+            entry[1] += sign * offset
+    rounds = sorted(change)
+    memory = instance.memory
+    spans: list[list[int]] = []  # [first over, last over, peak, peak round]
+    count = weight = 0
+    for here, after in pairwise(rounds):
+        count += change[here][0]
+        weight += change[here][1]
+        last = after - 1
+        peak = weight + last * count  # load(tau) = sum of (s - p + 1 + tau) over running
+        if count == 0 or peak <= memory:
+            continue
+        first = max(here, (memory - weight) // count + 1)  # first round with load > M
+        if spans and spans[-1][1] == first - 1:
+            spans[-1][1] = last
+            if peak > spans[-1][2]:
+                spans[-1][2:] = [peak, last]
+        else:
+            spans.append([first, last, peak, last])
+    problems = []
+    for first, last, peak, at in spans:
+        rounds_text = f"round {first}" if first == last else f"rounds {first}..{last}"
+        problems.append(
+            f"memory: {rounds_text} exceed M = {memory} (peak {peak} tokens in round {at})"
+        )
+    return problems
+
+
+def assert_feasible(instance: Instance, starts: StartsLike) -> None:
+    """Raise :class:`~schedlab.errors.ScheduleError` listing all violations, if any."""
+    problems = verify(instance, starts)
+    if problems:
+        raise ScheduleError("infeasible schedule: " + "; ".join(problems))

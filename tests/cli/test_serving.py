@@ -1,0 +1,179 @@
+"""The simulate / capacity / sweep subcommands, through a local argparse parser."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import subprocess
+import sys
+
+import pytest
+
+from schedlab.cli.serving import parse_duration, register
+from schedlab.errors import SchedlabError, UnknownNameError
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="schedlab")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("25ms", 0.025),
+        ("5s", 5.0),
+        ("0.025", 0.025),
+        ("2min", 120.0),
+        ("150us", 1.5e-4),
+        (" 1e-2 s", 0.01),
+    ],
+)
+def test_parse_duration(text, seconds):
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", ["abc", "-5s", "0", "5 parsecs", "ms", ""])
+def test_parse_duration_errors_name_the_flag(text):
+    with pytest.raises(SchedlabError, match="--tpot"):
+        parse_duration(text, "--tpot")
+
+
+SIM = [
+    "simulate",
+    "--workload",
+    "chat",
+    "--rate",
+    "3",
+    "--duration",
+    "20s",
+    "--tpot",
+    "25ms",
+    "--ttft",
+    "5s",
+    "--policy",
+    "sloweave",
+]
+
+
+def test_simulate_json_and_records(capsys, tmp_path):
+    records = tmp_path / "r.jsonl"
+    assert main([*SIM, "--json", "--records", str(records)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["policy"] == "sloweave:4096" and out["workload"] == "chat"
+    assert out["slo"] == {"ttft_s": 5.0, "tpot_s": 0.025}
+    assert 0.0 <= out["attainment"] <= 1.0
+    lines = records.read_text().splitlines()
+    assert len(lines) == out["n_requests"] > 0
+    assert {"ttft_s", "tpot_s", "latency_s"} <= set(json.loads(lines[0]))
+
+
+def test_simulate_text(capsys):
+    assert main(SIM) == 0
+    out = capsys.readouterr().out
+    assert "attainment" in out and "ttft" in out and "p99" in out
+
+
+def test_capacity_json(capsys):
+    argv = [
+        "capacity",
+        "--workload",
+        "chat",
+        "--policy",
+        "vllm",
+        "--tpot",
+        "25ms",
+        "--ttft",
+        "5s",
+        "--duration",
+        "20s",
+        "--tolerance",
+        "0.1",
+        "--json",
+    ]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {"policy", "workload", "tpot_s", "ttft_s", "capacity_rps"} <= set(out)
+    assert out["tpot_s"] == 0.025 and out["capacity_rps"] > 0
+
+
+def test_sweep_table_csv_plot(capsys, tmp_path):
+    pytest.importorskip("matplotlib")
+    table, plot = tmp_path / "s.csv", tmp_path / "s.png"
+    argv = [
+        "sweep",
+        "--workload",
+        "chat",
+        "--policies",
+        "vllm,fixed:128",
+        "--rates",
+        "2,6",
+        "--duration",
+        "10s",
+        "--workers",
+        "1",
+        "--csv",
+        str(table),
+        "--plot",
+        str(plot),
+    ]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "sweep: 4/4 runs" in captured.err
+    assert "fixed:128" in captured.out and "attain" in captured.out
+    rows = list(csv.DictReader(table.open()))
+    assert [(r["policy"], float(r["rate_rps"])) for r in rows] == [
+        ("vllm", 2.0),
+        ("vllm", 6.0),
+        ("fixed:128", 2.0),
+        ("fixed:128", 6.0),
+    ]
+    assert plot.stat().st_size > 1000
+
+
+def test_sweep_plot_without_matplotlib(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    argv = [
+        "sweep",
+        "--rates",
+        "2",
+        "--policies",
+        "vllm",
+        "--duration",
+        "5s",
+        "--workers",
+        "1",
+        "--quiet",
+        "--plot",
+        str(tmp_path / "p.png"),
+    ]
+    with pytest.raises(SchedlabError, match="matplotlib is not installed"):
+        main(argv)
+
+
+@pytest.mark.parametrize(
+    ("extra", "error", "message"),
+    [
+        (["--tpot", "25xs"], SchedlabError, "--tpot"),
+        (["--rate", "fast"], SchedlabError, "--rate"),
+        (["--policy", "magic"], UnknownNameError, "sloweave"),
+        (["--workload", "nowhere"], UnknownNameError, "mixed"),
+        (["--cost-model", "nowhere"], UnknownNameError, "sloweave-default"),
+        (["--max-num-seqs", "0"], SchedlabError, "engine.max_num_seqs"),
+    ],
+)
+def test_bad_input_raises_schedlab_errors(extra, error, message):
+    with pytest.raises(error, match=message):
+        main([*SIM, *extra])
+
+
+def test_cli_module_imports_no_heavy_libraries():
+    code = (
+        "import sys, schedlab.cli.serving; "
+        "print(sorted(m for m in ('scipy', 'matplotlib') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

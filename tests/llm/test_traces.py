@@ -1,0 +1,115 @@
+import json
+
+import numpy as np
+import pytest
+
+from schedlab.errors import DataNotFoundError, FormatError, UnknownNameError
+from schedlab.llm.traces import detect_kind, read_trace
+
+
+def test_real_azure_traces(data_dir):
+    code = read_trace(data_dir / "traces" / "AzureLLMInferenceTrace_code.csv")
+    conv = read_trace(data_dir / "traces" / "AzureLLMInferenceTrace_conv.csv", kind="azure")
+    # Row counts documented in ../shared/data/README.md.
+    assert len(code) == 8819 and len(conv) == 19366
+    for trace in (code, conv):
+        assert trace.arrival_s is not None and trace.arrival_s.min() == 0.0
+        assert (trace.prompt >= 0).all() and (trace.output >= 1).all()
+    # One hour of traffic: the last arrival is near 3,600 s.
+    assert 3000 < code.arrival_s.max() < 3700
+
+
+def test_real_length_stats(data_dir):
+    share = read_trace(data_dir / "traces" / "sharegpt_8k_filtered_stats_llama2_tokenizer.csv")
+    arxiv = read_trace(
+        data_dir / "traces" / "arxiv_summarization_stats_llama2_tokenizer_filtered_v2.csv"
+    )
+    assert (len(share), len(arxiv)) == (30731, 28257)
+    assert share.arrival_s is None
+    # arXiv summarization: long prompts, short outputs.
+    assert np.median(arxiv.prompt) > 5 * np.median(arxiv.output)
+
+
+def test_real_vllm_bench(data_dir):
+    path = data_dir / "validation" / "vllm-0.19.0_RTXPRO6000_Llama-3.1-8B" / "requests.jsonl"
+    trace = read_trace(path)
+    assert detect_kind(path) == "vllm-bench" and len(trace) == 300
+    assert set(trace.extra) == {"queued_ts", "scheduled_ts", "first_token_ts", "last_token_ts"}
+    assert (trace.extra["last_token_ts"] >= trace.extra["first_token_ts"]).all()
+
+
+def test_mooncake_jsonl(tmp_path):
+    path = tmp_path / "mc.jsonl"
+    rows = [
+        {"timestamp": 1000, "input_length": 10, "output_length": 3, "hash_ids": [1]},
+        {"timestamp": 3500, "input_length": 20, "output_length": 5},
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    trace = read_trace(path)
+    assert trace.prompt.tolist() == [10, 20] and trace.output.tolist() == [3, 5]
+    assert trace.arrival_s.tolist() == [0.0, 2.5]  # milliseconds -> seconds from the first
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "message"),
+    [
+        (
+            "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.97,12,x\n",
+            "azure",
+            r":2: GeneratedTokens: expected an integer, got 'x'",
+        ),
+        (
+            "TIMESTAMP,ContextTokens,GeneratedTokens\nyesterday,12,3\n",
+            "azure",
+            r":2: TIMESTAMP: expected a date-time",
+        ),
+        (
+            "num_prefill_tokens,num_decode_tokens\n5,2\n-3,4\n",
+            "length-stats",
+            r":3: num_prefill_tokens: must be >= 0, got -3",
+        ),
+        (
+            "num_prefill_tokens,num_decode_tokens\n5.5,2\n",
+            "length-stats",
+            r":2: num_prefill_tokens: expected an integer, got '5.5'",
+        ),
+        (
+            "num_prefill_tokens,num_decode_tokens\nnan,2\n",
+            "length-stats",
+            r":2: num_prefill_tokens: expected an integer",
+        ),
+        ("num_prefill_tokens\n5\n", "length-stats", r":1: missing column\(s\) num_decode_tokens"),
+        ("num_prefill_tokens,num_decode_tokens\n", "length-stats", "no requests"),
+        (
+            '{"timestamp": 1, "input_length": 2}\n',
+            "mooncake",
+            r":1: missing key\(s\) output_length",
+        ),
+        (
+            '{"timestamp": 1, "input_length": 2, "output_length": 1}\n{oops\n',
+            "mooncake",
+            r":2: invalid JSON",
+        ),
+        (
+            '{"input_toks": 3, "output_toks": 1, "arrival_time": "soon"}\n',
+            "vllm-bench",
+            r":1: arrival_time: expected a number, got 'soon'",
+        ),
+    ],
+)
+def test_malformed_files_name_file_and_line(tmp_path, text, kind, message):
+    path = tmp_path / "trace.txt"
+    path.write_text(text)
+    with pytest.raises(FormatError, match=message):
+        read_trace(path, kind=kind)
+
+
+def test_unknown_kind_and_missing_file(tmp_path):
+    path = tmp_path / "x.csv"
+    path.write_text("a,b\n1,2\n")
+    with pytest.raises(FormatError, match="not a known trace format"):
+        read_trace(path)
+    with pytest.raises(UnknownNameError, match="known: azure, length-stats, mooncake"):
+        read_trace(path, kind="parquet")
+    with pytest.raises(DataNotFoundError):
+        read_trace(tmp_path / "missing.csv")

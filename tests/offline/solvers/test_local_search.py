@@ -1,0 +1,180 @@
+"""Local search: the incremental evaluator matches the engine; results are verified."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from schedlab import solve, verify
+from schedlab.errors import SchedlabError
+from schedlab.offline.backlogs import mixed_backlog
+from schedlab.offline.decoder import list_schedule
+from schedlab.offline.instance import Instance
+from schedlab.offline.solvers.local_search import OrderEvaluator, best_start_order, improve_order
+from tests.strategies import instances
+
+backlogs = instances(max_n=12, max_memory=30, max_arrival=0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(backlogs, st.randoms(use_true_random=False), st.integers(1, 5), st.booleans())
+def test_evaluator_reproduces_strict_list_scheduling(
+    inst: Instance, rnd, every: int, insert: bool
+) -> None:
+    order = list(range(inst.n))
+    rnd.shuffle(order)
+    evaluator = OrderEvaluator(inst, np.array(order), checkpoint=every)
+    expected = list_schedule(inst, order)
+    assert evaluator.schedule().tolist() == expected.tolist()
+    assert evaluator.objective() == int((expected + inst.output).sum())
+    # a chain of moves, each evaluated incrementally (stopping where the runs meet)
+    # and accepted: totals and schedules equal full decodes of the moved orders
+    for _ in range(4 if inst.n >= 2 else 0):
+        i, j = sorted(rnd.sample(range(inst.n), 2))
+        moved = list(order)
+        if insert:
+            moved.insert(j, moved.pop(i))
+        else:
+            moved[i], moved[j] = moved[j], moved[i]
+        move = evaluator.evaluate(moved, i, j)
+        full = list_schedule(inst, moved)
+        assert move is not None
+        assert move.total + int(inst.output.sum()) == int((full + inst.output).sum())
+        evaluator.accept(moved, move)
+        order = moved
+        assert evaluator.schedule().tolist() == full.tolist()
+        assert verify(inst, evaluator.schedule()) == []
+
+
+def test_evaluation_stops_where_the_runs_meet() -> None:
+    # M = 10, (s, o): r0 = (4, 2), r1 = (4, 2), r2 = (0, 1), r3 = (0, 1). Order 0 1 2 3:
+    # r0 at 0 (holds 5, 6); r1 would reach 6 + 6 = 12 in round 1, so it starts at 2
+    # (r0 done); r2 and r3 (1 token each) fit beside r1's 5 in round 2.
+    inst = Instance.from_arrays(10, [4, 4, 0, 0], [2, 2, 1, 1])
+    evaluator = OrderEvaluator(inst, np.array([0, 1, 2, 3]), checkpoint=1)
+    assert evaluator.schedule().tolist() == [0, 2, 2, 2]
+    # Swapping the identical r0 and r1 leaves the state before position 2 as it was
+    # (round 2, the second one running with 2 rounds left, 5 tokens): the runs meet there, shift 0.
+    move = evaluator.evaluate([1, 0, 2, 3], 0, 1)
+    assert move is not None and (move.stop, move.delta, move.starts) == (2, 0, [0, 2])
+    assert evaluator.met == 1
+
+
+def test_shifted_runs_meet_with_a_delay() -> None:
+    # M = 10, (s, o): r0 = (8, 1), r1 = (7, 2), r2 = (0, 2), r3 = (9, 1), r4 = (0, 1).
+    # Order 0 1 2 3 4: r0 at 0 (9); r1 (8, 9) fits from round 1; r2 (1, 2) beside r1's
+    # 8, 9 only from round 2 (9 + 1, then r1 is gone); r3 needs all 10 tokens: round 4
+    # (r2 ends); r4 beside r3 not before round 5. Starts 0, 1, 2, 4, 5: sum 12.
+    inst = Instance.from_arrays(10, [8, 7, 0, 9, 0], [1, 2, 2, 1, 1])
+    evaluator = OrderEvaluator(inst, np.arange(5), checkpoint=1)
+    assert evaluator.schedule().tolist() == [0, 1, 2, 4, 5]
+    # Moving r2 to the front: r2 at 0 (1, 2); r0 at 0 (1 + 9); r1 at 1 (2 + 8, then 9);
+    # r3 at 3. Before position 4 both runs hold only r3 (1 round left, 10 tokens), in
+    # round 4 and round 3: they meet with shift -1, so r4 starts at 5 - 1 = 4 unseen.
+    move = evaluator.evaluate([2, 0, 1, 3, 4], 0, 2)
+    assert move is not None and (move.stop, move.delta) == (4, -1)
+    assert move.total == 0 + 1 + 0 + 3 + 4
+    evaluator.accept([2, 0, 1, 3, 4], move)
+    expected = list_schedule(inst, [2, 0, 1, 3, 4])
+    assert evaluator.schedule().tolist() == expected.tolist() == [0, 1, 0, 3, 4]
+    assert verify(inst, evaluator.schedule()) == []
+
+
+def test_evaluator_refuses_releases() -> None:
+    inst = Instance.from_arrays(10, [1, 2], [3, 4], [0, 2])
+    with pytest.raises(SchedlabError, match="backlog"):
+        OrderEvaluator(inst, np.array([0, 1]))
+
+
+def test_search_never_worsens_and_is_seeded() -> None:
+    inst = mixed_backlog(120, seed=4)
+    start, _ = best_start_order(inst)
+    start_value = int((list_schedule(inst, start) + inst.output).sum())
+    runs = [
+        improve_order(inst, start, time_limit=60, seed=7, max_moves=150, screen=8, window=20)
+        for _ in range(2)
+    ]
+    assert runs[0][0].tolist() == runs[1][0].tolist()  # same seed, same moves
+    order, stats = runs[0]
+    value = int((list_schedule(inst, order) + inst.output).sum())
+    assert value == stats["objective_strict"] <= start_value
+    assert stats["moves"] == 150
+
+
+@settings(max_examples=20, deadline=None)
+@given(instances(max_n=8, max_memory=25, max_arrival=4), st.sampled_from(["first", "best"]))
+def test_solver_schedules_are_verified(inst: Instance, strategy: str) -> None:
+    result = solve(
+        inst, "local-search", time_limit=0.2, strategy=strategy, neighbours=3, bound=None
+    )
+    assert verify(inst, result.starts) == []
+    best_rule = min(
+        solve(inst, r, bound=None).objective for r in ("fcfs", "sof", "total-size", "svf")
+    )
+    # the search starts from the best strict decode among the rules' orders, never
+    # accepts a worse order, and also offers MC-SF's own (backfilling) schedule
+    assert result.objective <= best_rule
+
+
+def test_bad_options() -> None:
+    inst = mixed_backlog(10, seed=0)
+    with pytest.raises(SchedlabError, match="strategy"):
+        solve(inst, "local-search", time_limit=0.1, strategy="worst")
+    with pytest.raises(TypeError, match="unknown option"):
+        solve(inst, "local-search", time_limit=0.1, temperature=3)
+
+
+def test_late_acceptance_returns_its_best_order_and_is_seeded() -> None:
+    inst = mixed_backlog(60, seed=2)
+    start, _ = best_start_order(inst)
+    start_value = int((list_schedule(inst, start) + inst.output).sum())
+    runs = [
+        improve_order(
+            inst, start, time_limit=None, seed=3, strategy="late", history=20, max_moves=300
+        )
+        for _ in range(2)
+    ]
+    assert runs[0][0].tolist() == runs[1][0].tolist()
+    order, stats = runs[0]
+    # the best order seen is returned (the current one may be worse), never worse
+    # than the start, and its full strict decode has the objective reported
+    value = int((list_schedule(inst, order) + inst.output).sum())
+    assert value == stats["objective_strict"] <= start_value
+    assert stats["moves"] == 300
+
+
+@settings(max_examples=30, deadline=None)
+@given(backlogs, st.randoms(use_true_random=False))
+def test_screen_with_a_wide_allowance_never_cuts(inst: Instance, rnd) -> None:
+    # A screen cuts a move only where the estimate exceeds the allowance: with an
+    # allowance above any possible change every move is decoded exactly.
+    if inst.n < 2:
+        return
+    order = list(range(inst.n))
+    rnd.shuffle(order)
+    evaluator = OrderEvaluator(inst, np.array(order), checkpoint=1)
+    i, j = sorted(rnd.sample(range(inst.n), 2))
+    moved = list(order)
+    moved[i], moved[j] = moved[j], moved[i]
+    move = evaluator.evaluate(moved, i, j, screen=1, allow=10**9)
+    assert move is not None
+    full = list_schedule(inst, moved)
+    assert move.total == int(full.sum())
+
+
+@settings(max_examples=15, deadline=None)
+@given(instances(max_n=8, max_memory=25, max_arrival=4))
+def test_late_acceptance_with_releases_is_verified(inst: Instance) -> None:
+    result = solve(inst, "local-search", time_limit=5, strategy="late", max_moves=40, bound=None)
+    assert verify(inst, result.starts) == []
+    assert result.stats["moves"] == (40 if inst.n >= 2 else 0)
+
+
+def test_search_needs_an_end() -> None:
+    inst = mixed_backlog(10, seed=0)
+    with pytest.raises(SchedlabError, match="time_limit or max_moves"):
+        improve_order(inst, np.arange(10), time_limit=None)
+    with pytest.raises(SchedlabError, match="history"):
+        improve_order(inst, np.arange(10), time_limit=1, strategy="late", history=0)

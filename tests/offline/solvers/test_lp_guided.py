@@ -1,0 +1,103 @@
+"""LP-guided solvers: order by LP mean starts, LP-guided repair; verified schedules."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from schedlab import read_instance, solve, verify
+from schedlab.offline.backlogs import mixed_backlog
+from schedlab.offline.bounds.time_indexed import LPRelaxation
+from schedlab.offline.decoder import list_schedule
+from schedlab.offline.instance import Instance
+from schedlab.offline.solvers.lp_guided import lp_order, lp_swap_repair
+from tests.conftest import INSTANCES
+
+TINY = sorted(INSTANCES.glob("tiny-*.json"))
+
+
+def test_lp_order_sorts_by_mean_start_then_output() -> None:
+    inst = Instance.from_arrays(10, [0, 0, 0, 0], [5, 2, 3, 1])
+    relax = LPRelaxation(
+        value=0.0, mean_start=np.array([2.0, 0.5, 2.0, 3.0]), status="optimal", runtime=0.0
+    )
+    # request 1 first (0.5); 0 and 2 tie at 2.0 and 2 has the shorter output; 3 last
+    assert lp_order(inst, relax).tolist() == [1, 2, 0, 3]
+
+
+@pytest.mark.parametrize("path", TINY, ids=lambda p: p.stem)
+@pytest.mark.parametrize("solver", ["sorted-lp", "lp-swap"])
+def test_tiny_instances_verified_and_bound_valid(path, solver: str) -> None:
+    inst = read_instance(path)
+    result = solve(inst, solver, time_limit=5, bound=None)
+    assert verify(inst, result.starts) == []
+    optimum = inst.meta["optimum"]
+    assert result.objective >= optimum
+    assert result.lower_bound is not None and result.lower_bound <= optimum + 1e-6
+
+
+def test_repair_moves_late_request_earlier() -> None:
+    # M = 4: the long request (s=0, o=3) and the short one (s=3, o=1) cannot overlap.
+    # Order [long, short] costs 3 + 4 = 7; the LP says the short starts first
+    # (mean starts 1.0 vs 0.0), so the repair inserts it earlier: 1 + 4 = 5.
+    inst = Instance.from_arrays(4, [0, 3], [3, 1])
+    order, stats = lp_swap_repair(inst, np.array([0, 1]), np.array([1.0, 0.0]), time_limit=5)
+    assert order.tolist() == [1, 0]
+    assert int((list_schedule(inst, order) + inst.output).sum()) == 5
+    assert stats["accepted"] == 1
+
+
+def test_repair_with_releases_uses_full_decoding() -> None:
+    inst = Instance.from_arrays(4, [0, 3, 0], [3, 1, 1], [0, 0, 1])
+    order, _ = lp_swap_repair(inst, np.array([0, 1, 2]), np.array([1.0, 0.0, 1.0]), time_limit=5)
+    assert verify(inst, list_schedule(inst, order)) == []
+    assert int((list_schedule(inst, order) + inst.output - inst.arrival).sum()) <= int(
+        (list_schedule(inst, [0, 1, 2]) + inst.output - inst.arrival).sum()
+    )
+
+
+def test_unknown_option() -> None:
+    inst = Instance.from_arrays(4, [0], [3])
+    with pytest.raises(TypeError, match="unknown option"):
+        solve(inst, "sorted-lp", colour=1)
+
+
+@pytest.mark.parametrize("path", TINY, ids=lambda p: p.stem)
+def test_lp_search_tiny_instances(path) -> None:
+    inst = read_instance(path)
+    result = solve(inst, "lp-search", moves=200, bound=None)
+    assert verify(inst, result.starts) == []
+    optimum = inst.meta["optimum"]
+    assert result.objective >= optimum
+    assert result.lower_bound is not None and result.lower_bound <= optimum + 1e-6
+
+
+def test_lp_search_is_seeded_and_never_worse_than_its_repair() -> None:
+    inst = mixed_backlog(40, seed=5)
+    runs = [solve(inst, "lp-search", seed=11, moves=400, bound=None) for _ in range(2)]
+    assert runs[0].starts.tolist() == runs[1].starts.tolist()  # no time limit: same seed, same run
+    result = runs[0]
+    assert verify(inst, result.starts) == []
+    stats = result.stats
+    assert stats["search"]["moves"] == 400
+    # the search returns the best order it saw (starting from the repaired one), and
+    # the answer is the best of its decodes (strict, left-shifted strict, backfilling)
+    assert result.objective <= stats["search"]["objective_strict"] <= stats["repaired_objective"]
+    assert result.objective <= stats["objectives"]["strict+left-shift"]
+
+
+def test_lp_search_with_releases_and_a_time_limit() -> None:
+    inst = Instance.from_arrays(12, [0, 3, 5, 2, 1], [3, 1, 4, 2, 5], [0, 0, 2, 3, 3])
+    result = solve(inst, "lp-search", time_limit=2, moves=50, bound=None)
+    assert verify(inst, result.starts) == []
+    with pytest.raises(TypeError, match="unknown option"):
+        solve(inst, "lp-search", colour=1)
+
+
+def test_lp_search_stops_at_its_time_limit() -> None:
+    # a move budget no machine finishes in 2 s: the time limit must end the search
+    inst = mixed_backlog(60, seed=1)
+    result = solve(inst, "lp-search", time_limit=2, moves=10**7, bound=None)
+    assert verify(inst, result.starts) == []
+    assert result.stats["search"]["moves"] < 10**7
+    assert result.runtime < 2 + 3  # the final decodes and left shift run after the search

@@ -1,0 +1,63 @@
+"""Receding horizon: windows solved exactly, committed, rolled; schedules verified."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+from schedlab import solve, verify
+from schedlab.errors import SchedlabError, UnknownNameError
+from schedlab.offline.instance import Instance
+from schedlab.offline.solvers.receding_horizon import receding_order
+from tests.strategies import instances
+
+
+def test_window_count_and_commits() -> None:
+    # 7 requests, window 5, commit 2: the first window commits 2, the 5 left fit in one
+    # last window that commits all of them -> 2 windows, every request once.
+    inst = Instance.from_arrays(20, [1] * 7, [1, 2, 3, 4, 5, 6, 7])
+    order, stats = receding_order(
+        inst,
+        np.arange(7),
+        window=5,
+        commit=2,
+        solver="brute-force",
+        window_time_limit=5,
+        deadline=time.perf_counter() + 60,
+    )
+    assert sorted(order.tolist()) == list(range(7))
+    assert stats["windows"] == 2 and stats["windows_optimal"] == 2
+
+
+def test_single_window_order_follows_optimal_sub_schedule() -> None:
+    # M = 4: long (0, 3) and short (3, 1) cannot overlap; the optimum runs the short first.
+    inst = Instance.from_arrays(4, [0, 3], [3, 1])
+    order, _ = receding_order(
+        inst,
+        np.array([0, 1]),
+        window=2,
+        commit=1,
+        solver="brute-force",
+        window_time_limit=5,
+        deadline=time.perf_counter() + 60,
+    )
+    assert order.tolist() == [1, 0]
+    assert solve(inst, "receding-horizon", window=2, commit=1, bound=None).objective == 5
+
+
+@settings(max_examples=15, deadline=None)
+@given(instances(max_n=8, max_memory=20, max_arrival=3, max_output=6))
+def test_schedules_verified(inst: Instance) -> None:
+    result = solve(inst, "receding-horizon", time_limit=5, window=3, commit=1, bound=None)
+    assert verify(inst, result.starts) == []
+
+
+def test_bad_parameters() -> None:
+    inst = Instance.from_arrays(4, [0, 3], [3, 1])
+    with pytest.raises(SchedlabError, match="commit"):
+        solve(inst, "receding-horizon", window=2, commit=3)
+    with pytest.raises(UnknownNameError):
+        solve(inst, "receding-horizon", window_solver="oracle")

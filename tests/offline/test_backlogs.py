@@ -1,0 +1,72 @@
+import numpy as np
+import pytest
+
+from schedlab.errors import InstanceError
+from schedlab.llm.models import GIB, LLAMA_3_1_8B, kv_bytes_per_token, kv_token_capacity
+from schedlab.offline.backlogs import (
+    DEFAULT_MEMORY,
+    jaillet_instance,
+    mixed_backlog,
+    sample_backlog,
+)
+
+
+def test_kv_capacity_formula():
+    # 2 (K and V) * 32 layers * 8 KV heads * 128 dims * 2 bytes = 128 KiB per token.
+    assert kv_bytes_per_token(LLAMA_3_1_8B) == 131072
+    expected = int((0.9 * 24 * GIB - 8.03e9 * 2 - GIB) // 131072)
+    assert kv_token_capacity(LLAMA_3_1_8B, 24 * GIB) == expected == DEFAULT_MEMORY
+    with pytest.raises(InstanceError, match="leaves no room"):
+        kv_token_capacity(LLAMA_3_1_8B, 16 * GIB)
+    with pytest.raises(InstanceError, match="utilization"):
+        kv_token_capacity(LLAMA_3_1_8B, 80 * GIB, utilization=1.5)
+
+
+def test_mixed_backlog_is_seeded_and_mixed():
+    a = mixed_backlog(400, seed=3, long_fraction=0.25)
+    b = mixed_backlog(400, seed=3, long_fraction=0.25)
+    c = mixed_backlog(400, seed=4, long_fraction=0.25)
+    assert a == b and a != c
+    assert a.meta["n_long"] == 100 and a.memory == DEFAULT_MEMORY
+    assert (a.prompt + a.output <= a.memory).all() and (a.arrival == 0).all()
+
+
+def test_redraw_keeps_requests_within_memory():
+    inst = sample_backlog(300, memory=2000, source="sharegpt", seed=1)
+    assert (inst.prompt + inst.output <= 2000).all()
+    assert inst.meta["redrawn"] > 0  # ShareGPT has many requests above 2,000 tokens
+    with pytest.raises(InstanceError, match="too small"):
+        sample_backlog(10, memory=2, source="arxiv", seed=0)
+
+
+def test_jaillet_protocol_ranges():
+    for seed in range(30):
+        inst = jaillet_instance(seed)
+        assert 30 <= inst.memory <= 50 and 40 <= inst.n <= 60
+        assert ((inst.prompt >= 1) & (inst.prompt <= 5)).all()
+        assert ((inst.output >= 1) & (inst.output <= inst.memory - inst.prompt)).all()
+        assert (inst.arrival == 0).all()
+    assert jaillet_instance(5, n=7).n == 7
+    assert jaillet_instance(5) == jaillet_instance(5)
+
+
+def test_jaillet_shared_prompt_protocol():
+    for seed in range(30):
+        shared = jaillet_instance(seed, shared_prompt=True)
+        own = jaillet_instance(seed)
+        # the same M and n for a seed; one prompt s in 1..5 for all; o_i in 1..M - s
+        assert (shared.memory, shared.n) == (own.memory, own.n)
+        assert len(set(shared.prompt.tolist())) == 1 and 1 <= shared.prompt[0] <= 5
+        assert ((shared.output >= 1) & (shared.output <= shared.memory - shared.prompt)).all()
+        assert (shared.arrival == 0).all() and shared.meta["shared_prompt"] is True
+    outputs = np.concatenate([jaillet_instance(s, shared_prompt=True).output for s in range(30)])
+    assert outputs.min() == 1 and len(set(outputs.tolist())) > 30  # the whole range is drawn
+
+
+def test_bad_parameters():
+    with pytest.raises(InstanceError, match="long_fraction"):
+        mixed_backlog(10, long_fraction=2)
+    with pytest.raises(InstanceError, match="n: must be >= 1"):
+        mixed_backlog(0)
+    rng_draw = sample_backlog(50, source="azure-code", seed=2)
+    assert np.median(rng_draw.output) < np.median(rng_draw.prompt)

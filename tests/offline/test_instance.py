@@ -1,0 +1,84 @@
+import math
+
+import numpy as np
+import pytest
+
+from schedlab.errors import InfeasibleInstanceError, InstanceError
+from schedlab.offline.instance import Instance, Request
+
+
+def test_arrays_and_volume():
+    inst = Instance(10, (Request(2, 3), Request(0, 1, arrival=4, id="x")))
+    assert inst.n == 2 == len(inst)
+    assert inst.prompt.tolist() == [2, 0]
+    assert inst.output.tolist() == [3, 1]
+    assert inst.arrival.tolist() == [0, 4]
+    # volume s*o + o(o+1)/2: 2*3 + 6 = 12 and 0 + 1 = 1; it equals the tokens summed
+    # over the active rounds, (2+1) + (2+2) + (2+3) = 12.
+    assert inst.volume.tolist() == [12, 1]
+    assert inst.requests[0].peak == 5
+    with pytest.raises(ValueError):
+        inst.prompt[0] = 7  # read-only view of frozen data
+
+
+def test_frozen():
+    inst = Instance(10, (Request(1, 1),))
+    with pytest.raises(AttributeError):
+        inst.memory = 3  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        inst.requests[0].output = 3  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"prompt": -1, "output": 1}, "request.prompt: must be >= 0, got -1"),
+        ({"prompt": 1, "output": 0}, "request.output: must be >= 1, got 0"),
+        ({"prompt": 1, "output": 1, "arrival": -2}, "request.arrival: must be >= 0, got -2"),
+        ({"prompt": 1.5, "output": 1}, "request.prompt: must be an integer, got 1.5"),
+        ({"prompt": math.nan, "output": 1}, "request.prompt: must be an integer, got nan"),
+        ({"prompt": math.inf, "output": 1}, "request.prompt: must be an integer"),
+        ({"prompt": "3", "output": 1}, "request.prompt: must be an integer, got '3'"),
+        ({"prompt": True, "output": 1}, "request.prompt: must be an integer, got True"),
+        ({"prompt": 1, "output": 1, "id": 5}, "request.id: must be a string"),
+    ],
+)
+def test_request_errors_name_the_field(kwargs, message):
+    with pytest.raises(InstanceError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        Request(**kwargs)
+
+
+def test_integral_floats_and_numpy_integers_are_accepted():
+    r = Request(np.int64(3), 2.0, np.int32(1))
+    assert (r.prompt, r.output, r.arrival) == (3, 2, 1)
+    assert all(type(v) is int for v in (r.prompt, r.output, r.arrival))
+
+
+def test_magnitudes_are_limited():
+    with pytest.raises(InstanceError, match=r"request.prompt: must be <= 1099511627776"):
+        Request(2**40 + 1, 1)
+    with pytest.raises(InstanceError, match="memory: must be <= "):
+        Instance(2**63 - 1, (Request(1, 1),))
+
+
+def test_request_larger_than_memory_names_it():
+    with pytest.raises(InfeasibleInstanceError, match=r"requests\[1\]: prompt \+ output = 11"):
+        Instance(10, (Request(1, 1), Request(5, 6)))
+
+
+def test_instance_level_errors():
+    with pytest.raises(InstanceError, match="memory: must be >= 1, got 0"):
+        Instance(0, (Request(0, 1),))
+    with pytest.raises(InstanceError, match="at least one request"):
+        Instance(5, ())
+    with pytest.raises(InstanceError, match=r"requests\[0\]: must be a Request"):
+        Instance(5, ((1, 2),))  # type: ignore[arg-type]
+
+
+def test_from_arrays_names_the_index():
+    with pytest.raises(InstanceError, match=r"requests\[2\]\.output: must be >= 1, got 0"):
+        Instance.from_arrays(10, [1, 2, 3], [1, 1, 0])
+    with pytest.raises(InstanceError, match="lengths differ"):
+        Instance.from_arrays(10, [1, 2], [1])
+    inst = Instance.from_arrays(10, np.array([1, 2]), np.array([3, 4]), [0, 5], name="a")
+    assert inst.arrival.tolist() == [0, 5] and inst.name == "a"

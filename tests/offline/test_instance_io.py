@@ -1,0 +1,86 @@
+import json
+
+import pytest
+
+from schedlab.errors import DataNotFoundError, FormatError, InfeasibleInstanceError, InstanceError
+from schedlab.offline.instance import Instance, Request
+from schedlab.offline.instance_io import FORMAT, instance_from_dict, read_instance, write_instance
+
+
+def _doc(**overrides):
+    doc = {"format": FORMAT, "name": "t", "memory": 10, "requests": [{"prompt": 1, "output": 2}]}
+    doc.update(overrides)
+    return doc
+
+
+def test_round_trip(tmp_path):
+    inst = Instance(
+        12, (Request(2, 3, id="a"), Request(0, 1, arrival=4)), "demo", {"optimum": 7, "x": [1]}
+    )
+    path = tmp_path / "i.json"
+    write_instance(inst, path)
+    back = read_instance(path)
+    assert back == inst
+    assert dict(back.meta) == {"optimum": 7, "x": [1]}
+    data = json.loads(path.read_text())
+    assert data["requests"][0] == {"prompt": 2, "output": 3, "id": "a"}
+    assert data["requests"][1] == {"prompt": 0, "output": 1, "arrival": 4}
+
+
+def test_arrival_defaults_to_zero():
+    inst = instance_from_dict(_doc())
+    assert inst.requests[0].arrival == 0 and inst.name == "t"
+
+
+@pytest.mark.parametrize(
+    ("doc", "error", "message"),
+    [
+        (_doc(format="other/1"), FormatError, "format: expected 'schedlab-instance/1'"),
+        ({"format": FORMAT, "requests": []}, FormatError, "missing key 'memory'"),
+        (_doc(extra=1), FormatError, "unknown key"),
+        (_doc(requests={"a": 1}), FormatError, "requests: expected a list"),
+        (_doc(requests=[5]), FormatError, r"requests\[0\]: expected an object"),
+        (_doc(requests=[{"prompt": 1}]), FormatError, r"requests\[0\]: missing key 'output'"),
+        (_doc(requests=[{"prompt": 1, "output": 1, "promt": 2}]), FormatError, "unknown key"),
+        (
+            _doc(requests=[{"prompt": 1, "output": 1}, {"prompt": -4, "output": 1}]),
+            InstanceError,
+            r"requests\[1\]\.prompt: must be >= 0, got -4",
+        ),
+        (
+            _doc(requests=[{"prompt": 1, "output": 2.5}]),
+            InstanceError,
+            r"requests\[0\]\.output: must be an integer, got 2.5",
+        ),
+        (
+            _doc(requests=[{"prompt": 9, "output": 2}]),
+            InfeasibleInstanceError,
+            r"requests\[0\]: prompt \+ output = 11 exceeds memory M = 10",
+        ),
+        (_doc(memory="10"), InstanceError, "memory: must be an integer"),
+        (_doc(name=3), FormatError, "name: expected a string"),
+        (_doc(meta=[]), FormatError, "meta: expected an object"),
+        ([], FormatError, "expected a JSON object"),
+    ],
+)
+def test_malformed_documents(doc, error, message):
+    with pytest.raises(error, match=message):
+        instance_from_dict(doc)
+
+
+def test_file_errors_name_the_file(tmp_path):
+    with pytest.raises(DataNotFoundError, match="no such instance file"):
+        read_instance(tmp_path / "absent.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "schedlab-instance/1",\n "memory": 10,,}')
+    with pytest.raises(FormatError, match=r"bad\.json:2:\d+: invalid JSON"):
+        read_instance(bad)
+    nan = tmp_path / "nan.json"
+    nan.write_text(
+        '{"format": "schedlab-instance/1", "memory": 10, '
+        '"requests": [{"prompt": NaN, "output": 1}]}'
+    )
+    with pytest.raises(
+        InstanceError, match=r"nan\.json: requests\[0\]\.prompt: must be an integer"
+    ):
+        read_instance(nan)

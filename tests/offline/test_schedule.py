@@ -1,0 +1,53 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from schedlab.errors import ScheduleError
+from schedlab.offline.instance import Instance, Request
+from schedlab.offline.schedule import Schedule
+from tests.strategies import instances
+
+
+def test_metrics_by_hand():
+    inst = Instance(10, (Request(2, 3), Request(3, 2, arrival=1), Request(0, 1)))
+    sched = Schedule(inst, [0, 1, 0])
+    # C = (3, 3, 1); latencies C - a = (3, 2, 1).
+    assert sched.completion.tolist() == [3, 3, 1]
+    assert sched.objective == 6 and sched.mean_latency == 2.0 and sched.makespan == 3
+    # Loads: round 0: 3 + 1, round 1: 4 + 4, round 2: 5 + 5.
+    assert sched.memory_profile.tolist() == [4, 8, 10] and sched.peak_memory == 10
+    # Volumes 12 + 9 + 1 = 22 over M * makespan = 30.
+    assert sched.utilisation == pytest.approx(22 / 30)
+    assert set(sched.summary()) == {
+        "objective",
+        "mean_latency",
+        "makespan",
+        "peak_memory",
+        "utilisation",
+    }
+
+
+def test_bad_starts():
+    inst = Instance(10, (Request(1, 1), Request(1, 1)))
+    with pytest.raises(ScheduleError, match="expected 2 start rounds"):
+        Schedule(inst, [0])
+    with pytest.raises(ScheduleError, match="integer round"):
+        Schedule(inst, [0, 0.5])
+    with pytest.raises(ScheduleError, match="expected integers"):
+        Schedule(inst, ["a", "b"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(instances(), st.data())
+def test_profile_matches_sum_over_requests(inst, data):
+    starts = [data.draw(st.integers(r.arrival, r.arrival + 6)) for r in inst.requests]
+    sched = Schedule(inst, starts)
+    expected = np.zeros(sched.makespan, dtype=np.int64)
+    for r, p in zip(inst.requests, starts, strict=True):
+        expected[p : p + r.output] += r.prompt + np.arange(1, r.output + 1)
+    assert sched.memory_profile.tolist() == expected.tolist()
+    assert sched.peak_memory == expected.max()
+    assert sched.objective == sum(
+        p + r.output - r.arrival for r, p in zip(inst.requests, starts, strict=True)
+    )
