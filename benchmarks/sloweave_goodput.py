@@ -39,9 +39,9 @@ import time
 from dataclasses import dataclass
 
 from schedlab.cli.serving import parse_duration
+from schedlab.errors import ServingError
 from schedlab.serving.capacity import capacity, parallel_map
 from schedlab.serving.cost_model import get_cost_model
-from schedlab.serving.errors import ServingError
 from schedlab.serving.metrics import SLO
 
 FIXED = (64, 128, 256, 512, 1024, 2048)

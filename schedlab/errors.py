@@ -3,6 +3,22 @@
 Every error that bad input can cause derives from :class:`SchedlabError`, so the
 command line can turn it into a one-line message and exit code 2. Messages name
 the place of the problem, e.g. ``requests[17].output: must be >= 1, got 0``.
+
+==============================  ==========================================================
+class                           raised when
+==============================  ==========================================================
+:class:`InstanceError`          a request or instance violates the offline model
+:class:`InfeasibleInstanceError`  a request can never run (``s + o > M``)
+:class:`FormatError`            a file is malformed (names file and place)
+:class:`UnknownNameError`       an unknown solver, bound, policy, workload... name
+:class:`UnknownOptionError`     a solver or bound is given an option it does not take
+:class:`ScheduleError`          a schedule does not fit its instance
+:class:`DataNotFoundError`      a data file asked for does not exist
+:class:`SolverError`            a solver returned a schedule the verifier rejects (a bug)
+:class:`ServingError`           bad input to the simulator, a policy, workload, cost model
+:class:`NonMonotoneCostModelError`  a cost model decreases when a chunk grows
+:class:`CalibrationError`       a profile cannot be calibrated
+==============================  ==========================================================
 """
 
 from __future__ import annotations
@@ -40,3 +56,32 @@ class ScheduleError(SchedlabError, ValueError):
 
 class DataNotFoundError(SchedlabError, FileNotFoundError):
     """A data file (trace, profile) the caller asked for does not exist."""
+
+
+class UnknownOptionError(SchedlabError, TypeError):
+    """A solver or bound was given an option it does not accept; lists the accepted ones."""
+
+    def __init__(self, owner: str, unknown: list[str], known: list[str] | tuple[str, ...]):
+        accepted = ", ".join(sorted(known)) or "none"
+        super().__init__(
+            f"{owner}: unknown option(s) {', '.join(sorted(unknown))}; accepted: {accepted}"
+        )
+        self.owner = owner
+        self.unknown = tuple(sorted(unknown))
+        self.known = tuple(sorted(known))
+
+
+class SolverError(SchedlabError, RuntimeError):
+    """A solver returned a schedule that the independent verifier rejects (a bug)."""
+
+
+class ServingError(SchedlabError, ValueError):
+    """Bad input to the simulator, a policy, a workload, a cost model or the CLI."""
+
+
+class NonMonotoneCostModelError(ServingError):
+    """A cost model decreases when a prefill chunk grows (SLOWeave needs monotonicity)."""
+
+
+class CalibrationError(SchedlabError, ValueError):
+    """A profile cannot be calibrated (wrong model name, unknown ops or architecture)."""

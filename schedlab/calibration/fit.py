@@ -56,7 +56,7 @@ from schedlab.calibration.attention_grid import AttentionGrid, parse_grid_spec
 from schedlab.calibration.curves import MonotoneCurve
 from schedlab.calibration.profile_model import ProfileCostModel
 from schedlab.calibration.profiles import LLMServingSimProfile, OpTable, read_llmservingsim_profile
-from schedlab.errors import SchedlabError
+from schedlab.errors import CalibrationError
 from schedlab.json_files import nan_to_null
 from schedlab.llm.models import get_model_shape
 
@@ -70,10 +70,6 @@ __all__ = [
     "calibrate_profile",
     "skew_alpha_of",
 ]
-
-
-class CalibrationError(SchedlabError, ValueError):
-    """A profile cannot be calibrated (wrong model name, unknown ops or architecture)."""
 
 
 @dataclass(frozen=True)

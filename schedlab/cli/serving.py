@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from schedlab.cli.arguments import non_negative_int
-from schedlab.serving.errors import ServingError
+from schedlab.errors import ServingError
 
 if TYPE_CHECKING:
     from schedlab.serving.capacity import SweepPoint

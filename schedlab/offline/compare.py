@@ -8,11 +8,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from schedlab.budget import check_time_limit
 from schedlab.errors import UnknownNameError
 from schedlab.offline.bounds import Bound, lower_bound
 from schedlab.offline.instance import Instance
 from schedlab.offline.result import Result, relative_gap
-from schedlab.offline.solve import available_solvers, check_time_limit, solve
+from schedlab.offline.solve import available_solvers, solve
 
 __all__ = ["DEFAULT_SOLVERS", "Comparison", "compare", "records_to_csv", "solver_names"]
 

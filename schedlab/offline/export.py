@@ -29,8 +29,9 @@ import scipy.sparse as sp
 
 from schedlab.errors import FormatError
 from schedlab.offline.bounds.time_indexed import column_rows
+from schedlab.offline.bounds.volume import start_slack
 from schedlab.offline.instance import Instance
-from schedlab.offline.solvers.cpsat import best_rule_schedule, start_slack
+from schedlab.offline.priority import best_rule_schedule
 
 __all__ = ["FORMATS", "export_model", "time_indexed_model"]
 

@@ -6,36 +6,17 @@ import math
 import time
 from typing import Any
 
-from schedlab.errors import SchedlabError, UnknownNameError
-from schedlab.offline.bounds import Bound, lower_bound
+from schedlab.budget import Budget
+from schedlab.errors import SolverError
+from schedlab.offline.bounds import Bound, bound_within
 from schedlab.offline.instance import Instance
 from schedlab.offline.result import Result, Status, relative_gap
 from schedlab.offline.schedule import Schedule
-from schedlab.offline.solvers import SOLVERS
+from schedlab.offline.solvers import available_solvers, get_solver
+from schedlab.offline.solvers.contract import check_options
 from schedlab.offline.verify import verify
 
-__all__ = ["SolverError", "available_solvers", "solve"]
-
-
-class SolverError(SchedlabError, RuntimeError):
-    """A solver returned a schedule that the independent verifier rejects (a bug)."""
-
-
-def available_solvers() -> list[str]:
-    """Names accepted by :func:`solve`, sorted."""
-    _load_builtin()
-    return sorted(SOLVERS)
-
-
-def check_time_limit(time_limit: float | None) -> float | None:
-    """Return ``time_limit`` if it is ``None`` or a positive finite number of seconds."""
-    if time_limit is None:
-        return None
-    if isinstance(time_limit, bool) or not isinstance(time_limit, int | float):
-        raise SchedlabError(f"time_limit: expected seconds, got {time_limit!r}")
-    if not math.isfinite(time_limit) or time_limit <= 0:
-        raise SchedlabError(f"time_limit: must be a positive number of seconds, got {time_limit}")
-    return float(time_limit)
+__all__ = ["available_solvers", "solve"]
 
 
 def solve(
@@ -56,14 +37,17 @@ def solve(
     solver
         A name from :func:`available_solvers`.
     time_limit
-        Wall seconds for the solver (and, separately, for the bound); ``None``: none.
+        Wall-clock cap in seconds for the solver (and, separately, for the bound);
+        ``None``: none. Solvers end at their own work budgets (:mod:`schedlab.budget`),
+        so without a binding cap the result depends only on the instance, the options
+        and the seed; a cap that binds is recorded in ``stats["stopped_by"]``.
     seed
         Seed of every random choice; the same seed gives the same result.
     bound
-        ``"best"`` or another :func:`~schedlab.offline.bounds.lower_bound` method, a precomputed
-        :class:`~schedlab.offline.bounds.Bound`, or ``None`` for no bound.
+        ``"best"`` or another :func:`~schedlab.offline.bounds.lower_bound` method, a
+        precomputed :class:`~schedlab.offline.bounds.Bound`, or ``None`` for no bound.
     **options
-        Solver-specific options.
+        The solver's own options (its keyword-only parameters).
 
     Returns
     -------
@@ -75,23 +59,25 @@ def solve(
     ------
     UnknownNameError
         (a ``ValueError``) for an unknown solver name; the message lists the known ones.
+    UnknownOptionError
+        (a ``TypeError``) for an option the solver does not take; lists those it does.
     SolverError
         If the solver's schedule fails verification.
     """
-    _load_builtin()
-    if solver not in SOLVERS:
-        raise UnknownNameError("solver", solver, list(SOLVERS))
-    time_limit = check_time_limit(time_limit)
+    info = get_solver(solver)
+    check_options(solver, info.fn, options)
+    budget = Budget(time_limit)
     began = time.perf_counter()
-    output = SOLVERS[solver](instance, time_limit=time_limit, seed=seed, **options)
+    output = info.fn(instance, budget=budget, seed=seed, **options)
     runtime = time.perf_counter() - began
     schedule = Schedule(instance, output.starts)
     problems = verify(instance, schedule.starts)
     if problems:
         raise SolverError(f"{solver} returned an infeasible schedule: {'; '.join(problems[:5])}")
     stats = dict(output.stats)
+    stats.setdefault("stopped_by", None)
     if isinstance(bound, str):
-        bound = lower_bound(instance, bound, time_limit=time_limit)
+        bound = bound_within(instance, bound, Budget(time_limit))
     best = output.lower_bound
     if bound is not None:
         stats["bound"] = {"method": bound.method, "value": bound.value, "runtime_s": bound.runtime}
@@ -105,14 +91,3 @@ def solve(
     return Result(
         solver, objective, best, relative_gap(objective, best), status, runtime, schedule, stats
     )
-
-
-def _load_builtin() -> None:
-    """Import the solver modules so that they register themselves."""
-    import schedlab.offline.solvers.brute_force
-    import schedlab.offline.solvers.local_search
-    import schedlab.offline.solvers.lp_guided
-    import schedlab.offline.solvers.receding_horizon
-    import schedlab.offline.solvers.rules
-    import schedlab.offline.solvers.sorted_f  # noqa: F401
-    from schedlab.offline.solvers import cpsat, dp  # noqa: F401

@@ -10,6 +10,7 @@ Typical use::
     print(result.summary.attainment)
 """
 
+from schedlab.errors import NonMonotoneCostModelError, ServingError
 from schedlab.serving.capacity import CapacityResult, SweepPoint, capacity, sweep
 from schedlab.serving.cost_model import (
     SLOWEAVE_DEFAULT,
@@ -23,7 +24,6 @@ from schedlab.serving.cost_model import (
     save_cost_model,
 )
 from schedlab.serving.engine_config import EngineConfig
-from schedlab.serving.errors import NonMonotoneCostModelError, ServingError
 from schedlab.serving.metrics import SLO, Distribution, RequestRecord, Summary
 from schedlab.serving.policies import POLICIES, Policy, PolicyContext, make_policy
 from schedlab.serving.simulator import SimulationResult, run_engine, simulate

@@ -28,9 +28,9 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
+from schedlab.errors import ServingError
 from schedlab.serving.cost_model import CostModel, get_cost_model
 from schedlab.serving.engine_config import EngineConfig
-from schedlab.serving.errors import ServingError
 from schedlab.serving.metrics import SLO, Summary
 from schedlab.serving.simulator import simulate
 from schedlab.serving.workloads import Workload, make_workload

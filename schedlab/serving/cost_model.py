@@ -33,9 +33,8 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from schedlab.errors import FormatError, UnknownNameError
+from schedlab.errors import FormatError, NonMonotoneCostModelError, ServingError, UnknownNameError
 from schedlab.json_files import read_json
-from schedlab.serving.errors import NonMonotoneCostModelError, ServingError
 
 __all__ = [
     "BUILTIN_COST_MODELS",

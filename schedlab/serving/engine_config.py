@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from schedlab.serving.errors import ServingError
+from schedlab.errors import ServingError
 
 __all__ = ["EngineConfig"]
 

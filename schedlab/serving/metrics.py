@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from schedlab.errors import ServingError
 from schedlab.json_files import nan_to_null
-from schedlab.serving.errors import ServingError
 
 __all__ = ["SLO", "Distribution", "RequestRecord", "Summary", "request_itl", "summarize"]
 

@@ -29,10 +29,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from schedlab.errors import UnknownNameError
+from schedlab.errors import ServingError, UnknownNameError
 from schedlab.serving.cost_model import Chunk, CostModel, require_monotone
 from schedlab.serving.engine_config import EngineConfig
-from schedlab.serving.errors import ServingError
 from schedlab.serving.sloweave import SLOWeaveState, choose_chunk
 
 __all__ = [

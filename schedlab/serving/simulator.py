@@ -50,9 +50,9 @@ from itertools import chain
 
 import numpy as np
 
+from schedlab.errors import ServingError
 from schedlab.serving.cost_model import Chunk, CostModel, get_cost_model, uses_decode_spread
 from schedlab.serving.engine_config import EngineConfig
-from schedlab.serving.errors import ServingError
 from schedlab.serving.metrics import SLO, RequestRecord, Summary, summarize
 from schedlab.serving.policies import Plan, Policy, PolicyContext, make_policy
 from schedlab.serving.workloads import RequestStream, make_workload

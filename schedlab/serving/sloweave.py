@@ -26,8 +26,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from schedlab.errors import ServingError
 from schedlab.serving.cost_model import Chunk, CostModel
-from schedlab.serving.errors import ServingError
 
 __all__ = ["ChunkDecision", "SLOWeaveState", "choose_chunk", "linear_scan_chunk"]
 

@@ -39,10 +39,9 @@ from typing import Protocol
 
 import numpy as np
 
-from schedlab.errors import DataNotFoundError, UnknownNameError
+from schedlab.errors import DataNotFoundError, ServingError, UnknownNameError
 from schedlab.llm.lengths import builtin_table
 from schedlab.llm.traces import read_trace
-from schedlab.serving.errors import ServingError
 
 __all__ = [
     "WORKLOADS",

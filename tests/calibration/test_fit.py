@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from schedlab.calibration.fit import CalibrationError, calibrate
-from schedlab.errors import UnknownNameError
+from schedlab.calibration.fit import calibrate
+from schedlab.errors import CalibrationError, UnknownNameError
 from schedlab.llm import models as model_shapes
 from schedlab.llm.models import ModelShape, get_model_shape, register_model_shape
 

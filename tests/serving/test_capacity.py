@@ -6,10 +6,10 @@ import math
 
 import pytest
 
+from schedlab.errors import ServingError
 from schedlab.serving.capacity import capacity, parallel_map, probe, sweep
 from schedlab.serving.cost_model import SLOWEAVE_DEFAULT
 from schedlab.serving.engine_config import EngineConfig
-from schedlab.serving.errors import ServingError
 from schedlab.serving.metrics import SLO
 from schedlab.serving.simulator import simulate
 from schedlab.serving.workloads import make_workload

@@ -6,7 +6,13 @@ import json
 
 import pytest
 
-from schedlab.errors import DataNotFoundError, FormatError, UnknownNameError
+from schedlab.errors import (
+    DataNotFoundError,
+    FormatError,
+    NonMonotoneCostModelError,
+    ServingError,
+    UnknownNameError,
+)
 from schedlab.serving.cost_model import (
     SLOWEAVE_DEFAULT,
     CostModel,
@@ -20,7 +26,6 @@ from schedlab.serving.cost_model import (
     require_monotone,
     save_cost_model,
 )
-from schedlab.serving.errors import NonMonotoneCostModelError, ServingError
 
 MS = 1e-3
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from schedlab.serving.errors import ServingError
+from schedlab.errors import ServingError
 from schedlab.serving.metrics import SLO, Distribution, RequestRecord, request_itl, summarize
 
 # Iterations end at 1, 2, 3, ..., 10 s.

@@ -6,10 +6,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from schedlab.errors import UnknownNameError
+from schedlab.errors import ServingError, UnknownNameError
 from schedlab.serving.cost_model import SLOWEAVE_DEFAULT
 from schedlab.serving.engine_config import EngineConfig
-from schedlab.serving.errors import ServingError
 from schedlab.serving.policies import PolicyContext, make_policy, slo_token_budget
 
 

@@ -10,10 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schedlab.errors import SchedlabError
+from schedlab.errors import SchedlabError, ServingError
 from schedlab.serving.cost_model import SLOWEAVE_DEFAULT, LinearAttentionCostModel
 from schedlab.serving.engine_config import EngineConfig
-from schedlab.serving.errors import ServingError
 from schedlab.serving.metrics import SLO, request_itl
 from schedlab.serving.policies import PolicyContext, make_policy
 from schedlab.serving.simulator import run_engine, simulate

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from schedlab.errors import NonMonotoneCostModelError, ServingError
 from schedlab.serving.cost_model import SLOWEAVE_DEFAULT, LinearAttentionCostModel
 from schedlab.serving.engine_config import EngineConfig
-from schedlab.serving.errors import NonMonotoneCostModelError, ServingError
 from schedlab.serving.policies import PolicyContext, make_policy
 from schedlab.serving.sloweave import SLOWeaveState, choose_chunk, linear_scan_chunk
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from schedlab.errors import DataNotFoundError, UnknownNameError
+from schedlab.errors import DataNotFoundError, ServingError, UnknownNameError
 from schedlab.llm.lengths import builtin_table
-from schedlab.serving.errors import ServingError
 from schedlab.serving.workloads import (
     BLOCK,
     BURSTY_CV,

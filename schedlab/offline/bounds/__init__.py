@@ -1,8 +1,9 @@
 """Lower bounds on the optimal total latency, behind one :func:`lower_bound`.
 
-Each bound is a function ``fn(instance, *, time_limit) -> Bound`` in the plain dict
-:data:`BOUNDS`; ``method="best"`` takes the largest valid value among those registered
-with ``in_best=True``. Every bound's validity is proven in ``proofs/``.
+Every method is a function ``fn(instance, *, budget) -> Bound`` listed in
+:data:`BUILTIN_BOUNDS`, in the order ``method="best"`` runs them (cheap bounds first);
+``best`` takes the largest value among the methods chosen for the instance. Every
+bound's validity is proven in ``proofs/``.
 
 ``trivial``
     ``sum_i o_i``: request ``i`` is active for ``o_i`` rounds, so ``C_i - a_i >= o_i``.
@@ -26,34 +27,44 @@ with ``in_best=True``. Every bound's validity is proven in ``proofs/``.
     subgradient steps, no LP: cheap per step; ``best`` runs it from
     ``n > SPACING_MAX_N`` on, and from ``n >= LARGE_N`` on it replaces ``lp``.
 
-``best`` runs the methods chosen for the instance in that order, each given half of what
-is left of ``time_limit`` (the last one all of it); with ``time_limit=None`` it gives them
-:data:`BEST_DEFAULT_TIME_LIMIT` seconds. Figures: ``benchmarks/bounds_scaling.py``.
+Work and time (:mod:`schedlab.budget`): each method counts its work in its own units with
+fixed defaults, so the value depends only on the instance; ``time_limit`` is a
+wall-clock cap (``None``: none). Under a cap, ``best`` gives every method but the last
+half of what is left of it, the last one all of it. Figures:
+``benchmarks/bounds_scaling.py``.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass
 
-from schedlab.errors import UnknownNameError
+from schedlab.budget import UNLIMITED, Budget, stopped_by
+from schedlab.errors import SchedlabError, UnknownNameError
+from schedlab.offline.bounds import (
+    completion_spacing,
+    lagrangian,
+    mean_busy_time,
+    time_indexed,
+    volume,
+)
+from schedlab.offline.bounds.bound import Bound, BoundFn
 from schedlab.offline.instance import Instance
 
 __all__ = [
-    "BEST_DEFAULT_TIME_LIMIT",
     "BOUNDS",
+    "BUILTIN_BOUNDS",
     "LARGE_N",
     "SPACING_MAX_N",
     "Bound",
     "BoundFn",
+    "BoundMethod",
+    "available_bounds",
+    "bound_within",
     "lower_bound",
     "register_bound",
 ]
-
-#: Wall seconds ``lower_bound(..., "best", time_limit=None)`` spends at most.
-BEST_DEFAULT_TIME_LIMIT = 60.0
 
 #: From this many requests on, ``best`` skips ``lp`` (its master LP grows too large).
 LARGE_N = 1500
@@ -63,62 +74,75 @@ LARGE_N = 1500
 SPACING_MAX_N = 300
 
 
+def trivial_bound(instance: Instance, *, budget: Budget = UNLIMITED) -> Bound:
+    """``sum_i o_i``: no request completes sooner than ``o_i`` rounds after release."""
+    return Bound(float(instance.output.sum()), "trivial")
+
+
 @dataclass(frozen=True)
-class Bound:
-    """A lower bound on the optimum of an instance.
+class BoundMethod:
+    """A registered bound: its function and whether ``best`` uses it for an instance.
 
     Attributes
     ----------
-    value
-        The bound (total latency, in rounds).
-    method
-        Registry name of the method that produced it.
-    status
-        ``"proven"`` when the method ran to completion, ``"time_limit"`` when it was
-        stopped early (the value is still valid, only weaker).
-    runtime
-        Wall seconds.
-    stats
-        Method details (iterations, LP size, per-method values for ``best``).
+    name
+        Registry name.
+    fn
+        The bound function.
+    in_best
+        ``True``/``False``, or a predicate of the instance (methods chosen by size).
     """
 
-    value: float
-    method: str
-    status: str = "proven"
-    runtime: float = 0.0
-    stats: dict[str, Any] = field(default_factory=dict)
+    name: str
+    fn: BoundFn
+    in_best: bool | Callable[[Instance], bool] = True
+
+    def chosen_for(self, instance: Instance) -> bool:
+        """Whether ``best`` runs this method on ``instance``."""
+        return self.in_best(instance) if callable(self.in_best) else self.in_best
 
 
-class BoundFn(Protocol):
-    def __call__(self, instance: Instance, *, time_limit: float | None) -> Bound: ...
+#: The built-in methods, in the order ``best`` runs them: cheap bounds first.
+BUILTIN_BOUNDS: tuple[BoundMethod, ...] = (
+    BoundMethod("trivial", trivial_bound),
+    BoundMethod("volume", volume.volume_bound),
+    BoundMethod("mean-busy-time", mean_busy_time.mean_busy_time_bound),
+    BoundMethod(
+        "lp", time_indexed.lp_bound, lambda instance: SPACING_MAX_N < instance.n < LARGE_N
+    ),
+    BoundMethod(
+        "completion-spacing",
+        completion_spacing.completion_spacing,
+        lambda instance: instance.n <= SPACING_MAX_N,
+    ),
+    BoundMethod("lagrangian", lagrangian.lagrangian, lambda instance: instance.n > SPACING_MAX_N),
+)
+
+#: Every method by name: the built-ins and those added by :func:`register_bound`.
+BOUNDS: dict[str, BoundMethod] = {method.name: method for method in BUILTIN_BOUNDS}
 
 
-#: Whether ``best`` uses a bound: always/never, or decided per instance.
-InBest = bool | Callable[[Instance], bool]
+def register_bound(
+    name: str, fn: BoundFn, *, in_best: bool | Callable[[Instance], bool] = False
+) -> None:
+    """Add a bound method ``fn(instance, *, budget) -> Bound`` under ``name``.
 
-#: name -> (bound function, whether ``best`` uses it)
-BOUNDS: dict[str, tuple[BoundFn, InBest]] = {}
+    With ``in_best`` it joins ``best`` (after the built-ins). The bound must be valid:
+    ``best`` trusts it, and so does every gap schedlab reports.
 
-
-def register_bound(name: str, *, in_best: InBest = True) -> Callable[[BoundFn], BoundFn]:
-    """Decorator that registers a bound function under ``name``.
-
-    ``in_best`` may be a predicate of the instance (e.g. to pick methods by size).
+    Raises
+    ------
+    SchedlabError
+        If the name is taken or is ``"best"``.
     """
-
-    def decorate(fn: BoundFn) -> BoundFn:
-        if name in BOUNDS:
-            raise ValueError(f"bound {name!r} is registered twice")
-        BOUNDS[name] = (fn, in_best)
-        return fn
-
-    return decorate
+    if name in BOUNDS or name == "best":
+        raise SchedlabError(f"register_bound: bound {name!r} is already registered")
+    BOUNDS[name] = BoundMethod(name, fn, in_best)
 
 
-@register_bound("trivial")
-def trivial_bound(instance: Instance, *, time_limit: float | None = None) -> Bound:
-    """``sum_i o_i``: no request completes sooner than ``o_i`` rounds after release."""
-    return Bound(float(instance.output.sum()), "trivial")
+def available_bounds() -> list[str]:
+    """Names accepted by :func:`lower_bound`, sorted (``best`` included)."""
+    return sorted([*BOUNDS, "best"])
 
 
 def lower_bound(
@@ -129,51 +153,42 @@ def lower_bound(
     Parameters
     ----------
     method
-        A name in :data:`BOUNDS`, or ``"best"``: the largest of the bounds registered
-        for it, run one after another within ``time_limit`` overall.
+        A name of :func:`available_bounds`: a method, or ``"best"``, the largest of the
+        methods chosen for the instance, run one after another.
     time_limit
-        Wall seconds for the whole call (``None``: no limit for a single method,
-        :data:`BEST_DEFAULT_TIME_LIMIT` for ``"best"``).
+        Wall-clock cap in seconds for the whole call (``None``: none; every method then
+        ends at its own work budget, and the value depends only on the instance).
     """
-    _load_builtin()
+    return bound_within(instance, method, Budget(time_limit))
+
+
+def bound_within(instance: Instance, method: str, budget: Budget) -> Bound:
+    """:func:`lower_bound` within ``budget`` (for methods that share theirs)."""
     if method != "best":
         if method not in BOUNDS:
-            raise UnknownNameError("bound", method, [*BOUNDS, "best"])
-        return BOUNDS[method][0](instance, time_limit=time_limit)
-    if time_limit is None:
-        time_limit = BEST_DEFAULT_TIME_LIMIT
+            raise UnknownNameError("bound", method, available_bounds())
+        return BOUNDS[method].fn(instance, budget=budget)
     start = time.perf_counter()
     values: dict[str, float] = {}
+    stops: list[str | None] = []
     best: Bound | None = None
-    chosen = [
-        (name, fn)
-        for name, (fn, in_best) in BOUNDS.items()
-        if (in_best(instance) if callable(in_best) else in_best)
-    ]
-    for k, (name, fn) in enumerate(chosen):
-        left = time_limit - (time.perf_counter() - start)
-        if left <= 0 and best is not None:
+    chosen = [m for m in BOUNDS.values() if m.chosen_for(instance)]
+    for k, entry in enumerate(chosen):
+        if budget.expired() and best is not None:
+            stops.append("time_limit")
             break
-        # every method but the last may use half of what is left
-        bound = fn(instance, time_limit=left if k == len(chosen) - 1 else left / 2)
-        values[name] = bound.value
+        # under a cap, every method but the last may use half of what is left
+        share = budget if k == len(chosen) - 1 else budget.share(0.5)
+        bound = entry.fn(instance, budget=share)
+        values[entry.name] = bound.value
+        stops.append(bound.stats.get("stopped_by"))
         if best is None or bound.value > best.value:
             best = bound
-    assert best is not None  # "trivial" is always registered
+    assert best is not None  # "trivial" is always chosen
     return Bound(
         best.value,
         best.method,
         best.status,
         time.perf_counter() - start,
-        {**best.stats, "values": values},
+        {**best.stats, "values": values, "stopped_by": stopped_by(*stops)},
     )
-
-
-def _load_builtin() -> None:
-    """Import the modules that register the built-in bounds (idempotent)."""
-    # registration order is the order "best" runs them in: cheap bounds first
-    import schedlab.offline.bounds.volume  # noqa: I001
-    import schedlab.offline.bounds.mean_busy_time
-    import schedlab.offline.bounds.time_indexed
-    import schedlab.offline.bounds.completion_spacing
-    import schedlab.offline.bounds.lagrangian  # noqa: F401

@@ -45,13 +45,13 @@ import time
 
 import numpy as np
 
+from schedlab.budget import UNLIMITED, Budget
 from schedlab.errors import SchedlabError
-from schedlab.offline.bounds import SPACING_MAX_N, Bound, register_bound
-from schedlab.offline.bounds.time_indexed import lp_relaxation, start_costs
+from schedlab.offline.bounds.bound import Bound
+from schedlab.offline.bounds.time_indexed import LP_ROUNDS, lp_relaxation, start_costs
 from schedlab.offline.instance import Instance
 
 __all__ = [
-    "SPACING_MAX_N",
     "piece_slack",
     "piece_waste",
     "spacing_bound_search",
@@ -206,20 +206,24 @@ def _spacing_value(
 
 
 def spacing_bound_search(
-    instance: Instance, *, time_limit: float | None = None
-) -> tuple[float, dict[str, float | int | str]]:
-    """The LP's prices (half the time), then the best ``ν`` by golden-section search.
+    instance: Instance, *, budget: Budget | None = None
+) -> tuple[float, dict[str, float | int | str | None]]:
+    """The LP's prices, then the best ``ν`` by golden-section search.
+
+    Work: at most :data:`~schedlab.offline.bounds.time_indexed.LP_ROUNDS` rounds of the LP
+    and :data:`_NU_STEPS` golden-section steps, so the value depends only on the instance.
+    Under a wall-clock cap the LP gets half of it; an evaluation starts only when the
+    previous one's measured time fits in what is left, and is abandoned as soon as its
+    finished chunks, extrapolated to the remaining requests, would end past the cap. So
+    the cap is overrun by at most about one chunk (``1/16`` of an evaluation) besides the
+    LP's own overrun.
 
     Returns the value (the larger of the LP's certificate and ``L^+``, reduced by a
-    relative ``1e-9``) and statistics. Evaluations are timed, not predicted from a
-    constant: one starts only when the previous one's measured time fits in what is left
-    of ``time_limit``, and is abandoned as soon as its finished chunks, extrapolated to
-    the remaining requests, would end past the limit. So the limit is overrun by at most
-    about one chunk (``1/16`` of an evaluation) besides the LP's own overrun.
+    relative ``1e-9``) and statistics.
     """
-    began = time.perf_counter()
-    deadline = math.inf if time_limit is None else began + time_limit
-    relax = lp_relaxation(instance, time_limit=None if time_limit is None else time_limit / 2)
+    budget = budget or Budget()
+    deadline = budget.deadline
+    relax = lp_relaxation(instance, budget=budget.share(0.5), max_rounds=LP_ROUNDS)
     bounds, mu = relax.bounds, relax.prices
     step = max(1, math.ceil(int(bounds[-1]) / _PIECES))
     best, best_nu, steps = -math.inf, 0.0, 0
@@ -266,16 +270,15 @@ def spacing_bound_search(
         "evaluations": len(memo),
         "seconds_per_evaluation": last,
         "horizon": relax.horizon,
-        "stopped_by_time": int(cut or relax.status != "optimal"),
+        "stopped_by": "time_limit" if cut else relax.stats["stopped_by"],
     }
 
 
-@register_bound("completion-spacing", in_best=lambda instance: instance.n <= SPACING_MAX_N)
-def completion_spacing(instance: Instance, *, time_limit: float | None = None) -> Bound:
+def completion_spacing(instance: Instance, *, budget: Budget = UNLIMITED) -> Bound:
     """LP prices plus the completion-spacing waste term (see module docs), rounded up."""
     began = time.perf_counter()
-    value, stats = spacing_bound_search(instance, time_limit=time_limit)
-    status = "time_limit" if stats["stopped_by_time"] else "proven"
+    value, stats = spacing_bound_search(instance, budget=budget)
+    status = "stopped" if stats["stopped_by"] else "proven"
     return Bound(
         float(math.ceil(value - 1e-6)),  # the optimum is an integer
         "completion-spacing",

@@ -24,11 +24,12 @@ import time
 
 import numpy as np
 
-from schedlab.offline.bounds import SPACING_MAX_N, Bound, register_bound
+from schedlab.budget import UNLIMITED, Budget
+from schedlab.offline.bounds.bound import Bound
 from schedlab.offline.bounds.time_indexed import block_loads, lagrangian_bound, uniform_blocks
 from schedlab.offline.bounds.volume import volume_completions
 from schedlab.offline.instance import Instance
-from schedlab.offline.solvers.cpsat import best_rule_schedule
+from schedlab.offline.priority import best_rule_schedule
 
 __all__ = ["DEFAULT_BLOCKS", "fluid_prices", "lagrangian_bound_search"]
 
@@ -52,17 +53,17 @@ def fluid_prices(instance: Instance, bounds: np.ndarray) -> np.ndarray:
 def lagrangian_bound_search(
     instance: Instance,
     *,
-    time_limit: float | None = None,
+    budget: Budget | None = None,
     blocks: int = DEFAULT_BLOCKS,
     max_steps: int = 200,
-) -> tuple[float, dict[str, float | int]]:
+) -> tuple[float, dict[str, float | int | str | None]]:
     """Best ``L(μ)`` found from the fluid prices by subgradient steps (see module docs).
 
-    Returns the (safety-reduced) value and statistics. ``time_limit`` is checked
-    between pricing rounds, each ``O(n · blocks)``.
+    Work: the :data:`_SCALES` starting prices and at most ``max_steps`` steps, each
+    pricing ``O(n · blocks)``. The wall-clock cap of ``budget`` (default none) is checked
+    between pricing rounds. Returns the (safety-reduced) value and statistics.
     """
-    began = time.perf_counter()
-    deadline = np.inf if time_limit is None else began + time_limit
+    budget = budget or Budget()
     warm, _ = best_rule_schedule(instance)
     upper = float((warm + instance.output - instance.arrival).sum())
     horizon = int(max(volume_completions(instance).max(), (warm + instance.output).max()))
@@ -74,17 +75,17 @@ def lagrangian_bound_search(
         value, _, arg = lagrangian_bound(instance, bounds, scale * fluid)
         if value > best:
             best, mu, starts = value, scale * fluid, arg
-        if time.perf_counter() > deadline:
+        if budget.expired():
             break
-    current, step, stale, steps = best, 0.5, 0, 0
-    while steps < max_steps and time.perf_counter() < deadline and best < upper:
+    current, step, stale = best, 0.5, 0
+    stop = budget.stop(max_steps)
+    while best < upper and not stop():
         gradient = block_loads(instance, bounds, starts) - capacity
         norm = float(gradient @ gradient)
         if norm == 0:
             break
         mu = np.maximum(0.0, mu + step * (upper - current) / norm * gradient)
         current, _, starts = lagrangian_bound(instance, bounds, mu)
-        steps += 1
         if current > best + 1e-9 * abs(best):
             best, stale = current, 0
         else:
@@ -94,20 +95,18 @@ def lagrangian_bound_search(
                 if step < _MIN_STEP:
                     break
     value = best - 1e-9 * abs(best)
-    stopped = time.perf_counter() >= deadline
     return value, {
-        "steps": steps,
+        "steps": stop.work,
         "blocks": len(bounds) - 1,
         "horizon": horizon,
-        "stopped_by_time": int(stopped),
+        "stopped_by": stop.reason,
     }
 
 
-@register_bound("lagrangian", in_best=lambda instance: instance.n > SPACING_MAX_N)
-def lagrangian(instance: Instance, *, time_limit: float | None = None) -> Bound:
+def lagrangian(instance: Instance, *, budget: Budget = UNLIMITED) -> Bound:
     """Fluid prices improved by subgradient steps; valid at any size (see module docs)."""
     began = time.perf_counter()
-    value, stats = lagrangian_bound_search(instance, time_limit=time_limit)
-    status = "time_limit" if stats["stopped_by_time"] else "proven"
+    value, stats = lagrangian_bound_search(instance, budget=budget)
+    status = "stopped" if stats["stopped_by"] else "proven"
     value = float(math.ceil(value - 1e-6))  # the optimum is an integer
     return Bound(value, "lagrangian", status, time.perf_counter() - began, dict(stats))

@@ -39,7 +39,8 @@ import time
 
 import numpy as np
 
-from schedlab.offline.bounds import Bound, register_bound
+from schedlab.budget import UNLIMITED, Budget
+from schedlab.offline.bounds.bound import Bound
 from schedlab.offline.instance import Instance
 
 __all__ = ["busy_offsets", "mean_busy_time_bound", "mean_busy_time_value"]
@@ -83,8 +84,7 @@ def mean_busy_time_value(instance: Instance) -> float:
     return value - _SAFETY * abs(value)
 
 
-@register_bound("mean-busy-time")
-def mean_busy_time_bound(instance: Instance, *, time_limit: float | None = None) -> Bound:
+def mean_busy_time_bound(instance: Instance, *, budget: Budget = UNLIMITED) -> Bound:
     """Volume bound with each request's memory profile (see module docs), rounded up."""
     began = time.perf_counter()
     value = float(math.ceil(mean_busy_time_value(instance) - 1e-6))  # OPT is an integer

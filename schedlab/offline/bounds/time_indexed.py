@@ -49,16 +49,17 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import highspy
 import numpy as np
 
-from schedlab.offline.bounds import LARGE_N, SPACING_MAX_N, Bound, register_bound
+from schedlab.budget import UNLIMITED, Budget
+from schedlab.offline.bounds.bound import Bound
 from schedlab.offline.decoder import list_schedule
 from schedlab.offline.instance import Instance
-from schedlab.offline.solvers.rules import priority_order
+from schedlab.offline.priority import priority_order
 
 __all__ = [
     "DEFAULT_MAX_BLOCKS",
+    "LP_ROUNDS",
     "LPRelaxation",
     "block_loads",
     "column_rows",
@@ -68,6 +69,9 @@ __all__ = [
     "start_costs",
     "uniform_blocks",
 ]
+
+#: Work budget of the ``lp`` bound: column-generation rounds (master solves).
+LP_ROUNDS = 400
 
 #: Most aggregated memory rows used when the caller does not choose (see :func:`uniform_blocks`).
 DEFAULT_MAX_BLOCKS = 300
@@ -93,7 +97,8 @@ class LPRelaxation:
         ``mc-sf-backfill`` schedule's starts if none was solved within the time limit).
     status
         ``"optimal"`` when column generation converged (no column of negative reduced
-        cost, so ``value`` is the LP optimum up to tolerance), ``"time_limit"`` otherwise.
+        cost, so ``value`` is the LP optimum up to tolerance), ``"stopped"`` when the work
+        budget or the wall-clock cap ended it first (``stats["stopped_by"]``).
     runtime
         Wall seconds.
     lp_value
@@ -292,7 +297,7 @@ def _default_horizon(instance: Instance) -> tuple[int, np.ndarray]:
     return int((starts + instance.output).max()), starts
 
 
-def _silent_highs() -> highspy.Highs:
+def _silent_highs() -> Any:
     """A HiGHS instance that prints nothing.
 
     highspy writes its banner to the process's standard output (file descriptor 1) as
@@ -300,6 +305,8 @@ def _silent_highs() -> highspy.Highs:
     issue 1702); that would corrupt ``--json`` output. So descriptor 1 points at the
     null device while the object is made.
     """
+    import highspy
+
     sys.stdout.flush()
     saved = os.dup(1)
     null = os.open(os.devnull, os.O_WRONLY)
@@ -317,7 +324,8 @@ def _silent_highs() -> highspy.Highs:
 def lp_relaxation(
     instance: Instance,
     *,
-    time_limit: float | None = None,
+    budget: Budget | None = None,
+    max_rounds: int | None = None,
     horizon: int | None = None,
     max_blocks: int = DEFAULT_MAX_BLOCKS,
     tolerance: float = 1e-5,
@@ -328,8 +336,12 @@ def lp_relaxation(
     ----------
     instance
         The instance.
-    time_limit
-        Wall seconds (``None``: until convergence).
+    budget
+        Wall-clock cap (default none).
+    max_rounds
+        Work budget: column-generation rounds (master solves); ``None``: until
+        convergence. HiGHS's simplex is deterministic, so without a binding cap the
+        result depends only on the instance and these arguments.
     horizon
         ``T``; default the makespan of the ``mc-sf-backfill`` schedule. Any ``T >= 1``
         gives a valid bound; a larger one only adds rows.
@@ -344,8 +356,11 @@ def lp_relaxation(
     LPRelaxation
         ``value`` is certified for the integer problem whatever ``T`` (see module docs).
     """
+    import highspy
+
     began = time.perf_counter()
-    deadline = math.inf if time_limit is None else began + time_limit
+    budget = budget or Budget()
+    stop = budget.stop(max_rounds)
     default_horizon, seed_starts = _default_horizon(instance)
     horizon = default_horizon if horizon is None else int(horizon)
     if horizon < 1:
@@ -409,19 +424,17 @@ def lp_relaxation(
 
     best_value = trivial
     history: list[float] = []
-    status = "time_limit"
+    status = "stopped"
     master = math.nan
     iterations = 0
     center = np.zeros(nblocks)
     primal: np.ndarray | None = None  # the last optimal master's x, over its columns
-    while True:
-        left = deadline - time.perf_counter()
-        if left <= 0:
-            break
-        if math.isfinite(left):  # HiGHS's clock runs on across calls of run()
-            highs.setOptionValue("time_limit", highs.getRunTime() + left)
+    while not stop():
+        if budget.limited:  # HiGHS's clock runs on across calls of run()
+            highs.setOptionValue("time_limit", highs.getRunTime() + budget.remaining())
         highs.run()
         if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            stop.reason = "time_limit"
             break
         iterations += 1
         solution = highs.getSolution()
@@ -448,8 +461,6 @@ def lp_relaxation(
         if added == 0:
             status = "optimal"
             break
-        if time.perf_counter() >= deadline:
-            break
 
     req_all = np.concatenate(col_req)
     tau_all = np.concatenate(col_tau).astype(float)
@@ -472,20 +483,21 @@ def lp_relaxation(
             "columns": len(req_all),
             "rows": nblocks,
             "history": history,
+            "stopped_by": None if status == "optimal" else stop.reason,
         },
         bounds=bounds,
         prices=center,
     )
 
 
-@register_bound("lp", in_best=lambda instance: SPACING_MAX_N < instance.n < LARGE_N)
-def lp_bound(instance: Instance, *, time_limit: float | None = None) -> Bound:
-    """The certified Lagrangian value of :func:`lp_relaxation`, rounded up (see module docs)."""
-    relax = lp_relaxation(instance, time_limit=time_limit)
+def lp_bound(instance: Instance, *, budget: Budget = UNLIMITED) -> Bound:
+    """The certified Lagrangian value of :func:`lp_relaxation` after at most
+    :data:`LP_ROUNDS` rounds, rounded up (see module docs)."""
+    relax = lp_relaxation(instance, budget=budget, max_rounds=LP_ROUNDS)
     return Bound(
         float(math.ceil(relax.value - 1e-6)),  # the optimum is an integer
         "lp",
-        "proven" if relax.status == "optimal" else "time_limit",
+        "proven" if relax.status == "optimal" else "stopped",
         relax.runtime,
         {
             "lp_value": relax.lp_value,

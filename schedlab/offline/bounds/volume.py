@@ -20,10 +20,11 @@ import time
 
 import numpy as np
 
-from schedlab.offline.bounds import Bound, register_bound
+from schedlab.budget import UNLIMITED, Budget
+from schedlab.offline.bounds.bound import Bound
 from schedlab.offline.instance import Instance
 
-__all__ = ["volume_bound", "volume_completions"]
+__all__ = ["start_slack", "volume_bound", "volume_completions"]
 
 
 def volume_completions(instance: Instance) -> np.ndarray:
@@ -34,9 +35,36 @@ def volume_completions(instance: Instance) -> np.ndarray:
     return np.maximum(area, ends)
 
 
-@register_bound("volume")
-def volume_bound(instance: Instance, *, time_limit: float | None = None) -> Bound:
+def volume_bound(instance: Instance, *, budget: Budget = UNLIMITED) -> Bound:
     """``sum_k max(ceil(V_k / M), (a+o)_(k)) - sum_i a_i`` (see module docs)."""
     began = time.perf_counter()
     value = float(volume_completions(instance).sum() - instance.arrival.sum())
     return Bound(value, "volume", runtime=time.perf_counter() - began)
+
+
+def start_slack(instance: Instance, upper: int) -> list[int]:
+    """How many rounds after its release each request may start in a schedule as good as
+    one of objective ``upper``: ``U_i - a_i = UB - LB(N \\ {i}) - o_i``.
+
+    In any schedule of objective at most ``UB`` the other requests form a feasible
+    schedule of their own instance, so ``C_i - a_i <= UB - LB(N \\ {i})`` with ``LB``
+    any lower bound on that instance (``proofs/cpsat_horizon.md``).
+
+    ``LB`` is the volume bound for ``n <= 200`` and ``sum_j o_j`` beyond (``O(n^2 log n)``
+    otherwise).
+    """
+    output = instance.output
+    if instance.n == 1:
+        return [upper - int(output[0])]
+    if instance.n > 200:
+        others_min = int(output.sum()) - output
+        return [int(x) for x in upper - others_min - output]
+    slack: list[int] = []
+    for i in range(instance.n):
+        keep = np.arange(instance.n) != i
+        others = Instance.from_arrays(
+            instance.memory, instance.prompt[keep], output[keep], instance.arrival[keep]
+        )
+        rest = int(volume_completions(others).sum() - others.arrival.sum())
+        slack.append(upper - rest - int(output[i]))
+    return slack

@@ -1,40 +1,136 @@
-"""Solver registry: a plain dict from name to solver function.
+"""Every offline solver, in one registry.
 
-A solver function has the signature::
+The built-in solvers are listed as data in :data:`BUILTIN_SOLVERS`; a user adds one with
+:func:`register_solver`. Each is a function keeping the contract of
+:mod:`schedlab.offline.solvers.contract` (``fn(instance, *, budget, seed, **own
+options) -> SolverOutput``), which :func:`schedlab.solve` enforces for all of them: it
+refuses unknown options, verifies the schedule and recomputes the objective.
+Importing this package loads no heavy backend: OR-Tools and HiGHS are imported when a
+solver that needs them runs.
 
-    fn(instance, *, time_limit: float | None, seed: int, **options) -> SolverOutput
+========================  =====  ==========================================================
+solver                    exact  module
+========================  =====  ==========================================================
+``fcfs`` ... ``mc-sf``    no     :mod:`~schedlab.offline.solvers.rules` (list-scheduling rules)
+``sorted-f(-seq)``        no     :mod:`~schedlab.offline.solvers.sorted_f`
+``local-search``          no     :mod:`~schedlab.offline.solvers.local_search`
+``sorted-lp``, ``lp-*``   no     :mod:`~schedlab.offline.solvers.lp_guided`
+``receding-horizon``      no     :mod:`~schedlab.offline.solvers.receding_horizon`
+``dp``                    yes    :mod:`~schedlab.offline.solvers.dp`
+``cpsat``                 yes    :mod:`~schedlab.offline.solvers.cpsat`
+``brute-force``           yes    :mod:`~schedlab.offline.solvers.brute_force`
+========================  =====  ==========================================================
 
-and is added with :func:`register_solver`. :func:`schedlab.offline.solve` looks names up here.
-Solver modules register themselves on import; :func:`_load_builtin` imports them.
+*Exact* solvers return ``OPTIMAL`` only when they proved it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Protocol
+from dataclasses import dataclass
 
-from schedlab.offline.instance import Instance
-from schedlab.offline.result import SolverOutput
+from schedlab.errors import SchedlabError, UnknownNameError
+from schedlab.offline.solvers import (
+    brute_force,
+    cpsat,
+    dp,
+    local_search,
+    lp_guided,
+    receding_horizon,
+    rules,
+    sorted_f,
+)
+from schedlab.offline.solvers.contract import SolverFn, accepted_options
 
-__all__ = ["SOLVERS", "SolverFn", "register_solver"]
+__all__ = [
+    "BUILTIN_SOLVERS",
+    "SOLVERS",
+    "SolverFn",
+    "SolverInfo",
+    "available_solvers",
+    "get_solver",
+    "register_solver",
+]
 
 
-class SolverFn(Protocol):
-    def __call__(
-        self, instance: Instance, *, time_limit: float | None, seed: int, **options: Any
-    ) -> SolverOutput: ...
+@dataclass(frozen=True)
+class SolverInfo:
+    """A registered solver.
+
+    Attributes
+    ----------
+    name
+        Registry name.
+    fn
+        The solver function.
+    exact
+        Whether it proves optimality (``OPTIMAL`` only then).
+    """
+
+    name: str
+    fn: SolverFn
+    exact: bool = False
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        """The options it accepts (keyword-only parameters of ``fn``)."""
+        return accepted_options(self.fn)
 
 
-SOLVERS: dict[str, SolverFn] = {}
+#: The built-in solvers.
+BUILTIN_SOLVERS: tuple[SolverInfo, ...] = (
+    *(SolverInfo(rule, fn) for rule, fn in rules.RULE_SOLVERS.items()),
+    SolverInfo("sorted-f", sorted_f.sorted_f),
+    SolverInfo("sorted-f-seq", sorted_f.sorted_f_seq),
+    SolverInfo("local-search", local_search.local_search),
+    SolverInfo("sorted-lp", lp_guided.sorted_lp),
+    SolverInfo("lp-swap", lp_guided.lp_swap),
+    SolverInfo("lp-search", lp_guided.lp_search),
+    SolverInfo("receding-horizon", receding_horizon.receding_horizon),
+    SolverInfo("dp", dp.solve_dp, exact=True),
+    SolverInfo("cpsat", cpsat.solve_cpsat, exact=True),
+    SolverInfo("brute-force", brute_force.brute_force, exact=True),
+)
+
+#: Every solver by name: the built-ins and those added by :func:`register_solver`.
+SOLVERS: dict[str, SolverInfo] = {info.name: info for info in BUILTIN_SOLVERS}
 
 
-def register_solver(name: str) -> Callable[[SolverFn], SolverFn]:
-    """Decorator that registers ``fn`` under ``name`` (names are unique)."""
+def register_solver(name: str, fn: SolverFn, *, exact: bool = False) -> None:
+    """Add a solver keeping the contract of :mod:`~schedlab.offline.solvers.contract`.
 
-    def decorate(fn: SolverFn) -> SolverFn:
-        if name in SOLVERS:
-            raise ValueError(f"solver {name!r} is registered twice")
-        SOLVERS[name] = fn
-        return fn
+    Parameters
+    ----------
+    name
+        Its name for :func:`schedlab.solve`; must be new.
+    fn
+        ``fn(instance, *, budget, seed, **own keyword-only options) -> SolverOutput``.
+    exact
+        Whether it returns ``OPTIMAL`` only when it proved it (the contract test holds
+        exact solvers to the brute-force optimum).
 
-    return decorate
+    Raises
+    ------
+    SchedlabError
+        If the name is taken.
+    """
+    if name in SOLVERS:
+        raise SchedlabError(f"register_solver: solver {name!r} is already registered")
+    SOLVERS[name] = SolverInfo(name, fn, exact)
+
+
+def available_solvers() -> list[str]:
+    """Names accepted by :func:`schedlab.solve`, sorted."""
+    return sorted(SOLVERS)
+
+
+def get_solver(name: str) -> SolverInfo:
+    """The solver registered under ``name``.
+
+    Raises
+    ------
+    UnknownNameError
+        (a ``ValueError``) listing the known names.
+    """
+    if name not in SOLVERS:
+        raise UnknownNameError("solver", name, list(SOLVERS))
+    return SOLVERS[name]

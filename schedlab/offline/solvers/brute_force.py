@@ -10,38 +10,34 @@ Depth-first search assigns requests in order of decreasing peak ``s_i + o_i``, t
 every start in its window with the per-round load kept in an array, and prunes a branch
 when the partial objective plus ``sum of o_j`` over the unassigned requests reaches the
 incumbent. It is exponential; it refuses more than :data:`MAX_REQUESTS` requests.
+Work unit: a search node; ``max_nodes`` (default ``None``: no limit) and the budget's
+wall-clock cap stop it early, with the incumbent and status ``TIME_LIMIT``.
 """
 
 from __future__ import annotations
 
-import time
-from typing import Any
-
 import numpy as np
 
+from schedlab.budget import UNLIMITED, Budget
 from schedlab.errors import InstanceError
 from schedlab.offline.decoder import list_schedule
 from schedlab.offline.instance import Instance
+from schedlab.offline.priority import RULES, priority_order
 from schedlab.offline.result import SolverOutput, Status
-from schedlab.offline.solvers import register_solver
-from schedlab.offline.solvers.rules import RULES, priority_order
 
 __all__ = ["MAX_REQUESTS", "brute_force"]
 
 MAX_REQUESTS = 8
 
 
-@register_solver("brute-force")
 def brute_force(
-    instance: Instance, *, time_limit: float | None = None, seed: int = 0, **options: Any
+    instance: Instance, *, budget: Budget = UNLIMITED, seed: int = 0, max_nodes: int | None = None
 ) -> SolverOutput:
     """Optimal schedule by exhaustive enumeration (``n <= 8``); see the module docs.
 
     Returns ``OPTIMAL`` when the search finished, ``TIME_LIMIT`` with the incumbent
-    otherwise.
+    otherwise. Deterministic; ``seed`` is unused.
     """
-    if options:
-        raise TypeError(f"brute-force: unknown option(s) {', '.join(sorted(options))}")
     n = instance.n
     if n > MAX_REQUESTS:
         raise InstanceError(f"brute-force: n = {n} is too large (at most {MAX_REQUESTS})")
@@ -65,15 +61,12 @@ def brute_force(
     order = sorted(range(n), key=lambda i: -(s[i] + o[i]))
     rest = [sum(o[j] for j in order[k:]) for k in range(n + 1)]
     starts = [0] * n
-    deadline = None if time_limit is None else time.perf_counter() + time_limit
-    timed_out = False
+    stop = budget.stop(max_nodes)
 
     def search(k: int, partial: int) -> None:
-        nonlocal timed_out
-        if timed_out or partial + rest[k] >= best[0]:
+        if stop.reason is not None or partial + rest[k] >= best[0]:
             return
-        if deadline is not None and time.perf_counter() > deadline:
-            timed_out = True
+        if stop():
             return
         if k == n:
             best[0], best[1] = partial, list(starts)
@@ -90,5 +83,6 @@ def brute_force(
             window -= profile
 
     search(0, 0)
-    status = Status.TIME_LIMIT if timed_out else Status.OPTIMAL
-    return SolverOutput(np.array(best[1], dtype=np.int64), status, stats={"window": slack + 1})
+    status = Status.OPTIMAL if stop.reason is None else Status.TIME_LIMIT
+    stats = {"window": slack + 1, "nodes": stop.work, "stopped_by": stop.reason}
+    return SolverOutput(np.array(best[1], dtype=np.int64), status, stats=stats)

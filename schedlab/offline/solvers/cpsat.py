@@ -39,77 +39,25 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 from typing import Any
 
 import numpy as np
-from ortools.sat.python import cp_model
 
-from schedlab.offline.bounds import lower_bound
-from schedlab.offline.bounds.volume import volume_completions
-from schedlab.offline.decoder import list_schedule
+from schedlab.budget import UNLIMITED, Budget
+from schedlab.errors import SolverError
+from schedlab.offline.bounds import bound_within
+from schedlab.offline.bounds.volume import start_slack
 from schedlab.offline.instance import Instance
+from schedlab.offline.priority import best_rule_schedule
 from schedlab.offline.result import SolverOutput, Status
-from schedlab.offline.solve import SolverError
-from schedlab.offline.solvers import register_solver
-from schedlab.offline.solvers.rules import RULES, priority_order
 
-__all__ = ["DEFAULT_WORKERS", "best_rule_schedule", "pair_offsets", "solve_cpsat", "start_slack"]
+__all__ = ["DEFAULT_WORKERS", "pair_offsets", "solve_cpsat"]
 
 #: CP-SAT search workers by default (the development machine has 2 cores).
 DEFAULT_WORKERS = 2
 
-#: Seconds treated as the time limit when sharing out bound time without one.
-_UNLIMITED_BOUND_TIME = 300.0
-
-#: Share of the time limit spent on the lower bound posted to the model.
+#: Share of the wall-clock cap spent on the lower bound posted to the model.
 _BOUND_SHARE = 0.1
-
-
-def best_rule_schedule(instance: Instance) -> tuple[np.ndarray, str]:
-    """The least-objective schedule over every list-scheduling rule, strict and backfill.
-
-    The decoder is deterministic, so a ``(priority order, backfill)`` pair already decoded
-    (``sof``, ``mc-sf`` and ``mc-sf-backfill`` share one order; other rules may coincide
-    on a given instance) is skipped; ties keep the first rule, as without the skip.
-    """
-    best: tuple[int, np.ndarray, str] | None = None
-    decoded: set[tuple[bytes, bool]] = set()
-    for rule in RULES:
-        order = priority_order(instance, rule)
-        for backfill in (False, True):
-            if (order.tobytes(), backfill) in decoded:
-                continue
-            decoded.add((order.tobytes(), backfill))
-            starts = list_schedule(instance, order, backfill=backfill)
-            objective = int((starts + instance.output).sum())
-            if best is None or objective < best[0]:
-                best = (objective, starts, f"{rule}{'+backfill' if backfill else ''}")
-    assert best is not None
-    return best[1], best[2]
-
-
-def start_slack(instance: Instance, upper: int) -> list[int]:
-    """``U_i - a_i = UB - LB(N \\ {i}) - o_i`` for every request (see module docs).
-
-    ``LB`` is the volume bound for ``n <= 200`` and ``sum_j o_j`` beyond (``O(n^2 log n)``
-    otherwise).
-    """
-    output = instance.output
-    if instance.n == 1:
-        return [upper - int(output[0])]
-    if instance.n > 200:
-        others_min = int(output.sum()) - output
-        return [int(x) for x in upper - others_min - output]
-    slack: list[int] = []
-    for i in range(instance.n):
-        keep = np.arange(instance.n) != i
-        others = Instance.from_arrays(
-            instance.memory, instance.prompt[keep], output[keep], instance.arrival[keep]
-        )
-        rest = int(volume_completions(others).sum() - others.arrival.sum())
-        slack.append(upper - rest - int(output[i]))
-    return slack
 
 
 def pair_offsets(instance: Instance) -> list[tuple[int, int, int, int]]:
@@ -132,32 +80,36 @@ def pair_offsets(instance: Instance) -> list[tuple[int, int, int, int]]:
     return pairs
 
 
-@register_solver("cpsat")
 def solve_cpsat(
     instance: Instance,
     *,
-    time_limit: float | None = None,
+    budget: Budget = UNLIMITED,
     seed: int = 0,
     num_workers: int = DEFAULT_WORKERS,
     bound: str | None = "best",
-    **options: Any,
+    max_deterministic_time: float | None = None,
 ) -> SolverOutput:
     """Minimise total latency exactly with CP-SAT (see module docs).
 
     Parameters
     ----------
-    time_limit
-        Wall seconds for the whole call (``None``: until proven optimal).
+    budget
+        Wall-clock cap for the whole call (none: until proven optimal).
     seed
         CP-SAT's ``random_seed``.
     num_workers
-        CP-SAT search workers (``num_workers`` parameter).
+        CP-SAT search workers (``num_workers``). With more than one, the workers' search
+        is interleaved (``interleave_search``), which makes CP-SAT deterministic: the
+        same seed gives the same schedule whatever the load.
     bound
-        Lower-bound method posted as a constraint (``None``: none).
+        Lower-bound method posted as a constraint (``None``: none), given a tenth of the
+        wall-clock cap.
+    max_deterministic_time
+        The work budget: CP-SAT's deterministic time (its own reproducible measure of
+        work, about a second each on a typical core); ``None``: until proven.
     """
-    if options:
-        raise TypeError(f"cpsat: unknown option(s) {', '.join(sorted(options))}")
-    began = time.perf_counter()
+    from ortools.sat.python import cp_model
+
     prompt = instance.prompt.tolist()
     output = instance.output.tolist()
     arrival = instance.arrival.tolist()
@@ -166,8 +118,7 @@ def solve_cpsat(
     slack = start_slack(instance, upper)
     proven_lb: float | None = None
     if bound is not None:
-        share = _BOUND_SHARE * (_UNLIMITED_BOUND_TIME if time_limit is None else time_limit)
-        proven_lb = lower_bound(instance, bound, time_limit=share).value
+        proven_lb = bound_within(instance, bound, budget.share(_BOUND_SHARE)).value
 
     model = cp_model.CpModel()
     starts = [
@@ -199,11 +150,13 @@ def solve_cpsat(
 
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = num_workers
+    solver.parameters.interleave_search = num_workers > 1
     solver.parameters.random_seed = seed
-    if time_limit is not None:
-        solver.parameters.max_time_in_seconds = max(
-            0.01, time_limit - (time.perf_counter() - began)
-        )
+    seconds = budget.seconds(floor=0.01)
+    if seconds is not None:
+        solver.parameters.max_time_in_seconds = seconds
+    if max_deterministic_time is not None:
+        solver.parameters.max_deterministic_time = max_deterministic_time
     code = solver.solve(model)
     stats: dict[str, Any] = {
         "warm_start": rule,
@@ -211,6 +164,8 @@ def solve_cpsat(
         "posted_bound": proven_lb,
         "cpsat_status": solver.status_name(code),
         "wall_s": solver.wall_time,
+        "deterministic_time": solver.deterministic_time,
+        "stopped_by": None,
     }
     if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         found = np.array([solver.value(p) for p in starts], dtype=np.int64)
@@ -223,4 +178,8 @@ def solve_cpsat(
     lb = max(candidates) if candidates else None
     if code == cp_model.INFEASIBLE:  # only possible if the posted bound were wrong
         raise SolverError("cpsat: model infeasible although the warm start satisfies it")
+    out_of_work = (
+        max_deterministic_time is not None and solver.deterministic_time >= max_deterministic_time
+    )
+    stats["stopped_by"] = "work" if out_of_work else "time_limit"
     return SolverOutput(found, Status.TIME_LIMIT, lb, stats)

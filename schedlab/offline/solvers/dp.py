@@ -71,15 +71,14 @@ import heapq
 import itertools
 import math
 import time
-from typing import Any
 
 import numpy as np
 
+from schedlab.budget import UNLIMITED, Budget
 from schedlab.errors import InstanceError
 from schedlab.offline.instance import Instance
+from schedlab.offline.priority import best_rule_schedule
 from schedlab.offline.result import SolverOutput, Status
-from schedlab.offline.solvers import register_solver
-from schedlab.offline.solvers.cpsat import best_rule_schedule
 
 __all__ = ["MAX_DP_REQUESTS", "solve_dp"]
 
@@ -494,41 +493,52 @@ def _warm_start(instance: Instance) -> tuple[np.ndarray, str, int]:
     return warm, rule, int((warm + instance.output - instance.arrival).sum())
 
 
-@register_solver("dp")
 def solve_dp(
     instance: Instance,
     *,
-    time_limit: float | None = None,
+    budget: Budget = UNLIMITED,
     seed: int = 0,
     max_requests: int = MAX_DP_REQUESTS,
-    **options: Any,
+    max_expansions: int | None = None,
 ) -> SolverOutput:
     """Solve exactly by the dynamic programme over rounds (see module docs).
+
+    Parameters
+    ----------
+    budget
+        Wall-clock cap (none: until proven).
+    seed
+        Unused: the search is deterministic.
+    max_requests
+        The largest instance accepted.
+    max_expansions
+        The work budget: state expansions of the main search (``None``: until proven).
+        Stopped by it or by the cap, the answer is the warm start with status
+        ``TIME_LIMIT`` and the search's valid lower bound.
 
     Raises
     ------
     InstanceError
         If the instance has more than ``max_requests`` requests.
     """
-    if options:
-        raise TypeError(f"dp: unknown option(s) {', '.join(sorted(options))}")
     if instance.n > max_requests:
         raise InstanceError(
             f"dp: n = {instance.n} requests exceeds max_requests = {max_requests}; "
             "use cpsat or raise max_requests"
         )
-    began = time.perf_counter()
-    deadline = math.inf if time_limit is None else began + time_limit
-    subsets = _SubsetOptima(instance, deadline)
-    search = _Search(_Model(instance, subsets), deadline).run()
+    subsets = _SubsetOptima(instance, budget.deadline)
+    search = _Search(_Model(instance, subsets), budget.deadline)
+    search.run(math.inf if max_expansions is None else max_expansions)
     stats = {
         "warm_start": search.rule,
         "warm_objective": search.upper,
         "expanded": search.expanded,
         "states": len(search.best_g),
         "subset_searches": subsets.searches,
+        "stopped_by": None,
     }
     if search.stopped:
+        stats["stopped_by"] = "time_limit" if budget.expired() else "work"
         return SolverOutput(search.warm, Status.TIME_LIMIT, float(search.bound), stats)
     # a goal is strictly better than the warm start; with none, the warm start is optimal
     return SolverOutput(search.starts(), Status.OPTIMAL, float(search.bound), stats)

@@ -31,7 +31,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.ndimage import maximum_filter1d
 
 from schedlab.errors import ScheduleError
 from schedlab.offline.instance import Instance
@@ -52,6 +51,8 @@ def earliest_start(
     rounds = np.arange(release, latest + output)
     g = load[release : latest + output] + rounds
     # window [t, t + output - 1]: origin -(output // 2) puts the window after t
+    from scipy.ndimage import maximum_filter1d
+
     peak = maximum_filter1d(g, size=output, origin=-(output // 2), mode="nearest")
     fits = peak[: latest - release + 1] - rounds[: latest - release + 1] <= memory - prompt - 1
     if not fits.any():

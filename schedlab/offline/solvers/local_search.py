@@ -15,10 +15,11 @@ accepted when its objective is at most the current one or at most the one curren
 ``history`` moves earlier (the ``k mod history`` entry of a list, overwritten by the
 current objective after every move), so it may walk through worse orders; the best
 order seen is returned. The ``local-search`` solver starts from the best of the
-list-scheduling rules (and Sorted-F's batch order), stops at ``time_limit`` (10 s by
-default: local search has no natural end) or after ``max_moves``, and returns the best
-of the strict and backfilling decodes of the best order and the ``mc-sf-backfill``
-schedule (so it is never worse than the best rule).
+list-scheduling rules (and Sorted-F's batch order), stops after ``max_moves`` moves (its
+work budget, :data:`DEFAULT_MOVES` by default: local search has no natural end) or when
+the wall-clock cap binds, and returns the best of the strict and backfilling decodes of
+the best order and the ``mc-sf-backfill`` schedule (so it is never worse than the best
+rule). The settings of a search travel together as one :class:`SearchSettings`.
 
 Incremental evaluation
 ----------------------
@@ -53,11 +54,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from math import inf
 from typing import Any
 
 import numpy as np
 
+from schedlab.budget import UNLIMITED, Budget
 from schedlab.errors import SchedlabError
 from schedlab.offline.decoder import (
     DecoderState,
@@ -67,16 +68,27 @@ from schedlab.offline.decoder import (
     list_schedule,
 )
 from schedlab.offline.instance import Instance
+from schedlab.offline.priority import RULES, priority_order
 from schedlab.offline.result import SolverOutput
 from schedlab.offline.schedule import total_latency
-from schedlab.offline.solvers import register_solver
-from schedlab.offline.solvers.rules import RULES, priority_order
 from schedlab.offline.solvers.sorted_f import batch_order, sorted_f_batches
 
-__all__ = ["STRATEGIES", "Move", "OrderEvaluator", "best_start_order", "improve_order"]
+__all__ = [
+    "DEFAULT_MOVES",
+    "STRATEGIES",
+    "Move",
+    "OrderEvaluator",
+    "SearchSettings",
+    "best_start_order",
+    "improve_order",
+]
 
 #: Acceptance rules of :func:`improve_order` (module docs).
 STRATEGIES: tuple[str, ...] = ("first", "best", "late")
+
+#: Moves ``local-search`` makes when ``max_moves`` is not given (about 10 s on a 200-request
+#: mixed backlog on the development machine; ``benchmarks/local_search_speed.py``).
+DEFAULT_MOVES = 15_000
 
 #: Objective given to a move the screen cut off (worse than any schedule).
 _SCREENED = 2**62
@@ -222,11 +234,11 @@ class OrderEvaluator:
 
 
 def best_start_order(
-    instance: Instance, *, time_limit: float | None = None
+    instance: Instance, *, budget: Budget | None = None
 ) -> tuple[np.ndarray, str]:
     """The order, among the rules' and Sorted-F's, whose strict decode is best."""
     candidates = {rule: priority_order(instance, rule) for rule in RULES}
-    batches, _ = sorted_f_batches(instance, method="fast", time_limit=time_limit)
+    batches, _ = sorted_f_batches(instance, method="fast", budget=budget)
     candidates["sorted-f"] = batch_order(batches)
     scores = {
         name: total_latency(instance, list_schedule(instance, order))
@@ -234,6 +246,54 @@ def best_start_order(
     }
     name = min(scores, key=lambda k: scores[k])
     return candidates[name], name
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """How :func:`improve_order` searches (module docs).
+
+    Attributes
+    ----------
+    strategy
+        Acceptance rule, one of :data:`STRATEGIES`.
+    window
+        The second position of a move lies within this many positions of the first.
+    neighbours
+        Moves sampled per step by ``best``.
+    history
+        Late-acceptance list length (``late`` only).
+    screen
+        First screening distance of the incremental evaluation (``None``: exact only).
+    max_moves
+        The work budget: moves evaluated (``None``: only a wall-clock cap ends the
+        search, which is then not reproducible).
+    checkpoint
+        Positions between saved decoder states; ``None``: ``max(1, n // 1000)``.
+
+    Raises
+    ------
+    SchedlabError
+        On an unknown strategy or a count below 1.
+    """
+
+    strategy: str = "first"
+    window: int = 20
+    neighbours: int = 20
+    history: int = 150
+    screen: int | None = 8
+    max_moves: int | None = DEFAULT_MOVES
+    checkpoint: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.strategy not in STRATEGIES:
+            raise SchedlabError(
+                f"local-search: strategy must be one of {', '.join(STRATEGIES)}, "
+                f"got {self.strategy!r}"
+            )
+        if self.window < 1 or self.neighbours < 1 or self.history < 1:
+            raise SchedlabError("local-search: window, neighbours and history must be >= 1")
+        if self.max_moves is not None and self.max_moves < 0:
+            raise SchedlabError(f"local-search: max_moves must be >= 0, got {self.max_moves}")
 
 
 def _neighbour(
@@ -255,44 +315,42 @@ def _neighbour(
 def improve_order(
     instance: Instance,
     order: np.ndarray,
+    settings: SearchSettings,
     *,
-    time_limit: float | None,
+    budget: Budget = UNLIMITED,
     seed: int = 0,
-    strategy: str = "first",
-    window: int = 20,
-    neighbours: int = 20,
-    history: int = 150,
-    screen: int | None = 8,
-    max_moves: int | None = None,
-    checkpoint: int | None = None,
 ) -> tuple[np.ndarray, dict[str, Any]]:
-    """Improve ``order`` by swap / insert moves for ``time_limit`` seconds (module docs).
+    """Improve ``order`` by swap / insert moves (module docs).
 
-    Stops at ``time_limit`` (``None``: none) or after ``max_moves`` moves, whichever
-    comes first; at least one of them must be set. ``history`` is the late-acceptance
-    list length (``strategy="late"`` only). Returns the best order found and
+    Stops after ``settings.max_moves`` moves or when ``budget`` runs out, whichever comes
+    first; at least one of them must be set. Returns the best order found and
     statistics: moves evaluated and accepted, moves per second, positions decoded per
-    move (backlogs; a full decode is ``n``), full decodes (with releases), and the
-    strict objective reached.
+    move (backlogs; a full decode is ``n``), full decodes (with releases), the strict
+    objective reached, and what stopped the search (``stopped_by``).
     """
-    if strategy not in STRATEGIES:
+    if not budget.limited and settings.max_moves is None:
         raise SchedlabError(
-            f"local-search: strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}"
+            "local-search: set time_limit or max_moves (the search has no end otherwise)"
         )
-    if window < 1 or neighbours < 1 or history < 1:
-        raise SchedlabError("local-search: window, neighbours and history must be >= 1")
-    if time_limit is None and max_moves is None:
-        raise SchedlabError("local-search: set time_limit or max_moves (the search has no end)")
+    strategy, window, history = settings.strategy, settings.window, settings.history
+    screen = settings.screen
     rng = np.random.default_rng(seed)
     began = time.perf_counter()
-    deadline = inf if time_limit is None else began + time_limit
+    stop = budget.stop(settings.max_moves)
     n = instance.n
     current = check_order(order, n)
     moves = full = accepted = 0
     if n < 2:
-        return np.array(current), {"moves": 0, "accepted": 0, "full_evaluations": 0}
+        return np.array(current), {
+            "moves": 0,
+            "accepted": 0,
+            "full_evaluations": 0,
+            "stopped_by": None,
+        }
     backlog = int(instance.arrival.max()) == 0
-    evaluator = OrderEvaluator(instance, np.array(current), checkpoint) if backlog else None
+    evaluator = (
+        OrderEvaluator(instance, np.array(current), settings.checkpoint) if backlog else None
+    )
 
     def evaluate(candidate: list[int], lo: int, hi: int, allow: int) -> tuple[int, Move | None]:
         """Objective of ``candidate`` (``inf``-like when screened out) and its move."""
@@ -312,8 +370,10 @@ def improve_order(
     )
     best_value, best_order = value, current
     late = [value] * history  # late-acceptance list (strategy "late")
-    while time.perf_counter() < deadline and (max_moves is None or moves < max_moves):
+    while stop.reason is None:
         if strategy == "late":
+            if stop():
+                break
             candidate, lo, hi = _neighbour(current, rng, window)
             threshold = max(late[moves % history], value)
             total, move = evaluate(candidate, lo, hi, threshold - value)
@@ -327,9 +387,11 @@ def improve_order(
             late[moves % history] = value
             moves += 1
             continue
-        tries = 1 if strategy == "first" else neighbours
+        tries = 1 if strategy == "first" else settings.neighbours
         best: tuple[int, list[int], Move | None] | None = None
         for _ in range(tries):
+            if stop():
+                break
             candidate, lo, hi = _neighbour(current, rng, window)
             moves += 1
             total, move = evaluate(candidate, lo, hi, -1)
@@ -350,47 +412,31 @@ def improve_order(
         "full_evaluations": full,
         "moves_per_s": moves / elapsed if elapsed > 0 else 0.0,
         "objective_strict": best_value,
+        "stopped_by": stop.reason,
     }
 
 
-@register_solver("local-search")
 def local_search(
     instance: Instance,
     *,
-    time_limit: float | None = None,
+    budget: Budget = UNLIMITED,
     seed: int = 0,
     strategy: str = "first",
     window: int = 20,
     neighbours: int = 20,
     history: int = 150,
     screen: int | None = 8,
-    max_moves: int | None = None,
-    **options: Any,
+    max_moves: int | None = DEFAULT_MOVES,
 ) -> SolverOutput:
     """Swap / insert local search on priority orders (module docs).
 
-    ``time_limit`` defaults to 10 s when ``None``. Same seed, same moves; with
-    ``max_moves`` set and a generous time limit the result is reproducible exactly.
+    Options are the fields of :class:`SearchSettings`. Same seed, same moves: with the
+    default work budget the result is reproducible exactly, unless the wall-clock cap
+    binds first (``stats["stopped_by"]``).
     """
-    if options:
-        raise TypeError(f"local-search: unknown option(s) {', '.join(sorted(options))}")
-    began = time.perf_counter()
-    budget = 10.0 if time_limit is None else time_limit
-    order, start = best_start_order(instance, time_limit=budget / 4)
-    left = max(budget - (time.perf_counter() - began), 1e-3)
-    # keep a margin for the final decodes
-    order, stats = improve_order(
-        instance,
-        order,
-        time_limit=0.9 * left,
-        seed=seed,
-        strategy=strategy,
-        window=window,
-        neighbours=neighbours,
-        history=history,
-        screen=screen,
-        max_moves=max_moves,
-    )
+    settings = SearchSettings(strategy, window, neighbours, history, screen, max_moves)
+    order, start = best_start_order(instance, budget=budget.share(0.25))
+    order, stats = improve_order(instance, order, settings, budget=budget.share(0.9), seed=seed)
     # the backfilling MC-SF schedule is often the best rule's; never return worse than it
     mc_sf = list_schedule(instance, priority_order(instance, "mc-sf-backfill"), backfill=True)
     starts, chosen = decode_best(instance, order, {"mc-sf-backfill": mc_sf})

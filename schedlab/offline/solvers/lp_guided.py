@@ -23,33 +23,32 @@ is returned as the solver's lower bound.
     moves within ``neighbourhood`` positions, exact incremental evaluation) for
     ``moves`` moves; the strict decode of the best order is then compacted by
     :func:`~schedlab.offline.solvers.left_shift.left_shift`, and the best of the strict, the
-    left-shifted strict and the backfilling decodes is returned. With
-    ``time_limit=None`` every phase runs to its end (LP to convergence, repair until a
-    pass changes nothing, all ``moves``), so the result depends only on the instance
-    and ``seed``. With a time limit, the LP gets a quarter of it, the repair runs until
-    half of it has passed, and the search stops at nine tenths; a phase cut short makes
-    the result depend on the machine's speed.
+    left-shifted strict and the backfilling decodes is returned.
 
-For ``sorted-lp`` and ``lp-swap``, half of ``time_limit`` (default 10 s when ``None``)
-goes to the LP.
+Work (:mod:`schedlab.budget`): the LP runs at most
+:data:`~schedlab.offline.bounds.time_indexed.LP_ROUNDS` column-generation rounds, the
+repair until a pass changes nothing, the search its ``moves``; so without a binding
+wall-clock cap the result depends only on the instance and ``seed``. Under a cap the
+LP gets a quarter of it (``sorted-lp`` nine tenths, ``lp-swap`` half), the repair runs
+until half of it has passed, and the search stops at nine tenths; a phase cut short
+makes the result depend on the machine's speed, and ``stats["stopped_by"]`` says so.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any
 
 import numpy as np
 
-from schedlab.offline.bounds.time_indexed import LPRelaxation, lp_relaxation
+from schedlab.budget import UNLIMITED, Budget, stopped_by
+from schedlab.offline.bounds.time_indexed import LP_ROUNDS, LPRelaxation, lp_relaxation
 from schedlab.offline.decoder import decode_best, list_schedule
 from schedlab.offline.instance import Instance
 from schedlab.offline.result import SolverOutput
 from schedlab.offline.schedule import total_latency
-from schedlab.offline.solvers import register_solver
 from schedlab.offline.solvers.left_shift import left_shift
-from schedlab.offline.solvers.local_search import OrderEvaluator, improve_order
+from schedlab.offline.solvers.local_search import OrderEvaluator, SearchSettings, improve_order
 
 __all__ = ["lp_order", "lp_swap_repair"]
 
@@ -60,8 +59,8 @@ def lp_order(instance: Instance, relaxation: LPRelaxation) -> np.ndarray:
     return np.lexsort((np.arange(instance.n), instance.output, mean))
 
 
-def _relax(instance: Instance, time_limit: float | None) -> LPRelaxation:
-    return lp_relaxation(instance, time_limit=time_limit)
+def _relax(instance: Instance, budget: Budget) -> LPRelaxation:
+    return lp_relaxation(instance, budget=budget, max_rounds=LP_ROUNDS)
 
 
 def _lp_stats(relaxation: LPRelaxation) -> dict[str, Any]:
@@ -69,6 +68,7 @@ def _lp_stats(relaxation: LPRelaxation) -> dict[str, Any]:
         "lp_status": relaxation.status,
         "lp_value": relaxation.value,
         "lp_runtime_s": relaxation.runtime,
+        "lp_stopped_by": relaxation.stats["stopped_by"],
     }
 
 
@@ -77,25 +77,25 @@ def lp_swap_repair(
     order: np.ndarray,
     mean_start: np.ndarray,
     *,
-    time_limit: float | None,
+    budget: Budget = UNLIMITED,
     window: int = 64,
-) -> tuple[np.ndarray, dict[str, int]]:
-    """The LP-guided insertion repair of ``lp-swap`` (module docs); ``time_limit=None``:
-    until a pass changes nothing."""
-    deadline = math.inf if time_limit is None else time.perf_counter() + time_limit
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """The LP-guided insertion repair of ``lp-swap`` (module docs): passes until one
+    changes nothing, or until ``budget``'s wall-clock cap."""
     current = [int(i) for i in order]
     backlog = int(instance.arrival.max()) == 0
     evaluator = OrderEvaluator(instance, np.array(current)) if backlog else None
     value = total_latency(instance, list_schedule(instance, current))
     tried = accepted = passes = 0
-    improved = True
-    while improved and time.perf_counter() < deadline:
+    improved, cut = True, False
+    while improved and not cut:
         improved = False
         passes += 1
         starts = list_schedule(instance, current)
         lateness = starts - np.asarray(mean_start)
         for i in np.argsort(-lateness, kind="stable").tolist():
-            if lateness[i] <= 0 or time.perf_counter() >= deadline:
+            cut = budget.expired()
+            if lateness[i] <= 0 or cut:
                 break
             pos = current.index(i)
             step = 1
@@ -124,112 +124,78 @@ def lp_swap_repair(
         "tried": tried,
         "accepted": accepted,
         "passes": passes,
+        "stopped_by": "time_limit" if cut else None,
     }
 
 
-@register_solver("sorted-lp")
-def sorted_lp(
-    instance: Instance, *, time_limit: float | None = None, seed: int = 0, **options: Any
-) -> SolverOutput:
+def sorted_lp(instance: Instance, *, budget: Budget = UNLIMITED, seed: int = 0) -> SolverOutput:
     """List scheduling in order of LP mean start times (module docs). ``seed`` unused."""
-    if options:
-        raise TypeError(f"sorted-lp: unknown option(s) {', '.join(sorted(options))}")
-    relaxation = _relax(instance, 10.0 if time_limit is None else 0.9 * time_limit)
+    relaxation = _relax(instance, budget.share(0.9))
     starts, stats = decode_best(instance, lp_order(instance, relaxation))
-    return SolverOutput(
-        starts, lower_bound=relaxation.value, stats={**stats, **_lp_stats(relaxation)}
-    )
+    stats = {**stats, **_lp_stats(relaxation), "stopped_by": relaxation.stats["stopped_by"]}
+    return SolverOutput(starts, lower_bound=relaxation.value, stats=stats)
 
 
-@register_solver("lp-swap")
 def lp_swap(
-    instance: Instance,
-    *,
-    time_limit: float | None = None,
-    seed: int = 0,
-    window: int = 64,
-    **options: Any,
+    instance: Instance, *, budget: Budget = UNLIMITED, seed: int = 0, window: int = 64
 ) -> SolverOutput:
     """Sorted-LP followed by the LP-guided insertion repair (module docs). ``seed`` unused."""
-    if options:
-        raise TypeError(f"lp-swap: unknown option(s) {', '.join(sorted(options))}")
-    began = time.perf_counter()
-    budget = 10.0 if time_limit is None else time_limit
-    relaxation = _relax(instance, budget / 2)
-    left = max(0.85 * budget - (time.perf_counter() - began), 1e-3)
+    relaxation = _relax(instance, budget.share(0.5))
     order, repair = lp_swap_repair(
         instance,
         lp_order(instance, relaxation),
         relaxation.mean_start,
-        time_limit=left,
+        budget=budget.share(0.85),
         window=window,
     )
     starts, stats = decode_best(instance, order)
+    stopped = stopped_by(relaxation.stats["stopped_by"], repair["stopped_by"])
     return SolverOutput(
         starts,
         lower_bound=relaxation.value,
-        stats={**stats, **repair, **_lp_stats(relaxation)},
+        stats={**stats, **repair, **_lp_stats(relaxation), "stopped_by": stopped},
     )
 
 
-@register_solver("lp-search")
 def lp_search(
     instance: Instance,
     *,
-    time_limit: float | None = None,
+    budget: Budget = UNLIMITED,
     seed: int = 0,
     window: int = 64,
     moves: int = 30_000,
     history: int = 150,
     neighbourhood: int = 5,
-    **options: Any,
 ) -> SolverOutput:
     """``lp-swap``, then late-acceptance search and a left-shift pass (module docs).
 
     Parameters
     ----------
-    time_limit
-        Wall seconds (``None``: every phase runs to its end; see module docs).
+    budget
+        Wall-clock cap (none: every phase runs to its work budget; see module docs).
     seed
         Seed of the search's moves.
     window
         ``lp-swap``'s repair window.
     moves
-        Moves of the late-acceptance search.
+        The search's work budget: moves of the late-acceptance search.
     history
         Its late-acceptance list length.
     neighbourhood
         The second position of a move lies within this many positions of the first.
     """
-    if options:
-        raise TypeError(f"lp-search: unknown option(s) {', '.join(sorted(options))}")
-    began = time.perf_counter()
-
-    def until(share: float) -> float | None:
-        """Seconds left until ``share`` of the time limit has passed (``None``: no limit)."""
-        if time_limit is None:
-            return None
-        return max(share * time_limit - (time.perf_counter() - began), 1e-3)
-
-    relaxation = _relax(instance, until(0.25))
+    settings = SearchSettings(
+        "late", window=neighbourhood, history=history, screen=None, max_moves=moves
+    )
+    relaxation = _relax(instance, budget.share(0.25))
     lp_done = time.perf_counter()
     order = lp_order(instance, relaxation)
     order, repair = lp_swap_repair(
-        instance, order, relaxation.mean_start, time_limit=until(0.5), window=window
+        instance, order, relaxation.mean_start, budget=budget.share(1 / 3), window=window
     )
     repaired = total_latency(instance, list_schedule(instance, order))
     repair_done = time.perf_counter()
-    order, search = improve_order(
-        instance,
-        order,
-        time_limit=until(0.9),
-        seed=seed,
-        strategy="late",
-        window=neighbourhood,
-        history=history,
-        screen=None,
-        max_moves=moves,
-    )
+    order, search = improve_order(instance, order, settings, budget=budget.share(0.8), seed=seed)
     search_done = time.perf_counter()
     shifted, shift = left_shift(instance, list_schedule(instance, order))
     starts, stats = decode_best(instance, order, {"strict+left-shift": shifted})
@@ -245,5 +211,8 @@ def lp_search(
             "search": search,
             "search_s": search_done - repair_done,
             "left_shift": shift,
+            "stopped_by": stopped_by(
+                relaxation.stats["stopped_by"], repair["stopped_by"], search["stopped_by"]
+            ),
         },
     )

@@ -5,9 +5,9 @@ orders, see :func:`~schedlab.offline.solvers.local_search.best_start_order`). Re
 
 1. the *window* is the next ``window`` requests not yet committed (in base order);
 2. the window is solved as a stand-alone backlog (releases are ignored there) with
-   memory ``M`` by an exact solver through :func:`schedlab.offline.solve` (``dp``, ``cpsat``
-   or ``brute-force``, whichever is registered, in that preference, unless
-   ``window_solver`` names one), with ``window_time_limit`` seconds;
+   memory ``M`` by an exact solver of :data:`WINDOW_SOLVERS`, called directly (``dp``
+   unless ``window_solver`` names another), to proven optimality: a window of a few
+   requests takes milliseconds, so the method is deterministic;
 3. the window's requests are ranked by their start in that optimal sub-schedule (ties
    by output length) and the first ``commit`` of them are appended to the global order;
    the rest go back to the front of the queue and the window rolls on.
@@ -16,44 +16,48 @@ The global order is decoded by :func:`~schedlab.offline.decoder.list_schedule`, 
 and backfilling, and the better schedule is returned. The window model is exact for the
 window in isolation; it does not see the memory still held by requests committed
 earlier, so the method is a heuristic (no guarantee). It reuses the exact solvers of the
-package rather than a model of its own.
+package rather than a model of its own. Under a wall-clock cap each window gets what is
+left of it, and once the cap passes the rest of the base order is kept as it is
+(``stats["stopped_by"] == "time_limit"``).
 """
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import numpy as np
 
+from schedlab.budget import UNLIMITED, Budget
 from schedlab.errors import SchedlabError, UnknownNameError
 from schedlab.offline.decoder import decode_best
 from schedlab.offline.instance import Instance
-from schedlab.offline.result import SolverOutput
-from schedlab.offline.solvers import SOLVERS, register_solver
+from schedlab.offline.result import SolverOutput, Status
+from schedlab.offline.solvers.brute_force import MAX_REQUESTS as BRUTE_FORCE_MAX
+from schedlab.offline.solvers.brute_force import brute_force
+from schedlab.offline.solvers.contract import SolverFn
+from schedlab.offline.solvers.cpsat import solve_cpsat
+from schedlab.offline.solvers.dp import solve_dp
 from schedlab.offline.solvers.local_search import best_start_order
 
-__all__ = ["WINDOW_SOLVERS", "receding_order"]
+__all__ = ["WINDOW_SOLVERS", "receding_horizon", "receding_order"]
 
-#: exact solvers tried for the window model, in order of preference
-WINDOW_SOLVERS: tuple[str, ...] = ("dp", "cpsat", "brute-force")
+#: The exact solvers a window may use, by solver name.
+WINDOW_SOLVERS: dict[str, SolverFn] = {
+    "dp": solve_dp,
+    "cpsat": solve_cpsat,
+    "brute-force": brute_force,
+}
 
 
-def _window_solver(name: str | None, window: int) -> str:
-    from schedlab.offline.solve import available_solvers
-
-    available_solvers()  # imports every registered solver module
-    if name is not None:
-        if name not in SOLVERS:
-            raise UnknownNameError("solver", name, list(SOLVERS))
-        return name
-    for candidate in WINDOW_SOLVERS:
-        if candidate in SOLVERS and not (candidate == "brute-force" and window > 8):
-            return candidate
-    raise SchedlabError(
-        f"receding-horizon: no exact window solver for window = {window} "
-        f"(registered: {', '.join(sorted(SOLVERS))})"
-    )
+def _window_solver(name: str, window: int) -> SolverFn:
+    if name not in WINDOW_SOLVERS:
+        raise UnknownNameError("window solver", name, tuple(WINDOW_SOLVERS))
+    if name == "brute-force" and window > BRUTE_FORCE_MAX:
+        raise SchedlabError(
+            f"receding-horizon: brute-force takes windows of at most {BRUTE_FORCE_MAX} "
+            f"requests, got window = {window}"
+        )
+    return WINDOW_SOLVERS[name]
 
 
 def receding_order(
@@ -63,30 +67,27 @@ def receding_order(
     window: int,
     commit: int,
     solver: str,
-    window_time_limit: float,
-    deadline: float,
+    budget: Budget,
     seed: int = 0,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """The global priority order built by the receding-horizon loop (module docs)."""
-    from schedlab.offline.solve import solve
-
+    solve_window = _window_solver(solver, window)
     queue = [int(i) for i in base]
     order: list[int] = []
     windows = optimal = 0
-    timed_out = False
+    stopped = None
     while queue:
-        if time.perf_counter() >= deadline:
-            timed_out = True
+        if budget.expired():
+            stopped = "time_limit"
             order.extend(queue)  # out of time: keep the base order for the rest
             break
         chunk = queue[:window]
         sub = Instance.from_arrays(
             instance.memory, instance.prompt[chunk], instance.output[chunk], name="window"
         )
-        left = max(min(window_time_limit, deadline - time.perf_counter()), 1e-3)
-        result = solve(sub, solver, time_limit=left, seed=seed, bound=None)
+        result = solve_window(sub, budget=budget, seed=seed)
         windows += 1
-        optimal += str(result.status) == "OPTIMAL"
+        optimal += result.status is Status.OPTIMAL
         ranked = np.lexsort((np.arange(len(chunk)), sub.output, result.starts))
         take = len(chunk) if len(queue) <= window else commit
         committed = [chunk[k] for k in ranked[:take].tolist()]
@@ -96,21 +97,18 @@ def receding_order(
     return np.array(order, dtype=np.int64), {
         "windows": windows,
         "windows_optimal": optimal,
-        "timed_out": timed_out,
+        "stopped_by": stopped,
     }
 
 
-@register_solver("receding-horizon")
 def receding_horizon(
     instance: Instance,
     *,
-    time_limit: float | None = None,
+    budget: Budget = UNLIMITED,
     seed: int = 0,
     window: int = 5,
     commit: int = 2,
-    window_solver: str | None = None,
-    window_time_limit: float = 1.0,
-    **options: Any,
+    window_solver: str = "dp",
 ) -> SolverOutput:
     """Receding-horizon scheduling (module docs).
 
@@ -121,30 +119,23 @@ def receding_horizon(
     commit
         Requests committed per window (``1 <= commit <= window``).
     window_solver
-        Exact solver for the window; ``None``: the first registered of
-        :data:`WINDOW_SOLVERS`.
-    window_time_limit
-        Seconds per window model.
+        Exact solver for the windows, a name of :data:`WINDOW_SOLVERS`.
     """
-    if options:
-        raise TypeError(f"receding-horizon: unknown option(s) {', '.join(sorted(options))}")
     if not 1 <= commit <= window:
         raise SchedlabError(
             f"receding-horizon: need 1 <= commit <= window, got {commit}, {window}"
         )
-    began = time.perf_counter()
-    deadline = began + (60.0 if time_limit is None else 0.9 * time_limit)
-    solver = _window_solver(window_solver, window)
-    base, start = best_start_order(instance)
+    base, start = best_start_order(instance, budget=budget.share(0.25))
     order, stats = receding_order(
         instance,
         base,
         window=window,
         commit=commit,
-        solver=solver,
-        window_time_limit=window_time_limit,
-        deadline=deadline,
+        solver=window_solver,
+        budget=budget.share(0.9),
         seed=seed,
     )
     starts, chosen = decode_best(instance, order)
-    return SolverOutput(starts, stats={**stats, "base": start, "window_solver": solver, **chosen})
+    return SolverOutput(
+        starts, stats={**stats, "base": start, "window_solver": window_solver, **chosen}
+    )

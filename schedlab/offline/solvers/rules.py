@@ -1,81 +1,40 @@
-"""List-scheduling rules: a priority order decoded by the list-scheduling engine.
+"""The list-scheduling rules as solvers: a priority order decoded by the decoder.
 
-============== ================================= ========== ==================================
-name           priority (ties by request index)  mode       source
-============== ================================= ========== ==================================
-fcfs           release round ``a_i``             strict     standard baseline
-sof            output length ``o_i``             strict     shortest-output-first baseline
-total-size     ``s_i + o_i``                     strict     baseline of Wang, Ye, Zhou (2508.06133)
-svf            ``s_i o_i + o_i(o_i+1)/2``        strict     Kong, Qi, Ye, Zhou (arXiv 2606.22327)
-mc-sf          output length ``o_i``             strict     Jaillet et al. (arXiv 2502.07115)
-mc-sf-backfill output length ``o_i``             backfill   ours: MC-SF without its stop
-============== ================================= ========== ==================================
-
-*strict*: the first released request in priority order that does not fit blocks the
-others until the next event. *backfill*: every released request that fits starts, in
-priority order. Every rule uses the engine's admission test, which is Jaillet et al.'s:
-the running set stays within memory at every future completion round. MC-SF admits the
-waiting requests by increasing ``o`` *while* that test passes and stops at the first that
-fails (DESIGN.md; the ``break`` in ``MC-SF_synthetic.py`` of the code published with the
-paper, github.com/anonymouspeople111/neurips2025-code), so ``mc-sf`` and ``sof`` compute
-the same schedule: both names are kept, one for the paper's algorithm and one for the
-classic baseline. ``mc-sf-backfill`` skips a request that does not fit and tries the
-later ones; with equal prompts the two coincide (the slack is non-increasing in ``o``),
-with mixed prompts backfilling is usually better on LLM backlogs and worse on Jaillet's
-synthetic protocol (``benchmarks/jaillet_synthetic.py``). Each rule accepts
-``backfill=`` to override its mode.
+The rules themselves (their priority keys, modes and sources) are defined in
+:mod:`schedlab.offline.priority`; each becomes a solver here, taking ``backfill=`` to
+override its mode. Deterministic: ``seed`` is unused and the budget never binds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-import numpy as np
-
+from schedlab.budget import UNLIMITED, Budget
 from schedlab.offline.decoder import list_schedule
 from schedlab.offline.instance import Instance
+from schedlab.offline.priority import RULES, priority_order
 from schedlab.offline.result import SolverOutput
-from schedlab.offline.solvers import register_solver
+from schedlab.offline.solvers.contract import SolverFn
 
-__all__ = ["RULES", "priority_order"]
-
-#: name -> (priority key of each request, default backfill)
-RULES: dict[str, tuple[Callable[[Instance], np.ndarray], bool]] = {
-    "fcfs": (lambda inst: inst.arrival, False),
-    "sof": (lambda inst: inst.output, False),
-    "total-size": (lambda inst: inst.prompt + inst.output, False),
-    "svf": (lambda inst: inst.volume, False),
-    "mc-sf": (lambda inst: inst.output, False),
-    "mc-sf-backfill": (lambda inst: inst.output, True),
-}
+__all__ = ["RULE_SOLVERS", "rule_solver"]
 
 
-def priority_order(instance: Instance, rule: str) -> np.ndarray:
-    """Request indices by increasing key of ``rule``, ties broken by index."""
-    key, _ = RULES[rule]
-    return np.lexsort((np.arange(instance.n), key(instance)))
-
-
-def _make(rule: str) -> None:
+def rule_solver(rule: str) -> SolverFn:
+    """The solver of the list-scheduling rule ``rule`` (a name of :data:`RULES`)."""
     default_backfill = RULES[rule][1]
 
-    @register_solver(rule)
     def solve_rule(
         instance: Instance,
         *,
-        time_limit: float | None = None,
+        budget: Budget = UNLIMITED,
         seed: int = 0,
         backfill: bool = default_backfill,
-        **options: Any,
     ) -> SolverOutput:
-        if options:
-            raise TypeError(f"{rule}: unknown option(s) {', '.join(sorted(options))}")
         starts = list_schedule(instance, priority_order(instance, rule), backfill=backfill)
         return SolverOutput(starts, stats={"backfill": backfill})
 
-    solve_rule.__doc__ = f"List scheduling by the {rule!r} rule (see module docs)."
+    solve_rule.__name__ = f"solve_{rule.replace('-', '_')}"
+    solve_rule.__doc__ = f"List scheduling by the {rule!r} rule (see schedlab.offline.priority)."
+    return solve_rule
 
 
-for _rule in RULES:
-    _make(_rule)
+#: One solver per rule, by rule name.
+RULE_SOLVERS: dict[str, SolverFn] = {rule: rule_solver(rule) for rule in RULES}

@@ -54,16 +54,15 @@ above ``BACKFILL_MAX_N`` requests only the sequential and strict schedules compe
 from __future__ import annotations
 
 import heapq
-import time
 from typing import Any
 
 import numpy as np
 
+from schedlab.budget import UNLIMITED, Budget
 from schedlab.errors import SchedlabError
 from schedlab.offline.decoder import list_schedule
 from schedlab.offline.instance import Instance
 from schedlab.offline.result import SolverOutput
-from schedlab.offline.solvers import register_solver
 
 __all__ = [
     "BACKFILL_MAX_N",
@@ -223,7 +222,7 @@ def fast_min_f_batch(weight: np.ndarray, output: np.ndarray, memory: int) -> np.
 
 
 def sorted_f_batches(
-    instance: Instance, *, method: str = "auto", time_limit: float | None = None
+    instance: Instance, *, method: str = "auto", budget: Budget | None = None
 ) -> tuple[list[np.ndarray], dict[str, Any]]:
     """Sorted-F's batches, in order of selection (non-decreasing ``F``).
 
@@ -231,9 +230,11 @@ def sorted_f_batches(
     ----------
     method
         ``"exact"``, ``"fast"`` or ``"auto"`` (see module docs).
-    time_limit
-        Wall seconds. When it runs out, the remaining requests are closed into batches
-        by next-fit in order of ``o`` (no guarantee; ``stats["timed_out"]`` says so).
+    budget
+        Wall-clock cap (default none). When it binds, the remaining requests are closed
+        into batches by next-fit in order of ``o`` (no guarantee;
+        ``stats["stopped_by"] == "time_limit"`` says so). The work is the same for every
+        run: one selection per batch, each method's cost fixed by the instance.
 
     Returns
     -------
@@ -245,7 +246,7 @@ def sorted_f_batches(
         raise SchedlabError(
             f"sorted-f: method must be one of {', '.join(_METHODS)}, got {method!r}"
         )
-    deadline = np.inf if time_limit is None else time.perf_counter() + time_limit
+    budget = budget or Budget()
     weight = (instance.prompt + instance.output).astype(np.int64)
     output = instance.output.astype(np.int64)
     memory = instance.memory
@@ -254,7 +255,7 @@ def sorted_f_batches(
     batches: list[np.ndarray] = []
     counts = {"exact": 0, "fast": 0, "fallback": 0}
     while len(remaining):
-        if time.perf_counter() > deadline:
+        if budget.expired():
             rest = remaining[np.lexsort((remaining, output[remaining]))]
             batches.extend(_next_fit(rest, weight, memory))
             counts["fallback"] += len(batches) - sum(counts.values())
@@ -274,7 +275,8 @@ def sorted_f_batches(
         batches.append(batch)
         selector.remove(batch)
         remaining = remaining[selector.alive[remaining]]
-    return batches, {"batches": len(batches), **counts, "timed_out": counts["fallback"] > 0}
+    stopped = "time_limit" if counts["fallback"] else None
+    return batches, {"batches": len(batches), **counts, "stopped_by": stopped}
 
 
 def _next_fit(order: np.ndarray, weight: np.ndarray, memory: int) -> list[np.ndarray]:
@@ -315,44 +317,25 @@ def _objective(instance: Instance, starts: np.ndarray) -> int:
     return int((starts + instance.output - instance.arrival).sum())
 
 
-def _check_options(name: str, options: dict[str, Any]) -> None:
-    if options:
-        raise TypeError(f"{name}: unknown option(s) {', '.join(sorted(options))}")
-
-
-@register_solver("sorted-f-seq")
 def sorted_f_seq(
-    instance: Instance,
-    *,
-    time_limit: float | None = None,
-    seed: int = 0,
-    method: str = "auto",
-    **options: Any,
+    instance: Instance, *, budget: Budget = UNLIMITED, seed: int = 0, method: str = "auto"
 ) -> SolverOutput:
     """Sequential Sorted-F: each batch starts when the previous one ends (module docs).
 
     Deterministic; ``seed`` is unused.
     """
-    _check_options("sorted-f-seq", options)
-    batches, stats = sorted_f_batches(instance, method=method, time_limit=time_limit)
+    batches, stats = sorted_f_batches(instance, method=method, budget=budget)
     return SolverOutput(sequential_starts(instance, batches), stats=stats)
 
 
-@register_solver("sorted-f")
 def sorted_f(
-    instance: Instance,
-    *,
-    time_limit: float | None = None,
-    seed: int = 0,
-    method: str = "auto",
-    **options: Any,
+    instance: Instance, *, budget: Budget = UNLIMITED, seed: int = 0, method: str = "auto"
 ) -> SolverOutput:
     """Sorted-F, continuous: the best of the sequential schedule and the batch order
     decoded by list scheduling (strict, and backfilling up to ``BACKFILL_MAX_N``
     requests; module docs). Deterministic; ``seed`` unused.
     """
-    _check_options("sorted-f", options)
-    batches, stats = sorted_f_batches(instance, method=method, time_limit=time_limit)
+    batches, stats = sorted_f_batches(instance, method=method, budget=budget)
     order = batch_order(batches)
     candidates = {
         "sequential": sequential_starts(instance, batches),

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from schedlab.budget import Budget
 from schedlab.errors import SchedlabError
 from schedlab.offline.backlogs import mixed_backlog
 from schedlab.offline.bounds import BOUNDS, SPACING_MAX_N, lower_bound
@@ -232,7 +233,7 @@ def test_never_exceeds_optimum_for_any_prices(
 def test_search_never_exceeds_optimum(inst: Instance) -> None:
     result = solve(inst, "brute-force", bound=None)
     assert verify(inst, result.starts) == []
-    value, stats = spacing_bound_search(inst, time_limit=10)
+    value, stats = spacing_bound_search(inst, budget=Budget(10))
     assert stats["lp"] <= value <= result.objective + 1e-9
 
 
@@ -240,7 +241,7 @@ def test_improves_on_the_lp_of_a_mixed_backlog() -> None:
     # the LP's fractional completions happen in every round; integer ones cannot, so the
     # waste term lifts the bound strictly above the LP's certificate
     inst = mixed_backlog(60, seed=1)
-    value, stats = spacing_bound_search(inst, time_limit=25)
+    value, stats = spacing_bound_search(inst, budget=Budget(25))
     assert stats["lp_status"] == "optimal"
     assert value > stats["lp"] + 1
     results = [solve(inst, rule, bound=None) for rule in ("svf", "sof")]
@@ -249,7 +250,7 @@ def test_improves_on_the_lp_of_a_mixed_backlog() -> None:
 
 
 def test_best_uses_it_for_small_instances_only() -> None:
-    in_best = BOUNDS["completion-spacing"][1]
+    in_best = BOUNDS["completion-spacing"].in_best
     assert callable(in_best)
     assert in_best(mixed_backlog(SPACING_MAX_N, seed=0))
     assert not in_best(mixed_backlog(SPACING_MAX_N + 1, seed=0))
@@ -279,7 +280,7 @@ def test_evaluation_is_abandoned_once_its_extrapolation_passes_the_deadline() ->
 def test_time_limit_is_kept() -> None:
     inst = mixed_backlog(150, seed=1)
     began = time.perf_counter()
-    value, stats = spacing_bound_search(inst, time_limit=2.0)
+    value, stats = spacing_bound_search(inst, budget=Budget(2.0))
     # 2 s, plus one LP solve or pricing in flight; no evaluation starts that cannot end
     assert time.perf_counter() - began < 6.0
     assert value >= stats["lp"] >= inst.output.sum()

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from schedlab.budget import Budget
 from schedlab.offline.backlogs import jaillet_instance
 from schedlab.offline.bounds import lower_bound
 from schedlab.offline.bounds.time_indexed import (
@@ -91,7 +92,7 @@ def test_block_loads_match_memory_profile() -> None:
 def test_lp_value_never_exceeds_optimum(inst: Instance, horizon: int | None, blocks: int) -> None:
     # valid for every horizon (even too short ones) and every aggregation
     optimum = solve(inst, "brute-force", bound=None).objective
-    relax = lp_relaxation(inst, horizon=horizon, max_blocks=blocks, time_limit=20)
+    relax = lp_relaxation(inst, horizon=horizon, max_blocks=blocks, budget=Budget(20))
     assert relax.value <= optimum + 1e-9
     assert relax.value >= inst.output.sum() - 1e-6
     assert relax.mean_start.shape == (inst.n,)
@@ -100,7 +101,7 @@ def test_lp_value_never_exceeds_optimum(inst: Instance, horizon: int | None, blo
 
 def test_converged_lp_meets_master_and_reproduces_tiny_optima() -> None:
     inst = jaillet_instance(2, n=10)
-    relax = lp_relaxation(inst, time_limit=60)
+    relax = lp_relaxation(inst, budget=Budget(60))
     assert isinstance(relax, LPRelaxation)
     assert relax.status == "optimal"
     assert relax.value == pytest.approx(relax.lp_value, rel=1e-4)

@@ -16,7 +16,6 @@ from schedlab.offline.solve import solve
 from schedlab.offline.solvers.cpsat import (
     best_rule_schedule,
     pair_offsets,
-    solve_cpsat,
     start_slack,
 )
 from schedlab.offline.verify import verify
@@ -65,7 +64,7 @@ def test_time_limit_gives_time_limit_status_and_valid_bound() -> None:
 
 def test_unknown_option_is_rejected() -> None:
     with pytest.raises(TypeError, match="cpsat: unknown option"):
-        solve_cpsat(Instance.from_arrays(5, [0], [1]), time_limit=1, seed=0, bogus=1)
+        solve(Instance.from_arrays(5, [0], [1]), "cpsat", time_limit=1, bogus=1)
 
 
 def test_same_seed_same_schedule() -> None:

@@ -8,11 +8,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schedlab import solve, verify
+from schedlab.budget import Budget
 from schedlab.errors import SchedlabError
 from schedlab.offline.backlogs import mixed_backlog
 from schedlab.offline.decoder import list_schedule
 from schedlab.offline.instance import Instance
-from schedlab.offline.solvers.local_search import OrderEvaluator, best_start_order, improve_order
+from schedlab.offline.solvers.local_search import (
+    OrderEvaluator,
+    SearchSettings,
+    best_start_order,
+    improve_order,
+)
 from tests.strategies import instances
 
 backlogs = instances(max_n=12, max_memory=30, max_arrival=0)
@@ -93,7 +99,13 @@ def test_search_never_worsens_and_is_seeded() -> None:
     start, _ = best_start_order(inst)
     start_value = int((list_schedule(inst, start) + inst.output).sum())
     runs = [
-        improve_order(inst, start, time_limit=60, seed=7, max_moves=150, screen=8, window=20)
+        improve_order(
+            inst,
+            start,
+            SearchSettings(max_moves=150, screen=8, window=20),
+            budget=Budget(60),
+            seed=7,
+        )
         for _ in range(2)
     ]
     assert runs[0][0].tolist() == runs[1][0].tolist()  # same seed, same moves
@@ -132,7 +144,7 @@ def test_late_acceptance_returns_its_best_order_and_is_seeded() -> None:
     start_value = int((list_schedule(inst, start) + inst.output).sum())
     runs = [
         improve_order(
-            inst, start, time_limit=None, seed=3, strategy="late", history=20, max_moves=300
+            inst, start, SearchSettings("late", history=20, max_moves=300), budget=Budget(), seed=3
         )
         for _ in range(2)
     ]
@@ -175,6 +187,6 @@ def test_late_acceptance_with_releases_is_verified(inst: Instance) -> None:
 def test_search_needs_an_end() -> None:
     inst = mixed_backlog(10, seed=0)
     with pytest.raises(SchedlabError, match="time_limit or max_moves"):
-        improve_order(inst, np.arange(10), time_limit=None)
+        improve_order(inst, np.arange(10), SearchSettings(max_moves=None), budget=Budget())
     with pytest.raises(SchedlabError, match="history"):
-        improve_order(inst, np.arange(10), time_limit=1, strategy="late", history=0)
+        improve_order(inst, np.arange(10), SearchSettings("late", history=0), budget=Budget(1))

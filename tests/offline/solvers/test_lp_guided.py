@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from schedlab import read_instance, solve, verify
+from schedlab.budget import Budget
 from schedlab.offline.backlogs import mixed_backlog
 from schedlab.offline.bounds.time_indexed import LPRelaxation
 from schedlab.offline.decoder import list_schedule
@@ -41,7 +42,7 @@ def test_repair_moves_late_request_earlier() -> None:
     # Order [long, short] costs 3 + 4 = 7; the LP says the short starts first
     # (mean starts 1.0 vs 0.0), so the repair inserts it earlier: 1 + 4 = 5.
     inst = Instance.from_arrays(4, [0, 3], [3, 1])
-    order, stats = lp_swap_repair(inst, np.array([0, 1]), np.array([1.0, 0.0]), time_limit=5)
+    order, stats = lp_swap_repair(inst, np.array([0, 1]), np.array([1.0, 0.0]), budget=Budget(5))
     assert order.tolist() == [1, 0]
     assert int((list_schedule(inst, order) + inst.output).sum()) == 5
     assert stats["accepted"] == 1
@@ -49,7 +50,9 @@ def test_repair_moves_late_request_earlier() -> None:
 
 def test_repair_with_releases_uses_full_decoding() -> None:
     inst = Instance.from_arrays(4, [0, 3, 0], [3, 1, 1], [0, 0, 1])
-    order, _ = lp_swap_repair(inst, np.array([0, 1, 2]), np.array([1.0, 0.0, 1.0]), time_limit=5)
+    order, _ = lp_swap_repair(
+        inst, np.array([0, 1, 2]), np.array([1.0, 0.0, 1.0]), budget=Budget(5)
+    )
     assert verify(inst, list_schedule(inst, order)) == []
     assert int((list_schedule(inst, order) + inst.output - inst.arrival).sum()) <= int(
         (list_schedule(inst, [0, 1, 2]) + inst.output - inst.arrival).sum()

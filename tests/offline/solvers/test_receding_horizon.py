@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
 
 from schedlab import solve, verify
+from schedlab.budget import Budget
 from schedlab.errors import SchedlabError, UnknownNameError
 from schedlab.offline.instance import Instance
 from schedlab.offline.solvers.receding_horizon import receding_order
@@ -25,8 +24,7 @@ def test_window_count_and_commits() -> None:
         window=5,
         commit=2,
         solver="brute-force",
-        window_time_limit=5,
-        deadline=time.perf_counter() + 60,
+        budget=Budget(60),
     )
     assert sorted(order.tolist()) == list(range(7))
     assert stats["windows"] == 2 and stats["windows_optimal"] == 2
@@ -41,8 +39,7 @@ def test_single_window_order_follows_optimal_sub_schedule() -> None:
         window=2,
         commit=1,
         solver="brute-force",
-        window_time_limit=5,
-        deadline=time.perf_counter() + 60,
+        budget=Budget(60),
     )
     assert order.tolist() == [1, 0]
     assert solve(inst, "receding-horizon", window=2, commit=1, bound=None).objective == 5

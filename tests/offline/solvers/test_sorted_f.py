@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 import schedlab.offline.solvers.sorted_f as sorted_f_module
 from schedlab import solve, verify
+from schedlab.budget import Budget
 from schedlab.errors import SchedlabError
 from schedlab.offline.backlogs import mixed_backlog
 from schedlab.offline.instance import Instance
@@ -123,7 +124,7 @@ def _packing_q(inst: Instance, members: list[int]) -> float:
 def test_packing_lemma_on_optimal_schedules(inst: Instance) -> None:
     # Lemma 4: requests Y completing by T in a feasible schedule admit a batch
     # Z ⊆ Y with max o / |Z| <= 10 T / |Y|.
-    starts = brute_force(inst, time_limit=None, seed=0).starts
+    starts = brute_force(inst, budget=Budget(), seed=0).starts
     completion = starts + inst.output
     for horizon in sorted(set(completion.tolist())):
         done = np.flatnonzero(completion <= horizon).tolist()
@@ -155,8 +156,8 @@ def test_time_limit_falls_back_and_stays_feasible() -> None:
     from schedlab.offline.backlogs import mixed_backlog
 
     inst = mixed_backlog(2000, seed=1)
-    batches, stats = sorted_f_batches(inst, method="fast", time_limit=1e-9)
-    assert stats["timed_out"] and stats["fallback"] == len(batches)
+    batches, stats = sorted_f_batches(inst, method="fast", budget=Budget(1e-9))
+    assert stats["stopped_by"] == "time_limit" and stats["fallback"] == len(batches)
     assert verify(inst, sequential_starts(inst, batches)) == []
 
 

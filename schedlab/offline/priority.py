@@ -1,0 +1,77 @@
+"""Priority rules of list scheduling: each request's key, and the best rule's schedule.
+
+============== ================================= ========== ==================================
+name           priority (ties by request index)  mode       source
+============== ================================= ========== ==================================
+fcfs           release round ``a_i``             strict     standard baseline
+sof            output length ``o_i``             strict     shortest-output-first baseline
+total-size     ``s_i + o_i``                     strict     baseline of Wang, Ye, Zhou (2508.06133)
+svf            ``s_i o_i + o_i(o_i+1)/2``        strict     Kong, Qi, Ye, Zhou (arXiv 2606.22327)
+mc-sf          output length ``o_i``             strict     Jaillet et al. (arXiv 2502.07115)
+mc-sf-backfill output length ``o_i``             backfill   ours: MC-SF without its stop
+============== ================================= ========== ==================================
+
+*strict*: the first released request in priority order that does not fit blocks the
+others until the next event. *backfill*: every released request that fits starts, in
+priority order. Every rule uses the engine's admission test, which is Jaillet et al.'s:
+the running set stays within memory at every future completion round. MC-SF admits the
+waiting requests by increasing ``o`` *while* that test passes and stops at the first that
+fails (DESIGN.md; the ``break`` in ``MC-SF_synthetic.py`` of the code published with the
+paper, github.com/anonymouspeople111/neurips2025-code), so ``mc-sf`` and ``sof`` compute
+the same schedule: both names are kept, one for the paper's algorithm and one for the
+classic baseline. ``mc-sf-backfill`` skips a request that does not fit and tries the
+later ones; with equal prompts the two coincide (the slack is non-increasing in ``o``),
+with mixed prompts backfilling is usually better on LLM backlogs and worse on Jaillet's
+synthetic protocol (``benchmarks/jaillet_synthetic.py``). Each rule accepts
+``backfill=`` to override its mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from schedlab.offline.decoder import list_schedule
+from schedlab.offline.instance import Instance
+
+__all__ = ["RULES", "best_rule_schedule", "priority_order"]
+
+#: name -> (priority key of each request, default backfill)
+RULES: dict[str, tuple[Callable[[Instance], np.ndarray], bool]] = {
+    "fcfs": (lambda inst: inst.arrival, False),
+    "sof": (lambda inst: inst.output, False),
+    "total-size": (lambda inst: inst.prompt + inst.output, False),
+    "svf": (lambda inst: inst.volume, False),
+    "mc-sf": (lambda inst: inst.output, False),
+    "mc-sf-backfill": (lambda inst: inst.output, True),
+}
+
+
+def priority_order(instance: Instance, rule: str) -> np.ndarray:
+    """Request indices by increasing key of ``rule``, ties broken by index."""
+    key, _ = RULES[rule]
+    return np.lexsort((np.arange(instance.n), key(instance)))
+
+
+def best_rule_schedule(instance: Instance) -> tuple[np.ndarray, str]:
+    """The least-objective schedule over every list-scheduling rule, strict and backfill.
+
+    The decoder is deterministic, so a ``(priority order, backfill)`` pair already decoded
+    (``sof``, ``mc-sf`` and ``mc-sf-backfill`` share one order; other rules may coincide
+    on a given instance) is skipped; ties keep the first rule, as without the skip.
+    """
+    best: tuple[int, np.ndarray, str] | None = None
+    decoded: set[tuple[bytes, bool]] = set()
+    for rule in RULES:
+        order = priority_order(instance, rule)
+        for backfill in (False, True):
+            if (order.tobytes(), backfill) in decoded:
+                continue
+            decoded.add((order.tobytes(), backfill))
+            starts = list_schedule(instance, order, backfill=backfill)
+            objective = int((starts + instance.output).sum())
+            if best is None or objective < best[0]:
+                best = (objective, starts, f"{rule}{'+backfill' if backfill else ''}")
+    assert best is not None
+    return best[1], best[2]
