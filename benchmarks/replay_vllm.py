@@ -64,6 +64,7 @@ import argparse
 import csv
 import dataclasses
 import json
+import os
 import statistics
 import sys
 import time
@@ -83,7 +84,7 @@ from schedlab.calibration.replay import read_recorded_run, replay
 from schedlab.serving.cost_model import Chunk, CostModel, load_cost_model, uses_decode_spread
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
+DATA = Path(os.environ.get("SCHEDLAB_DATA") or ROOT.parent / "shared" / "data")
 PROFILE = DATA / "profiles/llmservingsim/RTXPRO6000/meta-llama/Llama-3.1-8B/bf16"
 RUN = DATA / "validation/vllm-0.19.0_RTXPRO6000_Llama-3.1-8B/requests.jsonl"
 

@@ -1,19 +1,30 @@
-"""Shared fixtures: where the real data lives, and the shipped instances."""
+"""Shared fixtures: where the real data lives, and the shipped instances.
+
+The real data is read from ``$SCHEDLAB_DATA`` when set, else from ``../shared/data``
+beside the repository; the tests set ``SCHEDLAB_DATA`` to it for the library, which
+never guesses a data directory itself.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA_DIR = ROOT.parent / "shared" / "data"
+DATA_DIR = Path(os.environ.get("SCHEDLAB_DATA") or ROOT.parent / "shared" / "data")
 INSTANCES = ROOT / "instances"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Point the library at the real data (``SCHEDLAB_DATA``) for the whole run."""
+    os.environ["SCHEDLAB_DATA"] = str(DATA_DIR)
 
 
 @pytest.fixture
 def data_dir() -> Path:
-    """``../shared/data``; tests that need it skip where it is absent."""
+    """The real data directory; tests that need it skip where it is absent."""
     if not DATA_DIR.is_dir():
-        pytest.skip("../shared/data is not present")
+        pytest.skip(f"the real data is not at {DATA_DIR} (set SCHEDLAB_DATA)")
     return DATA_DIR

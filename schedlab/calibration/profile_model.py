@@ -66,9 +66,10 @@ Modelling choices (each one documented, none fitted to a serving run):
   profile and is not modelled.
 
 :math:`T` is non-decreasing in every chunk length (proofs/calibrated_monotone.md).
-Registered as cost-model kind ``profile-grid`` (see
-:func:`schedlab.serving.cost_model.register_cost_model_kind`), so the simulator and
-SLOWeave load its JSON like any other model.
+Installed as cost-model kind ``profile-grid`` (the entry point
+``schedlab.cost_model_kinds`` of ``pyproject.toml``; see
+:mod:`schedlab.serving.cost_model`), so the simulator and SLOWeave load its JSON like any
+other model.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ from schedlab.calibration.attention_grid import AttentionGrid
 from schedlab.calibration.curves import MonotoneCurve
 from schedlab.calibration.profiles import SourceFile
 from schedlab.errors import FormatError
-from schedlab.serving.cost_model import Chunk, register_cost_model_kind
+from schedlab.serving.cost_model import Chunk
 
 __all__ = ["KIND", "ProfileCostModel", "load_profile_cost_model"]
 
@@ -301,6 +302,3 @@ def load_profile_cost_model(data: Mapping[str, Any], where: str) -> ProfileCostM
         )
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
         raise FormatError(f"{where}: {exc}") from None
-
-
-register_cost_model_kind(KIND, load_profile_cost_model)

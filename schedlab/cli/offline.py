@@ -69,18 +69,28 @@ def _cmd_solve(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
+    from schedlab.offline.compare import solver_names
     from schedlab.offline.report import run_report
     from schedlab.offline.result import relative_gap
+    from schedlab.plotting.figures import check_figure_path
 
+    solver_names(args.solvers)  # names are checked before anything runs
+    if args.out:  # a new output folder may also hold the figure
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+    if args.plot:
+        check_figure_path(args.plot, "--plot")
     report = run_report(
         args.paths,
         args.solvers,
         time_limit=args.time_limit,
         seed=args.seed,
         out_dir=args.out,
-        plot=args.plot,
         progress=None if args.json or args.quiet else sys.stderr,
     )
+    if args.plot:
+        from schedlab.plotting.comparison import plot_report
+
+        plot_report(report, args.plot)
     if args.json:
         _print_json(
             [

@@ -23,7 +23,6 @@ from schedlab.cli.arguments import non_negative_int
 from schedlab.errors import ServingError
 
 if TYPE_CHECKING:
-    from schedlab.serving.capacity import SweepPoint
     from schedlab.serving.engine_config import EngineConfig
     from schedlab.serving.metrics import SLO
 
@@ -205,7 +204,7 @@ def _progress(done: int, total: int) -> None:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from schedlab.plotting import check_figure_path, check_output_path
+    from schedlab.plotting.figures import check_figure_path, check_output_path
     from schedlab.serving.capacity import sweep
 
     policies = _split(args.policies, "--policies")
@@ -234,7 +233,10 @@ def _sweep(args: argparse.Namespace) -> int:
             writer.writeheader()
             writer.writerows(rows)
     if args.plot:
-        _plot(points, Path(args.plot), args)
+        from schedlab.plotting.sweep import plot_sweep
+
+        title = f"{args.workload} ({args.cost_model}): TTFT <= {args.ttft}, TPOT <= {args.tpot}"
+        plot_sweep(points, args.plot, title=title)
     if args.json:
         print(json.dumps([{k: (None if v != v else v) for k, v in r.items()} for r in rows]))
         return 0
@@ -252,30 +254,6 @@ def _print_table(rows: Sequence[dict[str, Any]]) -> None:
             f"{r['policy']:<16}{r['rate_rps']:>8.3g}{r['attainment']:>8.3f}"
             f"{r['goodput_rps']:>9.3f}{_ms(r['ttft_p99_s']):>10}{_ms(r['tpot_p99_s']):>10}"
         )
-
-
-def _plot(points: Sequence[SweepPoint], path: Path, args: argparse.Namespace) -> None:
-    from schedlab.plotting import pyplot
-
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for policy in dict.fromkeys(p.policy for p in points):
-        mine = [p for p in points if p.policy == policy]
-        ax.plot(
-            [p.rate_rps for p in mine],
-            [p.summary.attainment for p in mine],
-            marker="o",
-            label=policy,
-        )
-    ax.axhline(0.9, color="grey", linestyle=":", linewidth=1)
-    ax.set_xlabel("arrival rate (req/s)")
-    ax.set_ylabel("SLO attainment")
-    ax.set_title(f"{args.workload}: TTFT <= {args.ttft}, TPOT <= {args.tpot}")
-    ax.set_ylim(0, 1.02)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
 
 
 def register(subparsers: Any) -> None:

@@ -1,56 +1,28 @@
-"""What every figure of schedlab needs: matplotlib, loaded lazily, and a usable path.
+"""Every figure of schedlab, one function per figure; computation stays elsewhere.
 
-matplotlib is an optional dependency (``pip install 'schedlab[plot]'``); it is imported
-only when a figure is asked for, and paths are checked before any long computation
-starts, so a typo in ``--plot`` fails at once instead of after the runs.
+matplotlib is an optional dependency (``pip install 'schedlab[plot]'``), imported only
+when a figure is drawn (:func:`~schedlab.plotting.figures.pyplot`); without it, drawing
+raises :class:`~schedlab.errors.SchedlabError`. Each function takes the data a
+computation returned (a report, sweep points, a replay) and writes one figure.
+
+* :mod:`~schedlab.plotting.comparison` — :func:`plot_report` (gaps, memory, Gantt) and its
+  panels :func:`plot_gaps`, :func:`plot_memory`, :func:`plot_gantt`;
+* :mod:`~schedlab.plotting.sweep` — :func:`plot_sweep` (attainment against rate);
+* :mod:`~schedlab.plotting.figures` — loading matplotlib, checking paths, saving.
 """
 
-from __future__ import annotations
+from schedlab.plotting.comparison import plot_gantt, plot_gaps, plot_memory, plot_report
+from schedlab.plotting.figures import check_figure_path, check_output_path, pyplot, save_figure
+from schedlab.plotting.sweep import plot_sweep
 
-from pathlib import Path
-from types import ModuleType
-
-from schedlab.errors import SchedlabError
-
-__all__ = ["check_figure_path", "check_output_path", "pyplot"]
-
-
-def pyplot() -> ModuleType:
-    """``matplotlib.pyplot`` on the non-interactive Agg backend.
-
-    Raises
-    ------
-    SchedlabError
-        If matplotlib is not installed.
-    """
-    try:
-        import matplotlib
-    except ImportError:
-        raise SchedlabError(
-            "plot: matplotlib is not installed; pip install 'schedlab[plot]'"
-        ) from None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def check_output_path(path: str | Path, flag: str) -> Path:
-    """``path`` if its folder exists, else a :class:`SchedlabError` naming ``flag``."""
-    path = Path(path)
-    if not path.parent.is_dir():
-        raise SchedlabError(f"{flag}: folder {path.parent} does not exist")
-    return path
-
-
-def check_figure_path(path: str | Path, flag: str) -> Path:
-    """``path`` if matplotlib can write its format and its folder exists."""
-    path = check_output_path(path, flag)
-    formats = pyplot().figure().canvas.get_supported_filetypes()
-    suffix = path.suffix.lstrip(".").lower()
-    if suffix not in formats:
-        raise SchedlabError(
-            f"{flag}: cannot write a figure as {path.name!r}; use one of "
-            f"{', '.join('.' + f for f in sorted(formats))}"
-        )
-    return path
+__all__ = [
+    "check_figure_path",
+    "check_output_path",
+    "plot_gantt",
+    "plot_gaps",
+    "plot_memory",
+    "plot_report",
+    "plot_sweep",
+    "pyplot",
+    "save_figure",
+]

@@ -25,10 +25,16 @@ from schedlab.serving.cost_model import (
 )
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.metrics import SLO, Distribution, RequestRecord, Summary
-from schedlab.serving.policies import POLICIES, Policy, PolicyContext, make_policy
+from schedlab.serving.policies import (
+    POLICIES,
+    Policy,
+    PolicyContext,
+    make_policy,
+    register_policy,
+)
 from schedlab.serving.simulator import SimulationResult, run_engine, simulate
 from schedlab.serving.sloweave import ChunkDecision, SLOWeaveState, choose_chunk
-from schedlab.serving.workloads import WORKLOADS, RequestStream, make_workload
+from schedlab.serving.workloads import WORKLOADS, RequestStream, make_workload, register_workload
 
 __all__ = [
     "POLICIES",
@@ -59,6 +65,8 @@ __all__ = [
     "make_policy",
     "make_workload",
     "register_cost_model_kind",
+    "register_policy",
+    "register_workload",
     "require_monotone",
     "run_engine",
     "save_cost_model",

@@ -14,11 +14,14 @@ JSON form (``save_cost_model`` / ``load_cost_model``)::
      "source": "...",                   # provenance, free text
      "coefficients": {"base_s": 0.00035, ...}}   # kind-specific body
 
-Any other kind (e.g. a model calibrated from GPU profiles) plugs in through
-:func:`register_cost_model_kind`: give a ``kind`` string and a loader
+Any other kind plugs in with a ``kind`` string and a loader
 ``loader(data: Mapping, where: str) -> CostModel`` that validates ``data`` (raising
 :class:`~schedlab.errors.FormatError` naming ``where``); the object's ``to_dict()`` must
-return the same JSON form with that ``kind``.
+return the same JSON form with that ``kind``. Two ways, never a module named in a string:
+:func:`register_cost_model_kind` at run time, or a Python entry point in the group
+:data:`KIND_ENTRY_POINTS` of an installed package — which is how
+:mod:`schedlab.calibration` adds its ``profile-grid`` kind (``pyproject.toml``), so that
+this module, below calibration, never imports it.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from functools import lru_cache
-from importlib import import_module
+from importlib.metadata import entry_points
 from importlib.resources import files
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -38,6 +41,7 @@ from schedlab.json_files import read_json
 
 __all__ = [
     "BUILTIN_COST_MODELS",
+    "KIND_ENTRY_POINTS",
     "SLOWEAVE_DEFAULT",
     "Chunk",
     "CostModel",
@@ -231,11 +235,21 @@ def _load_linear_attention(data: Mapping[str, Any], where: str) -> CostModel:
         raise FormatError(f"{where}: {exc}") from None
 
 
+#: Entry-point group of installed cost-model kinds: ``kind = "module:loader"``.
+KIND_ENTRY_POINTS = "schedlab.cost_model_kinds"
+
 _KINDS: dict[str, Callable[[Mapping[str, Any], str], CostModel]] = {
     "linear-attention": _load_linear_attention,
 }
-#: Modules that register further kinds on import (``profile-grid``: calibrated models).
-_PLUGIN_MODULES = ("schedlab.calibration",)
+
+
+def _installed_kind(kind: str) -> Callable[[Mapping[str, Any], str], CostModel] | None:
+    """The loader an installed package declares for ``kind`` (entry points), if any."""
+    for point in entry_points(group=KIND_ENTRY_POINTS, name=kind):
+        loader: Callable[[Mapping[str, Any], str], CostModel] = point.load()
+        _KINDS[kind] = loader
+        return loader
+    return None
 
 
 def register_cost_model_kind(
@@ -258,8 +272,9 @@ def register_cost_model_kind(
 
 
 def cost_model_kinds() -> tuple[str, ...]:
-    """Kinds :func:`cost_model_from_dict` understands."""
-    return tuple(_KINDS)
+    """Kinds :func:`cost_model_from_dict` understands: registered and installed ones."""
+    installed = (point.name for point in entry_points(group=KIND_ENTRY_POINTS))
+    return tuple(dict.fromkeys([*_KINDS, *installed]))
 
 
 def cost_model_from_dict(data: Any, where: str = "cost model") -> CostModel:
@@ -269,12 +284,10 @@ def cost_model_from_dict(data: Any, where: str = "cost model") -> CostModel:
     kind = data.get("kind")
     if not isinstance(kind, str):
         raise FormatError(f"{where}: kind: expected a string, got {kind!r}")
-    if kind not in _KINDS:
-        for module in _PLUGIN_MODULES:  # they register their kinds when imported
-            import_module(module)
-    if kind not in _KINDS:
-        raise UnknownNameError("cost model kind", kind, tuple(_KINDS))
-    return _KINDS[kind](data, where)
+    loader = _KINDS.get(kind) or _installed_kind(kind)
+    if loader is None:
+        raise UnknownNameError("cost model kind", kind, cost_model_kinds())
+    return loader(data, where)
 
 
 def load_cost_model(path: str | Path) -> CostModel:

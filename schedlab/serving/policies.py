@@ -19,8 +19,9 @@ name                      per-iteration prefill rule
                           per iteration covers them
 ========================  ==========================================================
 
-Policies are built by name with :func:`make_policy` from the plain dict registry
-:data:`POLICIES`; a custom policy is any object satisfying :class:`Policy`.
+Policies are built by name with :func:`make_policy` from the registry :data:`POLICIES`,
+a plain dict of factories; :func:`register_policy` adds one, and a custom policy is any
+object satisfying :class:`Policy`.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ __all__ = [
     "TokenQuotaPolicy",
     "make_policy",
     "policy_names",
+    "register_policy",
     "slo_token_budget",
 ]
 
@@ -472,8 +474,21 @@ def _sangam(spec: str, arg: str | None, ctx: PolicyContext) -> Policy:
     return SangamPolicy(quantum)
 
 
-#: Policy factories by name: ``factory(spec, argument after ':' or None, context)``.
-POLICIES: dict[str, Callable[[str, str | None, PolicyContext], Policy]] = {
+#: A policy factory: ``factory(spec, argument after ':' or None, context) -> Policy``.
+PolicyFactory = Callable[[str, str | None, PolicyContext], Policy]
+
+#: Spellings of the built-in policies, by name.
+_SPELLINGS = {
+    "whole-prefill": "whole-prefill",
+    "fixed": "fixed:C",
+    "vllm": "vllm",
+    "sarathi": "sarathi[:TAU]",
+    "sloweave": "sloweave[:CMAX]",
+    "sangam": "sangam[:Q]",
+}
+
+#: Policy factories by name.
+POLICIES: dict[str, PolicyFactory] = {
     "whole-prefill": _whole_prefill,
     "fixed": _fixed,
     "vllm": _vllm,
@@ -483,9 +498,22 @@ POLICIES: dict[str, Callable[[str, str | None, PolicyContext], Policy]] = {
 }
 
 
+def register_policy(name: str, factory: PolicyFactory) -> None:
+    """Add a policy under ``name`` (spelt ``name`` or ``name:ARG`` in :func:`make_policy`).
+
+    Raises
+    ------
+    ServingError
+        If the name is taken or contains ``':'``.
+    """
+    if name in POLICIES or ":" in name or not name:
+        raise ServingError(f"register_policy: cannot register policy name {name!r}")
+    POLICIES[name] = factory
+
+
 def policy_names() -> tuple[str, ...]:
     """Spellings accepted by :func:`make_policy`."""
-    return ("whole-prefill", "fixed:C", "vllm", "sarathi[:TAU]", "sloweave[:CMAX]", "sangam[:Q]")
+    return tuple(_SPELLINGS.get(name, name) for name in POLICIES)
 
 
 def make_policy(spec: str, ctx: PolicyContext) -> Policy:

@@ -18,10 +18,13 @@ Named workloads (:data:`WORKLOADS`):
     spaced requests separated by long gaps, at the same mean rate as Poisson (CV 1).
 ``azure-code``, ``azure-conv``
     Replay of the Azure LLM inference traces (Patel et al., "Splitwise", ISCA 2024;
-    CC-BY-4.0), lengths and timestamps, read from ``DATA_DIR/traces``.
+    CC-BY-4.0), lengths and timestamps, read from ``DATA_DIR/traces``: the directory the
+    caller passes, or the one the environment variable ``SCHEDLAB_DATA`` names (the
+    library never guesses it).
 
 Any trace file path (see :mod:`schedlab.llm.traces`) is also a workload: replayed if it has
-timestamps, otherwise its lengths are resampled under Poisson arrivals.
+timestamps, otherwise its lengths are resampled under Poisson arrivals. The named
+workloads are data in :data:`WORKLOADS`; :func:`register_workload` adds one.
 
 Random streams use common random numbers: for a seed, request ``k`` gets the same unit-rate
 inter-arrival gap and the same lengths at every rate (arrival times are the unit-rate
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -51,9 +55,14 @@ __all__ = [
     "RequestStream",
     "TraceReplay",
     "Workload",
-    "default_data_dir",
+    "WorkloadSpec",
+    "data_directory",
     "make_workload",
+    "register_workload",
 ]
+
+#: The environment variable naming the directory of the real data (``traces/`` ...).
+DATA_ENV = "SCHEDLAB_DATA"
 
 #: Draws are made in blocks of this many requests, so request ``k``'s random numbers do
 #: not depend on how many requests a rate needs.
@@ -244,23 +253,91 @@ class TraceReplay:
 
 Workload = RandomWorkload | TraceReplay
 
-#: Workload names and one-line descriptions.
-WORKLOADS: dict[str, str] = {
-    "chat": "ShareGPT lengths, Poisson arrivals",
-    "long": "arXiv summarization lengths, Poisson arrivals",
-    "mixed": "1/2 chat + 1/2 long per request, Poisson arrivals",
-    "bursty": f"chat lengths, Gamma inter-arrivals with CV {BURSTY_CV:g}",
-    "azure-code": "replay of AzureLLMInferenceTrace_code.csv (DATA_DIR/traces)",
-    "azure-conv": "replay of AzureLLMInferenceTrace_conv.csv (DATA_DIR/traces)",
+
+def data_directory(data_dir: str | Path | None = None) -> Path:
+    """The data directory: ``data_dir`` if given, else ``$SCHEDLAB_DATA``.
+
+    Raises
+    ------
+    DataNotFoundError
+        If neither is given.
+    """
+    if data_dir is not None:
+        return Path(data_dir)
+    env = os.environ.get(DATA_ENV)
+    if env:
+        return Path(env)
+    raise DataNotFoundError(
+        f"no data directory: pass it (--data-dir) or set {DATA_ENV} to the folder holding traces/"
+    )
+
+
+def _azure(kind: str) -> Callable[[Path | None], Workload]:
+    def factory(data_dir: Path | None) -> Workload:
+        path = data_directory(data_dir) / "traces" / f"AzureLLMInferenceTrace_{kind}.csv"
+        if not path.is_file():
+            raise DataNotFoundError(
+                f"{path}: Azure trace not found; pass the data directory (--data-dir) "
+                f"or set {DATA_ENV}"
+            )
+        return TraceReplay(f"azure-{kind}", path)
+
+    return factory
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """A named workload: a one-line description and ``factory(data_dir) -> Workload``."""
+
+    description: str
+    factory: Callable[[Path | None], Workload]
+
+
+#: The named workloads.
+WORKLOADS: dict[str, WorkloadSpec] = {
+    "chat": WorkloadSpec(
+        "ShareGPT lengths, Poisson arrivals",
+        lambda _: RandomWorkload("chat", ((1.0, builtin_table("sharegpt")),)),
+    ),
+    "long": WorkloadSpec(
+        "arXiv summarization lengths, Poisson arrivals",
+        lambda _: RandomWorkload("long", ((1.0, builtin_table("arxiv")),)),
+    ),
+    "mixed": WorkloadSpec(
+        "1/2 chat + 1/2 long per request, Poisson arrivals",
+        lambda _: RandomWorkload(
+            "mixed", ((0.5, builtin_table("sharegpt")), (0.5, builtin_table("arxiv")))
+        ),
+    ),
+    "bursty": WorkloadSpec(
+        f"chat lengths, Gamma inter-arrivals with CV {BURSTY_CV:g}",
+        lambda _: RandomWorkload(
+            "bursty", ((1.0, builtin_table("sharegpt")),), arrival_cv=BURSTY_CV
+        ),
+    ),
+    "azure-code": WorkloadSpec(
+        "replay of AzureLLMInferenceTrace_code.csv (DATA_DIR/traces)", _azure("code")
+    ),
+    "azure-conv": WorkloadSpec(
+        "replay of AzureLLMInferenceTrace_conv.csv (DATA_DIR/traces)", _azure("conv")
+    ),
 }
 
 
-def default_data_dir() -> Path:
-    """``$SCHEDLAB_DATA_DIR`` if set, else ``../shared/data`` beside the source checkout."""
-    env = os.environ.get("SCHEDLAB_DATA_DIR")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[2].parent / "shared" / "data"
+def register_workload(
+    name: str, description: str, factory: Callable[[Path | None], Workload]
+) -> None:
+    """Add a named workload; ``factory(data_dir)`` builds it (``data_dir`` may be
+    ``None``).
+
+    Raises
+    ------
+    ServingError
+        If the name is taken.
+    """
+    if name in WORKLOADS:
+        raise ServingError(f"register_workload: workload {name!r} is already registered")
+    WORKLOADS[name] = WorkloadSpec(description, factory)
 
 
 def make_workload(name: str, *, data_dir: str | Path | None = None) -> Workload:
@@ -271,27 +348,10 @@ def make_workload(name: str, *, data_dir: str | Path | None = None) -> Workload:
     UnknownNameError
         For an unknown name that is not an existing file.
     DataNotFoundError
-        When a replayed Azure trace is not under ``data_dir``.
+        When a replayed trace is not under the data directory.
     """
-    chat = builtin_table("sharegpt")
-    long = builtin_table("arxiv")
-    if name == "chat":
-        return RandomWorkload("chat", ((1.0, chat),))
-    if name == "long":
-        return RandomWorkload("long", ((1.0, long),))
-    if name == "mixed":
-        return RandomWorkload("mixed", ((0.5, chat), (0.5, long)))
-    if name == "bursty":
-        return RandomWorkload("bursty", ((1.0, chat),), arrival_cv=BURSTY_CV)
-    if name in ("azure-code", "azure-conv"):
-        base = Path(data_dir) if data_dir is not None else default_data_dir()
-        path = base / "traces" / f"AzureLLMInferenceTrace_{name.split('-')[1]}.csv"
-        if not path.is_file():
-            raise DataNotFoundError(
-                f"{path}: Azure trace not found; pass the data directory (--data-dir) "
-                "or set SCHEDLAB_DATA_DIR"
-            )
-        return TraceReplay(name, path)
+    if name in WORKLOADS:
+        return WORKLOADS[name].factory(None if data_dir is None else Path(data_dir))
     path = Path(name)
     if path.is_file():
         trace = read_trace(path)

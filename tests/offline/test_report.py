@@ -8,9 +8,11 @@ import sys
 
 import pytest
 
+from schedlab.cli import main
 from schedlab.errors import FormatError, SchedlabError
 from schedlab.offline.backlogs import jaillet_instance
-from schedlab.offline.report import load_instances, plot_report, run_report
+from schedlab.offline.report import load_instances, run_report
+from schedlab.plotting import plot_report
 from tests.conftest import INSTANCES
 
 SOLVERS = ("fcfs", "sorted-f")
@@ -42,20 +44,22 @@ def test_save_writes_csv_and_markdown(report, tmp_path) -> None:
     assert "## tiny-1" in text and "## Best per instance" in text
 
 
-def test_run_report_with_out_dir_and_plot(tmp_path) -> None:
+def test_run_report_with_out_dir_and_plot(tmp_path, capsys) -> None:
     pytest.importorskip("matplotlib")
     png = tmp_path / "fig.png"
-    run_report(
-        [INSTANCES / "tiny-2.json"], ["fcfs"], out_dir=tmp_path, plot=png, progress=io.StringIO()
+    report = run_report(
+        [INSTANCES / "tiny-2.json"], ["fcfs"], out_dir=tmp_path, progress=io.StringIO()
     )
+    plot_report(report, png)
     assert (tmp_path / "report.csv").is_file()
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # A new output folder may also hold the figure: it is created before the check.
     out = tmp_path / "new" / "dir"
-    run_report([INSTANCES / "tiny-2.json"], ["fcfs"], out_dir=out, plot=out / "fig.svg")
-    assert (out / "report.md").is_file() and (out / "fig.svg").is_file()
-    with pytest.raises(SchedlabError, match="cannot write a figure"):
-        run_report([INSTANCES / "tiny-2.json"], ["fcfs"], plot=tmp_path / "fig.txt")
+    tiny = str(INSTANCES / "tiny-2.json")
+    main(["compare", tiny, "--solvers", "fcfs", "--out", str(out), "--plot", str(out / "f.svg")])
+    assert (out / "report.md").is_file() and (out / "f.svg").is_file()
+    assert main(["compare", tiny, "--solvers", "fcfs", "--plot", str(tmp_path / "fig.txt")]) == 2
+    assert "cannot write a figure" in capsys.readouterr().err
 
 
 def test_plot_names_unknown_schedule(report, tmp_path) -> None:

@@ -11,11 +11,12 @@ from schedlab.serving.workloads import (
     BLOCK,
     BURSTY_CV,
     RequestStream,
-    default_data_dir,
+    data_directory,
     make_workload,
 )
+from tests.conftest import DATA_DIR
 
-DATA = default_data_dir()
+DATA = DATA_DIR
 needs_data = pytest.mark.skipif(
     not (DATA / "traces").is_dir(), reason=f"shared data not at {DATA}"
 )
@@ -129,3 +130,12 @@ def test_bad_inputs():
 def test_stream_validation(arrival, prompt, output, message):
     with pytest.raises(ServingError, match=message):
         RequestStream("s", np.array(arrival), np.array(prompt), np.array(output), 1.0)
+
+
+def test_the_data_directory_is_never_guessed(monkeypatch, tmp_path):
+    monkeypatch.delenv("SCHEDLAB_DATA", raising=False)
+    with pytest.raises(DataNotFoundError, match="set SCHEDLAB_DATA"):
+        make_workload("azure-conv")
+    assert data_directory(tmp_path) == tmp_path
+    monkeypatch.setenv("SCHEDLAB_DATA", str(tmp_path))
+    assert data_directory() == tmp_path

@@ -1,0 +1,137 @@
+"""The solver contract (``schedlab/offline/solvers/contract.py``), checked on every solver.
+
+Parametrised over :func:`schedlab.available_solvers`, so a solver added to the registry
+is held to the same tests: verified schedules with the objective claimed, determinism,
+refusal of unknown options, exact optima equal to the brute-force optimum, and a
+wall-clock cap that is honoured and recorded.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+
+import pytest
+from hypothesis import given, settings
+
+from schedlab import available_solvers, solve
+from schedlab.budget import STOPPED_BY
+from schedlab.errors import UnknownOptionError
+from schedlab.offline.backlogs import jaillet_instance
+from schedlab.offline.instance import Instance
+from schedlab.offline.instance_io import read_instance
+from schedlab.offline.result import Status
+from schedlab.offline.solvers import SolverInfo, get_solver
+from schedlab.offline.solvers.brute_force import MAX_REQUESTS as BRUTE_FORCE_MAX
+from schedlab.offline.solvers.dp import MAX_DP_REQUESTS
+from schedlab.offline.verify import verify
+from tests.conftest import INSTANCES
+from tests.strategies import instances
+
+TINY = [read_instance(path) for path in sorted(INSTANCES.glob("tiny-*.json"))]
+
+#: Tiny instances with releases (the shipped tiny ones are backlogs).
+WITH_RELEASES = [
+    Instance.from_arrays(12, [2, 0, 3, 1, 4], [3, 5, 2, 4, 1], [0, 1, 1, 3, 4]),
+    Instance.from_arrays(9, [1, 2, 0, 3], [4, 2, 6, 1], [2, 0, 0, 5]),
+]
+
+
+#: Instances every solver is checked on: two backlogs, and the two with releases.
+SAMPLE = [TINY[0], TINY[3], *WITH_RELEASES]
+
+
+@pytest.fixture(scope="module", params=available_solvers())
+def solver(request: pytest.FixtureRequest) -> SolverInfo:
+    """Each registered solver in turn (PyJobShop's conftest runs every test on every
+    backend the same way)."""
+    return get_solver(request.param)
+
+
+@pytest.fixture(scope="module", params=[n for n in available_solvers() if get_solver(n).exact])
+def exact_solver(request: pytest.FixtureRequest) -> SolverInfo:
+    """Each registered exact solver in turn."""
+    return get_solver(request.param)
+
+
+def _objective(instance: Instance, starts) -> int:  # type: ignore[no-untyped-def]
+    return int((starts + instance.output - instance.arrival).sum())
+
+
+@pytest.mark.parametrize("index", range(len(SAMPLE)))
+def test_schedule_is_verified_and_objective_is_its_own(solver: SolverInfo, index: int) -> None:
+    instance = SAMPLE[index]
+    result = solve(instance, solver.name, time_limit=60, seed=1)
+    assert verify(instance, result.starts) == []
+    assert result.objective == _objective(instance, result.starts)
+    assert result.stats["stopped_by"] in STOPPED_BY
+    if result.lower_bound is not None:
+        assert result.lower_bound <= result.objective + 1e-9
+
+
+def test_same_seed_same_schedule(solver: SolverInfo) -> None:
+    instance = jaillet_instance(5, n=8)
+    first = solve(instance, solver.name, seed=3, bound=None)
+    again = solve(instance, solver.name, seed=3, bound=None)
+    assert first.starts.tolist() == again.starts.tolist()
+    assert first.stats["stopped_by"] != "time_limit"
+
+
+def test_unknown_option_is_refused_by_name(solver: SolverInfo) -> None:
+    with pytest.raises(UnknownOptionError, match=rf"^{solver.name}: unknown option\(s\) colour"):
+        solve(TINY[0], solver.name, colour="red")
+
+
+def test_declared_options_are_accepted(solver: SolverInfo) -> None:
+    assert "budget" not in solver.options and "seed" not in solver.options
+    assert all(name.isidentifier() for name in solver.options)
+
+
+@functools.cache
+def _optimum(index: int) -> int:
+    """The brute-force optimum of ``(TINY + WITH_RELEASES)[index]`` (the shipped tiny
+    instances record theirs, proven the same way when they were made)."""
+    instance = (TINY + WITH_RELEASES)[index]
+    oracle = solve(instance, "brute-force", bound=None)
+    assert oracle.status is Status.OPTIMAL
+    if "optimum" in instance.meta:
+        assert oracle.objective == instance.meta["optimum"]
+    return oracle.objective
+
+
+@pytest.mark.parametrize("index", range(len(TINY) + len(WITH_RELEASES)))
+def test_exact_optimum_equals_brute_force(exact_solver: SolverInfo, index: int) -> None:
+    instance = (TINY + WITH_RELEASES)[index]
+    result = solve(instance, exact_solver.name, bound=None)
+    assert result.status is Status.OPTIMAL
+    assert result.objective == _optimum(index)
+
+
+@settings(max_examples=8, deadline=None)
+@given(instances(max_n=6, max_memory=14, max_output=6, max_arrival=3))
+def test_random_instances_keep_the_contract(solver: SolverInfo, instance: Instance) -> None:
+    result = solve(instance, solver.name, bound=None, seed=2)
+    assert verify(instance, result.starts) == []
+    assert result.objective == _objective(instance, result.starts)
+    if solver.exact:
+        oracle = solve(instance, "brute-force", bound=None)
+        assert result.status is Status.OPTIMAL and result.objective == oracle.objective
+    else:
+        assert result.status is not Status.INFEASIBLE
+
+
+def test_time_limit_is_honoured_and_recorded(solver: SolverInfo) -> None:
+    # an instance as large as the solver takes, so that exact ones cannot finish
+    n = {"brute-force": BRUTE_FORCE_MAX, "dp": MAX_DP_REQUESTS}.get(solver.name, 40)
+    instance = jaillet_instance(11, n=n)
+    limit = 0.5
+    began = time.perf_counter()
+    result = solve(instance, solver.name, time_limit=limit, bound=None)
+    elapsed = time.perf_counter() - began
+    assert verify(instance, result.starts) == []
+    # the cap is checked between units of work; the slack covers one unit and the
+    # verification, which are far below a second on these sizes
+    assert elapsed < limit + 3.0
+    assert result.stats["stopped_by"] in STOPPED_BY
+    if result.stats["stopped_by"] == "time_limit" and solver.exact:
+        assert result.status is Status.TIME_LIMIT
