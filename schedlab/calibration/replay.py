@@ -42,6 +42,7 @@ reserve.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import time
@@ -57,7 +58,8 @@ from schedlab.llm.models import get_model_shape, kv_token_capacity
 from schedlab.llm.traces import jsonl_rows
 from schedlab.serving.cost_model import CostModel
 from schedlab.serving.engine_config import EngineConfig
-from schedlab.serving.policies import PolicyContext, make_policy
+from schedlab.serving.metrics import SLO
+from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import run_engine
 from schedlab.serving.workloads import RequestStream
 
@@ -420,16 +422,12 @@ def replay(
     config = config or engine_config_for_run(run)
     if async_scheduling is None:
         async_scheduling = async_scheduling_of(run)
+    config = dataclasses.replace(config, async_scheduling=async_scheduling)
     started = time.perf_counter()
-    chosen = make_policy(policy, PolicyContext(cost_model, config, tpot_target_s))
-    result = run_engine(
-        run.stream(),
-        chosen,
-        cost_model,
-        config,
-        record_batches=True,
-        async_scheduling=async_scheduling,
+    scenario = Scenario(
+        policy=policy, cost_model=cost_model, slo=SLO(60.0, tpot_target_s), engine=config
     )
+    result = run_engine(run.stream(), scenario, record_batches=True)
     records = result.records
     queued = queued_instants(
         run.arrival_s,
@@ -460,7 +458,7 @@ def replay(
         sum(r.finished for r in records),
         sum(r.preemptions for r in records),
         int(result.iteration_end_s.size),
-        chosen.name,
+        result.policy,
         cost_model.name,
         config,
         async_scheduling,

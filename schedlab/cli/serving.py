@@ -25,6 +25,7 @@ from schedlab.errors import ServingError
 if TYPE_CHECKING:
     from schedlab.serving.engine_config import EngineConfig
     from schedlab.serving.metrics import SLO
+    from schedlab.serving.scenario import Scenario
 
 __all__ = ["parse_duration", "register"]
 
@@ -115,6 +116,23 @@ def _slo(args: argparse.Namespace) -> SLO:
     )
 
 
+def _scenario(args: argparse.Namespace) -> Scenario:
+    """The scenario the common options describe (and ``simulate``'s own, if given)."""
+    from schedlab.serving.scenario import Scenario
+
+    margin = getattr(args, "margin", None)
+    return Scenario(
+        policy=getattr(args, "policy", None) or "sloweave",
+        cost_model=args.cost_model,
+        slo=_slo(args),
+        engine=_engine(args),
+        actual_cost_model=getattr(args, "actual_cost_model", None),
+        noise_cv=getattr(args, "noise_cv", 0.0),
+        margin_s=None if margin is None else parse_duration(margin, "--margin", allow_zero=True),
+        seed=args.seed,
+    )
+
+
 def _ms(seconds: float | None) -> str:
     return "-" if seconds is None or math.isnan(seconds) else f"{seconds * 1e3:.1f}"
 
@@ -125,18 +143,9 @@ def _simulate(args: argparse.Namespace) -> int:
     rate = None if args.rate is None else _positive_number(args.rate, "--rate")
     result = simulate(
         args.workload,
+        _scenario(args),
         rate=rate,
         duration_s=parse_duration(args.duration, "--duration"),
-        policy=args.policy,
-        cost_model=args.cost_model,
-        slo=_slo(args),
-        engine=_engine(args),
-        seed=args.seed,
-        actual_cost_model=args.actual_cost_model,
-        noise_cv=args.noise_cv,
-        margin_s=None
-        if args.margin is None
-        else parse_duration(args.margin, "--margin", allow_zero=True),
         data_dir=args.data_dir,
     )
     if args.records:
@@ -168,12 +177,8 @@ def _capacity(args: argparse.Namespace) -> int:
 
     result = capacity(
         args.workload,
-        args.policy,
-        slo=_slo(args),
-        cost_model=args.cost_model,
-        engine=_engine(args),
+        _scenario(args),
         duration_s=parse_duration(args.duration, "--duration"),
-        seed=args.seed,
         target=args.target,
         rel_tol=args.tolerance,
         start_rps=_positive_number(args.start_rate, "--start-rate"),
@@ -217,11 +222,8 @@ def _sweep(args: argparse.Namespace) -> int:
         args.workload,
         policies,
         rates,
-        slo=_slo(args),
-        cost_model=args.cost_model,
-        engine=_engine(args),
+        _scenario(args),
         duration_s=parse_duration(args.duration, "--duration"),
-        seed=args.seed,
         workers=args.workers,
         progress=None if args.quiet else _progress,
         data_dir=args.data_dir,

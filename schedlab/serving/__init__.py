@@ -1,13 +1,20 @@
 """The online half of schedlab: an iteration-level serving simulator, cost models and
-SLOWeave's deadline-safe chunk sizing (DESIGN sections 2 and 3).
+SLOWeave's deadline-safe chunk sizing (``docs/design.md``, sections "Online model",
+"SLOWeave" and "Cost models and calibration").
 
 Typical use::
 
-    from schedlab.serving import SLO, capacity, simulate
+    from schedlab.serving import SLO, Scenario, capacity, simulate
 
-    result = simulate("mixed", rate=4.0, duration_s=120, policy="sloweave",
-                      slo=SLO(ttft_s=5.0, tpot_s=0.025), seed=0)
+    scenario = Scenario(policy="sloweave", slo=SLO(ttft_s=5.0, tpot_s=0.025), seed=0)
+    result = simulate("mixed", scenario, rate=4.0, duration_s=120)
     print(result.summary.attainment)
+
+Modules, from the bottom up: :mod:`~.workloads` (request streams), :mod:`~.cost_model`,
+:mod:`~.engine_config`, :mod:`~.kv_cache` (the KV block manager), :mod:`~.metrics`,
+:mod:`~.sloweave` (the chunk chooser), :mod:`~.view` (what a policy sees),
+:mod:`~.policies`, :mod:`~.scenario`, :mod:`~.engine` (the event loop),
+:mod:`~.simulator` and :mod:`~.capacity`.
 """
 
 from schedlab.errors import NonMonotoneCostModelError, ServingError
@@ -24,6 +31,7 @@ from schedlab.serving.cost_model import (
     save_cost_model,
 )
 from schedlab.serving.engine_config import EngineConfig
+from schedlab.serving.kv_cache import KVCache
 from schedlab.serving.metrics import SLO, Distribution, RequestRecord, Summary
 from schedlab.serving.policies import (
     POLICIES,
@@ -32,6 +40,7 @@ from schedlab.serving.policies import (
     make_policy,
     register_policy,
 )
+from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import SimulationResult, run_engine, simulate
 from schedlab.serving.sloweave import ChunkDecision, SLOWeaveState, choose_chunk
 from schedlab.serving.workloads import WORKLOADS, RequestStream, make_workload, register_workload
@@ -46,6 +55,7 @@ __all__ = [
     "CostModel",
     "Distribution",
     "EngineConfig",
+    "KVCache",
     "LinearAttentionCostModel",
     "NonMonotoneCostModelError",
     "Policy",
@@ -53,6 +63,7 @@ __all__ = [
     "RequestRecord",
     "RequestStream",
     "SLOWeaveState",
+    "Scenario",
     "ServingError",
     "SimulationResult",
     "Summary",

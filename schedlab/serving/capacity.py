@@ -29,9 +29,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
 from schedlab.errors import ServingError
-from schedlab.serving.cost_model import CostModel, get_cost_model
-from schedlab.serving.engine_config import EngineConfig
-from schedlab.serving.metrics import SLO, Summary
+from schedlab.serving.metrics import Summary
+from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import simulate
 from schedlab.serving.workloads import Workload, make_workload
 
@@ -69,32 +68,20 @@ class Probe:
 def probe(
     workload: Workload,
     rate: float,
-    policy: str,
+    scenario: Scenario,
     *,
-    slo: SLO,
-    cost_model: CostModel,
-    engine: EngineConfig,
     duration_s: float,
-    seed: int,
     target: float = 0.9,
 ) -> Probe:
     """Simulate one rate with both stop rules of the module docstring."""
-    stream = workload.generate(rate, duration_s, seed)
+    stream = workload.generate(rate, duration_s, scenario.seed)
     n = len(stream)
     if n == 0:
         return Probe(rate, math.nan, 0, True)
+    slo = scenario.slo
     horizon = float((stream.arrival_s + slo.ttft_s + (stream.output - 1) * slo.tpot_s).max())
     allowed = math.floor((1 - target) * n + 1e-9)
-    result = simulate(
-        stream,
-        policy=policy,
-        cost_model=cost_model,
-        slo=slo,
-        engine=engine,
-        seed=seed,
-        stop_at_s=horizon,
-        max_violations=allowed,
-    )
+    result = simulate(stream, scenario, stop_at_s=horizon, max_violations=allowed)
     summary = result.summary
     exact = not summary.truncated or result.run.end_s >= horizon
     return Probe(rate, summary.attainment, n, exact)
@@ -137,13 +124,9 @@ class CapacityResult:
 
 def capacity(
     workload: str | Workload,
-    policy: str,
+    scenario: Scenario | None = None,
     *,
-    slo: SLO,
-    cost_model: str | CostModel = "sloweave-default",
-    engine: EngineConfig | None = None,
     duration_s: float = 120.0,
-    seed: int = 0,
     target: float = 0.9,
     rel_tol: float = 0.02,
     start_rps: float = 1.0,
@@ -152,14 +135,19 @@ def capacity(
 ) -> CapacityResult:
     """Highest arrival rate with SLO attainment ``>= target``, by bisection.
 
-    The search halves the rate down to ``20 / duration_s`` (about 20 requests) at most;
-    if that still fails, the capacity is reported as 0.
+    The scenario's policy must be a spelling (each rate runs a fresh policy). The search
+    halves the rate down to ``20 / duration_s`` (about 20 requests) at most; if that
+    still fails, the capacity is reported as 0.
 
     Raises
     ------
     ServingError
-        On a target outside (0, 1], a non-positive tolerance or rate bounds.
+        On a target outside (0, 1], a non-positive tolerance or rate bounds, or a policy
+        object in the scenario.
     """
+    scenario = scenario or Scenario()
+    if not isinstance(scenario.policy, str):
+        raise ServingError("capacity: give the policy by name (each rate needs a fresh one)")
     if not 0 < target <= 1:
         raise ServingError(f"capacity: target attainment must be in (0, 1], got {target}")
     if not (rel_tol > 0 and start_rps > 0 and max_rps >= start_rps):
@@ -167,23 +155,13 @@ def capacity(
             "capacity: need rel_tol > 0 and 0 < start_rps <= max_rps, got "
             f"{rel_tol}, {start_rps}, {max_rps}"
         )
-    model = get_cost_model(cost_model)
-    config = engine or EngineConfig()
+    model = scenario.predicted()
+    scenario = scenario.with_(cost_model=model)  # loaded once for every probe
     load = make_workload(workload, data_dir=data_dir) if isinstance(workload, str) else workload
     probes: list[Probe] = []
 
     def meets(rate: float) -> bool:
-        p = probe(
-            load,
-            rate,
-            policy,
-            slo=slo,
-            cost_model=model,
-            engine=config,
-            duration_s=duration_s,
-            seed=seed,
-            target=target,
-        )
+        p = probe(load, rate, scenario, duration_s=duration_s, target=target)
         probes.append(p)
         return p.meets(target)
 
@@ -215,14 +193,14 @@ def capacity(
         else:
             hi = mid
     return CapacityResult(
-        policy=policy,
+        policy=str(scenario.policy),
         workload=load.name,
         cost_model=model.name,
-        tpot_s=slo.tpot_s,
-        ttft_s=slo.ttft_s,
+        tpot_s=scenario.slo.tpot_s,
+        ttft_s=scenario.slo.ttft_s,
         target=target,
         duration_s=duration_s,
-        seed=seed,
+        seed=scenario.seed,
         capacity_rps=lo,
         saturated=hi == math.inf,
         probes=tuple(probes),
@@ -291,51 +269,41 @@ class SweepPoint:
 @dataclass(frozen=True)
 class _SweepTask:
     workload: str
-    policy: str
     rate: float
-    slo: SLO
-    cost_model: str | CostModel
-    engine: EngineConfig
+    scenario: Scenario
     duration_s: float
-    seed: int
     data_dir: str | None
 
 
 def _sweep_point(task: _SweepTask) -> SweepPoint:
     result = simulate(
         task.workload,
+        task.scenario,
         rate=task.rate,
         duration_s=task.duration_s,
-        policy=task.policy,
-        cost_model=task.cost_model,
-        slo=task.slo,
-        engine=task.engine,
-        seed=task.seed,
         data_dir=task.data_dir,
     )
-    return SweepPoint(task.policy, task.rate, result.summary)
+    return SweepPoint(str(task.scenario.policy), task.rate, result.summary)
 
 
 def sweep(
     workload: str,
     policies: Sequence[str],
     rates: Sequence[float],
+    scenario: Scenario | None = None,
     *,
-    slo: SLO,
-    cost_model: str | CostModel = "sloweave-default",
-    engine: EngineConfig | None = None,
-    duration_s: float = 120.0,
-    seed: int = 0,
+    duration_s: float = 60.0,
     workers: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     data_dir: str | None = None,
 ) -> list[SweepPoint]:
-    """Simulate every policy at every rate (same seed: common random numbers)."""
+    """Simulate every policy at every rate of ``scenario`` (its policy is replaced by
+    each of ``policies``; same seed: common random numbers)."""
     if not policies or not rates:
         raise ServingError("sweep: give at least one policy and one rate")
-    config = engine or EngineConfig()
+    base = scenario or Scenario()
     tasks = [
-        _SweepTask(workload, p, r, slo, cost_model, config, duration_s, seed, data_dir)
+        _SweepTask(workload, r, base.with_(policy=p), duration_s, data_dir)
         for p in policies
         for r in rates
     ]

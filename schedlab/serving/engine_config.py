@@ -1,9 +1,15 @@
-"""Engine limits of a continuous-batching server and its paged KV-cache arithmetic.
+"""Limits and behaviours of one continuous-batching engine, as vLLM names them.
 
 The limits follow vLLM (Kwon et al., "Efficient Memory Management for Large Language
-Model Serving with PagedAttention", SOSP 2023; vLLM engine arguments
-``block_size``, ``max_num_seqs``, ``max_num_batched_tokens``). A request holding ``t``
-KV tokens occupies ``ceil(t / block_size)`` blocks (DESIGN section 2).
+Model Serving with PagedAttention", SOSP 2023; engine arguments ``block_size``,
+``max_num_seqs``, ``max_num_batched_tokens``); the behaviours are vLLM v1's defaults in
+release 0.19.0: prefix caching (``enable_prefix_caching``), the admission gate that
+checks a waiting request's whole sequence against the free KV blocks
+(``scheduler_reserve_full_isl``, ``vllm/config/scheduler.py`` line 139) and asynchronous
+scheduling (``async_scheduling``, the default since 0.14.0) — which this engine models
+only when asked, because a deadline-aware policy cannot plan one iteration ahead. A
+request holding ``t`` KV tokens occupies ``ceil(t / block_size)`` blocks
+(:mod:`schedlab.serving.kv_cache`; ``docs/design.md``, section "Online model").
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ __all__ = ["EngineConfig"]
 
 @dataclass(frozen=True)
 class EngineConfig:
-    """Limits of one serving engine.
+    """Limits and behaviours of one serving engine.
 
     Attributes
     ----------
@@ -33,12 +39,25 @@ class EngineConfig:
         Most tokens (one per decode plus every prefill-chunk token) in one iteration.
         Policies that never split a prompt may exceed it with a single whole prompt, as
         vLLM raises the budget to the model length when chunked prefill is off.
+    prefix_caching
+        Freed full KV blocks stay cached until evicted, so a request resumed after a
+        preemption recomputes only its evicted blocks (vLLM's ``enable_prefix_caching``).
+    reserve_full_prompt
+        A waiting request is admitted only if its whole sequence fits in the free blocks
+        (vLLM's ``scheduler_reserve_full_isl``); otherwise its first chunk suffices.
+    async_scheduling
+        vLLM's asynchronous scheduling: the next batch is planned while the current one
+        runs, so new arrivals and the seats and blocks of finished requests reach it one
+        iteration late (:mod:`schedlab.serving.engine`).
     """
 
     kv_capacity_tokens: int = 262_144
     block_size: int = 16
     max_num_seqs: int = 256
     max_num_batched_tokens: int = 8192
+    prefix_caching: bool = True
+    reserve_full_prompt: bool = True
+    async_scheduling: bool = False
 
     def __post_init__(self) -> None:
         for field in (
@@ -50,6 +69,11 @@ class EngineConfig:
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ServingError(f"engine.{field}: must be an integer >= 1, got {value!r}")
+        for field in ("prefix_caching", "reserve_full_prompt", "async_scheduling"):
+            if not isinstance(getattr(self, field), bool):
+                raise ServingError(
+                    f"engine.{field}: must be true or false, got {getattr(self, field)!r}"
+                )
         if self.kv_capacity_tokens < self.block_size:
             raise ServingError(
                 f"engine.kv_capacity_tokens: must hold at least one block of "
@@ -70,24 +94,3 @@ class EngineConfig:
     def blocks(self, tokens: int) -> int:
         """Blocks that hold ``tokens`` KV tokens: ``ceil(tokens / block_size)``."""
         return -(-tokens // self.block_size)
-
-    def chunk_blocks(self, done: int, target: int, chunk: int) -> int:
-        """New blocks for prefilling ``chunk`` more tokens of a prompt at ``done``/``target``.
-
-        A chunk that completes the prompt also produces the first output token, whose KV
-        slot is reserved in the same iteration, so the request then holds ``target + 1``.
-        """
-        after = done + chunk + (1 if done + chunk == target else 0)
-        return self.blocks(after) - self.blocks(done)
-
-    def max_chunk(self, done: int, target: int, free_blocks: int) -> int:
-        """Largest chunk of the remaining ``target - done`` tokens that fits in ``free_blocks``.
-
-        The request may fill its partly used last block and ``free_blocks`` new ones:
-        ``room = (ceil(done / b) + free_blocks) * b - done`` tokens. Completing the prompt
-        needs ``remaining + 1`` tokens of room (the first output token), so with
-        ``room == remaining`` only ``remaining - 1`` tokens fit.
-        """
-        remaining = target - done
-        room = (self.blocks(done) + free_blocks) * self.block_size - done
-        return remaining if room > remaining else min(room, remaining - 1)

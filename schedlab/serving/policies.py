@@ -4,8 +4,12 @@ Every policy here keeps vLLM's decode-first rule: each iteration carries *every*
 decode (one token each; :class:`~schedlab.serving.engine_config.EngineConfig` guarantees
 ``max_num_batched_tokens >= max_num_seqs``), and the policy only decides the prefill
 chunks, taken first-come first-served over the prefill candidates (admitted requests whose
-prompt is partly prefilled, in admission order, then the waiting queue). A policy stops
-at the first candidate it cannot serve (head-of-line order, as vLLM's scheduler does).
+prompt is partly prefilled, in admission order, then the waiting queue) of the engine's
+view (:mod:`schedlab.serving.view`). A policy stops at the first candidate it cannot serve
+(head-of-line order, as vLLM's scheduler does: ``vllm/v1/core/sched/scheduler.py``
+``break``s at a waiting request that does not fit, lines 563–850): a waiting request
+that fails the admission gate, or whose chunk does not fit in the free blocks, or that
+would need a seat when none is free.
 
 ========================  ==========================================================
 name                      per-iteration prefill rule
@@ -26,7 +30,7 @@ object satisfying :class:`Policy`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -34,14 +38,12 @@ from schedlab.errors import ServingError, UnknownNameError
 from schedlab.serving.cost_model import Chunk, CostModel, require_monotone
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.sloweave import SLOWeaveState, choose_chunk
+from schedlab.serving.view import EngineView, Plan
 
 __all__ = [
     "POLICIES",
-    "EngineView",
-    "Plan",
     "Policy",
     "PolicyContext",
-    "RequestView",
     "SLOWeavePolicy",
     "SangamPolicy",
     "TokenQuotaPolicy",
@@ -50,66 +52,6 @@ __all__ = [
     "register_policy",
     "slo_token_budget",
 ]
-
-
-class RequestView(Protocol):
-    """What a policy may read of a request."""
-
-    @property
-    def index(self) -> int: ...
-    @property
-    def prompt(self) -> int: ...
-    @property
-    def target(self) -> int:
-        """Tokens this (re)start must prefill: the prompt plus tokens generated before."""
-        ...
-
-    @property
-    def done(self) -> int:
-        """Tokens of ``target`` already prefilled (the next chunk's prior context)."""
-        ...
-
-    @property
-    def admitted(self) -> bool:
-        """Whether the request holds a seat (``max_num_seqs``) and KV blocks."""
-        ...
-
-
-class EngineView(Protocol):
-    """What a policy may read of the engine at an iteration start."""
-
-    @property
-    def config(self) -> EngineConfig: ...
-    @property
-    def now_s(self) -> float: ...
-    @property
-    def n_decode(self) -> int: ...
-    @property
-    def decode_kv(self) -> int: ...
-    @property
-    def last_token_s(self) -> float:
-        """When every running decode produced its latest token (end of last iteration)."""
-        ...
-
-    @property
-    def free_blocks(self) -> int:
-        """KV blocks free after reserving this iteration's decode growth."""
-        ...
-
-    @property
-    def free_seats(self) -> int:
-        """``max_num_seqs`` minus admitted requests."""
-        ...
-
-    @property
-    def has_prefill_work(self) -> bool: ...
-    def prefill_candidates(self) -> Iterable[RequestView]:
-        """Partly prefilled admitted requests (admission order), then the waiting queue."""
-        ...
-
-
-#: A policy's answer: prefill chunks ``(request, tokens)`` for this iteration.
-Plan = list[tuple[RequestView, int]]
 
 
 class Policy(Protocol):
@@ -153,31 +95,36 @@ class PolicyContext:
 
 
 def _fill(view: EngineView, quota: int, *, whole: bool) -> Plan:
-    """First-come first-served prefill of at most ``quota`` tokens.
+    """First-come first-served prefill of at most ``quota`` tokens, as vLLM schedules.
 
-    Chunks are bounded by the quota, the free KV blocks and the free seats. With
+    An admitted, partly prefilled request gets ``min(left, quota)`` tokens, whatever the
+    free blocks: the engine preempts the newest requests if they do not suffice, as vLLM's
+    running phase does (``scheduler.py`` lines 461–510). A waiting request is admitted
+    with the same chunk only if it passes the admission gate, a seat is free and the
+    chunk's blocks fit; otherwise the fill stops (vLLM ``break``s; lines 732–764). With
     ``whole`` only complete remainders are taken, and the first one may exceed the quota
     (a prompt longer than the whole budget could never run otherwise).
     """
     plan: Plan = []
-    config = view.config
     free = view.free_blocks
     seats = view.free_seats
     for req in view.prefill_candidates():
-        if quota <= 0 or (seats == 0 and not req.admitted):
+        if quota <= 0:
+            break
+        if not req.admitted and (seats == 0 or not view.admissible(req, free)):
             break
         remaining = req.target - req.done
-        fit = config.max_chunk(req.done, req.target, free)
         if whole:
-            if fit < remaining or (remaining > quota and plan):
+            if remaining > quota and plan:
                 break
             chunk = remaining
         else:
-            chunk = min(remaining, quota, fit)
-            if chunk <= 0:
-                break
+            chunk = min(remaining, quota)
+        cost = view.chunk_blocks(req, chunk)
+        if not req.admitted and cost > free:
+            break
         plan.append((req, chunk))
-        free -= config.chunk_blocks(req.done, req.target, chunk)
+        free -= cost
         quota -= chunk
         seats -= 0 if req.admitted else 1
     return plan
@@ -307,11 +254,11 @@ class SLOWeavePolicy:
         fixed: tuple[Chunk, ...] = ()
         plan: Plan = []
         for req in view.prefill_candidates():
-            if seats == 0 and not req.admitted:
+            if not req.admitted and (seats == 0 or not view.admissible(req, free)):
                 break
             remaining = req.target - req.done
             state = SLOWeaveState(view.now_s, deadline, n, kv, remaining, req.done, fixed)
-            cap = min(tokens_left, config.max_chunk(req.done, req.target, free))
+            cap = min(tokens_left, view.max_chunk(req, free))
             decision = choose_chunk(
                 state, self._model, c_max=chunks_left, margin_s=self._margin_s, cap=cap
             )
@@ -322,7 +269,7 @@ class SLOWeavePolicy:
                 break
             plan.append((req, chunk))
             fixed = (*fixed, (chunk, req.done))
-            free -= config.chunk_blocks(req.done, req.target, chunk)
+            free -= view.chunk_blocks(req, chunk)
             seats -= 0 if req.admitted else 1
             tokens_left -= chunk
             chunks_left -= chunk

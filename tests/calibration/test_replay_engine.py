@@ -19,7 +19,8 @@ from schedlab.calibration.replay import async_scheduling_of, queued_instants, re
 from schedlab.errors import FormatError
 from schedlab.serving.cost_model import LinearAttentionCostModel
 from schedlab.serving.engine_config import EngineConfig
-from schedlab.serving.policies import PolicyContext, make_policy
+from schedlab.serving.metrics import SLO
+from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import run_engine
 from schedlab.serving.workloads import RequestStream
 
@@ -39,11 +40,14 @@ def stream(arrivals_ms, prompts, outputs):
 
 
 def simulate(requests, *, seqs=8, async_scheduling, model=FLAT, kv=1024):
-    config = EngineConfig(kv_capacity_tokens=kv, max_num_seqs=seqs, max_num_batched_tokens=64)
-    policy = make_policy("vllm", PolicyContext(model, config, 0.025))
-    return run_engine(
-        requests, policy, model, config, async_scheduling=async_scheduling, record_batches=True
+    config = EngineConfig(
+        kv_capacity_tokens=kv,
+        max_num_seqs=seqs,
+        max_num_batched_tokens=64,
+        async_scheduling=async_scheduling,
     )
+    scenario = Scenario("vllm", model, SLO(5.0, 0.025), config)
+    return run_engine(requests, scenario, record_batches=True)
 
 
 def first_tokens_ms(run):
@@ -133,7 +137,8 @@ def test_longest_decode_is_passed_by_hand():
 )
 def test_longest_decode_matches_the_batches(data, mode):
     # Reconstruct every decode's KV from the recorded batches (prompt + tokens generated so
-    # far; a completed prefill emits one token) and compare with what the engine passed.
+    # far; a completed prefill emits one token; a resumed request starts from what it took
+    # back from the prefix cache) and compare with what the engine passed.
     # The small KV capacity forces preemptions and recomputation.
     data.sort()
     requests = stream(*zip(*data, strict=True))
@@ -151,6 +156,8 @@ def test_longest_decode_matches_the_batches(data, mode):
         assert longest == (max(held) if held else None)
         for j in batch.decodes:
             generated[j] += 1
+        for j, tokens in batch.reused:  # a resumed request takes back its cached KV
+            done[j] = tokens
         for j, c in batch.chunks:
             done[j] += c
             if done[j] == int(prompts[j]) + generated[j]:

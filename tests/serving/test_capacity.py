@@ -8,17 +8,17 @@ import pytest
 
 from schedlab.errors import ServingError
 from schedlab.serving.capacity import capacity, parallel_map, probe, sweep
-from schedlab.serving.cost_model import SLOWEAVE_DEFAULT
-from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.metrics import SLO
+from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import simulate
 from schedlab.serving.workloads import make_workload
 
 SLO_25 = SLO(ttft_s=2.0, tpot_s=0.025)
+VLLM = Scenario("vllm", slo=SLO_25)
 
 
 def test_capacity_brackets_the_target():
-    result = capacity("chat", "vllm", slo=SLO_25, duration_s=30.0, seed=0, rel_tol=0.05)
+    result = capacity("chat", VLLM, duration_s=30.0, rel_tol=0.05)
     assert not result.saturated and result.capacity_rps > 1.0
     passed = [p for p in result.probes if p.meets(0.9)]
     failed = [p for p in result.probes if not p.meets(0.9)]
@@ -28,7 +28,7 @@ def test_capacity_brackets_the_target():
     above = min(p.rate_rps for p in failed if p.rate_rps > result.capacity_rps)
     assert above / result.capacity_rps - 1 <= 0.05
     assert all(p.attainment < 0.9 for p in failed)
-    again = capacity("chat", "vllm", slo=SLO_25, duration_s=30.0, seed=0, rel_tol=0.05)
+    again = capacity("chat", VLLM, duration_s=30.0, rel_tol=0.05)
     assert again == result
     data = result.to_dict()
     assert {"policy", "workload", "tpot_s", "ttft_s", "capacity_rps"} <= set(data)
@@ -36,7 +36,7 @@ def test_capacity_brackets_the_target():
 
 def test_capacity_zero_when_nothing_meets():
     # TPOT 1 ms is below one decode iteration (1.305 ms): requests with output > 1 miss.
-    result = capacity("chat", "vllm", slo=SLO(2.0, 0.001), duration_s=20.0, start_rps=4.0)
+    result = capacity("chat", VLLM.with_(slo=SLO(2.0, 0.001)), duration_s=20.0, start_rps=4.0)
     assert result.capacity_rps == 0.0
     assert [p.rate_rps for p in result.probes] == [4.0, 2.0, 1.0]
 
@@ -44,10 +44,10 @@ def test_capacity_zero_when_nothing_meets():
 def test_exact_horizon_keeps_attainment():
     # Overloaded run: stopping at H = max(a + X + (o - 1) D) gives the same attainment
     # as draining every request (proof in the capacity module docstring).
-    stream = make_workload("chat").generate(30.0, 20.0, seed=5)
+    stream = make_workload("chat").generate(60.0, 20.0, seed=5)
     horizon = float((stream.arrival_s + SLO_25.ttft_s + (stream.output - 1) * SLO_25.tpot_s).max())
-    full = simulate(stream, policy="vllm", slo=SLO_25)
-    cut = simulate(stream, policy="vllm", slo=SLO_25, stop_at_s=horizon)
+    full = simulate(stream, VLLM)
+    cut = simulate(stream, VLLM, stop_at_s=horizon)
     assert 0.0 < full.summary.attainment < 0.9
     assert cut.summary.truncated and cut.run.end_s < full.run.end_s
     assert cut.summary.attainment == full.summary.attainment
@@ -55,17 +55,8 @@ def test_exact_horizon_keeps_attainment():
 
 def test_early_failure_is_a_lower_bound():
     load = make_workload("chat")
-    p = probe(
-        load,
-        30.0,
-        "vllm",
-        slo=SLO_25,
-        cost_model=SLOWEAVE_DEFAULT,
-        engine=EngineConfig(),
-        duration_s=20.0,
-        seed=5,
-    )
-    full = simulate(load.generate(30.0, 20.0, 5), policy="vllm", slo=SLO_25)
+    p = probe(load, 30.0, VLLM.with_(seed=5), duration_s=20.0)
+    full = simulate(load.generate(30.0, 20.0, 5), VLLM)
     assert not p.exact and not p.meets(0.9)
     assert p.attainment <= full.summary.attainment
 
@@ -76,7 +67,7 @@ def test_early_failure_is_a_lower_bound():
 )
 def test_capacity_validation(kwargs, message):
     with pytest.raises(ServingError, match=message):
-        capacity("chat", "vllm", slo=SLO_25, **kwargs)
+        capacity("chat", VLLM, **kwargs)
 
 
 def _square(x: int) -> int:
@@ -98,9 +89,9 @@ def test_parallel_map_order_and_progress():
 
 
 def test_sweep_is_deterministic_across_worker_counts():
-    args = dict(slo=SLO_25, duration_s=10.0, seed=1)
-    one = sweep("chat", ["vllm", "fixed:256"], [2.0, 8.0], workers=1, **args)
-    two = sweep("chat", ["vllm", "fixed:256"], [2.0, 8.0], workers=2, **args)
+    base = VLLM.with_(seed=1)
+    one = sweep("chat", ["vllm", "fixed:256"], [2.0, 8.0], base, duration_s=10.0, workers=1)
+    two = sweep("chat", ["vllm", "fixed:256"], [2.0, 8.0], base, duration_s=10.0, workers=2)
     assert [p.row() for p in one] == [p.row() for p in two]
     assert [(p.policy, p.rate_rps) for p in one] == [
         ("vllm", 2.0),

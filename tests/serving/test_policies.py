@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from schedlab.errors import ServingError, UnknownNameError
+from schedlab.serving import view as rules
 from schedlab.serving.cost_model import SLOWEAVE_DEFAULT
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.policies import PolicyContext, make_policy, slo_token_budget
@@ -35,6 +36,7 @@ class View:
     free_seats: int = 100
     now_s: float = 5.0
     last_token_s: float = 5.0
+    admitting: bool = True
     config: EngineConfig = field(
         default_factory=lambda: EngineConfig(max_num_seqs=16, max_num_batched_tokens=64)
     )
@@ -45,6 +47,15 @@ class View:
 
     def prefill_candidates(self):
         return iter(self.candidates)
+
+    def chunk_blocks(self, request, chunk):
+        return rules.chunk_blocks(self.config, request, chunk)
+
+    def max_chunk(self, request, free_blocks):
+        return rules.max_chunk(self.config, request, free_blocks)
+
+    def admissible(self, request, free_blocks):
+        return rules.admissible(self.config, request, free_blocks)
 
 
 def plan_of(spec, view, tpot=0.025):
@@ -81,10 +92,16 @@ def test_whole_prefill_never_splits():
 def test_seats_and_kv_limit_the_plan():
     # No free seat: only the admitted partial prefill continues.
     assert plan_of("vllm", View(two(), free_seats=0)) == [(0, 30)]
-    # One free block beyond the partial's last (70 tokens -> 5 blocks, 10 slots left in
-    # the fifth): room = 6*16 - 70 = 26 tokens < 30 + 1, so 26 tokens fit.
-    assert plan_of("vllm", View(two(), free_blocks=1)) == [(0, 26)]
+    # One free block beyond the partial's last (70 tokens -> 5 blocks): the partial still
+    # asks for its 30 tokens (7 blocks in all, 2 new) and the engine will preempt for it,
+    # as vLLM's running phase does; nothing can be admitted after it (free is gone).
+    assert plan_of("vllm", View(two(), free_blocks=1)) == [(0, 30)]
+    # A waiting prompt of 40 tokens needs 3 blocks: with 2 free it is not admitted.
     assert plan_of("whole-prefill", View([Req(0, 40)], free_blocks=2)) == []
+    assert plan_of("vllm", View([Req(0, 40)], free_blocks=2)) == []  # the gate: 3 > 2
+    # SLOWeave sizes chunks to the free blocks instead: room = 6*16 - 70 = 26 tokens.
+    big = EngineConfig(max_num_seqs=16, max_num_batched_tokens=8192)
+    assert plan_of("sloweave", View(two(), free_blocks=1, n_decode=0, config=big)) == [(0, 26)]
 
 
 def test_sloweave_chunks_against_the_deadline():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import ClassVar
 
@@ -15,6 +16,7 @@ from schedlab.serving.cost_model import SLOWEAVE_DEFAULT, LinearAttentionCostMod
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.metrics import SLO, request_itl
 from schedlab.serving.policies import PolicyContext, make_policy
+from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import run_engine, simulate
 from schedlab.serving.workloads import RequestStream
 
@@ -50,7 +52,8 @@ def stream_of(arrivals, prompts, outputs, duration=1.0) -> RequestStream:
 def run(stream, policy="vllm", model=SLOWEAVE_DEFAULT, config=None, tpot=0.025, **kw):
     config = config or EngineConfig()
     pol = make_policy(policy, PolicyContext(model, config, tpot))
-    return run_engine(stream, pol, model, config, record_batches=True, **kw), pol
+    scenario = Scenario(pol, model, SLO(5.0, tpot), config, **kw)
+    return run_engine(stream, scenario, record_batches=True), pol
 
 
 def test_single_request_hand_solved():
@@ -88,22 +91,71 @@ def test_idle_engine_waits_for_next_arrival():
     assert result.end_s == 11.0
 
 
-def test_preemption_by_recompute_hand_solved():
-    # KV: 4 blocks of 16 tokens. A and B: prompt 16, output 20 (peak 36 tokens, 3 blocks).
-    # Iteration 0 prefills both (each then holds 17 tokens, 2 blocks): 4 blocks used.
-    # Both decode; at the start of iteration 16 each holds 32 tokens and needs a third
-    # block, with none free: the newest (B) is preempted and its 2 blocks freed. B then
-    # has 16 tokens generated, so its restart recomputes 16 + 16 = 32 tokens.
+def test_preemption_and_prefix_cache_hand_solved():
+    # KV: 4 blocks of 16 tokens. A and B: prompt 16, output 20 (at most 16 + 19 = 35 KV
+    # tokens, 3 blocks). Iteration 0 prefills both: 16 tokens, 1 block each. Iteration j
+    # computes token j (the one emitted last) and emits token j + 1, so a request holds
+    # 16 + j tokens after it; iteration 1 takes a second block each: 4 used, none free.
+    # Iteration 17 needs a third block each: the newest, B, is preempted (17 tokens
+    # generated, 32 computed: 2 full blocks, cached). Its blocks go to the free queue's
+    # back, last block first, and A's new block takes B's *second* block. No admission in
+    # iteration 17 (it preempted); B must then wait: its whole sequence (16 + 17 = 33
+    # tokens, 3 blocks) fails the gate while A holds 3 of the 4 blocks. A finishes at
+    # the end of iteration 19 (20 tokens); in iteration 20 B takes back its first block
+    # from the cache (16 tokens) and prefills the other 17, emitting token 18; tokens 19
+    # and 20 come at the ends of iterations 21 and 22.
     config = EngineConfig(kv_capacity_tokens=64, max_num_seqs=4, max_num_batched_tokens=64)
     stream = stream_of([0.0, 0.0], [16, 16], [20, 20])
     result, _ = run(stream, config=config, model=HALF_SECOND)
     audit_run(result, stream, config, chunked=True)
     a, b = result.records
     assert a.preemptions == 0 and b.preemptions == 1
-    assert result.batches[16].preempted == (1,)
-    assert b.prefilled_tokens == 16 + 32
-    assert b.segments[0] == (0, 15)  # 16 tokens before the preemption
-    assert a.finish_s < b.finish_s
+    assert result.batches[17].preempted == (1,)
+    assert result.batches[18].chunks == () and result.batches[19].chunks == ()
+    assert result.batches[20].reused == ((1, 16),) and result.batches[20].chunks == ((1, 17),)
+    assert b.prefilled_tokens == 16 + 17
+    assert b.segments == ((0, 16), (20, 22))  # 17 tokens before the preemption
+    assert (a.finish_s, b.finish_s) == (10.0, 11.5)
+    assert result.reused_tokens == 16 and result.evicted_blocks == 1
+
+
+def test_preemption_recomputes_everything_without_prefix_caching():
+    # The same run without prefix caching: B recomputes all 33 tokens in iteration 20.
+    config = EngineConfig(
+        kv_capacity_tokens=64, max_num_seqs=4, max_num_batched_tokens=64, prefix_caching=False
+    )
+    stream = stream_of([0.0, 0.0], [16, 16], [20, 20])
+    result, _ = run(stream, config=config, model=HALF_SECOND)
+    audit_run(result, stream, config, chunked=True)
+    _, b = result.records
+    assert result.batches[20].reused == () and result.batches[20].chunks == ((1, 33),)
+    assert b.prefilled_tokens == 16 + 33 and b.segments == ((0, 16), (20, 22))
+
+
+def test_the_gate_holds_a_waiting_prompt_back_and_blocks_those_behind_it():
+    # KV: 5 blocks of 16; at most 16 batched tokens. A (prompt 32, output 40: at most 71 KV
+    # tokens, 5 blocks) is prefilled in iterations 0 and 1 and emits its tokens at the
+    # ends of iterations 1..40. B (prompt 40: 3 blocks) arrives at 0.1 s and C (prompt 4)
+    # at 0.2 s. From iteration 2 on A holds 3 blocks (4 from iteration 18, 5 from 34): B
+    # fails the gate (3 blocks > 2 free) and C waits behind it, first come first served,
+    # although its block would fit. A finishes at the end of iteration 40 (t = 20.5 s);
+    # B is prefilled in iterations 41, 42 and 43 (16 + 16 + 8 tokens) and C, whole, in 43.
+    config = EngineConfig(kv_capacity_tokens=80, max_num_seqs=4, max_num_batched_tokens=16)
+    stream = stream_of([0.0, 0.1, 0.2], [32, 40, 4], [40, 2, 2])
+    result, _ = run(stream, config=config, model=HALF_SECOND)
+    audit_run(result, stream, config, chunked=True)
+    a, b, c = result.records
+    assert a.finish_s == 20.5
+    assert b.first_token_s == 22.0 and c.first_token_s == 22.0
+    assert b.preemptions == 0 and b.prefilled_tokens == 40
+    # Without the gate B is admitted in iteration 2 on a first chunk of 15 tokens, runs
+    # out of blocks in iteration 4 (its next chunk needs a third block), preempts itself,
+    # and goes round again: the thrashing the gate exists to prevent.
+    loose_config = dataclasses.replace(config, reserve_full_prompt=False)
+    loose, _ = run(stream, config=loose_config, model=HALF_SECOND)
+    audit_run(loose, stream, loose_config, chunked=True)
+    assert loose.batches[2].chunks == ((1, 15),) and loose.batches[4].preempted == (1,)
+    assert loose.records[1].preemptions > 1 and loose.records[1].prefilled_tokens > 40
 
 
 def test_same_seed_same_result_and_noise_changes_time():
@@ -121,7 +173,7 @@ def test_same_seed_same_result_and_noise_changes_time():
 def test_actual_cost_model_advances_time():
     # Decisions with sloweave-default, time from the half-second model.
     stream = stream_of([0.0], [10], [3])
-    result, _ = run(stream, actual_model=HALF_SECOND)
+    result, _ = run(stream, actual_cost_model=HALF_SECOND)
     assert result.iteration_end_s.tolist() == [0.5, 1.0, 1.5]
 
 
@@ -170,16 +222,10 @@ def test_sloweave_iterations_meet_deadline_with_exact_model():
     # 0.35 + 0.9 + 14.08 = 15.33 ms < 20 ms): every iteration with decodes lasts <= D,
     # so every inter-token gap is <= D when nothing is preempted.
     tpot = 0.020
-    result = simulate(
-        "mixed",
-        rate=20.0,
-        duration_s=20.0,
-        policy="sloweave",
-        slo=SLO(5.0, tpot),
-        seed=2,
-        engine=EngineConfig(kv_capacity_tokens=4_000_000),
-        record_batches=True,
+    scenario = Scenario(
+        "sloweave", slo=SLO(5.0, tpot), engine=EngineConfig(kv_capacity_tokens=4_000_000), seed=2
     )
+    result = simulate("mixed", scenario, rate=20.0, duration_s=20.0, record_batches=True)
     batches = result.run.batches
     with_decodes = [b for b in batches if b.decodes and b.chunks]
     assert len(with_decodes) > 100
@@ -226,7 +272,7 @@ class _LazyPolicy:
 )
 def test_engine_refuses_invalid_plans(policy, message):
     with pytest.raises(ServingError, match=message):
-        run_engine(stream_of([0.0], [10], [3]), policy, SLOWEAVE_DEFAULT, EngineConfig())
+        run_engine(stream_of([0.0], [10], [3]), Scenario(policy))
 
 
 def test_non_positive_iteration_time_is_an_error():
@@ -256,8 +302,7 @@ def test_negative_noise_is_refused():
 
 def test_stop_at_leaves_unfinished_requests_recorded():
     stream = stream_of([0.0, 0.0], [4, 4], [10, 10])
-    pol = make_policy("vllm", PolicyContext(HALF_SECOND, EngineConfig(), 1.0))
-    result = run_engine(stream, pol, HALF_SECOND, EngineConfig(), stop_at_s=2.0)
+    result = run_engine(stream, Scenario("vllm", HALF_SECOND), stop_at_s=2.0)
     assert result.end_s == 2.0
     assert all(math.isnan(r.finish_s) for r in result.records)
     # Tokens at 0.5, 1.0, 1.5, 2.0 are recorded as produced.

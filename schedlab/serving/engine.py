@@ -1,0 +1,799 @@
+r"""The event loop of one continuous-batching engine (``docs/design.md``, "Online model").
+
+Events sit in a heap keyed by ``(time, kind, sequence number)``. At equal times an
+iteration end comes before arrivals, and arrivals before the next iteration start, so a
+request arriving exactly when an iteration ends is seen by the next one; the sequence
+number orders the rest, and makes every run deterministic.
+
+Tokens and KV
+-------------
+A request has ``prompt + generated`` tokens; its KV holds the ones computed so far.
+An iteration computes, for every running decode, the token it emitted last (one KV slot)
+and samples the next; for a prefill chunk of ``c`` tokens it computes ``c`` more, and the
+chunk that completes the sequence also samples a token, emitted at the iteration's end.
+So a request that finishes has held at most ``prompt + output - 1`` KV tokens. This is
+vLLM v1's accounting: a step schedules ``num_tokens - num_computed_tokens`` tokens and
+allocates KV slots for exactly those (``vllm/v1/core/sched/scheduler.py`` lines 404–417;
+``kv_cache_manager.py``, ``allocate_slots``, lines 257–427). Blocks, the free pool and the
+prefix cache are the :class:`~schedlab.serving.kv_cache.KVCache`'s.
+
+An iteration, in vLLM 0.19.0's order
+------------------------------------
+1. **Running decodes take their blocks**, oldest admission first; a decode needs a new
+   block when its KV crosses a block boundary. While the blocks do not suffice, the
+   *newest* admitted request is preempted (``scheduler.py`` line 500, ``running.pop()``
+   under FCFS, repeated until the allocation fits, lines 461–510): its blocks are freed
+   (full ones stay cached), it forgets its computed tokens and goes to the *front* of the
+   waiting queue, keeping the tokens it generated (``_preempt_request``, lines 956–976).
+2. **The policy plans prefill chunks** (:mod:`schedlab.serving.policies`) from a view of
+   the engine (:mod:`schedlab.serving.view`): chunks of admitted, partly prefilled
+   requests first, then waiting requests, first come first served. If a preemption
+   happened in step 1, no waiting request is admitted in this iteration (``scheduler.py``
+   line 564). A waiting request must pass the admission gate when
+   ``reserve_full_prompt`` is set (its whole sequence fits in the free blocks); a
+   request resumed after a preemption first takes back its blocks still in the prefix
+   cache and prefills only the rest. (What the cache holds is looked up again when the
+   request is admitted, after the allocations before it in the iteration, as vLLM does;
+   the policy sized its chunk a moment earlier, so the rare chunk whose blocks were
+   evicted in between leaves more of the sequence for the next iteration.)
+3. **The engine applies the plan**, checking every chunk against the seats, the token
+   budget and the free blocks. A chunk of an admitted request that does not fit preempts
+   the newest requests until it does — possibly the request itself, as vLLM's running
+   phase does for a partial prefill (``scheduler.py`` lines 504–510); the plan's later
+   admissions are then dropped, as vLLM admits nothing in an iteration that preempted.
+4. The iteration lasts what the cost model says for its batch (the *predicted* model,
+   or an *actual* one, or the predicted one times lognormal noise); at its end every
+   batched decode and every completed prefill emits a token, and finished requests free
+   their blocks.
+
+Asynchronous scheduling
+-----------------------
+With ``EngineConfig.async_scheduling``, vLLM's engine core keeps two batches in flight
+(``EngineCore.step_with_batch_queue``, ``vllm/v1/engine/core.py`` lines 421–537): the
+batch of iteration ``j + 1`` is scheduled when iteration ``j`` starts, after processing
+the outputs of iteration ``j - 1``. So it cannot contain a request that arrived after
+iteration ``j`` started, and the seats and KV blocks of requests that finished in
+iteration ``j`` are free only from iteration ``j + 2`` (their blocks are freed by
+``update_from_output``, which runs after the next ``schedule``; ``scheduler.py`` lines
+1417–1419). Decodes and the next chunks of partial prefills are not delayed: the async
+scheduler advances ``num_computed_tokens`` when it schedules and decodes with output
+placeholders (``vllm/v1/core/sched/async_scheduler.py`` lines 18–35). The engine models
+exactly those two lags; when the lagged plan would run nothing at all, the real engine's
+next scheduling pass starts the work immediately, and so does this one. Preemption is
+not lagged.
+
+Cost
+----
+Per iteration the work is ``O(1)`` plus the requests that join, finish or are
+preempted and the blocks allocated: all decodes advance together, so a decode's KV,
+block boundaries and finishing iteration follow from the iteration at which it joined;
+decodes are grouped by the phase of their block boundary (``block_size`` buckets), which
+gives the new blocks an iteration needs in ``O(1)``. For a cost model that uses the
+longest decode's KV (``decode_spread``, see :class:`~schedlab.serving.cost_model.CostModel`)
+the maximum is kept in a heap with lazy deletion.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import chain
+
+import numpy as np
+
+from schedlab.errors import ServingError
+from schedlab.serving import view as rules
+from schedlab.serving.cost_model import Chunk, CostModel, uses_decode_spread
+from schedlab.serving.engine_config import EngineConfig
+from schedlab.serving.kv_cache import KVCache
+from schedlab.serving.metrics import SLO, RequestRecord
+from schedlab.serving.policies import Policy
+from schedlab.serving.view import Plan, RequestView
+from schedlab.serving.workloads import RequestStream
+
+__all__ = ["BatchRecord", "Engine", "EngineRun", "IterationTime"]
+
+_END, _ARRIVAL, _START = 0, 1, 2
+_NOISE_BLOCK = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class BatchRecord:
+    """One iteration, recorded when asked (for audits, tests and time series).
+
+    Attributes
+    ----------
+    start_s, end_s
+        When it ran.
+    decodes
+        Indices of the requests decoding in it.
+    chunks
+        ``(request index, tokens)`` prefill chunks.
+    preempted
+        Requests preempted when it started, in the order they were.
+    reused
+        ``(request index, tokens)``: KV tokens a (re)admitted request took back from the
+        prefix cache.
+    running, waiting
+        Requests admitted, and arrived but waiting, once the iteration was planned.
+    used_blocks
+        KV blocks held by requests while it ran.
+    """
+
+    start_s: float
+    end_s: float
+    decodes: tuple[int, ...]
+    chunks: tuple[tuple[int, int], ...]
+    preempted: tuple[int, ...]
+    reused: tuple[tuple[int, int], ...] = ()
+    running: int = 0
+    waiting: int = 0
+    used_blocks: int = 0
+
+
+@dataclass(frozen=True)
+class EngineRun:
+    """Raw outcome of a run (:func:`schedlab.serving.simulator.run_engine`).
+
+    Attributes
+    ----------
+    records
+        One per request, in stream order.
+    iteration_end_s
+        End time of every iteration (token times of :class:`RequestRecord` segments).
+    end_s
+        Simulated time when the run stopped.
+    policy_stats
+        The policy's counters.
+    batches
+        Per-iteration records if requested, else empty.
+    evicted_blocks
+        Cached KV blocks whose content an allocation overwrote.
+    reused_tokens
+        KV tokens resumed requests took back from the prefix cache instead of recomputing.
+    policy, cost_model
+        Names of the policy and the predicted cost model.
+    """
+
+    records: tuple[RequestRecord, ...]
+    iteration_end_s: np.ndarray
+    end_s: float
+    policy_stats: dict[str, int]
+    batches: tuple[BatchRecord, ...] = ()
+    evicted_blocks: int = 0
+    reused_tokens: int = 0
+    policy: str = ""
+    cost_model: str = ""
+
+
+@dataclass(frozen=True)
+class IterationTime:
+    """How an iteration's duration is found.
+
+    Attributes
+    ----------
+    predicted
+        The model the policy plans with; time advances by it unless one of the others
+        is given.
+    actual
+        A second model for the actual duration.
+    noise_cv
+        Actual = predicted x lognormal noise of mean 1 and this coefficient of variation
+        (seeded by ``seed``); ignored when ``actual`` is given.
+    seed
+        Seed of the noise.
+    """
+
+    predicted: CostModel
+    actual: CostModel | None = None
+    noise_cv: float = 0.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.noise_cv) and self.noise_cv >= 0):
+            raise ServingError(f"noise_cv: must be finite and >= 0, got {self.noise_cv}")
+
+
+def _cost(
+    model: CostModel, spread: bool, n: int, kv: int, chunks: list[Chunk], kv_max: int | None
+) -> float:
+    """``model``'s time for the batch, with the longest decode's KV if it uses it."""
+    if spread and kv_max is not None:
+        return model.iteration_time(n, kv, chunks, decode_kv_max=kv_max)  # type: ignore[call-arg]
+    return model.iteration_time(n, kv, chunks)
+
+
+class _Request:
+    """Mutable state of one request inside the engine (read by policies as RequestView)."""
+
+    __slots__ = (
+        "admitted",
+        "arrival_s",
+        "bucket",
+        "decoding",
+        "done",
+        "epoch",
+        "finish_s",
+        "first_token_s",
+        "gen_at_join",
+        "generated",
+        "index",
+        "join_iter",
+        "kv_offset",
+        "output",
+        "preemptions",
+        "prefilled",
+        "prompt",
+        "seg_start",
+        "segments",
+        "seq",
+        "target",
+        "violated",
+    )
+
+    def __init__(self, index: int, arrival_s: float, prompt: int, output: int) -> None:
+        self.index = index
+        self.arrival_s = arrival_s
+        self.prompt = prompt
+        self.output = output
+        self.target = prompt  # tokens this (re)start must have in KV
+        self.done = 0  # tokens of target in KV (prefilled, or cached while waiting)
+        self.generated = 0  # output tokens emitted (exact while not decoding)
+        self.admitted = False
+        self.decoding = False
+        self.seq = -1  # admission sequence number (newest = largest)
+        self.join_iter = 0  # first decode iteration of the current run
+        self.gen_at_join = 0
+        self.bucket = 0  # block-boundary phase while decoding
+        self.kv_offset = 0  # KV tokens attended at decode iteration j: kv_offset + j
+        self.epoch = 0  # invalidates a scheduled finish after preemption
+        self.first_token_s = math.nan
+        self.finish_s = math.nan
+        self.seg_start = 0
+        self.segments: list[tuple[int, int]] = []
+        self.preemptions = 0
+        self.prefilled = 0
+        self.violated = False
+
+    def record(self) -> RequestRecord:
+        return RequestRecord(
+            self.index,
+            self.arrival_s,
+            self.prompt,
+            self.output,
+            self.first_token_s,
+            self.finish_s,
+            self.preemptions,
+            self.prefilled,
+            tuple(self.segments),
+        )
+
+
+class _View:
+    """The :class:`~schedlab.serving.view.EngineView` the policy gets each iteration."""
+
+    __slots__ = (
+        "_engine",
+        "admitting",
+        "config",
+        "decode_kv",
+        "free_blocks",
+        "free_seats",
+        "last_token_s",
+        "n_decode",
+        "now_s",
+    )
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self.config = engine.config
+        self.now_s = 0.0
+        self.n_decode = 0
+        self.decode_kv = 0
+        self.last_token_s = 0.0
+        self.free_blocks = 0
+        self.free_seats = 0
+        self.admitting = True
+
+    @property
+    def has_prefill_work(self) -> bool:
+        engine = self._engine
+        return bool(engine.partials or (self.admitting and engine.waiting))
+
+    def prefill_candidates(self) -> Iterator[_Request]:
+        engine = self._engine
+        if not self.admitting:
+            return iter(engine.partials.values())
+        return chain(engine.partials.values(), engine.waiting_with_cache())
+
+    def chunk_blocks(self, request: RequestView, chunk: int) -> int:
+        return rules.chunk_blocks(self.config, request, chunk)
+
+    def max_chunk(self, request: RequestView, free_blocks: int) -> int:
+        return rules.max_chunk(self.config, request, free_blocks)
+
+    def admissible(self, request: RequestView, free_blocks: int) -> bool:
+        return rules.admissible(self.config, request, free_blocks)
+
+
+class Engine:
+    """One engine simulating one request stream (module docstring).
+
+    Parameters
+    ----------
+    stream
+        The requests.
+    policy
+        Batch-formation policy (fresh: policies may keep state).
+    config
+        Limits and behaviours.
+    timing
+        How iteration times are found.
+    slo, max_violations
+        Stop as soon as more than ``max_violations`` requests are known to miss ``slo``.
+    stop_at_s
+        Stop at this simulated time.
+    record_batches
+        Keep a :class:`BatchRecord` per iteration.
+    """
+
+    def __init__(
+        self,
+        stream: RequestStream,
+        policy: Policy,
+        config: EngineConfig,
+        timing: IterationTime,
+        *,
+        slo: SLO | None = None,
+        max_violations: int | None = None,
+        stop_at_s: float | None = None,
+        record_batches: bool = False,
+    ) -> None:
+        self.config = config
+        self.policy = policy
+        self.timing = timing
+        self.requests = [
+            _Request(i, float(a), int(p), int(o))
+            for i, (a, p, o) in enumerate(
+                zip(stream.arrival_s, stream.prompt, stream.output, strict=True)
+            )
+        ]
+        for req in self.requests:
+            if config.blocks(req.prompt + req.output - 1) > config.total_blocks:
+                raise ServingError(
+                    f"request {req.index}: prompt + output = {req.prompt + req.output} tokens "
+                    f"exceeds the KV capacity of {config.total_blocks} blocks of "
+                    f"{config.block_size}; it could never run"
+                )
+        self.kv = KVCache(
+            config.total_blocks, config.block_size, prefix_caching=config.prefix_caching
+        )
+        self._noise_sigma = math.sqrt(math.log1p(timing.noise_cv**2))
+        self._rng = np.random.default_rng(timing.seed)
+        self._noise: list[float] = []
+        self.slo = slo
+        self.stop_at_s = math.inf if stop_at_s is None else stop_at_s
+        self.max_violations = len(self.requests) if max_violations is None else max_violations
+        self.violations = 0
+        self.view = _View(self)
+        self.iteration = 0
+        self.waiting: deque[_Request] = deque()
+        self.running: dict[int, _Request] = {}  # by admission number, oldest first
+        self.partials: dict[int, _Request] = {}
+        self.n_decode = 0
+        self.kv_sum = 0  # sum of kv_offset over running decodes
+        self.buckets = [0] * config.block_size
+        self.finish_at: dict[int, list[tuple[_Request, int]]] = {}
+        self.batch: list[tuple[_Request, int]] = []
+        self.iteration_end: list[float] = []
+        self.admissions = 0
+        self.finished = 0
+        self.reused_tokens = 0
+        self.heap: list[tuple[float, int, int]] = []
+        self.events = 0
+        self.start_pending = False
+        self.busy = False
+        self.last_token_s = 0.0
+        self.record_batches = record_batches
+        self.batches: list[BatchRecord] = []
+        # Longest decode's KV, for cost models that use it (module docstring).
+        self.model_spread = uses_decode_spread(timing.predicted)
+        self.actual_spread = timing.actual is not None and uses_decode_spread(timing.actual)
+        self.spread = self.model_spread or self.actual_spread
+        self.kv_heap: list[int] = []  # negated offsets, lazily deleted
+        self.kv_live: dict[int, int] = {}  # offset -> decodes holding it
+        # Asynchronous scheduling (module docstring).
+        self.inbox: list[_Request] = []  # arrived while a batch was in flight
+        self.back_to_back = False  # the pending start follows an iteration end
+        self.held_seats = 0  # seats of requests finished in the last iteration
+        self.held_frees: list[tuple[int, int]] = []  # (request, tokens) not yet freed
+        self._pending: tuple[float, tuple[int, ...], tuple[tuple[int, int], ...]] | None = None
+        self._preempted: list[int] = []
+        self._reused: list[tuple[int, int]] = []
+
+    # -- the view's queue ------------------------------------------------------------------
+    def waiting_with_cache(self) -> Iterator[_Request]:
+        """The waiting queue; a request resumed after a preemption first learns how much
+        of it the prefix cache still holds (its ``done``)."""
+        kv, size = self.kv, self.config.block_size
+        for req in self.waiting:
+            if req.preemptions and kv.prefix_caching:
+                req.done = kv.cached_prefix(req.index, req.target) * size
+            yield req
+
+    # -- event loop ------------------------------------------------------------------------
+    def _push(self, t: float, kind: int) -> None:
+        self.events += 1
+        heapq.heappush(self.heap, (t, kind, self.events))
+
+    def run(self) -> float:
+        """Process events until every request finished or a stop rule fires; the end time."""
+        requests = self.requests
+        heap = self.heap
+        lagged = self.config.async_scheduling
+        next_arrival = 0
+        if requests:
+            heapq.heappush(heap, (requests[0].arrival_s, _ARRIVAL, 0))
+        now = 0.0
+        total = len(requests)
+        while heap:
+            t, kind, _ = heapq.heappop(heap)
+            if t > self.stop_at_s:
+                now = self.stop_at_s
+                break
+            now = t
+            if kind == _END:
+                self._end(t)
+                if self.finished == total or self.violations > self.max_violations:
+                    break
+                self.busy = False
+                if self.running or self.waiting or self.inbox:
+                    self.start_pending = self.back_to_back = True
+                    self._push(t, _START)
+            elif kind == _ARRIVAL:
+                if lagged and (self.busy or self.back_to_back):
+                    self.inbox.append(requests[next_arrival])
+                else:
+                    self.waiting.append(requests[next_arrival])
+                next_arrival += 1
+                if next_arrival < total:
+                    self._push(requests[next_arrival].arrival_s, _ARRIVAL)
+                if not self.busy and not self.start_pending:
+                    self.start_pending = True
+                    self._push(t, _START)
+            else:
+                self._start(t)
+                self.start_pending = self.back_to_back = False
+        self._close_open_segments()
+        return now
+
+    # -- an iteration start ------------------------------------------------------------------
+    def _start(self, now: float) -> None:
+        config, kv, view = self.config, self.kv, self.view
+        i = self.iteration
+        phase = -i % config.block_size
+        need = self.buckets[phase]
+        while need > kv.free_blocks:  # step 1: the newest goes until the decodes fit
+            need -= self._preempt_newest(i, phase)
+        kv.allocate(need)
+        if not self.back_to_back:  # the engine was idle: nothing was planned ahead
+            self._release_lagged()
+        view.now_s = now
+        view.last_token_s = self.last_token_s
+        admitting = not self._preempted
+        while True:
+            view.n_decode = self.n_decode
+            view.decode_kv = self.kv_sum + self.n_decode * i
+            view.free_blocks = kv.free_blocks
+            view.free_seats = config.max_num_seqs - len(self.running) - self.held_seats
+            view.admitting = admitting
+            plan = self.policy.plan(view)
+            if plan or self.n_decode:
+                break
+            if self.held_seats or self.held_frees or self.inbox:
+                # An empty lagged batch: the next scheduling pass sees everything.
+                self._release_lagged()
+                continue
+            if self.partials:  # stuck prefills hold KV they cannot extend: free the newest
+                self._preempt_newest(i, phase)
+                admitting = False
+                continue
+            if self.waiting and not admitting:
+                # nothing runs: vLLM's next scheduling pass, right away, admits again
+                admitting = True
+                continue
+            if self.waiting:
+                raise ServingError(
+                    f"policy {self.policy.name!r}: empty batch at t={now:.6f} s with "
+                    f"{len(self.waiting)} request(s) waiting and none running"
+                )
+            return  # idle until the next arrival
+        chunks = self._apply(plan, i, phase, admitting)
+        if config.async_scheduling:
+            self._release_lagged()
+        self._launch(now, i, chunks)
+
+    def _launch(self, now: float, i: int, chunks: list[Chunk]) -> None:
+        timing = self.timing
+        n = self.n_decode
+        kv = self.kv_sum + n * i
+        kv_max = self._longest_decode(i) if self.spread and n else None
+        predicted = _cost(timing.predicted, self.model_spread, n, kv, chunks, kv_max)
+        if timing.actual is not None:
+            seconds = _cost(timing.actual, self.actual_spread, n, kv, chunks, kv_max)
+        elif self._noise_sigma > 0:
+            seconds = predicted * self._next_noise()
+        else:
+            seconds = predicted
+        if not (math.isfinite(seconds) and seconds > 0):
+            raise ServingError(
+                f"cost model: iteration time {seconds!r} s for {n} decodes and chunks "
+                f"{chunks} must be positive and finite"
+            )
+        self.busy = True
+        if self.record_batches:
+            decodes = tuple(r.index for r in self.running.values() if r.decoding)
+            planned = tuple((r.index, c) for r, c in self.batch)
+            self._pending = (now, decodes, planned)
+        self._push(now + seconds, _END)
+
+    def _release_lagged(self) -> None:
+        """Make the lagged seats, blocks and arrivals visible to the next plan."""
+        self.held_seats = 0
+        for index, tokens in self.held_frees:
+            self.kv.free(index, tokens, keep=False)
+        self.held_frees.clear()
+        if self.inbox:
+            self.waiting.extend(self.inbox)
+            self.inbox.clear()
+
+    def _longest_decode(self, i: int) -> int:
+        """KV tokens of the longest running decode at iteration ``i`` (some decode runs)."""
+        heap, live = self.kv_heap, self.kv_live
+        while -heap[0] not in live:
+            heapq.heappop(heap)
+        return i - heap[0]
+
+    def _forget_decode(self, req: _Request) -> None:
+        self.n_decode -= 1
+        self.kv_sum -= req.kv_offset
+        self.buckets[req.bucket] -= 1
+        req.decoding = False
+        if self.spread:
+            live = self.kv_live
+            left = live[req.kv_offset] - 1
+            if left:
+                live[req.kv_offset] = left
+            else:
+                del live[req.kv_offset]
+
+    # -- applying a plan -------------------------------------------------------------------
+    def _apply(self, plan: Plan, i: int, phase: int, admitting: bool) -> list[Chunk]:
+        """Check a policy's plan, admit and allocate for it (step 3 of the module
+        docstring); the cost-model chunks. The decodes' blocks are allocated already."""
+        config, kv = self.config, self.kv
+        name = self.policy.name
+        chunks: list[Chunk] = []
+        batch: list[tuple[_Request, int]] = []
+        tokens = self.n_decode
+        preempted = len(self._preempted)
+        for planned, c in plan:
+            req = self.requests[planned.index]
+            if not req.admitted and not (admitting and len(self._preempted) == preempted):
+                break  # vLLM admits nothing in an iteration that preempted
+            remaining = req.target - req.done
+            if not 1 <= c <= remaining or any(r is req for r, _ in batch):
+                raise ServingError(
+                    f"policy {name!r}: chunk of {c} tokens for request {req.index} with "
+                    f"{remaining} left (or the request twice in one batch)"
+                )
+            if req.admitted:
+                if req.seq not in self.partials:
+                    raise ServingError(f"policy {name!r}: request {req.index} is not prefilling")
+                cost = config.blocks(req.done + c) - config.blocks(req.done)
+                while cost > kv.free_blocks and req.admitted:  # vLLM's running phase
+                    self._preempt_newest(i, phase, chunked=batch)
+                if not req.admitted:
+                    break  # it preempted itself
+            else:
+                if req.preemptions and kv.prefix_caching:  # earlier chunks may have evicted
+                    req.done = kv.cached_prefix(req.index, req.target) * config.block_size
+                cost = config.blocks(req.done + c)
+                if not (cost <= kv.free_blocks and self.view.admissible(req, kv.free_blocks)):
+                    raise ServingError(
+                        f"policy {name!r}: admitting request {req.index} with a chunk of {c} "
+                        f"needs {cost} KV blocks (the gate {config.blocks(req.target)}), "
+                        f"only {kv.free_blocks} free"
+                    )
+                self._admit(req)
+                hits = req.done // config.block_size
+                if hits:
+                    kv.reuse(req.index, hits)
+                    self.reused_tokens += req.done
+                    if self.record_batches:
+                        self._reused.append((req.index, req.done))
+                cost -= hits
+            kv.allocate(cost)
+            chunks.append((c, req.done))
+            batch.append((req, c))
+            req.done += c
+            req.prefilled += c
+            tokens += c
+        whole_alone = len(batch) == 1 and not self.policy.chunked
+        if tokens > config.max_num_batched_tokens and not whole_alone:
+            raise ServingError(
+                f"policy {name!r}: {tokens} batched tokens exceed max_num_batched_tokens "
+                f"{config.max_num_batched_tokens}"
+            )
+        self.batch = batch
+        return chunks
+
+    def _admit(self, req: _Request) -> None:
+        name = self.policy.name
+        if self.waiting and self.waiting[0] is req:
+            self.waiting.popleft()
+        elif req in self.waiting:
+            self.waiting.remove(req)
+        else:
+            raise ServingError(f"policy {name!r}: request {req.index} is not waiting")
+        if len(self.running) + self.held_seats >= self.config.max_num_seqs:
+            raise ServingError(f"policy {name!r}: admits beyond max_num_seqs")
+        self.admissions += 1
+        req.seq = self.admissions
+        req.admitted = True
+        self.running[req.seq] = req
+        self.partials[req.seq] = req
+
+    def _preempt_newest(
+        self, i: int, phase: int, chunked: list[tuple[_Request, int]] | None = None
+    ) -> int:
+        """Preempt the newest admitted request at the start of iteration ``i``; 1 if it
+        was a decode needing a block there.
+
+        With ``chunked`` (the batch so far) the iteration's blocks are allocated already:
+        a decode victim gives back its new block too, and a victim given a chunk is taken
+        back out of the batch, the chunk's blocks freed without content.
+        """
+        _, victim = self.running.popitem()
+        saved = 0
+        if victim.decoding:
+            generated = victim.gen_at_join + (i - victim.join_iter)
+            computed = held = victim.prompt + generated - 1
+            saved = 1 if victim.bucket == phase else 0
+            if chunked is not None:
+                held += saved
+            self._forget_decode(victim)
+            victim.segments.append((victim.seg_start, i - 1))
+            victim.generated = generated
+            victim.epoch += 1
+        else:
+            computed = held = victim.done
+            del self.partials[victim.seq]
+            for k, (req, c) in enumerate(chunked or ()):
+                if req is victim:  # its chunk was allocated: it does not run
+                    del chunked[k]  # type: ignore[union-attr]
+                    computed -= c
+                    victim.prefilled -= c
+                    break
+        self.kv.free(victim.index, held, keep=True, computed=computed)
+        victim.target = victim.prompt + victim.generated
+        victim.done = 0
+        victim.admitted = False
+        victim.preemptions += 1
+        self.waiting.appendleft(victim)
+        self._preempted.append(victim.index)
+        return saved
+
+    # -- an iteration end --------------------------------------------------------------------
+    def _end(self, now: float) -> None:
+        config = self.config
+        i = self.iteration
+        self.iteration = i + 1
+        self.iteration_end.append(now)
+        self.last_token_s = now
+        if self.record_batches and self._pending is not None:
+            start, decodes, planned = self._pending
+            self.batches.append(
+                BatchRecord(
+                    start,
+                    now,
+                    decodes,
+                    planned,
+                    tuple(self._preempted),
+                    tuple(self._reused),
+                    len(self.running),
+                    len(self.waiting),
+                    self.kv.used_blocks,
+                )
+            )
+            self._reused = []
+        self._preempted.clear()
+        finishing = self.finish_at.pop(i, None)
+        if finishing:
+            for req, epoch in finishing:
+                if req.epoch == epoch:
+                    self._forget_decode(req)
+                    self._finish(req, now, i, req.prompt + req.output - 1)
+        for req, _ in self.batch:
+            if req.done < req.target:
+                continue
+            del self.partials[req.seq]
+            req.generated += 1
+            req.seg_start = i
+            if math.isnan(req.first_token_s):
+                req.first_token_s = now
+                slo = self.slo
+                if slo is not None and now - req.arrival_s > slo.ttft_s:
+                    req.violated = True
+                    self.violations += 1
+            if req.generated == req.output:
+                self._finish(req, now, i, req.target)
+                continue
+            # decode iteration j >= i + 1 attends kv_offset + j tokens and needs a block
+            # when it computes token kv_offset + j - 1 at a block boundary
+            req.decoding = True
+            req.join_iter = i + 1
+            req.gen_at_join = req.generated
+            req.kv_offset = req.target - i
+            req.bucket = (req.kv_offset - 1) % config.block_size
+            self.buckets[req.bucket] += 1
+            self.n_decode += 1
+            self.kv_sum += req.kv_offset
+            if self.spread:
+                offset = req.kv_offset
+                self.kv_live[offset] = self.kv_live.get(offset, 0) + 1
+                heapq.heappush(self.kv_heap, -offset)
+            self.finish_at.setdefault(i + req.output - req.generated, []).append((req, req.epoch))
+        self.batch = []
+
+    def _finish(self, req: _Request, now: float, i: int, tokens: int) -> None:
+        del self.running[req.seq]
+        if self.config.async_scheduling:
+            self.held_seats += 1
+            self.held_frees.append((req.index, tokens))
+        else:
+            self.kv.free(req.index, tokens, keep=False)
+        req.generated = req.output
+        req.segments.append((req.seg_start, i))
+        req.finish_s = now
+        req.admitted = False
+        self.finished += 1
+        slo = self.slo
+        if (
+            slo is not None
+            and not req.violated
+            and req.output > 1
+            and (now - req.first_token_s) / (req.output - 1) > slo.tpot_s
+        ):
+            req.violated = True
+            self.violations += 1
+
+    def _next_noise(self) -> float:
+        if not self._noise:
+            sigma = self._noise_sigma
+            draws = self._rng.lognormal(-sigma * sigma / 2, sigma, _NOISE_BLOCK)
+            self._noise = draws.tolist()[::-1]
+        return self._noise.pop()
+
+    def _close_open_segments(self) -> None:
+        """Record the tokens of requests still decoding when the run stopped."""
+        for req in self.running.values():
+            if req.decoding:
+                req.segments.append((req.seg_start, self.iteration - 1))
+
+    def result(self, end_s: float) -> EngineRun:
+        """The run's outcome, once :meth:`run` returned ``end_s``."""
+        return EngineRun(
+            tuple(r.record() for r in self.requests),
+            np.asarray(self.iteration_end, dtype=float),
+            end_s,
+            dict(self.policy.stats),
+            tuple(self.batches),
+            self.kv.evicted,
+            self.reused_tokens,
+            self.policy.name,
+            self.timing.predicted.name,
+        )

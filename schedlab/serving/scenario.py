@@ -1,0 +1,93 @@
+"""A scenario: everything a simulation needs besides its requests, as one object.
+
+:func:`~schedlab.serving.simulator.simulate`, :func:`~schedlab.serving.simulator.run_engine`,
+:func:`~schedlab.serving.capacity.capacity` and :func:`~schedlab.serving.capacity.sweep`
+take a :class:`Scenario` instead of forwarding a list of keywords from one to the next;
+its defaults are the command line's (``schedlab simulate --help``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from schedlab.errors import ServingError
+from schedlab.serving.cost_model import CostModel, get_cost_model
+from schedlab.serving.engine_config import EngineConfig
+from schedlab.serving.metrics import SLO
+from schedlab.serving.policies import Policy, PolicyContext, make_policy
+
+__all__ = ["DEFAULT_COST_MODEL", "DEFAULT_POLICY", "DEFAULT_SLO", "Scenario"]
+
+#: The policy simulated when none is named.
+DEFAULT_POLICY = "sloweave"
+
+#: The cost model when none is named: SLOWeave's own simulator model.
+DEFAULT_COST_MODEL = "sloweave-default"
+
+#: The SLO when none is given: TTFT 5 s, TPOT 25 ms.
+DEFAULT_SLO = SLO(ttft_s=5.0, tpot_s=0.025)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """The engine, its policy, its cost models, the SLO and the seed of a simulation.
+
+    Attributes
+    ----------
+    policy
+        A spelling for :func:`~schedlab.serving.policies.make_policy` (a fresh policy is
+        built for every run), or a policy object (used as it is, by one run).
+    cost_model
+        The *predicted* model policies plan with: a built-in or shipped name, a JSON
+        path, or an object.
+    slo
+        The SLO of attainment and goodput; its TPOT is the target of ``sarathi``,
+        ``sloweave`` and ``sangam``.
+    engine
+        Engine limits and behaviours.
+    actual_cost_model
+        A second model for the actual iteration time (prediction error).
+    noise_cv
+        Actual time = predicted x lognormal noise of mean 1 and this coefficient of
+        variation; ignored with ``actual_cost_model``.
+    margin_s
+        SLOWeave's margin (``None``: the cost model's).
+    seed
+        Seed of every random draw (the workload's and the noise's).
+    """
+
+    policy: str | Policy = DEFAULT_POLICY
+    cost_model: str | CostModel = DEFAULT_COST_MODEL
+    slo: SLO = DEFAULT_SLO
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    actual_cost_model: str | CostModel | None = None
+    noise_cv: float = 0.0
+    margin_s: float | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ServingError(f"scenario.seed: must be an integer >= 0, got {self.seed!r}")
+
+    def predicted(self) -> CostModel:
+        """The predicted cost model, resolved."""
+        return get_cost_model(self.cost_model)
+
+    def actual(self) -> CostModel | None:
+        """The actual cost model, resolved (``None``: the predicted one, maybe with noise)."""
+        return None if self.actual_cost_model is None else get_cost_model(self.actual_cost_model)
+
+    def build_policy(self, model: CostModel | None = None) -> Policy:
+        """A fresh policy for one run (or the policy object itself)."""
+        if not isinstance(self.policy, str):
+            return self.policy
+        context = PolicyContext(
+            model or self.predicted(), self.engine, self.slo.tpot_s, self.margin_s
+        )
+        return make_policy(self.policy, context)
+
+    def with_(self, **changes: Any) -> Scenario:
+        """A copy with some fields changed."""
+        return dataclasses.replace(self, **changes)
