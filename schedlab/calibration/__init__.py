@@ -18,7 +18,8 @@ from schedlab.calibration.profiles import (
     read_splitwise_perf_model,
     read_vidur_mlp,
 )
-from schedlab.calibration.replay import read_recorded_run, replay
+from schedlab.calibration.recorded_run import read_recorded_run
+from schedlab.calibration.replay import replay
 from schedlab.errors import UnknownNameError
 from schedlab.serving.cost_model import shipped_cost_models
 

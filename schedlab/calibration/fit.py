@@ -20,27 +20,31 @@ case (percent). The SLOWeave margin is the upper quantile of the per-iteration r
 prediction :math:`\hat t + \delta` covers the held-out iterations in a fraction
 :math:`\ge q` of cases.
 
+* **experts** (mixture-of-experts profiles): every ``holdout_every``-th interior row of
+  ``moe.csv`` is held out, the table fitted on the rest and evaluated there.
+
 The op layout of each architecture (which ops run per layer and how often, per forward
-pass, per sequence) is :data:`LAYOUTS`; it follows vLLM's Llama implementation
-(``input_layernorm`` and ``post_attention_layernorm`` are both RMSNorm, so ``layernorm``
-runs twice per layer) and LLMServingSim's llama catalog.
+pass, per sequence, and whether a layer runs an expert block) comes from
+:mod:`schedlab.calibration.layouts`, by ``meta.yaml``'s ``architecture``.
 
 Skew correction. :math:`\alpha` of the decode-KV skew correction
-(:mod:`schedlab.calibration.profile_model`) is the profiler's own pooled fit,
-``meta.yaml`` ``skew_fit.per_tp.<tp>.alpha_default`` (:func:`skew_alpha_of`); a profile
-without a ``skew_fit`` block gets :math:`\alpha = 0`. The held-out errors above use the
-profile's uniform-KV rows, so they do not involve :math:`\alpha`; the profiler reports
-the skew fit's own error next to it (``rel_err_p50``, ``rel_err_p90``: 1.2 % and 6.4 % for
-its per-bucket table on the shared profile).
+(:mod:`schedlab.calibration.skew`) comes from the profile's per-bucket table
+``tp<t>/skew_fit.csv``, with ``meta.yaml``'s ``skew_fit.per_tp.<t>.alpha_default`` (the same
+fit pooled over every case) for buckets the table lacks; a profile with neither gets no
+correction. The table is used whenever the profile has it, whatever ``skew_fit.enabled``
+says: the RTX 4090 bundle's ``meta.yaml`` predates its skew files and still says
+``false``. The held-out errors above use the profile's uniform-KV rows, so they do not
+involve :math:`\alpha`; the profiler reports the skew fit's own error beside it
+(``rel_err_p50``, ``rel_err_p90``).
 
-Layer count. Per-layer times are multiplied by :math:`L / L_0`: :math:`L` from the model
-shape table (:mod:`schedlab.llm.models`), :math:`L_0` from ``meta.yaml``'s
-``engine_effective.hf_overrides.num_hidden_layers``. The shared RTX PRO 6000 ``meta.yaml``
-also lists halved widths there (intermediate 7168, 16 heads, 4 KV heads, vocabulary
-64128: a TP-2 shard, and ``tp_degrees: [1, 2]``), but its ``tp1`` timings are those of the
-full-width model — e.g. ``gate_up_proj`` at one token takes 159 µs, the time to stream its
-4096 x 28672 bf16 weights (235 MB) at the card's 1.6 TB/s, where a half-width shard would
-take about half — so only the layer count is taken from those overrides.
+Scaling. Per-layer times are multiplied by :math:`L / L_0`: :math:`L` from the model shape
+table (:mod:`schedlab.llm.models`), :math:`L_0` from ``meta.yaml``'s
+``engine_effective.hf_overrides.num_hidden_layers``; a ``tp<t>`` folder holds the times of
+one rank of a TP-:math:`t` deployment, which the profiler emulates on one GPU by dividing
+the sharded widths by :math:`t`; no width is rescaled (``proofs/profile_scaling.md``, with
+the bandwidth and FLOP checks that tell full-width from halved rows). The collectives of
+tensor parallelism are not in a kernel profile: they come from the link between the GPUs
+(``link``), which only the deployment knows.
 """
 
 from __future__ import annotations
@@ -54,59 +58,28 @@ import numpy as np
 
 from schedlab.calibration.attention_grid import AttentionGrid, parse_grid_spec
 from schedlab.calibration.curves import MonotoneCurve
-from schedlab.calibration.profile_model import ProfileCostModel
-from schedlab.calibration.profiles import LLMServingSimProfile, OpTable, read_llmservingsim_profile
+from schedlab.calibration.experts import ExpertTable
+from schedlab.calibration.layouts import OpLayout, get_layout
+from schedlab.calibration.profile_model import Parallelism, ProfileCostModel
+from schedlab.calibration.profiles import (
+    LLMServingSimProfile,
+    MoERows,
+    OpTable,
+    read_llmservingsim_profile,
+)
+from schedlab.calibration.skew import SkewTable
 from schedlab.errors import CalibrationError
 from schedlab.json_files import nan_to_null
-from schedlab.llm.models import get_model_shape
+from schedlab.llm.models import ModelShape, get_model_shape
+from schedlab.serving.interconnect import Link
 
 __all__ = [
-    "LAYOUTS",
-    "CalibrationError",
     "CalibrationReport",
     "ErrorStats",
-    "OpLayout",
     "calibrate",
     "calibrate_profile",
-    "skew_alpha_of",
+    "skew_table_of",
 ]
-
-
-@dataclass(frozen=True)
-class OpLayout:
-    """Which profiled ops an iteration runs, and how often.
-
-    Attributes
-    ----------
-    per_layer
-        Op name -> runs per decoder layer (scaled by the layer count).
-    per_forward
-        Ops run once per forward pass over all tokens.
-    per_sequence
-        Ops run once per iteration over the sequences that produce logits.
-    """
-
-    per_layer: dict[str, float]
-    per_forward: tuple[str, ...]
-    per_sequence: tuple[str, ...]
-
-
-#: Op layouts by ``meta.yaml`` ``architecture``.
-LAYOUTS: dict[str, OpLayout] = {
-    "llama": OpLayout(
-        per_layer={
-            "layernorm": 2,
-            "qkv_proj": 1,
-            "rotary_emb": 1,
-            "o_proj": 1,
-            "gate_up_proj": 1,
-            "act_fn": 1,
-            "down_proj": 1,
-        },
-        per_forward=("embedding", "final_layernorm"),
-        per_sequence=("lm_head", "sampler"),
-    ),
-}
 
 
 @dataclass(frozen=True)
@@ -145,6 +118,8 @@ class CalibrationReport:
     margin_quantile: float
     attention_grid_rows: int
     attention_rows: int
+    experts: ErrorStats | None = None
+    skew_buckets: int = 0
     notes: tuple[str, ...] = field(default=())
 
     def to_dict(self) -> dict[str, Any]:
@@ -166,6 +141,8 @@ class CalibrationReport:
             row(f"op {op}", stats)
         row("attention (interpolation)", self.attention_interpolation)
         row("attention (extrapolation)", self.attention_extrapolation)
+        if self.experts is not None:
+            row("expert block", self.experts)
         row("iteration", self.iteration)
         lines.append(
             f"SLOWeave margin delta = {self.margin_s * 1e3:.4f} ms "
@@ -174,6 +151,7 @@ class CalibrationReport:
         lines.append(
             f"attention grid uses {self.attention_grid_rows} of {self.attention_rows} rows"
         )
+        lines.append(f"skew table: {self.skew_buckets} buckets")
         lines.extend(self.notes)
         return "\n".join(lines)
 
@@ -209,36 +187,64 @@ def _required(profile: LLMServingSimProfile, layout: OpLayout) -> None:
     if extra:
         raise CalibrationError(
             f"{profile.root}: op(s) {', '.join(extra)} are not in the {profile.architecture!r} "
-            "layout (add them to schedlab.calibration.fit.LAYOUTS)"
+            "layout (add a layout with schedlab.calibration.layouts.register_layout)"
         )
 
 
-def skew_alpha_of(profile: LLMServingSimProfile) -> float:
-    """The pooled skew coefficient ``skew_fit.per_tp.<tp>.alpha_default`` of ``meta.yaml``.
-
-    Returns 0 when the profile has no enabled ``skew_fit`` block or none for its TP degree.
+def skew_table_of(profile: LLMServingSimProfile) -> SkewTable | None:
+    """The profile's skew table (module docstring), or ``None`` with no skew data at all.
 
     Raises
     ------
     CalibrationError
-        If the value is not a number in ``[0, 1]``.
+        If ``meta.yaml``'s pooled alpha is not a number in ``[0, 1]``.
     """
     fit = profile.meta.get("skew_fit")
-    if not isinstance(fit, dict) or fit.get("enabled") is not True:
-        return 0.0
+    fit = fit if isinstance(fit, dict) else {}
     per_tp = fit.get("per_tp")
     entry = (
         per_tp.get(profile.tp, per_tp.get(str(profile.tp))) if isinstance(per_tp, dict) else None
     )
-    if not isinstance(entry, dict) or "alpha_default" not in entry:
-        return 0.0
-    alpha = entry["alpha_default"]
-    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0 <= alpha <= 1:
+    pooled = entry.get("alpha_default") if isinstance(entry, dict) else None
+    if pooled is not None and (
+        isinstance(pooled, bool) or not isinstance(pooled, int | float) or not 0 <= pooled <= 1
+    ):
         raise CalibrationError(
             f"{profile.root / 'meta.yaml'}: skew_fit.per_tp.{profile.tp}.alpha_default: "
-            f"expected a number in [0, 1], got {alpha!r}"
+            f"expected a number in [0, 1], got {pooled!r}"
         )
-    return float(alpha)
+    axes = fit.get("bucket_axes")
+    if profile.skew is not None:
+        return SkewTable.from_rows(
+            profile.skew,
+            None if pooled is None else float(pooled),
+            axes if isinstance(axes, dict) and "n_bins" in axes else None,
+        )
+    if pooled is None or fit.get("enabled") is not True:
+        return None
+    return SkewTable(float(pooled))
+
+
+def _expert_table(rows: MoERows, shape: ModelShape) -> tuple[ExpertTable, ErrorStats]:
+    """The expert table fitted on every row, and its error on held-out rows: in each token
+    row, every other expert count strictly between the row's least and largest (so each is
+    interpolated between measured neighbours)."""
+    if shape.experts < 1 or shape.experts_per_token < 1:
+        raise CalibrationError(
+            f"model {shape.name}: its shape has no experts (register it with experts and "
+            "experts_per_token)"
+        )
+    test = np.zeros(rows.tokens.size, dtype=bool)
+    for size in np.unique(rows.tokens):
+        mine = np.flatnonzero(rows.tokens == size)
+        mine = mine[np.argsort(rows.activated[mine])]
+        test[mine[1:-1:2]] = True
+    train = MoERows(rows.tokens[~test], rows.activated[~test], rows.time_us[~test])
+    fitted = ExpertTable.fit(train, shape.experts, shape.experts_per_token)
+    held = zip(rows.tokens[test], rows.activated[test], strict=True)
+    predicted = np.array([fitted.time_us(t, a) for t, a in held])
+    stats = ErrorStats.of(predicted, rows.time_us[test])
+    return ExpertTable.fit(rows, shape.experts, shape.experts_per_token), stats
 
 
 def calibrate_profile(
@@ -247,20 +253,24 @@ def calibrate_profile(
     holdout_every: int = 4,
     margin_quantile: float = 0.95,
     name: str | None = None,
+    link: Link | None = None,
 ) -> tuple[ProfileCostModel, CalibrationReport]:
     """Fit the cost model to a read profile; see :func:`calibrate`."""
     if holdout_every < 2:
         raise CalibrationError(f"holdout_every: must be >= 2, got {holdout_every}")
     if not 0 < margin_quantile < 1:
         raise CalibrationError(f"margin_quantile: must be in (0, 1), got {margin_quantile}")
-    layout = LAYOUTS.get(profile.architecture)
-    if layout is None:
-        raise CalibrationError(
-            f"{profile.root}/meta.yaml: architecture {profile.architecture!r} has no op layout; "
-            f"known: {', '.join(sorted(LAYOUTS))}"
-        )
+    layout = get_layout(profile.architecture, f"{profile.root}/meta.yaml")
     _required(profile, layout)
     shape = get_model_shape(profile.model)
+    experts = expert_stats = None
+    if layout.experts:
+        if profile.moe is None:
+            raise CalibrationError(
+                f"{profile.root}/tp{profile.tp}: no moe.csv for the {profile.architecture!r} "
+                "expert block at this tensor-parallel degree"
+            )
+        experts, expert_stats = _expert_table(profile.moe, shape)
     layers, profiled = shape.layers, profile.profiled_layers
     scale = layers / profiled
 
@@ -324,11 +334,23 @@ def calibrate_profile(
         return total
 
     raw_curves = {op: _raw(table) for op, table in tables.items()}
-    iter_true = compose(raw_curves) + scale * measured
-    iter_pred = compose(train_curves) + scale * attn_pred
+    block = scale * np.array([experts(v) for v in tokens]) if experts else np.zeros(tokens.size)
+    iter_true = compose(raw_curves) + scale * measured + block
+    iter_pred = compose(train_curves) + scale * attn_pred + block
     residual_s = (iter_true - iter_pred) * 1e-6
     margin = max(0.0, float(np.quantile(residual_s, margin_quantile))) if residual_s.size else 0.0
-
+    skew = skew_table_of(profile)
+    notes = [
+        f"layers: {layers} (model config of {shape.name}) / {profiled} profiled; "
+        f"tensor parallelism {profile.tp}",
+        f"held out: every {holdout_every}th interior op size; attention rows off the "
+        "declared grid" + ("; every other interior expert count of moe.csv" if experts else ""),
+    ]
+    if profile.tp > 1 and link is None:
+        notes.append(
+            f"collectives of tensor parallelism {profile.tp} NOT modelled: give the link "
+            "between the GPUs (link=..., --link BW,LATENCY)"
+        )
     report = CalibrationReport(
         ops=op_stats,
         attention_interpolation=ErrorStats.of(attn_pred[inside], measured[inside]),
@@ -338,14 +360,13 @@ def calibrate_profile(
         margin_quantile=margin_quantile,
         attention_grid_rows=int(used.sum()),
         attention_rows=len(rows),
-        notes=(
-            f"layers: {layers} (model config of {shape.name}) / {profiled} profiled",
-            f"held out: every {holdout_every}th interior op size; attention rows off the "
-            "declared grid",
-        ),
+        experts=expert_stats,
+        skew_buckets=0 if skew is None else len(skew.buckets),
+        notes=tuple(notes),
     )
     hardware = profile.hardware or "gpu"
-    model_name = name or f"{hardware}_{shape.name.split('/')[-1]}".lower()
+    suffix = f"_tp{profile.tp}" if profile.tp > 1 else ""
+    model_name = name or f"{hardware}_{shape.name.split('/')[-1]}{suffix}".lower()
     variant = profile.meta.get("variant", "")
     model = ProfileCostModel(
         name=model_name,
@@ -358,8 +379,11 @@ def calibrate_profile(
         forward_ops=tuple((op, full_curves[op]) for op in layout.per_forward),
         head_ops=tuple((op, full_curves[op]) for op in layout.per_sequence),
         attention=grid,
-        skew_alpha=skew_alpha_of(profile),
+        skew=skew,
+        experts=experts,
+        parallelism=Parallelism(profile.tp, shape.hidden, shape.dtype_bytes, link),
         margin_s=margin,
+        hardware=profile.hardware,
         source=(
             f"LLMServingSim profile {hardware}/{profile.model}/{variant}/tp{profile.tp} "
             f"({profile.meta.get('gpu', '')}, vLLM {profile.meta.get('vllm_version', '?')}); "
@@ -370,12 +394,14 @@ def calibrate_profile(
             "casys-kaist/LLMServingSim, MIT License"
         ),
         sources=profile.sources,
-        report={
-            "iteration_median_pct": report.iteration.median_pct,
-            "iteration_p90_pct": report.iteration.p90_pct,
-            "attention_interpolation_mape_pct": report.attention_interpolation.mape_pct,
-            "margin_quantile": margin_quantile,
-        },
+        report=nan_to_null(
+            {
+                "iteration_median_pct": report.iteration.median_pct,
+                "iteration_p90_pct": report.iteration.p90_pct,
+                "attention_interpolation_mape_pct": report.attention_interpolation.mape_pct,
+                "margin_quantile": margin_quantile,
+            }
+        ),
     )
     return model, report
 
@@ -388,6 +414,7 @@ def calibrate(
     holdout_every: int = 4,
     margin_quantile: float = 0.95,
     name: str | None = None,
+    link: Link | None = None,
 ) -> tuple[ProfileCostModel, CalibrationReport]:
     """Calibrate a cost model from an LLMServingSim profile directory.
 
@@ -403,7 +430,10 @@ def calibrate(
     holdout_every, margin_quantile
         Held-out split of the op curves and the quantile of :math:`\\delta`.
     name
-        Name of the fitted model (default ``<hardware>_<model>``, lower case).
+        Name of the fitted model (default ``<hardware>_<model>``, lower case, with
+        ``_tp<tp>`` for ``tp > 1``).
+    link
+        The link between the GPUs of one engine, for the collectives of ``tp > 1``.
 
     Returns
     -------
@@ -418,5 +448,9 @@ def calibrate(
             f"not {model!r}"
         )
     return calibrate_profile(
-        profile, holdout_every=holdout_every, margin_quantile=margin_quantile, name=name
+        profile,
+        holdout_every=holdout_every,
+        margin_quantile=margin_quantile,
+        name=name,
+        link=link,
     )

@@ -1,25 +1,41 @@
 r"""The calibrated cost model: an iteration composed from per-op GPU profile fits.
 
 For a batch of :math:`n` decodes holding :math:`K` KV tokens in total and prefill chunks
-:math:`(c_j, p_j)` (DESIGN section 3), with :math:`C = \sum_j c_j`,
-:math:`P = \sum_j p_j`, :math:`m` the number of chunks, :math:`N = n + C` tokens and
-:math:`S = n + m` sequences,
+:math:`(c_j, p_j)` (``docs/design.md``, section "Cost models and calibration"), with
+:math:`C = \sum_j c_j`, :math:`P = \sum_j p_j`, :math:`m` the number of chunks,
+:math:`N = n + C` tokens and :math:`S = n + m` sequences, one GPU of a deployment with
+tensor parallelism :math:`t` spends
 
 .. math::
 
     T = \Bigl[\; \underbrace{\sum_{o \in \text{layer ops}} \tfrac{L}{L_0}\, w_o\, f_o(N)
         + \sum_{o \in \text{forward ops}} f_o(N)}_{\text{dense}(N)}
         + \underbrace{\sum_{o \in \text{head ops}} f_o(S)}_{\text{head}(S)}
-        + \tfrac{L}{L_0}\, A_s \Bigr] \cdot 10^{-6}\ \text{s},
+        + \tfrac{L}{L_0}\, \bigl(A_s + B(N)\bigr) \Bigr] \cdot 10^{-6}\ \text{s}
+        + 2 L \, T_{AR}(N h b, t),
 
     A_s = A\bigl(C, P, n, \bar k\bigr)
           + \alpha \max\bigl(0,\; A(C, P, n, k_{\max}) - A(C, P, n, \bar k)\bigr),
     \qquad \bar k = K/n,
 
 where :math:`f_o` are the :class:`~schedlab.calibration.curves.MonotoneCurve` fits of the
-op measurements (µs), :math:`w_o` how often op :math:`o` runs per decoder layer (RMSNorm
-twice), :math:`L` the model's layer count, :math:`L_0` the layers the profiler ran, and
-:math:`A` the :class:`~schedlab.calibration.attention_grid.AttentionGrid`.
+op measurements (µs) of the profile's ``tp<t>`` folder, :math:`w_o` how often op :math:`o`
+runs per decoder layer (:mod:`schedlab.calibration.layouts`), :math:`L` the model's layer
+count, :math:`L_0` the layers the profiler ran, :math:`A` the
+:class:`~schedlab.calibration.attention_grid.AttentionGrid`, :math:`B` the mixture-of-experts
+block (:class:`~schedlab.calibration.experts.ExpertTable`; 0 for dense models) and
+:math:`T_{AR}` the ring all-reduce of the :class:`~schedlab.serving.interconnect.Link` between
+the GPUs of one engine, over :math:`N h b` bytes (hidden size :math:`h`, :math:`b` bytes per
+element), twice per layer (after ``o_proj`` and after the MLP or expert block; 0 for
+:math:`t = 1` or without a link).
+
+Scaling to the real model (``proofs/profile_scaling.md``): the profiler runs one decoder
+layer (:math:`L_0 = 1`) of a model whose sharded widths (intermediate size, attention and
+KV heads, vocabulary) are the real ones divided by :math:`t`, on one GPU, so a row of
+``tp<t>`` is the time of one real layer's op on one rank of a TP-:math:`t` deployment;
+decoder layers are identical, so a forward pass runs each per-layer op :math:`L` times.
+No width is rescaled here. (``meta.yaml``'s ``hf_overrides`` records the last TP degree
+the profiler ran, so its widths need not be those of the ``tp1`` rows.)
 
 Modelling choices (each one documented, none fitted to a serving run):
 
@@ -29,43 +45,22 @@ Modelling choices (each one documented, none fitted to a serving run):
   attention when chunks are split (a safe direction for SLOWeave).
 * *Decode attention* is looked up at the mean KV per decode, :math:`\bar k = K/n`: the
   profile measures batches of :math:`n` decodes holding *equal* KV, and a uniform batch at
-  the mean reads the same :math:`K` tokens (decode attention is memory-bound: on the
-  shared profile, 128 decodes cost 2.7 ns per extra KV token, 4 KiB per token and layer
-  at 1.5 TB/s, the card's bandwidth). The grid is nearly affine in :math:`k` above a few
-  hundred tokens at fixed :math:`n`, so summing per-request costs would change little
-  there; the real departure from the uniform measurement is load imbalance.
-* *Skew of decode KV lengths* (:math:`\alpha` term). A batch whose decodes hold uneven KV
-  is slower than the uniform batch at the mean (FlashAttention's varlen kernel pays tile
-  padding and SM imbalance). LLMServingSim's profiler measures this directly
-  (``skew_profile`` in ``meta.yaml``; ``llmservingsim/profiler/core/skew.py``): for
-  bimodal batches it times the uniform batch at the mean (:math:`t_{mean}`), the uniform
-  batch at the maximum (:math:`t_{max}`) and the skewed batch (:math:`t_{skew}`), and
-  fits :math:`t_{skew} = t_{mean} + \alpha (t_{max} - t_{mean})`
-  (``fit_alpha.py``, weighted least squares). Its simulator applies exactly this formula
-  per batch with the batch's longest decode (``serving/core/trace_generator.py``,
-  ``_lookup_attention_with_skew``; the correction is dropped when
-  :math:`A(k_{\max}) \le A(\bar k)`). We use the pooled constant ``alpha_default`` of
-  ``meta.yaml`` ``skew_fit.per_tp.<tp>`` (0.0543 for the shared RTX PRO 6000 profile,
-  12,984 profiled skew cases): the per-bucket table it refers to (``tp1/skew_fit.csv``)
-  is not in the shared data, and LLMServingSim's simulator falls back to the same
-  constant then. The profiler's own ablation (``fit_alpha.py``) reports that the pooled
-  constant removes the bias of :math:`\alpha = 0` (mean signed error -6.2 % to -0.8 %)
-  without sharpening per-batch accuracy. The constant is dominated by batches that
-  carry a prefill chunk: rebuilt from ``meta.yaml`` ``skew_profile.grid`` by the
-  profiler's case construction, decode-only batches are 2.3 % of the skew cases and
-  0.56 % of the fit's weight (``python benchmarks/replay_vllm.py --diagnose``), so for
-  decode-only batches it is an extrapolation across regimes, not a measurement; the
-  profile does not say whether it is too large or too small there. The simulator
-  passes :math:`k_{\max}` through the optional ``decode_kv_max`` keyword
-  (:class:`~schedlab.serving.cost_model.CostModel`); callers that do not (SLOWeave's
-  chunk search) get the uniform value. :math:`\alpha` is a property of the profile,
-  fitted on GPU measurements only, never on a serving run.
+  the mean reads the same :math:`K` tokens (decode attention is memory-bound).
+* *Skew of decode KV lengths* (:math:`\alpha` term): uneven KV makes the kernel slower than
+  the uniform batch at the mean; :math:`\alpha` comes from the profiler's per-bucket fit
+  (:class:`~schedlab.calibration.skew.SkewTable`), looked up with the batch's shortest and
+  longest decode. The simulator passes them through the optional ``decode_kv_max`` and
+  ``decode_kv_min`` keywords (:class:`~schedlab.serving.cost_model.CostModel`); callers
+  that do not (SLOWeave's chunk search) get the uniform value.
+* *Experts*: the expected number of distinct experts a batch of :math:`N` tokens activates
+  under top-:math:`k` routing, :math:`E(1-(1-k/E)^N)`
+  (:mod:`schedlab.calibration.experts`).
 * *Logits* are computed for every scheduled sequence, partial prefills included (vLLM v1
   computes logits at each request's last scheduled position), hence :math:`S = n + m`.
 * Host-side work (scheduling, input preparation, detokenisation) is not in a kernel
   profile and is not modelled.
 
-:math:`T` is non-decreasing in every chunk length (proofs/calibrated_monotone.md).
+:math:`T` is non-decreasing in every chunk length (``proofs/calibrated_monotone.md``).
 Installed as cost-model kind ``profile-grid`` (the entry point
 ``schedlab.cost_model_kinds`` of ``pyproject.toml``; see
 :mod:`schedlab.serving.cost_model`), so the simulator and SLOWeave load its JSON like any
@@ -74,20 +69,57 @@ other model.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from schedlab.calibration.attention_grid import AttentionGrid
 from schedlab.calibration.curves import MonotoneCurve
+from schedlab.calibration.experts import ExpertTable
 from schedlab.calibration.profiles import SourceFile
+from schedlab.calibration.skew import SkewTable
 from schedlab.errors import FormatError
-from schedlab.serving.cost_model import Chunk
+from schedlab.serving.cost_model import BatchShape, Chunk
+from schedlab.serving.interconnect import Link
 
-__all__ = ["KIND", "ProfileCostModel", "load_profile_cost_model"]
+__all__ = ["KIND", "Parallelism", "ProfileCostModel", "load_profile_cost_model"]
 
 #: The ``kind`` of the JSON form.
 KIND = "profile-grid"
+
+
+@dataclass(frozen=True)
+class Parallelism:
+    """How one engine's GPUs share an iteration.
+
+    Attributes
+    ----------
+    tp
+        Tensor-parallel degree (the profile's ``tp<t>`` folder).
+    hidden, dtype_bytes
+        The model's hidden size and bytes per element: a collective moves
+        ``tokens * hidden * dtype_bytes`` bytes.
+    link
+        The link between the GPUs (``None``: collectives are not modelled, which is exact
+        only on one GPU).
+    ep
+        Expert-parallel degree: the experts are spread, whole, over ``ep`` GPUs (1: each
+        expert's weights are split over the ``tp`` GPUs of an engine instead).
+    """
+
+    tp: int = 1
+    hidden: int = 0
+    dtype_bytes: int = 2
+    link: Link | None = None
+    ep: int = 1
+
+    def collectives_s(self, tokens: int, layers: int) -> float:
+        """Two all-reduces of the batch's activations per layer (module docstring)."""
+        if self.tp <= 1 or self.link is None or tokens <= 0:
+            return 0.0
+        size = tokens * self.hidden * self.dtype_bytes
+        return 2 * layers * self.link.all_reduce_s(size, self.tp)
 
 
 @dataclass(frozen=True, eq=False)
@@ -110,10 +142,16 @@ class ProfileCostModel:
         ``(op, curve over sequences)`` (lm_head, sampler).
     attention
         One layer's attention.
-    skew_alpha
-        :math:`\\alpha \\in [0, 1]` of the skew correction (0: none).
+    skew
+        The decode-skew table (``None``: no correction).
+    experts
+        One layer's expert block (``None``: a dense model).
+    parallelism
+        Tensor parallelism and its link.
     margin_s
         SLOWeave margin :math:`\\delta \\ge 0`.
+    hardware
+        The GPU the profile was measured on (``meta.yaml``'s ``hardware``).
     source, license
         Provenance and license of the data the figures derive from.
     sources
@@ -130,8 +168,11 @@ class ProfileCostModel:
     forward_ops: tuple[tuple[str, MonotoneCurve], ...]
     head_ops: tuple[tuple[str, MonotoneCurve], ...]
     attention: AttentionGrid
-    skew_alpha: float = 0.0
+    skew: SkewTable | None = None
+    experts: ExpertTable | None = None
+    parallelism: Parallelism = field(default_factory=Parallelism)
     margin_s: float = 0.0
+    hardware: str = ""
     source: str = ""
     license: str = ""
     sources: tuple[SourceFile, ...] = ()
@@ -142,8 +183,6 @@ class ProfileCostModel:
             raise ValueError(f"cost model {self.name!r}: layer counts must be >= 1")
         if not self.margin_s >= 0:
             raise ValueError(f"cost model {self.name!r}: margin_s must be >= 0")
-        if not 0 <= self.skew_alpha <= 1:
-            raise ValueError(f"cost model {self.name!r}: skew_alpha must be in [0, 1]")
         if not self.layer_ops or not self.head_ops:
             raise ValueError(f"cost model {self.name!r}: needs layer ops and head ops")
         if any(count < 0 for _, count, _ in self.layer_ops):
@@ -161,7 +200,7 @@ class ProfileCostModel:
     @property
     def decode_spread(self) -> bool:
         """Whether :meth:`iteration_time` uses ``decode_kv_max`` (a skew correction)."""
-        return self.skew_alpha > 0
+        return self.skew is not None
 
     @property
     def dense_curve(self) -> MonotoneCurve:
@@ -173,6 +212,71 @@ class ProfileCostModel:
         """:math:`\\text{head}(S)` in µs."""
         return self._head  # type: ignore[attr-defined]
 
+    def deployed(self, *, link: Link | None = None, ep: int = 1) -> ProfileCostModel:
+        """The same model with ``link`` between the GPUs (if it has none) and experts
+        spread over ``ep`` GPUs."""
+        par = self.parallelism
+        return dataclasses.replace(
+            self,
+            parallelism=dataclasses.replace(par, link=par.link or link, ep=ep),
+        )
+
+    def _attention_us(self, shape: BatchShape) -> float:
+        """One layer's attention (µs) for a batch, with the skew correction."""
+        n, tokens = shape.n_decode, 0
+        context = 0
+        for c, prior in shape.chunks:
+            if c > 0:
+                tokens += c
+                context += prior
+        kv = shape.decode_kv / n if n > 0 else 0.0
+        attention = self.attention(tokens, context, n, kv)
+        longest = shape.decode_kv_max
+        if self.skew is not None and longest is not None and n > 1 and longest > kv:
+            top = self.attention(tokens, context, n, longest)
+            if top > attention:
+                least = shape.decode_kv_min if shape.decode_kv_min is not None else longest
+                alpha = self.skew.alpha(tokens, context, n, kv, least, longest)
+                attention += alpha * (top - attention)
+        return attention
+
+    def _experts_us(self, tokens: int) -> float:
+        """One layer's expert block (µs) for ``tokens`` tokens on one GPU (module docs):
+        whole experts spread over ``ep`` GPUs, or each split over the ``tp`` GPUs."""
+        if self.experts is None:
+            return 0.0
+        par = self.parallelism
+        if par.ep > 1:
+            return self.experts(tokens, par.ep)
+        return self.experts(tokens) / par.tp
+
+    def lockstep_time(self, shapes: Sequence[BatchShape]) -> float:
+        """Seconds of one step of ``len(shapes)`` data-parallel replicas in lockstep.
+
+        Every replica's forward pass is padded to the most tokens any of them has
+        (vLLM ``vllm/v1/worker/dp_utils.py``, ``coordinate_batch_across_dp``, lines
+        165–229), so dense ops and the expert block see :math:`N_{pad}` tokens; the expert
+        block of a layer runs on every replica's tokens, :math:`d N_{pad}`, gathered
+        before it and scattered back after it (vLLM's all-gather / reduce-scatter
+        all-to-all), two collectives of :math:`d N_{pad} h b` bytes over the ``d``
+        replicas' link. Attention and the head ops are each replica's own; the step lasts
+        as long as the slowest replica.
+        """
+        dp = len(shapes)
+        pad = max(shape.tokens for shape in shapes)
+        slowest = max(
+            self._head(shape.n_decode + sum(1 for c, _ in shape.chunks if c > 0))  # type: ignore[attr-defined]
+            + self._scale * self._attention_us(shape)  # type: ignore[attr-defined]
+            for shape in shapes
+        )
+        shared = self._dense(pad) + self._scale * self._experts_us(dp * pad)  # type: ignore[attr-defined]
+        par = self.parallelism
+        seconds = (slowest + shared) * 1e-6 + par.collectives_s(pad, self.layers)
+        if self.experts is not None and par.link is not None and dp > 1:
+            size = dp * pad * par.hidden * par.dtype_bytes
+            seconds += 2 * self.layers * par.link.all_gather_s(size, dp)
+        return seconds
+
     def iteration_time(
         self,
         n_decode: int,
@@ -180,32 +284,25 @@ class ProfileCostModel:
         chunks: Sequence[Chunk],
         *,
         decode_kv_max: int | None = None,
+        decode_kv_min: int | None = None,
     ) -> float:
-        """Seconds for the batch (module docstring); ``decode_kv_max`` is the longest
-        decode's KV (``None``: decodes taken as equal, no skew correction)."""
-        tokens = 0
-        context = 0
-        count = 0
-        for c, prior in chunks:
-            if c > 0:
-                tokens += c
-                context += prior
-                count += 1
-        kv = decode_kv / n_decode if n_decode > 0 else 0.0
-        attention = self.attention(tokens, context, n_decode, kv)
-        if self.skew_alpha and decode_kv_max is not None and n_decode > 1 and decode_kv_max > kv:
-            longest = self.attention(tokens, context, n_decode, decode_kv_max)
-            if longest > attention:
-                attention += self.skew_alpha * (longest - attention)
+        """Seconds for the batch (module docstring); ``decode_kv_max`` and
+        ``decode_kv_min`` are the longest and shortest decode's KV (``None``: decodes taken
+        as equal, no skew correction)."""
+        shape = BatchShape(n_decode, decode_kv, tuple(chunks), decode_kv_max, decode_kv_min)
+        batch = shape.tokens
+        sequences = n_decode + sum(1 for c, _ in chunks if c > 0)
+        layer = self._attention_us(shape) + self._experts_us(batch)
         micro = (
-            self._dense(n_decode + tokens)  # type: ignore[attr-defined]
-            + self._head(n_decode + count)  # type: ignore[attr-defined]
-            + self._scale * attention  # type: ignore[attr-defined]
+            self._dense(batch)  # type: ignore[attr-defined]
+            + self._head(sequences)  # type: ignore[attr-defined]
+            + self._scale * layer  # type: ignore[attr-defined]
         )
-        return micro * 1e-6
+        return micro * 1e-6 + self.parallelism.collectives_s(batch, self.layers)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form, kind ``profile-grid``."""
+        par = self.parallelism
         return {
             "kind": KIND,
             "name": self.name,
@@ -231,11 +328,16 @@ class ProfileCostModel:
                 },
             },
             "attention": self.attention.to_dict(),
-            "skew": {
-                "alpha": self.skew_alpha,
-                "source": "meta.yaml skew_fit.per_tp.<tp>.alpha_default (pooled WLS fit of "
-                "t_skew = t_mean + alpha (t_max - t_mean) on the profiler's skew cases)",
+            "skew": None if self.skew is None else self.skew.to_dict(),
+            "experts": None if self.experts is None else self.experts.to_dict(),
+            "parallelism": {
+                "tp": par.tp,
+                "ep": par.ep,
+                "hidden": par.hidden,
+                "dtype_bytes": par.dtype_bytes,
+                "link": None if par.link is None else par.link.to_dict(),
             },
+            "hardware": self.hardware,
             "report": dict(self.report),
         }
 
@@ -249,13 +351,19 @@ def _get(data: Mapping[str, Any], key: str, where: str, kind: type | tuple[type,
     return value
 
 
-def _skew_alpha(body: Any, where: str) -> float:
-    """The ``skew.alpha`` of the JSON form (absent in older files: 0, no correction)."""
-    if body is None:
-        return 0.0
-    if not isinstance(body, Mapping):
+def _parallelism(data: Any, where: str) -> Parallelism:
+    if data is None:
+        return Parallelism()
+    if not isinstance(data, Mapping):
         raise FormatError(f"{where}: expected an object")
-    return float(_get(body, "alpha", where, (int, float)))
+    link = data.get("link")
+    return Parallelism(
+        int(_get(data, "tp", where, int)),
+        int(data.get("hidden", 0)),
+        int(data.get("dtype_bytes", 2)),
+        None if link is None else Link.from_dict(link, f"{where}: link"),
+        int(data.get("ep", 1)),
+    )
 
 
 def load_profile_cost_model(data: Mapping[str, Any], where: str) -> ProfileCostModel:
@@ -284,6 +392,10 @@ def load_profile_cost_model(data: Mapping[str, Any], where: str) -> ProfileCostM
         sources = tuple(
             SourceFile(str(s["file"]), str(s["sha256"])) for s in data.get("sources", [])
         )
+        skew, experts = data.get("skew"), data.get("experts")
+        expert_table = (
+            None if experts is None else ExpertTable.from_dict(experts, f"{where}: experts")
+        )
         return ProfileCostModel(
             name=str(data.get("name", KIND)),
             model=str(_get(model, "name", f"{where}: model", str)),
@@ -293,8 +405,11 @@ def load_profile_cost_model(data: Mapping[str, Any], where: str) -> ProfileCostM
             forward_ops=forward_ops,
             head_ops=head_ops,
             attention=AttentionGrid.from_dict(data.get("attention"), f"{where}: attention"),
-            skew_alpha=_skew_alpha(data.get("skew"), f"{where}: skew"),
+            skew=None if skew is None else SkewTable.from_dict(skew, f"{where}: skew"),
+            experts=expert_table,
+            parallelism=_parallelism(data.get("parallelism"), f"{where}: parallelism"),
             margin_s=float(_get(data, "margin_s", where, (int, float))),
+            hardware=str(data.get("hardware", "")),
             source=str(data.get("source", "")),
             license=str(data.get("license", "")),
             sources=sources,

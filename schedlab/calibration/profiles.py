@@ -12,7 +12,16 @@ Three public formats (``../shared/data/README.md`` describes the shared copies):
     layer's attention for a prefill chunk on top of ``kv_prefill`` cached tokens plus
     ``n_decode`` decodes holding ``kv_decode`` tokens *each*;
   - ``per_sequence.csv`` — ``layer, sequences, time_us``: once-per-iteration work
-    (``lm_head``, ``sampler``) against the number of sequences that produce logits.
+    (``lm_head``, ``sampler``) against the number of sequences that produce logits;
+  - ``moe.csv`` (mixture-of-experts models) — ``tokens, activated_experts, time_us``:
+    one layer's expert block for ``tokens`` tokens routed evenly over exactly
+    ``activated_experts`` experts;
+  - ``skew_fit.csv`` (optional) — ``pc, n_label, skew_rate_label, kv_big_label,
+    kp_label, alpha, n_samples``: the profiler's per-bucket fit of the decode-skew
+    coefficient (:mod:`schedlab.calibration.skew`).
+
+  ``meta.yaml`` is read with PyYAML's safe loader (duplicate keys refused); errors name
+  the file and line.
 
   The profiler runs the model with ``hf_overrides.num_hidden_layers`` decoder layers
   (1), so per-layer times are later multiplied by the real layer count of the model's
@@ -43,13 +52,14 @@ from typing import Any
 
 import numpy as np
 
-from schedlab.calibration.yaml_subset import read_yaml_subset
 from schedlab.errors import DataNotFoundError, FormatError
 
 __all__ = [
     "AttentionRows",
     "LLMServingSimProfile",
+    "MoERows",
     "OpTable",
+    "SkewRows",
     "SourceFile",
     "SplitwisePerfModel",
     "VidurMLPProfile",
@@ -107,6 +117,28 @@ class AttentionRows:
 
 
 @dataclass(frozen=True)
+class MoERows:
+    """The rows of an LLMServingSim ``moe.csv``: one layer's expert block (µs)."""
+
+    tokens: np.ndarray
+    activated: np.ndarray
+    time_us: np.ndarray
+
+
+@dataclass(frozen=True)
+class SkewRows:
+    """The rows of an LLMServingSim ``skew_fit.csv``: one fitted alpha per bucket."""
+
+    pc: np.ndarray
+    n_label: tuple[str, ...]
+    skew_rate_label: tuple[str, ...]
+    kv_big_label: tuple[str, ...]
+    kp_label: tuple[str, ...]
+    alpha: np.ndarray
+    n_samples: np.ndarray
+
+
+@dataclass(frozen=True)
 class LLMServingSimProfile:
     """One LLMServingSim profile (one hardware, model, dtype and TP degree).
 
@@ -122,6 +154,10 @@ class LLMServingSimProfile:
         Op tables by op name.
     attention
         The attention rows.
+    moe
+        The expert block's rows (``moe.csv``), if the profile has them for this TP degree.
+    skew
+        The per-bucket skew fit (``skew_fit.csv``), if present.
     sources
         Files read, with hashes.
     """
@@ -133,6 +169,8 @@ class LLMServingSimProfile:
     per_sequence: dict[str, OpTable]
     attention: AttentionRows
     sources: tuple[SourceFile, ...] = field(default=())
+    moe: MoERows | None = None
+    skew: SkewRows | None = None
 
     @property
     def model(self) -> str:
@@ -265,6 +303,108 @@ def _attention_rows(path: Path) -> AttentionRows:
     return AttentionRows(*(data[:, j].copy() for j in range(5)))
 
 
+def _moe_rows(path: Path) -> MoERows:
+    columns = ("tokens", "activated_experts", "time_us")
+    header, rows = _open_rows(path, columns)
+    index = [header.index(c) for c in columns]
+    data = np.empty((len(rows), 3))
+    seen: set[tuple[float, float]] = set()
+    for k, (line, fields_) in enumerate(rows):
+        where = f"{path}:{line}"
+        values = [
+            _number(fields_[i], c, where, integer=c != "time_us")
+            for i, c in zip(index, columns, strict=True)
+        ]
+        if values[0] < 1 or values[1] < 1:
+            raise FormatError(f"{where}: tokens and activated_experts must be >= 1")
+        if (values[0], values[1]) in seen:
+            raise FormatError(f"{where}: duplicate measurement for {values[:2]}")
+        seen.add((values[0], values[1]))
+        data[k] = values
+    return MoERows(data[:, 0].copy(), data[:, 1].copy(), data[:, 2].copy())
+
+
+def _skew_rows(path: Path) -> SkewRows:
+    columns = (
+        "pc",
+        "n_label",
+        "skew_rate_label",
+        "kv_big_label",
+        "kp_label",
+        "alpha",
+        "n_samples",
+    )
+    header, rows = _open_rows(path, columns)
+    index = {c: header.index(c) for c in columns}
+    pc, alpha, samples = np.empty(len(rows)), np.empty(len(rows)), np.empty(len(rows))
+    labels: dict[str, list[str]] = {c: [] for c in columns[1:5]}
+    for k, (line, fields_) in enumerate(rows):
+        where = f"{path}:{line}"
+        pc[k] = _number(fields_[index["pc"]], "pc", where, integer=True)
+        try:
+            alpha[k] = float(fields_[index["alpha"]])
+        except ValueError:
+            raise FormatError(f"{where}: alpha: expected a number") from None
+        if not math.isfinite(alpha[k]):
+            raise FormatError(f"{where}: alpha: must be finite")
+        samples[k] = _number(fields_[index["n_samples"]], "n_samples", where, integer=True)
+        for column in labels:
+            labels[column].append(fields_[index[column]].strip())
+    return SkewRows(
+        pc,
+        tuple(labels["n_label"]),
+        tuple(labels["skew_rate_label"]),
+        tuple(labels["kv_big_label"]),
+        tuple(labels["kp_label"]),
+        alpha,
+        samples,
+    )
+
+
+def read_meta_yaml(path: Path) -> dict[Any, Any]:
+    """A profile's ``meta.yaml``, by PyYAML's safe loader with duplicate keys refused.
+
+    Raises
+    ------
+    DataNotFoundError
+        If it does not exist.
+    FormatError
+        Naming the file and line of a YAML error, or if it is not a mapping.
+    """
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        """The safe loader, refusing a key given twice in one mapping."""
+
+    def mapping(loader: Loader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        keys = set()
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node, deep=deep)
+            if key in keys:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r}", key_node.start_mark
+                )
+            keys.add(key)
+        return dict(yaml.SafeLoader.construct_mapping(loader, node, deep=deep))
+
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    if not path.is_file():
+        raise DataNotFoundError(f"{path}: no such file")
+    try:
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=Loader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise FormatError(f"{path}{line}: {exc.problem or exc.context}") from None
+    except yaml.YAMLError as exc:
+        raise FormatError(f"{path}: {exc}") from None
+    except UnicodeDecodeError:
+        raise FormatError(f"{path}: not UTF-8 text") from None
+    if not isinstance(data, dict):
+        raise FormatError(f"{path}:1: expected a mapping of keys to values")
+    return data
+
+
 def read_llmservingsim_profile(path: str | Path, tp: int = 1) -> LLMServingSimProfile:
     """Read an LLMServingSim profile directory (the one holding ``meta.yaml``).
 
@@ -286,16 +426,26 @@ def read_llmservingsim_profile(path: str | Path, tp: int = 1) -> LLMServingSimPr
     if not root.is_dir():
         raise DataNotFoundError(f"{root}: no such profile directory")
     meta_path = root / "meta.yaml"
-    meta = read_yaml_subset(meta_path)
+    meta = read_meta_yaml(meta_path)
     if not isinstance(meta.get("model"), str):
         raise FormatError(f"{meta_path}: model: expected the model name")
     sub = root / f"tp{tp}"
+    if not sub.is_dir():
+        found = sorted(p.name for p in root.glob("tp*") if p.is_dir())
+        raise DataNotFoundError(
+            f"{sub}: no profile for tensor parallelism {tp} (found: {', '.join(found) or 'none'})"
+        )
     dense = _op_tables(sub / "dense.csv", "tokens")
     per_sequence = _op_tables(sub / "per_sequence.csv", "sequences")
     attention = _attention_rows(sub / "attention.csv")
     files = [meta_path, sub / "dense.csv", sub / "attention.csv", sub / "per_sequence.csv"]
+    moe = _moe_rows(sub / "moe.csv") if (sub / "moe.csv").is_file() else None
+    skew = _skew_rows(sub / "skew_fit.csv") if (sub / "skew_fit.csv").is_file() else None
+    files += [f for f, part in ((sub / "moe.csv", moe), (sub / "skew_fit.csv", skew)) if part]
     sources = tuple(SourceFile(f.relative_to(root).as_posix(), sha256_of(f)) for f in files)
-    return LLMServingSimProfile(root, tp, meta, dense, per_sequence, attention, sources)
+    return LLMServingSimProfile(
+        root, tp, meta, dense, per_sequence, attention, sources, moe=moe, skew=skew
+    )
 
 
 # -- Vidur ---------------------------------------------------------------------------------

@@ -1,79 +1,66 @@
 r"""Replay of a recorded serving run on the simulator, and measured-vs-simulated metrics.
 
-A recorded run (LLMServingSim's ``bench`` format, as in
-``../shared/data/validation/vllm-0.19.0_RTXPRO6000_Llama-3.1-8B``) is a ``requests.jsonl``
-with, per request, ``input_toks``, ``output_toks`` and the engine's timestamps
-``queued_ts``, ``first_token_ts``, ``last_token_ts`` (monotonic seconds), optionally next
-to a ``meta.json`` (engine arguments) and a ``config.json`` (hardware).
+:func:`replay` simulates a recorded run (:mod:`schedlab.calibration.recorded_run`) on the
+engine of its own deployment (:mod:`schedlab.calibration.deployment`: limits, KV capacity,
+prefix caching, asynchronous scheduling, tensor, data and expert parallelism, all from the
+run's records) with a cost model, and compares.
 
-Definitions (issue 6), for a request with ``o`` output tokens:
+The simulation gets the run's requests with arrival :math:`a_i` = ``queued_ts`` minus the
+earliest ``queued_ts``. Its TTFT and latency are measured the way vLLM measures them, from
+the *queued* instant :math:`q_i`: vLLM's engine-core busy loop takes new requests off its
+input queue only between iterations (``EngineCoreProc._process_input_queue`` runs before
+each engine step; ``Scheduler.add_request`` records the ``QUEUED`` event), so a request
+that arrives while an iteration runs is queued when that iteration ends. Likewise
+:math:`q_i` is the end of the simulated iteration running at :math:`a_i`
+(``start < a_i <= end``) on the replica that serves it, or :math:`a_i` itself when that
+replica is idle then (:func:`queued_instants`). TPOT does not depend on it. Each metric
+is compared at the mean and the 50th, 90th, 95th and 99th percentiles (numpy's linear
+interpolation on both sides): ``diff_pct`` :math:`= 100\,(\text{sim} - \text{measured})
+/ \text{measured}`.
 
-* TTFT :math:`=` ``first_token_ts`` :math:`-` ``queued_ts``;
-* latency :math:`=` ``last_token_ts`` :math:`-` ``queued_ts``;
-* TPOT :math:`= (\text{last} - \text{first}) / (o - 1)`, over requests with :math:`o > 1`.
+The cost model must be one of the run's model and hardware (a ``profile-grid`` model says
+which it was fitted for): a replay on another refuses to run unless told to, as its
+figures would mean nothing. The model gets the deployment's link (when it has none) and
+expert parallelism.
 
-The simulation gets the same requests with arrival :math:`a_i` = ``queued_ts`` minus the
-earliest ``queued_ts`` (only differences of monotonic timestamps are meaningful). Its
-TTFT and latency are measured the way vLLM measures them, from the *queued* instant
-:math:`q_i`: vLLM's engine-core busy loop takes new requests off its input queue only
-between iterations (``EngineCoreProc._process_input_queue`` runs before each engine step;
-``Scheduler.add_request`` records the ``QUEUED`` event), so a request that arrives while
-an iteration runs is queued when that iteration ends. Likewise :math:`q_i` is the end of
-the simulated iteration running at :math:`a_i` (``start < a_i <= end``), or :math:`a_i`
-itself when the simulated engine is idle then. (Measuring from :math:`a_i` instead would
-charge every request the wait until the next iteration boundary, on average half an
-iteration, which the recorded ``queued_ts`` never contains.) TPOT does not depend on it.
-Each metric is compared at the mean
-and the 50th, 90th, 95th and 99th percentiles (numpy's linear interpolation on both sides):
-``diff_pct`` :math:`= 100\,(\text{simulated} - \text{measured}) / \text{measured}`.
-
-Asynchronous scheduling. vLLM 0.14.0 made async scheduling the default (release notes:
-"Async scheduling is now enabled by default", PR #27614); the engine then plans each
-iteration one iteration ahead (:mod:`schedlab.serving.simulator`). :func:`async_scheduling_of`
-reads it from ``meta.json``: ``engine_kwargs.async_scheduling`` if given, else on for
-``vllm_version`` >= 0.14.0 (the shared run: 0.19.0, not overridden) and off otherwise.
-
-KV capacity, unless given, follows :func:`schedlab.llm.models.kv_token_capacity`:
-:math:`\lfloor (u G - W - R) / b_{kv} \rfloor` with :math:`G` the card's memory from
-``config.json`` (``npu_mem.mem_size``, in GB = :math:`10^9` bytes), :math:`u` its
-``mem_util``, :math:`W` the model's weight bytes and :math:`R` the core's 1 GiB activation
-reserve.
+The replay also builds the run's per-second time series the way vLLM's stat logger
+does (``IterationStats``: a request's prompt tokens count once, when its first token is
+out; every emitted token counts as a generation token; running and waiting as last
+sampled in the second; KV use as the blocks held over the usable blocks), for
+:func:`schedlab.plotting.plot_replay`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import re
 import time
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from schedlab.errors import DataNotFoundError, FormatError
-from schedlab.json_files import read_json
-from schedlab.llm.models import get_model_shape, kv_token_capacity
-from schedlab.llm.traces import jsonl_rows
-from schedlab.serving.cost_model import CostModel
-from schedlab.serving.engine_config import EngineConfig
+from schedlab.calibration.deployment import Deployment, deployment_of
+from schedlab.calibration.profile_model import ProfileCostModel
+from schedlab.calibration.recorded_run import MeasuredSeries, RecordedRun
+from schedlab.errors import CalibrationError
+from schedlab.json_files import nan_to_null
+from schedlab.serving.cost_model import CostModel, load_cost_model, shipped_cost_models
+from schedlab.serving.engine import EngineRun
 from schedlab.serving.metrics import SLO
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import run_engine
-from schedlab.serving.workloads import RequestStream
 
 __all__ = [
     "METRIC_KEYS",
     "MetricComparison",
-    "RecordedRun",
     "ReplayReport",
-    "async_scheduling_of",
-    "engine_config_for_run",
-    "kv_tokens_for_run",
-    "read_recorded_run",
+    "check_model_fits",
+    "queued_instants",
     "replay",
     "run_metrics",
+    "shipped_model_for",
+    "simulated_series",
 ]
 
 #: Statistics compared, in report order.
@@ -84,216 +71,17 @@ METRIC_KEYS: tuple[str, ...] = tuple(
 )
 
 
-@dataclass(frozen=True)
-class RecordedRun:
-    """A recorded serving run, requests sorted by ``queued_ts``.
-
-    Attributes
-    ----------
-    path
-        The ``requests.jsonl`` read.
-    arrival_s
-        ``queued_ts`` minus the earliest one.
-    prompt, output
-        Token counts.
-    ttft_s, tpot_s, latency_s
-        Measured metrics (``tpot_s`` is ``nan`` for one-token outputs).
-    meta, config
-        ``meta.json`` and ``config.json`` of the same directory (empty if absent).
-    """
-
-    path: Path
-    arrival_s: np.ndarray
-    prompt: np.ndarray
-    output: np.ndarray
-    ttft_s: np.ndarray
-    tpot_s: np.ndarray
-    latency_s: np.ndarray
-    meta: dict[str, Any]
-    config: dict[str, Any]
-
-    def __len__(self) -> int:
-        return int(self.arrival_s.size)
-
-    def stream(self) -> RequestStream:
-        """The requests as a simulator stream; its window is the measured run's span
-        (first arrival to last token), which only goodput figures would use."""
-        return RequestStream(
-            self.path.name,
-            self.arrival_s,
-            self.prompt,
-            self.output,
-            float(np.max(self.arrival_s + self.latency_s)),
-        )
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    """The object in ``path``, or ``{}`` where the run has no such file."""
-    if not path.is_file():
-        return {}
-    data = read_json(path)
-    if not isinstance(data, dict):
-        raise FormatError(f"{path}: expected a JSON object")
-    return data
-
-
-_FIELDS = ("input_toks", "output_toks", "queued_ts", "first_token_ts", "last_token_ts")
-
-
-def read_recorded_run(path: str | Path) -> RecordedRun:
-    """Read ``requests.jsonl`` (and ``meta.json``/``config.json`` beside it).
-
-    Raises
-    ------
-    DataNotFoundError
-        If the file does not exist.
-    FormatError
-        On a malformed line (named ``path:line``): invalid JSON, a missing field, a
-        non-integer or non-positive token count, a non-finite timestamp, or timestamps
-        out of order (``first_token_ts < queued_ts`` or ``last_token_ts < first_token_ts``).
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise DataNotFoundError(f"{path}: no such requests file")
-    records: list[tuple[float, ...]] = []
-    try:
-        rows = list(jsonl_rows(path, _FIELDS))
-    except UnicodeDecodeError:
-        raise FormatError(f"{path}: not UTF-8 text") from None
-    for where, item in rows:
-        values = []
-        for name in _FIELDS:
-            value = item.get(name)
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise FormatError(f"{where}: {name}: expected a number, got {value!r}")
-            if not math.isfinite(value):
-                raise FormatError(f"{where}: {name}: must be finite")
-            values.append(float(value))
-        prompt, output, queued, first, last = values
-        for name, count in (("input_toks", prompt), ("output_toks", output)):
-            if count != int(count) or count < 1:
-                raise FormatError(f"{where}: {name}: expected an integer >= 1, got {count:g}")
-        if not queued <= first <= last:
-            raise FormatError(
-                f"{where}: timestamps out of order (need queued_ts <= first_token_ts "
-                "<= last_token_ts)"
-            )
-        records.append((queued, prompt, output, first, last))
-    if not records:
-        raise FormatError(f"{path}: no requests")
-    data = np.array(records)
-    data = data[np.argsort(data[:, 0], kind="stable")]
-    queued, prompt, output, first, last = data.T
-    with np.errstate(divide="ignore", invalid="ignore"):
-        tpot = np.where(output > 1, (last - first) / (output - 1), np.nan)
-    return RecordedRun(
-        path,
-        queued - queued[0],
-        prompt.astype(np.int64),
-        output.astype(np.int64),
-        first - queued,
-        tpot,
-        last - queued,
-        _read_json(path.parent / "meta.json"),
-        _read_json(path.parent / "config.json"),
-    )
-
-
-def kv_tokens_for_run(run: RecordedRun, model: str | None = None) -> int:
-    """KV capacity in tokens from the run's ``config.json`` (module docstring).
-
-    ``model`` defaults to ``meta.json``'s ``model``.
-
-    Raises
-    ------
-    FormatError
-        If ``config.json`` lacks the GPU memory or the model is unknown.
-    """
-    where = run.path.parent / "config.json"
-    try:
-        instance = run.config["nodes"][0]["instances"][0]
-        mem = instance["npu_mem"]
-        gpu_bytes = float(mem["mem_size"]) * 1e9
-        utilization = float(mem.get("mem_util", 0.9))
-    except (KeyError, IndexError, TypeError, ValueError):
-        raise FormatError(
-            f"{where}: expected nodes[0].instances[0].npu_mem.mem_size (GB) and mem_util; "
-            "give the KV capacity explicitly instead"
-        ) from None
-    name = model or instance.get("model_name") or run.meta.get("model")
-    if not isinstance(name, str):
-        raise FormatError(f"{where}: no model name; give the KV capacity explicitly")
-    return kv_token_capacity(get_model_shape(name), gpu_bytes, utilization)
-
-
-#: First vLLM release whose engine schedules asynchronously by default (v0.14.0 notes).
-ASYNC_SCHEDULING_SINCE = (0, 14, 0)
-
-
-def async_scheduling_of(run: RecordedRun) -> bool:
-    """Whether the recorded engine scheduled asynchronously (module docstring).
-
-    Raises
-    ------
-    FormatError
-        If ``engine_kwargs.async_scheduling`` is present but not a boolean.
-    """
-    kwargs = run.meta.get("engine_kwargs") or {}
-    if isinstance(kwargs, dict) and kwargs.get("async_scheduling") is not None:
-        value = kwargs["async_scheduling"]
-        if not isinstance(value, bool):
-            raise FormatError(
-                f"{run.path.parent / 'meta.json'}: engine_kwargs.async_scheduling: expected "
-                f"true or false, got {value!r}"
-            )
-        return value
-    found = re.match(r"v?(\d+)\.(\d+)(?:\.(\d+))?", str(run.meta.get("vllm_version", "")))
-    if found is None:
-        return False
-    version = tuple(int(part or 0) for part in found.groups())
-    return version >= ASYNC_SCHEDULING_SINCE
-
-
 def queued_instants(arrival_s: np.ndarray, start_s: np.ndarray, end_s: np.ndarray) -> np.ndarray:
     """When each request is queued: the end of the iteration running at its arrival
     (``start < a <= end``), else the arrival itself (module docstring).
 
-    ``start_s`` and ``end_s`` are the iterations' start and end times, in order.
+    ``start_s`` and ``end_s`` are one replica's iterations' start and end times, in order.
     """
     if end_s.size == 0:
         return np.asarray(arrival_s, dtype=float).copy()
     index = np.minimum(np.searchsorted(end_s, arrival_s, side="left"), end_s.size - 1)
     busy = (start_s[index] < arrival_s) & (arrival_s <= end_s[index])
     return np.where(busy, end_s[index], arrival_s)
-
-
-def engine_config_for_run(
-    run: RecordedRun,
-    *,
-    max_num_seqs: int | None = None,
-    max_num_batched_tokens: int | None = None,
-    kv_tokens: int | None = None,
-    block_size: int = 16,
-) -> EngineConfig:
-    """Engine limits for a replay: explicit values, else ``meta.json``'s ``engine_kwargs``
-    and :func:`kv_tokens_for_run`."""
-    kwargs = run.meta.get("engine_kwargs") or {}
-    where = run.path.parent / "meta.json"
-
-    def limit(value: int | None, key: str) -> int:
-        if value is not None:
-            return value
-        found = kwargs.get(key) if isinstance(kwargs, dict) else None
-        if isinstance(found, bool) or not isinstance(found, int):
-            raise FormatError(f"{where}: engine_kwargs.{key}: not given; pass it explicitly")
-        return found
-
-    return EngineConfig(
-        kv_capacity_tokens=kv_tokens if kv_tokens is not None else kv_tokens_for_run(run),
-        block_size=block_size,
-        max_num_seqs=limit(max_num_seqs, "max_num_seqs"),
-        max_num_batched_tokens=limit(max_num_batched_tokens, "max_num_batched_tokens"),
-    )
 
 
 @dataclass(frozen=True)
@@ -303,6 +91,53 @@ class MetricComparison:
     measured: float
     simulated: float
     diff_pct: float
+
+
+def simulated_series(
+    run: EngineRun, prompt: np.ndarray, total_blocks: int, window_s: float = 1.0
+) -> MeasuredSeries:
+    """The simulated run's per-second series, as vLLM's stat logger counts (module docs).
+
+    Needs the run's batch records; buckets end at ``window_s, 2 window_s, ...``.
+    """
+    ends = run.iteration_end_s
+    horizon = max(1, math.ceil(float(run.end_s) / window_s))
+    edges = np.arange(1, horizon + 1) * window_s
+    bucket = np.minimum(np.searchsorted(edges, ends, side="left"), horizon - 1)
+    generated = np.zeros(horizon)
+    for record in run.records:
+        for a, b in record.segments:
+            np.add.at(generated, bucket[a : b + 1], 1.0)
+    first = np.array([r.first_token_s for r in run.records])
+    done = ~np.isnan(first)
+    prompts = np.zeros(horizon)
+    where = np.minimum(np.searchsorted(edges, first[done], side="left"), horizon - 1)
+    np.add.at(prompts, where, prompt[done].astype(float))
+    running, waiting, kv = np.zeros(horizon), np.zeros(horizon), np.zeros(horizon)
+    sizes = run.replica_iterations or (len(run.batches),)
+    replicas = max(1, len(sizes))
+    offset = 0
+    for size in sizes:
+        closing: dict[int, int] = {}
+        for k in range(offset, offset + size):
+            closing[int(bucket[k])] = k  # the last iteration of each second
+        state = (0, 0, 0)
+        for b in range(horizon):
+            if b in closing:
+                batch = run.batches[closing[b]]
+                state = (batch.running, batch.waiting, batch.used_blocks)
+            running[b] += state[0]
+            waiting[b] += state[1]
+            kv[b] += state[2]
+        offset += size
+    return MeasuredSeries(
+        edges,
+        prompts / window_s,
+        generated / window_s,
+        running,
+        waiting,
+        100.0 * kv / (total_blocks * replicas),
+    )
 
 
 @dataclass(frozen=True)
@@ -317,12 +152,16 @@ class ReplayReport:
         Wall time of the simulation and the metric computation.
     n_requests, n_finished, preemptions, iterations
         Of the simulated run.
-    async_scheduling
-        Whether the engine scheduled asynchronously.
     policy, cost_model
         What ran.
-    config
-        The engine limits used.
+    deployment
+        The deployment simulated, with where each setting came from.
+    measured, simulated
+        Per request, in arrival order: ``{"ttft": ..., "latency": ...}`` in seconds.
+    series, measured_series
+        The per-second series of the simulation and of the run (if recorded).
+    reused_tokens
+        KV tokens resumed requests took back from the prefix cache.
     """
 
     metrics: dict[str, MetricComparison]
@@ -333,44 +172,76 @@ class ReplayReport:
     iterations: int
     policy: str
     cost_model: str
-    config: EngineConfig
-    async_scheduling: bool = False
+    deployment: Deployment
+    measured: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    simulated: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    series: MeasuredSeries | None = field(default=None, repr=False)
+    measured_series: MeasuredSeries | None = field(default=None, repr=False)
+    reused_tokens: int = 0
+
+    @property
+    def config(self) -> Any:
+        """The engine limits used (one replica's)."""
+        return self.deployment.engine
+
+    @property
+    def async_scheduling(self) -> bool:
+        return self.deployment.engine.async_scheduling
+
+    @property
+    def worst(self) -> tuple[str, float]:
+        """The metric furthest from its measurement, and its difference (percent)."""
+        key = max(self.metrics, key=lambda k: abs(self.metrics[k].diff_pct))
+        return key, self.metrics[key].diff_pct
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"metrics": {key: {measured, simulated, diff_pct}}, "wall_s": ...}`` plus context."""
-        return {
+        """``{"metrics": {key: {measured, simulated, diff_pct}}, "wall_s": ...}`` plus context
+        (``null`` where a figure is undefined)."""
+        engine = self.deployment.engine
+        data = {
             "metrics": {
                 key: {"measured": m.measured, "simulated": m.simulated, "diff_pct": m.diff_pct}
                 for key, m in self.metrics.items()
             },
+            "worst": {"metric": self.worst[0], "diff_pct": self.worst[1]},
             "wall_s": self.wall_s,
             "n_requests": self.n_requests,
             "n_finished": self.n_finished,
             "preemptions": self.preemptions,
+            "reused_tokens": self.reused_tokens,
             "iterations": self.iterations,
             "policy": self.policy,
             "cost_model": self.cost_model,
-            "async_scheduling": self.async_scheduling,
-            "engine": {
-                "kv_capacity_tokens": self.config.kv_capacity_tokens,
-                "block_size": self.config.block_size,
-                "max_num_seqs": self.config.max_num_seqs,
-                "max_num_batched_tokens": self.config.max_num_batched_tokens,
+            "async_scheduling": engine.async_scheduling,
+            "engine": dataclasses.asdict(engine),
+            "deployment": {
+                "replicas": self.deployment.replicas,
+                "lockstep": self.deployment.lockstep,
+                "tp": self.deployment.tp,
+                "ep": self.deployment.ep,
+                "notes": list(self.deployment.notes),
             },
         }
+        return nan_to_null(data)
 
     def to_text(self) -> str:
-        """A table in milliseconds."""
+        """A table in milliseconds, then the deployment."""
         lines = [f"{'metric':<14}{'measured ms':>14}{'simulated ms':>14}{'diff %':>9}"]
         for key, m in self.metrics.items():
             lines.append(
                 f"{key:<14}{m.measured * 1e3:>14.1f}{m.simulated * 1e3:>14.1f}{m.diff_pct:>+9.2f}"
             )
+        worst, diff = self.worst
+        d = self.deployment
         lines.append(
-            f"simulated {self.n_finished}/{self.n_requests} requests, {self.iterations} "
-            f"iterations, {self.preemptions} preemptions, policy {self.policy}"
-            f"{' (async scheduling)' if self.async_scheduling else ''}, "
-            f"cost model {self.cost_model}; wall time {self.wall_s:.3f} s"
+            f"worst {worst} {diff:+.2f}%; simulated {self.n_finished}/{self.n_requests} "
+            f"requests, {self.iterations} iterations, {self.preemptions} preemptions, "
+            f"policy {self.policy}, cost model {self.cost_model}; wall time "
+            f"{self.wall_s:.3f} s"
+        )
+        lines.append(
+            f"deployment: {d.replicas} replica(s){' in lockstep' if d.lockstep else ''}, "
+            f"tp {d.tp}, ep {d.ep}; " + "; ".join(d.notes)
         )
         return "\n".join(lines)
 
@@ -392,53 +263,126 @@ def run_metrics(ttft: np.ndarray, tpot: np.ndarray, latency: np.ndarray) -> dict
     }
 
 
+def _mismatch(cost_model: ProfileCostModel, deployment: Deployment) -> str | None:
+    """How ``cost_model`` differs from the deployment's model, GPU or TP degree, if it does."""
+    pairs = [
+        ("model", cost_model.model, deployment.model),
+        ("hardware", cost_model.hardware, deployment.hardware),
+        ("tensor parallelism", cost_model.parallelism.tp, deployment.tp),
+    ]
+    for what, mine, theirs in pairs:
+        if mine and theirs and str(mine).lower() != str(theirs).lower():
+            return f"cost model {cost_model.name!r} is for {what} {mine}, the run's is {theirs}"
+    return None
+
+
+def check_model_fits(cost_model: CostModel, deployment: Deployment) -> None:
+    """Refuse a ``profile-grid`` model of another model, GPU or tensor-parallel degree than
+    the deployment's (others cannot be checked).
+
+    Raises
+    ------
+    CalibrationError
+        Naming both sides.
+    """
+    if isinstance(cost_model, ProfileCostModel):
+        found = _mismatch(cost_model, deployment)
+        if found is not None:
+            raise CalibrationError(
+                f"{found}: calibrate the run's own profile (or allow the mismatch explicitly)"
+            )
+
+
+def shipped_model_for(deployment: Deployment) -> ProfileCostModel:
+    """The shipped ``profile-grid`` model fitted for the deployment's model, GPU and TP
+    degree (all three must be recorded).
+
+    Raises
+    ------
+    CalibrationError
+        If the run does not say, or no shipped model matches.
+    """
+    if not (deployment.model and deployment.hardware):
+        raise CalibrationError(
+            "the run records no model or hardware name: give a cost model explicitly"
+        )
+    for path in shipped_cost_models().values():
+        model = load_cost_model(path)
+        if not (isinstance(model, ProfileCostModel) and model.model and model.hardware):
+            continue
+        if _mismatch(model, deployment) is None:
+            return model
+    raise CalibrationError(
+        f"no shipped cost model for {deployment.model} on {deployment.hardware} with "
+        f"tp {deployment.tp} (shipped: {', '.join(shipped_cost_models())}): calibrate "
+        "its profile (schedlab calibrate) and give the model explicitly"
+    )
+
+
 def replay(
     run: RecordedRun,
-    cost_model: CostModel,
+    cost_model: CostModel | None = None,
     *,
+    deployment: Deployment | None = None,
     policy: str = "vllm",
-    config: EngineConfig | None = None,
     tpot_target_s: float = 0.025,
-    async_scheduling: bool | None = None,
+    allow_mismatch: bool = False,
 ) -> ReplayReport:
-    """Simulate ``run``'s requests and compare the metrics with the measured ones.
+    """Simulate ``run``'s requests on its deployment and compare the metrics.
 
     Parameters
     ----------
     run
         The recorded run.
     cost_model
-        Iteration cost model.
+        Iteration cost model; default :func:`shipped_model_for` the deployment.
+    deployment
+        Default :func:`~schedlab.calibration.deployment.deployment_of` the run.
     policy
         Policy spelling (:func:`~schedlab.serving.policies.make_policy`); ``vllm``
         reproduces vLLM v1's decode-first token budget.
-    config
-        Engine limits (default :func:`engine_config_for_run`).
     tpot_target_s
         TPOT target handed to SLO-aware policies (unused by ``vllm``).
-    async_scheduling
-        Simulate vLLM's asynchronous scheduling (default :func:`async_scheduling_of`).
+    allow_mismatch
+        Replay even with a cost model of another model, GPU or TP degree.
     """
-    config = config or engine_config_for_run(run)
-    if async_scheduling is None:
-        async_scheduling = async_scheduling_of(run)
-    config = dataclasses.replace(config, async_scheduling=async_scheduling)
+    deployment = deployment or deployment_of(run)
+    if cost_model is None:
+        cost_model = shipped_model_for(deployment)
+    elif not allow_mismatch:
+        check_model_fits(cost_model, deployment)
+    if isinstance(cost_model, ProfileCostModel):
+        cost_model = cost_model.deployed(link=deployment.link, ep=deployment.ep)
     started = time.perf_counter()
     scenario = Scenario(
-        policy=policy, cost_model=cost_model, slo=SLO(60.0, tpot_target_s), engine=config
+        policy=policy,
+        cost_model=cost_model,
+        slo=SLO(60.0, tpot_target_s),
+        engine=deployment.engine,
+        replicas=deployment.replicas,
+        lockstep=deployment.lockstep,
     )
     result = run_engine(run.stream(), scenario, record_batches=True)
     records = result.records
-    queued = queued_instants(
-        run.arrival_s,
-        np.array([b.start_s for b in result.batches]),
-        np.array([b.end_s for b in result.batches]),
-    )
+    queued = np.array(run.arrival_s, dtype=float)
+    offset = 0
+    for replica, size in enumerate(result.replica_iterations):
+        batches = result.batches[offset : offset + size]
+        mine = np.array([r.replica == replica for r in records], dtype=bool)
+        queued[mine] = queued_instants(
+            run.arrival_s[mine],
+            np.array([b.start_s for b in batches]),
+            np.array([b.end_s for b in batches]),
+        )
+        offset += size
+    first = np.array([r.first_token_s for r in records])
+    finish = np.array([r.finish_s for r in records])
     simulated = run_metrics(
-        np.array([r.first_token_s for r in records]) - queued,
+        first - queued,
         np.array([r.tpot_s if r.output > 1 else math.nan for r in records]),
-        np.array([r.finish_s for r in records]) - queued,
+        finish - queued,
     )
+    series = simulated_series(result, run.prompt, deployment.engine.total_blocks)
     wall = time.perf_counter() - started
     measured = run_metrics(run.ttft_s, run.tpot_s, run.latency_s)
     metrics = {
@@ -460,6 +404,10 @@ def replay(
         int(result.iteration_end_s.size),
         result.policy,
         cost_model.name,
-        config,
-        async_scheduling,
+        deployment,
+        measured={"ttft": run.ttft_s, "latency": run.latency_s},
+        simulated={"ttft": first - queued, "latency": finish - queued},
+        series=series,
+        measured_series=run.series,
+        reused_tokens=result.reused_tokens,
     )

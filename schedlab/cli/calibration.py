@@ -1,16 +1,16 @@
 """Command-line subcommands ``calibrate`` and ``replay`` (added by ``schedlab.cli``).
 
-``schedlab calibrate PROFILE_DIR --model NAME -o MODEL.json`` fits a cost model to an
-LLMServingSim profile directory, writes it as JSON and prints the held-out error report.
+``schedlab calibrate PROFILE_DIR [--model NAME] [--tp N] [--link BW,LATENCY] -o MODEL.json``
+fits a cost model to an LLMServingSim profile directory, writes it as JSON and prints the
+held-out error report.
 
-``schedlab replay REQUESTS.jsonl --cost-model MODEL.json --policy vllm --max-num-seqs N
---max-num-batched-tokens B [--kv-tokens K] [--async-scheduling auto|on|off] [--json]``
-simulates a recorded run and prints
-measured vs simulated TTFT, TPOT and latency (mean, P50, P90, P95, P99) and the
-simulation's wall time; ``--json`` prints ``{"metrics": {"ttft_mean": {"measured": ...,
-"simulated": ..., "diff_pct": ...}, ...}, "wall_s": ...}`` (seconds). Without
-``--kv-tokens`` the KV capacity comes from the run's ``config.json`` and model
-(:func:`schedlab.calibration.replay.kv_tokens_for_run`).
+``schedlab replay RUN [--cost-model MODEL] [--json] [--plot FILE.png]`` simulates a recorded
+run (a run directory, its ``requests.jsonl``, or a ``vllm bench serve --save-detailed``
+result) on the deployment its records describe, and prints measured vs simulated TTFT,
+TPOT and latency (mean, P50, P90, P95, P99); engine flags override the records. Without
+``--cost-model`` it takes the shipped model of the run's model, GPU and TP degree.
+``--json`` prints ``{"metrics": {"ttft_mean": {"measured": ..., "simulated": ...,
+"diff_pct": ...}, ...}, "wall_s": ...}`` (seconds).
 
 Heavy modules are imported when a command runs, so start-up stays fast.
 """
@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Any
+
+from schedlab.errors import CalibrationError
 
 __all__ = ["register"]
 
@@ -34,16 +37,35 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _profile_dir(text: str) -> Path:
+    path = Path(text)
+    if path.is_file():
+        raise CalibrationError(
+            f"{path}: calibrate reads an LLMServingSim profile directory (meta.yaml and "
+            "tp<N>/); a Vidur mlp.csv or Splitwise perf_model.csv has no attention "
+            "profile to fit a model on (schedlab.calibration.read_vidur_mlp and "
+            "read_splitwise_perf_model read them in Python)"
+        )
+    return path
+
+
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     from schedlab.calibration.fit import calibrate
+    from schedlab.calibration.profiles import read_meta_yaml
     from schedlab.serving.cost_model import save_cost_model
+    from schedlab.serving.interconnect import parse_link
 
+    root = _profile_dir(args.profile_dir)
+    model_name = args.model
+    if model_name is None:
+        model_name = str(read_meta_yaml(root / "meta.yaml").get("model", ""))
     model, report = calibrate(
-        args.profile_dir,
-        args.model,
+        root,
+        model_name,
         tp=args.tp,
         margin_quantile=args.margin_quantile,
         name=args.name,
+        link=None if args.link is None else parse_link(args.link),
     )
     save_cost_model(model, args.output)
     if args.json:
@@ -58,23 +80,36 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
-    from schedlab.calibration.replay import engine_config_for_run, read_recorded_run, replay
+    from schedlab.calibration.deployment import deployment_of
+    from schedlab.calibration.recorded_run import read_recorded_run
+    from schedlab.calibration.replay import replay
+    from schedlab.plotting.figures import check_figure_path
     from schedlab.serving.cost_model import get_cost_model
 
-    run = read_recorded_run(args.requests)
-    config = engine_config_for_run(
+    if args.plot:
+        check_figure_path(args.plot, "--plot")
+    run = read_recorded_run(args.run)
+    deployment = deployment_of(
         run,
         max_num_seqs=args.max_num_seqs,
         max_num_batched_tokens=args.max_num_batched_tokens,
         kv_tokens=args.kv_tokens,
+        tp=args.tp,
+        dp=args.dp,
+        async_scheduling={"auto": None, "on": True, "off": False}[args.async_scheduling],
+        prefix_caching={"auto": None, "on": True, "off": False}[args.prefix_caching],
     )
     report = replay(
         run,
-        get_cost_model(args.cost_model),
+        None if args.cost_model is None else get_cost_model(args.cost_model),
+        deployment=deployment,
         policy=args.policy,
-        config=config,
-        async_scheduling={"auto": None, "on": True, "off": False}[args.async_scheduling],
+        allow_mismatch=args.allow_mismatch,
     )
+    if args.plot:
+        from schedlab.plotting.replay import plot_replay
+
+        plot_replay(report, args.plot, title=f"{run.directory.name}: {report.cost_model}")
     if args.json:
         data: dict[str, Any] = report.to_dict()
         print(json.dumps(data, indent=1))
@@ -89,16 +124,24 @@ def register(subparsers: Any) -> None:
         "calibrate",
         help="fit an iteration-cost model to a GPU profile",
         description="Fit a cost model to an LLMServingSim profile directory (meta.yaml, "
-        "tp<N>/dense.csv, attention.csv, per_sequence.csv); print the held-out error report.",
+        "tp<N>/dense.csv, attention.csv, per_sequence.csv, and moe.csv or skew_fit.csv "
+        "where present); print the held-out error report.",
     )
     cal.add_argument("profile_dir", metavar="PROFILE_DIR")
     cal.add_argument(
         "--model",
-        required=True,
-        help="model name as meta.yaml spells it, e.g. meta-llama/Llama-3.1-8B",
+        default=None,
+        help="model name as meta.yaml spells it, e.g. meta-llama/Llama-3.1-8B (default: "
+        "meta.yaml's)",
     )
     cal.add_argument("-o", "--output", required=True, metavar="MODEL.json")
     cal.add_argument("--tp", type=_positive_int, default=1, help="tensor-parallel degree")
+    cal.add_argument(
+        "--link",
+        default=None,
+        metavar="BW,LATENCY",
+        help="link between the GPUs of one engine, e.g. 16GB/s,20us (collectives of --tp > 1)",
+    )
     cal.add_argument(
         "--margin-quantile",
         type=float,
@@ -112,32 +155,53 @@ def register(subparsers: Any) -> None:
     rep = subparsers.add_parser(
         "replay",
         help="simulate a recorded serving run and compare its metrics",
-        description="Replay a recorded run (requests.jsonl with queued/first/last token "
-        "timestamps) on the simulator; print measured vs simulated TTFT, TPOT, latency.",
+        description="Replay a recorded run (a run directory with requests.jsonl, meta.json "
+        "and config.json; or a vllm bench serve --save-detailed result) on the simulator "
+        "with the deployment its records describe; print measured vs simulated TTFT, TPOT "
+        "and latency. Engine flags override the records.",
     )
-    rep.add_argument("requests", metavar="REQUESTS.jsonl")
+    rep.add_argument("run", metavar="RUN", help="run directory, requests.jsonl or bench .json")
     rep.add_argument(
         "--cost-model",
-        required=True,
+        default=None,
         metavar="MODEL",
-        help="cost-model JSON file or built-in name",
+        help="cost-model JSON file or shipped name (default: the shipped model of the "
+        "run's model, GPU and TP degree)",
     )
     rep.add_argument("--policy", default="vllm", help="batch-formation policy (default vllm)")
-    rep.add_argument("--max-num-seqs", type=_positive_int, required=True, metavar="N")
-    rep.add_argument("--max-num-batched-tokens", type=_positive_int, required=True, metavar="B")
+    rep.add_argument("--max-num-seqs", type=_positive_int, default=None, metavar="N")
+    rep.add_argument("--max-num-batched-tokens", type=_positive_int, default=None, metavar="B")
     rep.add_argument(
         "--kv-tokens",
         type=_positive_int,
         default=None,
         metavar="K",
-        help="KV capacity in tokens (default: from the run's config.json)",
+        help="KV capacity of one GPU in tokens (default: meta.json kv_cache, else vLLM's "
+        "formula on config.json's GPU)",
+    )
+    rep.add_argument("--tp", type=_positive_int, default=None, help="tensor-parallel degree")
+    rep.add_argument("--dp", type=_positive_int, default=None, help="data-parallel replicas")
+    for flag, what in (
+        ("--async-scheduling", "vLLM's asynchronous scheduling"),
+        ("--prefix-caching", "the prefix cache"),
+    ):
+        rep.add_argument(
+            flag,
+            choices=("auto", "on", "off"),
+            default="auto",
+            help=f"simulate {what} (auto: from meta.json and the vLLM version)",
+        )
+    rep.add_argument(
+        "--allow-mismatch",
+        action="store_true",
+        help="replay with a cost model of another model, GPU or TP degree",
     )
     rep.add_argument(
-        "--async-scheduling",
-        choices=("auto", "on", "off"),
-        default="auto",
-        help="simulate vLLM's asynchronous scheduling (auto: from meta.json, on for "
-        "vLLM >= 0.14 unless engine_kwargs.async_scheduling says otherwise)",
+        "--plot",
+        default=None,
+        metavar="FILE.png",
+        help="draw running/waiting requests, token throughput and TTFT/latency CDFs, "
+        "simulated against measured",
     )
     rep.add_argument("--json", action="store_true", help="print JSON")
     rep.set_defaults(func=_cmd_replay)

@@ -8,11 +8,14 @@ computation returned (a report, sweep points, a replay) and writes one figure.
 * :mod:`~schedlab.plotting.comparison` — :func:`plot_report` (gaps, memory, Gantt) and its
   panels :func:`plot_gaps`, :func:`plot_memory`, :func:`plot_gantt`;
 * :mod:`~schedlab.plotting.sweep` — :func:`plot_sweep` (attainment against rate);
+* :mod:`~schedlab.plotting.replay` — :func:`plot_replay` (a recorded run and its
+  simulation);
 * :mod:`~schedlab.plotting.figures` — loading matplotlib, checking paths, saving.
 """
 
 from schedlab.plotting.comparison import plot_gantt, plot_gaps, plot_memory, plot_report
 from schedlab.plotting.figures import check_figure_path, check_output_path, pyplot, save_figure
+from schedlab.plotting.replay import plot_replay
 from schedlab.plotting.sweep import plot_sweep
 
 __all__ = [
@@ -21,6 +24,7 @@ __all__ = [
     "plot_gantt",
     "plot_gaps",
     "plot_memory",
+    "plot_replay",
     "plot_report",
     "plot_sweep",
     "pyplot",

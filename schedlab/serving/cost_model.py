@@ -43,14 +43,17 @@ __all__ = [
     "BUILTIN_COST_MODELS",
     "KIND_ENTRY_POINTS",
     "SLOWEAVE_DEFAULT",
+    "BatchShape",
     "Chunk",
     "CostModel",
     "LinearAttentionCostModel",
+    "batch_time",
     "check_monotone",
     "cost_model_from_dict",
     "cost_model_kinds",
     "get_cost_model",
     "load_cost_model",
+    "lockstep_time",
     "register_cost_model_kind",
     "require_monotone",
     "save_cost_model",
@@ -61,17 +64,48 @@ __all__ = [
 Chunk = tuple[int, int]
 
 
+@dataclass(frozen=True, slots=True)
+class BatchShape:
+    """What a cost model needs of one iteration's batch.
+
+    Attributes
+    ----------
+    n_decode, decode_kv
+        Running decodes and the KV tokens they attend to in total.
+    chunks
+        Prefill chunks ``(c, p)``.
+    decode_kv_max, decode_kv_min
+        The longest and shortest decode's KV (``None``: not tracked).
+    """
+
+    n_decode: int
+    decode_kv: int
+    chunks: tuple[Chunk, ...]
+    decode_kv_max: int | None = None
+    decode_kv_min: int | None = None
+
+    @property
+    def tokens(self) -> int:
+        """Tokens the batch computes: one per decode and every chunk's."""
+        return self.n_decode + sum(c for c, _ in self.chunks)
+
+
 @runtime_checkable
 class CostModel(Protocol):
     """Maps a batch to the duration of the iteration that runs it, in seconds.
 
-    Optional extension (backward compatible): a model whose attribute ``decode_spread`` is
-    ``True`` also accepts the keyword ``decode_kv_max`` in :meth:`iteration_time`, the KV
-    tokens of the batch's longest decode (``None`` or absent: unknown, treat the decodes
-    as equal). The simulator passes it to such models only (:func:`uses_decode_spread`);
-    every other caller may keep calling with three arguments. Uneven KV lengths make a
-    real attention kernel slower than equal lengths with the same total (load imbalance);
-    a model that cannot use the maximum simply does not declare ``decode_spread``.
+    Optional extensions (backward compatible):
+
+    * a model whose attribute ``decode_spread`` is ``True`` also accepts the keywords
+      ``decode_kv_max`` and ``decode_kv_min`` in :meth:`iteration_time`, the KV tokens of
+      the batch's longest and shortest decode (``None`` or absent: unknown, treat the
+      decodes as equal). The simulator passes them to such models only
+      (:func:`uses_decode_spread`); every other caller may keep calling with three
+      arguments. Uneven KV lengths make a real attention kernel slower than equal lengths
+      with the same total (load imbalance).
+    * a model with a method ``lockstep_time(shapes)`` times one step of data-parallel
+      replicas that run in lockstep (:func:`lockstep_time`); without it, the step lasts as
+      long as the slowest replica's batch alone.
     """
 
     @property
@@ -296,8 +330,9 @@ def load_cost_model(path: str | Path) -> CostModel:
 
 
 def save_cost_model(model: CostModel, path: str | Path) -> None:
-    """Write ``model.to_dict()`` as JSON to ``path``."""
-    Path(path).write_text(json.dumps(model.to_dict(), indent=2) + "\n", encoding="utf-8")
+    """Write ``model.to_dict()`` as JSON to ``path`` (strict JSON: no ``NaN``)."""
+    text = json.dumps(model.to_dict(), indent=2, allow_nan=False)
+    Path(path).write_text(text + "\n", encoding="utf-8")
 
 
 def shipped_cost_models() -> dict[str, Path]:
@@ -323,9 +358,33 @@ def get_cost_model(spec: str | CostModel) -> CostModel:
 
 
 def uses_decode_spread(model: CostModel) -> bool:
-    """Whether ``model.iteration_time`` accepts the keyword ``decode_kv_max`` (see
-    :class:`CostModel`)."""
+    """Whether ``model.iteration_time`` accepts the keywords ``decode_kv_max`` and
+    ``decode_kv_min`` (see :class:`CostModel`)."""
     return getattr(model, "decode_spread", False) is True
+
+
+def batch_time(model: CostModel, shape: BatchShape) -> float:
+    """``model``'s seconds for ``shape``, with its decodes' spread if the model uses it."""
+    if uses_decode_spread(model) and shape.decode_kv_max is not None:
+        return float(
+            model.iteration_time(  # type: ignore[call-arg]
+                shape.n_decode,
+                shape.decode_kv,
+                shape.chunks,
+                decode_kv_max=shape.decode_kv_max,
+                decode_kv_min=shape.decode_kv_min,
+            )
+        )
+    return float(model.iteration_time(shape.n_decode, shape.decode_kv, shape.chunks))
+
+
+def lockstep_time(model: CostModel, shapes: Sequence[BatchShape]) -> float:
+    """Seconds of one lockstep step of replicas running ``shapes`` (see :class:`CostModel`):
+    the model's own ``lockstep_time`` if it has one, else the slowest batch's time."""
+    own = getattr(model, "lockstep_time", None)
+    if callable(own):
+        return float(own(shapes))
+    return max(batch_time(model, shape) for shape in shapes)
 
 
 def check_monotone(

@@ -62,6 +62,22 @@ exactly those two lags; when the lagged plan would run nothing at all, the real 
 next scheduling pass starts the work immediately, and so does this one. Preemption is
 not lagged.
 
+Replicas
+--------
+A deployment of ``dp`` data-parallel replicas (vLLM's ``data_parallel_size``) runs one
+:class:`Engine` per replica, each with its own scheduler, seats and KV cache, under one
+:class:`Driver`. Arriving requests go to the replica of least ``4 * waiting + running``
+(ties to the lowest index), the score of vLLM's load balancer
+(``vllm/v1/engine/core_client.py``, ``DPLBAsyncMPClient.get_core_engine_for_request``,
+lines 1337–1365; here with the replicas' counts at the arrival, where vLLM's client sees
+them as published every 100 ms). Replicas of a dense model step independently (vLLM runs
+them as separate engine cores, ``vllm/v1/engine/core.py`` lines 1071–1082). Replicas of
+a mixture-of-experts model with expert parallelism step in *lockstep*
+(``DPEngineCoreProc``, ``core.py`` lines 1696–1750): every forward pass exchanges the
+replicas' tokens, so a replica with nothing to do runs a dummy batch while another has
+work, and a step lasts what the cost model's ``lockstep_time`` says for all the batches
+together (:func:`~schedlab.serving.cost_model.lockstep_time`).
+
 Cost
 ----
 Per iteration the work is ``O(1)`` plus the requests that join, finish or are
@@ -78,7 +94,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
 
@@ -86,7 +102,14 @@ import numpy as np
 
 from schedlab.errors import ServingError
 from schedlab.serving import view as rules
-from schedlab.serving.cost_model import Chunk, CostModel, uses_decode_spread
+from schedlab.serving.cost_model import (
+    BatchShape,
+    Chunk,
+    CostModel,
+    batch_time,
+    lockstep_time,
+    uses_decode_spread,
+)
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.kv_cache import KVCache
 from schedlab.serving.metrics import SLO, RequestRecord
@@ -94,7 +117,7 @@ from schedlab.serving.policies import Policy
 from schedlab.serving.view import Plan, RequestView
 from schedlab.serving.workloads import RequestStream
 
-__all__ = ["BatchRecord", "Engine", "EngineRun", "IterationTime"]
+__all__ = ["BatchRecord", "Driver", "Engine", "EngineRun", "IterationTime", "least_loaded"]
 
 _END, _ARRIVAL, _START = 0, 1, 2
 _NOISE_BLOCK = 4096
@@ -156,6 +179,9 @@ class EngineRun:
         KV tokens resumed requests took back from the prefix cache instead of recomputing.
     policy, cost_model
         Names of the policy and the predicted cost model.
+    replica_iterations
+        Iterations of each replica: ``iteration_end_s`` and ``batches`` hold the first
+        replica's, then the second's, ...
     """
 
     records: tuple[RequestRecord, ...]
@@ -167,6 +193,7 @@ class EngineRun:
     reused_tokens: int = 0
     policy: str = ""
     cost_model: str = ""
+    replica_iterations: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -197,15 +224,6 @@ class IterationTime:
             raise ServingError(f"noise_cv: must be finite and >= 0, got {self.noise_cv}")
 
 
-def _cost(
-    model: CostModel, spread: bool, n: int, kv: int, chunks: list[Chunk], kv_max: int | None
-) -> float:
-    """``model``'s time for the batch, with the longest decode's KV if it uses it."""
-    if spread and kv_max is not None:
-        return model.iteration_time(n, kv, chunks, decode_kv_max=kv_max)  # type: ignore[call-arg]
-    return model.iteration_time(n, kv, chunks)
-
-
 class _Request:
     """Mutable state of one request inside the engine (read by policies as RequestView)."""
 
@@ -227,6 +245,7 @@ class _Request:
         "preemptions",
         "prefilled",
         "prompt",
+        "replica",
         "seg_start",
         "segments",
         "seq",
@@ -256,6 +275,7 @@ class _Request:
         self.segments: list[tuple[int, int]] = []
         self.preemptions = 0
         self.prefilled = 0
+        self.replica = 0  # the engine serving it
         self.violated = False
 
     def record(self) -> RequestRecord:
@@ -269,6 +289,7 @@ class _Request:
             self.preemptions,
             self.prefilled,
             tuple(self.segments),
+            self.replica,
         )
 
 
@@ -320,63 +341,48 @@ class _View:
 
 
 class Engine:
-    """One engine simulating one request stream (module docstring).
+    """One replica's scheduler: its queues, seats, KV cache and iterations (module
+    docstring). A :class:`Driver` feeds it requests and times its iterations.
 
     Parameters
     ----------
-    stream
-        The requests.
     policy
         Batch-formation policy (fresh: policies may keep state).
     config
         Limits and behaviours.
     timing
         How iteration times are found.
-    slo, max_violations
-        Stop as soon as more than ``max_violations`` requests are known to miss ``slo``.
-    stop_at_s
-        Stop at this simulated time.
+    slo
+        The SLO whose violations are counted (for the driver's early stop).
+    index
+        The replica's number.
     record_batches
         Keep a :class:`BatchRecord` per iteration.
     """
 
     def __init__(
         self,
-        stream: RequestStream,
         policy: Policy,
         config: EngineConfig,
         timing: IterationTime,
         *,
         slo: SLO | None = None,
-        max_violations: int | None = None,
-        stop_at_s: float | None = None,
+        index: int = 0,
         record_batches: bool = False,
     ) -> None:
         self.config = config
         self.policy = policy
         self.timing = timing
-        self.requests = [
-            _Request(i, float(a), int(p), int(o))
-            for i, (a, p, o) in enumerate(
-                zip(stream.arrival_s, stream.prompt, stream.output, strict=True)
-            )
-        ]
-        for req in self.requests:
-            if config.blocks(req.prompt + req.output - 1) > config.total_blocks:
-                raise ServingError(
-                    f"request {req.index}: prompt + output = {req.prompt + req.output} tokens "
-                    f"exceeds the KV capacity of {config.total_blocks} blocks of "
-                    f"{config.block_size}; it could never run"
-                )
+        self.index = index
         self.kv = KVCache(
             config.total_blocks, config.block_size, prefix_caching=config.prefix_caching
         )
         self._noise_sigma = math.sqrt(math.log1p(timing.noise_cv**2))
-        self._rng = np.random.default_rng(timing.seed)
+        # Replica 0 draws from ``seed`` alone (one engine's noise does not depend on the
+        # replica count); the others from independent streams of ``(seed, index)``.
+        self._rng = np.random.default_rng(timing.seed if index == 0 else (timing.seed, index))
         self._noise: list[float] = []
         self.slo = slo
-        self.stop_at_s = math.inf if stop_at_s is None else stop_at_s
-        self.max_violations = len(self.requests) if max_violations is None else max_violations
         self.violations = 0
         self.view = _View(self)
         self.iteration = 0
@@ -392,18 +398,17 @@ class Engine:
         self.admissions = 0
         self.finished = 0
         self.reused_tokens = 0
-        self.heap: list[tuple[float, int, int]] = []
-        self.events = 0
         self.start_pending = False
         self.busy = False
         self.last_token_s = 0.0
         self.record_batches = record_batches
         self.batches: list[BatchRecord] = []
-        # Longest decode's KV, for cost models that use it (module docstring).
+        # Longest and shortest decode's KV, for cost models that use them.
         self.model_spread = uses_decode_spread(timing.predicted)
         self.actual_spread = timing.actual is not None and uses_decode_spread(timing.actual)
         self.spread = self.model_spread or self.actual_spread
         self.kv_heap: list[int] = []  # negated offsets, lazily deleted
+        self.kv_low: list[int] = []  # offsets, lazily deleted
         self.kv_live: dict[int, int] = {}  # offset -> decodes holding it
         # Asynchronous scheduling (module docstring).
         self.inbox: list[_Request] = []  # arrived while a batch was in flight
@@ -413,6 +418,25 @@ class Engine:
         self._pending: tuple[float, tuple[int, ...], tuple[tuple[int, int], ...]] | None = None
         self._preempted: list[int] = []
         self._reused: list[tuple[int, int]] = []
+
+    # -- what the driver sees ----------------------------------------------------------------
+    @property
+    def has_work(self) -> bool:
+        """Whether it has requests to serve (running, waiting or just arrived)."""
+        return bool(self.running or self.waiting or self.inbox)
+
+    @property
+    def load(self) -> int:
+        """vLLM's load-balancing score, ``4 * waiting + running``."""
+        return 4 * (len(self.waiting) + len(self.inbox)) + len(self.running)
+
+    def arrive(self, req: _Request) -> None:
+        """Queue an arriving request (one iteration late under asynchronous scheduling
+        while a batch is in flight)."""
+        if self.config.async_scheduling and (self.busy or self.back_to_back):
+            self.inbox.append(req)
+        else:
+            self.waiting.append(req)
 
     # -- the view's queue ------------------------------------------------------------------
     def waiting_with_cache(self) -> Iterator[_Request]:
@@ -424,54 +448,10 @@ class Engine:
                 req.done = kv.cached_prefix(req.index, req.target) * size
             yield req
 
-    # -- event loop ------------------------------------------------------------------------
-    def _push(self, t: float, kind: int) -> None:
-        self.events += 1
-        heapq.heappush(self.heap, (t, kind, self.events))
-
-    def run(self) -> float:
-        """Process events until every request finished or a stop rule fires; the end time."""
-        requests = self.requests
-        heap = self.heap
-        lagged = self.config.async_scheduling
-        next_arrival = 0
-        if requests:
-            heapq.heappush(heap, (requests[0].arrival_s, _ARRIVAL, 0))
-        now = 0.0
-        total = len(requests)
-        while heap:
-            t, kind, _ = heapq.heappop(heap)
-            if t > self.stop_at_s:
-                now = self.stop_at_s
-                break
-            now = t
-            if kind == _END:
-                self._end(t)
-                if self.finished == total or self.violations > self.max_violations:
-                    break
-                self.busy = False
-                if self.running or self.waiting or self.inbox:
-                    self.start_pending = self.back_to_back = True
-                    self._push(t, _START)
-            elif kind == _ARRIVAL:
-                if lagged and (self.busy or self.back_to_back):
-                    self.inbox.append(requests[next_arrival])
-                else:
-                    self.waiting.append(requests[next_arrival])
-                next_arrival += 1
-                if next_arrival < total:
-                    self._push(requests[next_arrival].arrival_s, _ARRIVAL)
-                if not self.busy and not self.start_pending:
-                    self.start_pending = True
-                    self._push(t, _START)
-            else:
-                self._start(t)
-                self.start_pending = self.back_to_back = False
-        self._close_open_segments()
-        return now
-
     # -- an iteration start ------------------------------------------------------------------
-    def _start(self, now: float) -> None:
+    def plan(self, now: float) -> BatchShape | None:
+        """Plan and allocate the iteration starting at ``now`` (steps 1-3 of the module
+        docstring); its batch's shape, or ``None`` when there is nothing to run."""
         config, kv, view = self.config, self.kv, self.view
         i = self.iteration
         phase = -i % config.block_size
@@ -510,35 +490,31 @@ class Engine:
                     f"policy {self.policy.name!r}: empty batch at t={now:.6f} s with "
                     f"{len(self.waiting)} request(s) waiting and none running"
                 )
-            return  # idle until the next arrival
+            return None  # idle until the next arrival
         chunks = self._apply(plan, i, phase, admitting)
         if config.async_scheduling:
             self._release_lagged()
-        self._launch(now, i, chunks)
-
-    def _launch(self, now: float, i: int, chunks: list[Chunk]) -> None:
-        timing = self.timing
-        n = self.n_decode
-        kv = self.kv_sum + n * i
-        kv_max = self._longest_decode(i) if self.spread and n else None
-        predicted = _cost(timing.predicted, self.model_spread, n, kv, chunks, kv_max)
-        if timing.actual is not None:
-            seconds = _cost(timing.actual, self.actual_spread, n, kv, chunks, kv_max)
-        elif self._noise_sigma > 0:
-            seconds = predicted * self._next_noise()
-        else:
-            seconds = predicted
-        if not (math.isfinite(seconds) and seconds > 0):
-            raise ServingError(
-                f"cost model: iteration time {seconds!r} s for {n} decodes and chunks "
-                f"{chunks} must be positive and finite"
-            )
         self.busy = True
         if self.record_batches:
             decodes = tuple(r.index for r in self.running.values() if r.decoding)
             planned = tuple((r.index, c) for r, c in self.batch)
             self._pending = (now, decodes, planned)
-        self._push(now + seconds, _END)
+        n = self.n_decode
+        kv_max = kv_min = None
+        if self.spread and n:
+            kv_max, kv_min = self._decode_extremes(i)
+        return BatchShape(n, self.kv_sum + n * i, tuple(chunks), kv_max, kv_min)
+
+    def duration(self, shape: BatchShape, group: Sequence[BatchShape] = ()) -> float:
+        """How long this replica's batch ``shape`` takes (predicted, actual, or noisy);
+        with ``group``, the batches of all replicas in lockstep, how long their step takes
+        (:func:`~schedlab.serving.cost_model.lockstep_time`)."""
+        timing = self.timing
+        model = timing.predicted if timing.actual is None else timing.actual
+        seconds = lockstep_time(model, group) if group else batch_time(model, shape)
+        if timing.actual is None and self._noise_sigma > 0:
+            seconds *= self._next_noise()
+        return _checked(seconds, shape)
 
     def _release_lagged(self) -> None:
         """Make the lagged seats, blocks and arrivals visible to the next plan."""
@@ -550,12 +526,15 @@ class Engine:
             self.waiting.extend(self.inbox)
             self.inbox.clear()
 
-    def _longest_decode(self, i: int) -> int:
-        """KV tokens of the longest running decode at iteration ``i`` (some decode runs)."""
-        heap, live = self.kv_heap, self.kv_live
-        while -heap[0] not in live:
-            heapq.heappop(heap)
-        return i - heap[0]
+    def _decode_extremes(self, i: int) -> tuple[int, int]:
+        """KV tokens of the longest and shortest running decode at iteration ``i``."""
+        live = self.kv_live
+        high, low = self.kv_heap, self.kv_low
+        while -high[0] not in live:
+            heapq.heappop(high)
+        while low[0] not in live:
+            heapq.heappop(low)
+        return i - high[0], i + low[0]
 
     def _forget_decode(self, req: _Request) -> None:
         self.n_decode -= 1
@@ -581,7 +560,11 @@ class Engine:
         tokens = self.n_decode
         preempted = len(self._preempted)
         for planned, c in plan:
-            req = self.requests[planned.index]
+            if not isinstance(planned, _Request):
+                raise ServingError(
+                    f"policy {name!r}: planned {planned!r}, not one of its requests"
+                )
+            req = planned
             if not req.admitted and not (admitting and len(self._preempted) == preempted):
                 break  # vLLM admits nothing in an iteration that preempted
             remaining = req.target - req.done
@@ -688,7 +671,8 @@ class Engine:
         return saved
 
     # -- an iteration end --------------------------------------------------------------------
-    def _end(self, now: float) -> None:
+    def end(self, now: float) -> None:
+        """Finish the running iteration at ``now``: emit tokens, finish requests."""
         config = self.config
         i = self.iteration
         self.iteration = i + 1
@@ -746,6 +730,7 @@ class Engine:
                 offset = req.kv_offset
                 self.kv_live[offset] = self.kv_live.get(offset, 0) + 1
                 heapq.heappush(self.kv_heap, -offset)
+                heapq.heappush(self.kv_low, offset)
             self.finish_at.setdefault(i + req.output - req.generated, []).append((req, req.epoch))
         self.batch = []
 
@@ -778,22 +763,207 @@ class Engine:
             self._noise = draws.tolist()[::-1]
         return self._noise.pop()
 
-    def _close_open_segments(self) -> None:
+    def close_open_segments(self) -> None:
         """Record the tokens of requests still decoding when the run stopped."""
         for req in self.running.values():
             if req.decoding:
                 req.segments.append((req.seg_start, self.iteration - 1))
 
+
+def _checked(seconds: float, shape: BatchShape) -> float:
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise ServingError(
+            f"cost model: iteration time {seconds!r} s for {shape.n_decode} decodes and "
+            f"chunks {list(shape.chunks)} must be positive and finite"
+        )
+    return seconds
+
+
+def least_loaded(engines: list[Engine]) -> Engine:
+    """The replica of least ``4 * waiting + running``, the first on ties (vLLM's score)."""
+    return min(engines, key=lambda engine: engine.load)
+
+
+class Driver:
+    """The event loop of one or more replicas serving one request stream.
+
+    Parameters
+    ----------
+    stream
+        The requests.
+    engines
+        The replicas (one for a plain engine).
+    lockstep
+        Replicas step together (mixture of experts with expert parallelism; module
+        docstring); otherwise each steps on its own.
+    slo, max_violations
+        Stop as soon as more than ``max_violations`` requests are known to miss ``slo``.
+    stop_at_s
+        Stop at this simulated time.
+    """
+
+    def __init__(
+        self,
+        stream: RequestStream,
+        engines: list[Engine],
+        *,
+        lockstep: bool = False,
+        max_violations: int | None = None,
+        stop_at_s: float | None = None,
+    ) -> None:
+        if not engines:
+            raise ServingError("driver: needs at least one engine")
+        self.engines = engines
+        self.lockstep = lockstep and len(engines) > 1
+        self.requests = [
+            _Request(i, float(a), int(p), int(o))
+            for i, (a, p, o) in enumerate(
+                zip(stream.arrival_s, stream.prompt, stream.output, strict=True)
+            )
+        ]
+        config = engines[0].config
+        for req in self.requests:
+            if config.blocks(req.prompt + req.output - 1) > config.total_blocks:
+                raise ServingError(
+                    f"request {req.index}: prompt + output = {req.prompt + req.output} tokens "
+                    f"exceeds the KV capacity of {config.total_blocks} blocks of "
+                    f"{config.block_size}; it could never run"
+                )
+        self.stop_at_s = math.inf if stop_at_s is None else stop_at_s
+        self.max_violations = len(self.requests) if max_violations is None else max_violations
+        self.heap: list[tuple[float, int, int, int]] = []
+        self.events = 0
+        self.group_pending = False  # lockstep: a group start is queued
+        self.group_back_to_back = False
+
+    def _push(self, t: float, kind: int, engine: int) -> None:
+        self.events += 1
+        heapq.heappush(self.heap, (t, kind, self.events, engine))
+
+    @property
+    def _finished(self) -> int:
+        return sum(engine.finished for engine in self.engines)
+
+    @property
+    def _violations(self) -> int:
+        return sum(engine.violations for engine in self.engines)
+
+    def run(self) -> float:
+        """Process events until every request finished or a stop rule fires; the end time."""
+        requests, heap, engines = self.requests, self.heap, self.engines
+        next_arrival = 0
+        if requests:
+            self._push(requests[0].arrival_s, _ARRIVAL, -1)
+        now = 0.0
+        total = len(requests)
+        while heap:
+            t, kind, _, index = heapq.heappop(heap)
+            if t > self.stop_at_s:
+                now = self.stop_at_s
+                break
+            now = t
+            if kind == _END:
+                self._end(t, index)
+                if self._finished == total or self._violations > self.max_violations:
+                    break
+            elif kind == _ARRIVAL:
+                req = requests[next_arrival]
+                engine = engines[0] if len(engines) == 1 else least_loaded(engines)
+                req.replica = engine.index
+                engine.arrive(req)
+                next_arrival += 1
+                if next_arrival < total:
+                    self._push(requests[next_arrival].arrival_s, _ARRIVAL, -1)
+                self._wake(t, engine)
+            else:
+                self._start(t, index)
+        for engine in engines:
+            engine.close_open_segments()
+        return now
+
+    def _wake(self, t: float, engine: Engine) -> None:
+        """An arrival: start an idle replica (or the idle group)."""
+        if self.lockstep:
+            if not any(e.busy for e in self.engines) and not self.group_pending:
+                self.group_pending = True
+                self._push(t, _START, -1)
+        elif not engine.busy and not engine.start_pending:
+            engine.start_pending = True
+            self._push(t, _START, engine.index)
+
+    def _start(self, t: float, index: int) -> None:
+        if not self.lockstep:
+            engine = self.engines[index]
+            shape = engine.plan(t)
+            engine.start_pending = engine.back_to_back = False
+            if shape is not None:
+                self._push(t + engine.duration(shape), _END, index)
+            return
+        self.group_pending = False
+        shapes = []
+        active = []
+        for engine in self.engines:
+            shape = engine.plan(t)
+            engine.back_to_back = False
+            if shape is not None:
+                shapes.append(shape)
+                active.append(engine)
+            else:  # a replica without work runs a dummy batch of one token
+                shapes.append(BatchShape(1, 1, ()))
+        if not active:
+            return
+        lead = self.engines.index(active[0])
+        seconds = active[0].duration(shapes[lead], shapes)
+        for engine in active:
+            self._push(t + seconds, _END, engine.index)
+
+    def _end(self, t: float, index: int) -> None:
+        engine = self.engines[index]
+        engine.end(t)
+        engine.busy = False
+        if self.lockstep:
+            if any(e.busy for e in self.engines) or self.group_pending:
+                return  # the other replicas' ends of the same step come next
+            if any(e.has_work for e in self.engines):
+                self.group_pending = True
+                for e in self.engines:
+                    e.back_to_back = True
+                self._push(t, _START, -1)
+            return
+        if engine.has_work:
+            engine.start_pending = engine.back_to_back = True
+            self._push(t, _START, index)
+
     def result(self, end_s: float) -> EngineRun:
-        """The run's outcome, once :meth:`run` returned ``end_s``."""
+        """The run's outcome, once :meth:`run` returned ``end_s``: the replicas' iterations
+        one after another (a request's segments index into them)."""
+        offsets: list[int] = []
+        ends: list[list[float]] = []
+        batches: list[BatchRecord] = []
+        for engine in self.engines:
+            offsets.append(sum(len(e) for e in ends))
+            ends.append(engine.iteration_end)
+            batches.extend(engine.batches)
+        records = []
+        for req in self.requests:
+            shift = offsets[req.replica]
+            if shift:
+                req.segments = [(a + shift, b + shift) for a, b in req.segments]
+            records.append(req.record())
+        lead = self.engines[0]
+        stats: dict[str, int] = {}
+        for engine in self.engines:
+            for key, value in engine.policy.stats.items():
+                stats[key] = stats.get(key, 0) + value
         return EngineRun(
-            tuple(r.record() for r in self.requests),
-            np.asarray(self.iteration_end, dtype=float),
+            tuple(records),
+            np.asarray([t for e in ends for t in e], dtype=float),
             end_s,
-            dict(self.policy.stats),
-            tuple(self.batches),
-            self.kv.evicted,
-            self.reused_tokens,
-            self.policy.name,
-            self.timing.predicted.name,
+            stats,
+            tuple(batches),
+            sum(e.kv.evicted for e in self.engines),
+            sum(e.reused_tokens for e in self.engines),
+            lead.policy.name,
+            lead.timing.predicted.name,
+            tuple(len(e) for e in ends),
         )

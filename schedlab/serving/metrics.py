@@ -61,6 +61,8 @@ class RequestRecord:
     segments
         ``(first, last)`` iteration indices of each run of consecutive tokens; token
         ``k`` of a segment was produced at the end of iteration ``first + k``.
+    replica
+        The data-parallel replica that served it.
     """
 
     index: int
@@ -72,6 +74,7 @@ class RequestRecord:
     preemptions: int
     prefilled_tokens: int
     segments: tuple[tuple[int, int], ...]
+    replica: int = 0
 
     @property
     def finished(self) -> bool:

@@ -56,6 +56,11 @@ class Scenario:
         SLOWeave's margin (``None``: the cost model's).
     seed
         Seed of every random draw (the workload's and the noise's).
+    replicas
+        Data-parallel replicas, each an engine of ``engine``'s limits behind vLLM's load
+        balancer (:mod:`schedlab.serving.engine`).
+    lockstep
+        Whether the replicas step together (mixture of experts with expert parallelism).
     """
 
     policy: str | Policy = DEFAULT_POLICY
@@ -66,10 +71,19 @@ class Scenario:
     noise_cv: float = 0.0
     margin_s: float | None = None
     seed: int = 0
+    replicas: int = 1
+    lockstep: bool = False
 
     def __post_init__(self) -> None:
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ServingError(f"scenario.seed: must be an integer >= 0, got {self.seed!r}")
+        for name in ("seed", "replicas"):
+            value = getattr(self, name)
+            least = 1 if name == "replicas" else 0
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ServingError(
+                    f"scenario.{name}: must be an integer >= {least}, got {value!r}"
+                )
+        if self.replicas > 1 and not isinstance(self.policy, str):
+            raise ServingError("scenario.policy: several replicas need a policy by name")
 
     def predicted(self) -> CostModel:
         """The predicted cost model, resolved."""

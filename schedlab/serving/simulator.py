@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from schedlab.serving.engine import BatchRecord, Engine, EngineRun, IterationTime
+from schedlab.serving.engine import BatchRecord, Driver, Engine, EngineRun, IterationTime
 from schedlab.serving.metrics import RequestRecord, Summary, summarize
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.workloads import RequestStream, make_workload
@@ -46,17 +46,25 @@ def run_engine(
     """
     model = scenario.predicted()
     timing = IterationTime(model, scenario.actual(), scenario.noise_cv, scenario.seed)
-    engine = Engine(
+    engines = [
+        Engine(
+            scenario.build_policy(model),
+            scenario.engine,
+            timing,
+            slo=scenario.slo,
+            index=k,
+            record_batches=record_batches,
+        )
+        for k in range(scenario.replicas)
+    ]
+    driver = Driver(
         stream,
-        scenario.build_policy(model),
-        scenario.engine,
-        timing,
-        slo=scenario.slo,
+        engines,
+        lockstep=scenario.lockstep,
         max_violations=max_violations,
         stop_at_s=stop_at_s,
-        record_batches=record_batches,
     )
-    return engine.result(engine.run())
+    return driver.result(driver.run())
 
 
 @dataclass(frozen=True)

@@ -72,16 +72,19 @@ def test_real_profile_report(real_profile):
 def test_skew_alpha_comes_from_meta_yaml(synthetic_profile):
     from .conftest import SKEW_ALPHA
 
-    assert calibrate(synthetic_profile, "meta-llama/Llama-3.1-8B")[0].skew_alpha == SKEW_ALPHA
+    assert calibrate(synthetic_profile, "meta-llama/Llama-3.1-8B")[0].skew.default == SKEW_ALPHA
     meta = synthetic_profile / "meta.yaml"
     text = meta.read_text()
     meta.write_text(text.replace("alpha_default: 0.25", "alpha_default: 2.5"))
     with pytest.raises(CalibrationError, match=r"skew_fit\.per_tp\.1\.alpha_default"):
         calibrate(synthetic_profile, "meta-llama/Llama-3.1-8B")
     meta.write_text(text.replace("enabled: true", "enabled: false"))
-    assert calibrate(synthetic_profile, "meta-llama/Llama-3.1-8B")[0].skew_alpha == 0
+    assert calibrate(synthetic_profile, "meta-llama/Llama-3.1-8B")[0].skew is None
 
 
-def test_shipped_profile_skew_alpha(real_profile):
-    # meta.yaml of the shared RTX PRO 6000 profile: skew_fit.per_tp.1.alpha_default 0.0543.
-    assert calibrate(real_profile, "meta-llama/Llama-3.1-8B")[0].skew_alpha == 0.0543
+def test_shipped_profile_skew_table(real_profile):
+    # meta.yaml of the shared RTX PRO 6000 profile: skew_fit.per_tp.1.alpha_default 0.0543;
+    # tp1/skew_fit.csv has 3,982 buckets.
+    skew = calibrate(real_profile, "meta-llama/Llama-3.1-8B")[0].skew
+    assert skew.default == 0.0543 and len(skew.buckets) == 3982
+    assert all(0 <= a <= 1 for a in skew.buckets.values())

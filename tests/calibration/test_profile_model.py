@@ -32,11 +32,21 @@ def synthetic_model(tmp_path_factory):
     return calibrate(root, "meta-llama/Llama-3.1-8B")[0]
 
 
-@pytest.fixture(scope="module")
-def shipped():
-    model = load_cost_model(shipped_model_path())
-    assert isinstance(model, ProfileCostModel)
+@pytest.fixture(scope="module", params=["RTXPRO6000", "RTX4090"])
+def shipped(request):
+    """Each shipped model (both are fits of Llama-3.1-8B profiles)."""
+    model = load_cost_model(shipped_model_path(f"{request.param.lower()}_llama-3.1-8b"))
+    assert isinstance(model, ProfileCostModel) and model.hardware == request.param
     return model
+
+
+@pytest.fixture
+def shipped_profile(shipped, data_dir):
+    """The shared profile the shipped model was fitted on."""
+    path = data_dir / "profiles" / "llmservingsim" / shipped.hardware / shipped.model / "bf16"
+    if not path.is_dir():
+        pytest.skip(f"{path} is not present")
+    return path
 
 
 def test_composition_by_hand(synthetic_model):
@@ -56,7 +66,7 @@ def test_skew_correction_by_hand(synthetic_model):
     # A(mean) + alpha (A(max) - A(mean)). The synthetic attention is linear in k with slope
     # 0.01 n per token, so A(16, 16, 2, 48) - A(16, 16, 2, 32) = 0.01 * 2 * 16 = 0.32 us
     # per layer, exact under multilinear interpolation between the grid KVs 32 and 64.
-    assert synthetic_model.skew_alpha == SKEW_ALPHA and synthetic_model.decode_spread
+    assert synthetic_model.skew.default == SKEW_ALPHA and synthetic_model.decode_spread
     plain = synthetic_model.iteration_time(2, 64, [(16, 16)])
     skewed = synthetic_model.iteration_time(2, 64, [(16, 16)], decode_kv_max=48)
     assert skewed - plain == pytest.approx(32 * SKEW_ALPHA * 0.32 * 1e-6)
@@ -71,7 +81,7 @@ def test_profiles_without_skew_fit_get_no_correction(synthetic_model):
     data = synthetic_model.to_dict()
     del data["skew"]  # a model file written before the correction existed
     old = cost_model_from_dict(data, "here")
-    assert old.skew_alpha == 0 and not old.decode_spread
+    assert old.skew is None and not old.decode_spread
     batch = (2, 64, [(16, 16)])
     assert old.iteration_time(*batch, decode_kv_max=60) == old.iteration_time(*batch)
     data["skew"] = {"alpha": 1.5}
@@ -138,7 +148,7 @@ def test_round_trip(tmp_path, synthetic_model):
         assert again.iteration_time(*batch) == synthetic_model.iteration_time(*batch)
     assert again.to_dict() == json.loads(path.read_text())
     assert again.margin_s == synthetic_model.margin_s
-    assert again.skew_alpha == synthetic_model.skew_alpha == SKEW_ALPHA
+    assert again.skew == synthetic_model.skew and again.skew.default == SKEW_ALPHA
     assert again.iteration_time(2, 64, [], decode_kv_max=60) == synthetic_model.iteration_time(
         2, 64, [], decode_kv_max=60
     )
@@ -167,17 +177,18 @@ def test_shipped_model_records_sources_and_license(shipped):
         "tp1/dense.csv",
         "tp1/attention.csv",
         "tp1/per_sequence.csv",
+        "tp1/skew_fit.csv",
     ]
     with pytest.raises(UnknownNameError):
         shipped_model_path("nope")
 
 
-def test_shipped_model_hashes_match_the_shared_files(shipped, real_profile):
+def test_shipped_model_hashes_match_the_shared_files(shipped, shipped_profile):
     for source in shipped.sources:
-        digest = hashlib.sha256((real_profile / source.name).read_bytes()).hexdigest()
+        digest = hashlib.sha256((shipped_profile / source.name).read_bytes()).hexdigest()
         assert source.sha256 == digest, source.name
 
 
-def test_shipped_model_is_reproduced_by_calibrate(shipped, real_profile):
-    model, _ = calibrate(real_profile, "meta-llama/Llama-3.1-8B")
+def test_shipped_model_is_reproduced_by_calibrate(shipped, shipped_profile):
+    model, _ = calibrate(shipped_profile, "meta-llama/Llama-3.1-8B")
     assert model.to_dict() == shipped.to_dict()

@@ -1,22 +1,14 @@
-"""Engine behaviour the replay relies on: async scheduling, the longest decode, queueing.
-
-These exercise :mod:`schedlab.serving.simulator` options added for the replay of real vLLM
-runs (``async_scheduling``, ``decode_kv_max`` for ``decode_spread`` cost models) and the
-queued-instant rule of :mod:`schedlab.calibration.replay`.
-"""
+"""Engine behaviour the replay of real runs relies on: vLLM's asynchronous scheduling,
+and the longest and shortest decode handed to ``decode_spread`` cost models."""
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schedlab.calibration.replay import async_scheduling_of, queued_instants, read_recorded_run
-from schedlab.errors import FormatError
 from schedlab.serving.cost_model import LinearAttentionCostModel
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.metrics import SLO
@@ -103,9 +95,13 @@ class Recorder:
 
     def __init__(self) -> None:
         self.calls: list[tuple[int, int, list, int | None]] = []
+        self.least: list[int | None] = []
 
-    def iteration_time(self, n_decode, decode_kv, chunks, *, decode_kv_max=None):
+    def iteration_time(
+        self, n_decode, decode_kv, chunks, *, decode_kv_max=None, decode_kv_min=None
+    ):
         self.calls.append((n_decode, decode_kv, list(chunks), decode_kv_max))
+        self.least.append(decode_kv_min)
         return 10 * MS
 
     def to_dict(self):
@@ -124,6 +120,7 @@ def test_longest_decode_is_passed_by_hand():
         (2, 44, [], 32),
         (1, 13, [], 13),
     ]
+    assert model.least == [None, 11, 12, 13]  # the shortest decode's KV
 
 
 @settings(max_examples=30, deadline=None)
@@ -148,12 +145,14 @@ def test_longest_decode_matches_the_batches(data, mode):
     done: dict[int, int] = defaultdict(int)
     prompts = requests.prompt
     assert len(model.calls) == len(run.batches)
-    for batch, (n, kv, _, longest) in zip(run.batches, model.calls, strict=True):
+    calls = zip(run.batches, model.calls, model.least, strict=True)
+    for batch, (n, kv, _, longest), least in calls:
         for j in batch.preempted:
             done[j] = 0
         held = [int(prompts[j]) + generated[j] for j in batch.decodes]
         assert n == len(held) and kv == sum(held)
         assert longest == (max(held) if held else None)
+        assert least == (min(held) if held else None)
         for j in batch.decodes:
             generated[j] += 1
         for j, tokens in batch.reused:  # a resumed request takes back its cached KV
@@ -163,41 +162,3 @@ def test_longest_decode_matches_the_batches(data, mode):
             if done[j] == int(prompts[j]) + generated[j]:
                 generated[j] += 1
                 done[j] = 0
-
-
-def test_queued_instants_by_hand():
-    # Iterations [0, 10], [10, 20], then idle, then [30, 40]. A request arriving inside an
-    # iteration is queued at its end; one arriving while the engine is idle (25) or exactly
-    # when an iteration starts from idle (30) is queued on arrival.
-    starts, ends = np.array([0.0, 10.0, 30.0]), np.array([10.0, 20.0, 40.0])
-    arrivals = np.array([5.0, 10.0, 12.0, 25.0, 30.0, 35.0])
-    assert queued_instants(arrivals, starts, ends).tolist() == [10, 10, 20, 25, 30, 40]
-    assert queued_instants(arrivals, starts[:0], ends[:0]).tolist() == arrivals.tolist()
-
-
-@pytest.mark.parametrize(
-    ("meta", "expected"),
-    [
-        ({"vllm_version": "0.19.0"}, True),  # async by default since 0.14.0
-        ({"vllm_version": "0.14"}, True),
-        ({"vllm_version": "0.13.2"}, False),
-        ({}, False),
-        ({"vllm_version": "0.19.0", "engine_kwargs": {"async_scheduling": False}}, False),
-        ({"vllm_version": "0.10.0", "engine_kwargs": {"async_scheduling": True}}, True),
-    ],
-)
-def test_async_scheduling_of(tmp_path, meta, expected):
-    path = tmp_path / "requests.jsonl"
-    line = {
-        "input_toks": 5,
-        "output_toks": 2,
-        "queued_ts": 1.0,
-        "first_token_ts": 1.1,
-        "last_token_ts": 1.2,
-    }
-    path.write_text(json.dumps(line) + "\n")
-    (tmp_path / "meta.json").write_text(json.dumps(meta))
-    assert async_scheduling_of(read_recorded_run(path)) is expected
-    (tmp_path / "meta.json").write_text(json.dumps({"engine_kwargs": {"async_scheduling": 1}}))
-    with pytest.raises(FormatError, match=r"engine_kwargs\.async_scheduling"):
-        async_scheduling_of(read_recorded_run(path))

@@ -1,0 +1,269 @@
+r"""A recorded serving run: its requests, what was measured, and how it was configured.
+
+Two formats are read (:func:`read_recorded_run` tells them apart):
+
+* **LLMServingSim's bench directory** (casys-kaist/LLMServingSim ``bench/``, as in
+  ``../shared/data/validation/``): ``requests.jsonl`` with, per request, ``input_toks``,
+  ``output_toks`` and the engine's timestamps ``queued_ts``, ``first_token_ts``,
+  ``last_token_ts`` (monotonic seconds); beside it ``meta.json`` (engine arguments, vLLM
+  version, and when recorded the ``kv_cache`` vLLM allocated), ``config.json`` (GPUs,
+  their memory, the link between them) and ``timeseries.csv`` (per second: prompt and
+  generation tokens per second, running and waiting requests, KV-cache use).
+* **vLLM's benchmark output** (``vllm bench serve --save-result --save-detailed``; field
+  names from ``vllm/benchmarks/serve.py``, lines 993–999): per-request ``input_lens``,
+  ``output_lens``, ``ttfts`` (seconds), ``itls`` (the inter-token gaps of each request, in
+  seconds) and ``start_times`` (when each request was sent, ``time.perf_counter``).
+  Without ``start_times`` (a run saved without ``--save-detailed``) the arrivals are not
+  known and the file is refused.
+
+Definitions, for a request with ``o`` output tokens, sent or queued at ``q``:
+
+* TTFT :math:`=` first token :math:`- q`; latency :math:`=` last token :math:`- q`;
+* TPOT :math:`= (\text{last} - \text{first}) / (o - 1)`, over requests with :math:`o > 1`.
+
+Arrivals are aligned to the earliest ``q`` (only differences of monotonic timestamps are
+meaningful).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from schedlab.errors import DataNotFoundError, FormatError
+from schedlab.json_files import read_json
+from schedlab.llm.traces import jsonl_rows
+from schedlab.serving.workloads import RequestStream
+
+__all__ = ["MeasuredSeries", "RecordedRun", "read_recorded_run", "read_vllm_bench_result"]
+
+_FIELDS = ("input_toks", "output_toks", "queued_ts", "first_token_ts", "last_token_ts")
+_SERIES = ("t", "prompt_throughput", "gen_throughput", "running", "waiting")
+
+
+@dataclass(frozen=True)
+class MeasuredSeries:
+    """A run's per-second time series (``timeseries.csv``): bucket ends ``t`` (seconds),
+    prompt and generation tokens per second, running and waiting requests, and KV-cache
+    use (percent; ``nan`` where not recorded)."""
+
+    t: np.ndarray
+    prompt_tps: np.ndarray
+    generation_tps: np.ndarray
+    running: np.ndarray
+    waiting: np.ndarray
+    kv_percent: np.ndarray
+
+
+@dataclass(frozen=True)
+class RecordedRun:
+    """A recorded serving run, requests sorted by arrival.
+
+    Attributes
+    ----------
+    path
+        The file read (``requests.jsonl`` or the benchmark JSON).
+    arrival_s
+        Queued (or sent) times minus the earliest one.
+    prompt, output
+        Token counts.
+    ttft_s, tpot_s, latency_s
+        Measured metrics (``tpot_s`` is ``nan`` for one-token outputs).
+    meta, config
+        ``meta.json`` and ``config.json`` of the run's directory (empty if absent).
+    series
+        ``timeseries.csv``, if present.
+    """
+
+    path: Path
+    arrival_s: np.ndarray
+    prompt: np.ndarray
+    output: np.ndarray
+    ttft_s: np.ndarray
+    tpot_s: np.ndarray
+    latency_s: np.ndarray
+    meta: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    series: MeasuredSeries | None = None
+
+    def __len__(self) -> int:
+        return int(self.arrival_s.size)
+
+    @property
+    def directory(self) -> Path:
+        return self.path.parent
+
+    def stream(self) -> RequestStream:
+        """The requests as a simulator stream; its window is the measured run's span
+        (first arrival to last token), which only goodput figures would use."""
+        return RequestStream(
+            self.path.name,
+            self.arrival_s,
+            self.prompt,
+            self.output,
+            float(np.max(self.arrival_s + self.latency_s)),
+        )
+
+
+def _read_object(path: Path) -> dict[str, Any]:
+    """The object in ``path``, or ``{}`` where the run has no such file."""
+    if not path.is_file():
+        return {}
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise FormatError(f"{path}: expected a JSON object")
+    return data
+
+
+def _read_series(path: Path) -> MeasuredSeries | None:
+    if not path.is_file():
+        return None
+    with path.open(newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        missing = [c for c in _SERIES if c not in (reader.fieldnames or [])]
+        if missing:
+            raise FormatError(f"{path}:1: missing column(s) {', '.join(missing)}")
+        rows = []
+        for row in reader:
+            try:
+                values = [float(row[c]) for c in _SERIES]
+                kv = float(row["kv_cache_pct"]) if row.get("kv_cache_pct") else math.nan
+            except (TypeError, ValueError):
+                raise FormatError(f"{path}:{reader.line_num}: expected numbers") from None
+            rows.append((*values, kv))
+    if not rows:
+        return None
+    data = np.array(rows)
+    return MeasuredSeries(*(data[:, j].copy() for j in range(6)))
+
+
+def _run(path: Path, records: list[tuple[float, float, float, float, float]]) -> RecordedRun:
+    """A run from ``(queued, prompt, output, first, last)`` rows."""
+    if not records:
+        raise FormatError(f"{path}: no requests")
+    data = np.array(records)
+    data = data[np.argsort(data[:, 0], kind="stable")]
+    queued, prompt, output, first, last = data.T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tpot = np.where(output > 1, (last - first) / (output - 1), np.nan)
+    return RecordedRun(
+        path,
+        queued - queued[0],
+        prompt.astype(np.int64),
+        output.astype(np.int64),
+        first - queued,
+        tpot,
+        last - queued,
+        _read_object(path.parent / "meta.json"),
+        _read_object(path.parent / "config.json"),
+        _read_series(path.parent / "timeseries.csv"),
+    )
+
+
+def read_recorded_run(path: str | Path) -> RecordedRun:
+    """Read a recorded run: a run directory, its ``requests.jsonl``, or a vLLM benchmark
+    result (``.json``; :func:`read_vllm_bench_result`).
+
+    Raises
+    ------
+    DataNotFoundError
+        If nothing is there.
+    FormatError
+        On a malformed line (named ``path:line``): invalid JSON, a missing field, a
+        non-integer or non-positive token count, a non-finite timestamp, or timestamps
+        out of order (``first_token_ts < queued_ts`` or ``last_token_ts < first_token_ts``).
+    """
+    path = Path(path)
+    if path.is_dir():
+        if not (path / "requests.jsonl").is_file():
+            raise DataNotFoundError(f"{path}: no requests.jsonl in this run directory")
+        path = path / "requests.jsonl"
+    if not path.is_file():
+        raise DataNotFoundError(f"{path}: no such run directory or requests file")
+    if path.suffix == ".json":
+        return read_vllm_bench_result(path)
+    records: list[tuple[float, float, float, float, float]] = []
+    try:
+        rows = list(jsonl_rows(path, _FIELDS))
+    except UnicodeDecodeError:
+        raise FormatError(f"{path}: not UTF-8 text") from None
+    for where, item in rows:
+        values = []
+        for name in _FIELDS:
+            value = item.get(name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise FormatError(f"{where}: {name}: expected a number, got {value!r}")
+            if not math.isfinite(value):
+                raise FormatError(f"{where}: {name}: must be finite")
+            values.append(float(value))
+        prompt, output, queued, first, last = values
+        for name, count in (("input_toks", prompt), ("output_toks", output)):
+            if count != int(count) or count < 1:
+                raise FormatError(f"{where}: {name}: expected an integer >= 1, got {count:g}")
+        if not queued <= first <= last:
+            raise FormatError(
+                f"{where}: timestamps out of order (need queued_ts <= first_token_ts "
+                "<= last_token_ts)"
+            )
+        records.append((queued, prompt, output, first, last))
+    return _run(path, records)
+
+
+_BENCH_FIELDS = ("input_lens", "output_lens", "ttfts", "itls")
+
+
+def read_vllm_bench_result(path: str | Path) -> RecordedRun:
+    """A measured run from ``vllm bench serve --save-result --save-detailed`` output.
+
+    Each request ``i`` was sent at ``start_times[i]``; its first token came ``ttfts[i]``
+    later and its other tokens after the gaps ``itls[i]``, so its latency is
+    ``ttfts[i] + sum(itls[i])`` (as vLLM's own report computes it, ``serve.py`` line 1881).
+    Failed requests (``errors[i]`` not empty, or a zero output length) are left out.
+
+    Raises
+    ------
+    FormatError
+        Naming the field, if one is missing, of unequal length or not numbers — in
+        particular ``start_times``, which only ``--save-detailed`` records.
+    """
+    path = Path(path)
+    data = read_json(path, "benchmark result")
+    if not isinstance(data, dict):
+        raise FormatError(f"{path}: expected a JSON object (vllm bench serve --save-result)")
+    missing = [k for k in (*_BENCH_FIELDS, "start_times") if k not in data]
+    if missing:
+        hint = (
+            " (saved without --save-detailed: the send times are unknown)"
+            if "start_times" in missing
+            else ""
+        )
+        raise FormatError(f"{path}: missing field(s) {', '.join(missing)}{hint}")
+    columns = {k: data[k] for k in (*_BENCH_FIELDS, "start_times")}
+    n = len(columns["input_lens"])
+    for key, values in columns.items():
+        if not isinstance(values, list) or len(values) != n:
+            raise FormatError(f"{path}: {key}: expected a list of {n} entries")
+    errors = data.get("errors") or [""] * n
+    records: list[tuple[float, float, float, float, float]] = []
+    for i in range(n):
+        if errors[i] or not columns["output_lens"][i]:
+            continue
+        where = f"{path}: request {i}"
+        try:
+            prompt = int(columns["input_lens"][i])
+            output = int(columns["output_lens"][i])
+            start = float(columns["start_times"][i])
+            ttft = float(columns["ttfts"][i])
+            gaps = [float(g) for g in columns["itls"][i]]
+        except (TypeError, ValueError):
+            raise FormatError(f"{where}: expected numbers") from None
+        if prompt < 1 or output < 1 or ttft < 0 or any(g < 0 for g in gaps):
+            raise FormatError(f"{where}: lengths must be >= 1 and times >= 0")
+        first = start + ttft
+        records.append((start, prompt, output, first, first + sum(gaps)))
+    return _run(path, records)

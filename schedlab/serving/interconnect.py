@@ -1,0 +1,99 @@
+r"""A link between GPUs or nodes: bandwidth and latency, and the time of what crosses it.
+
+A :class:`Link` moves ``S`` bytes point to point in :math:`\ell + S/\beta` (latency
+:math:`\ell`, bandwidth :math:`\beta`). An all-reduce of ``S`` bytes over ``N`` ranks by
+the ring algorithm (reduce-scatter, then all-gather; Patarasuk and Yuan, "Bandwidth
+optimal all-reduce algorithms for clusters of workstations", JPDC 69(2), 2009) takes
+:math:`2(N-1)` steps, each moving :math:`S/N` bytes over one link:
+
+.. math:: T_{AR}(S, N) = 2 (N - 1) \left(\ell + \frac{S}{N \beta}\right).
+
+An all-gather (or a reduce-scatter) alone is half of it. These are the collectives of
+tensor parallelism (an all-reduce after each row-parallel projection, ``o_proj`` and the
+MLP's ``down_proj``, in vLLM's ``RowParallelLinear``) and of the KV transfer between
+nodes; the link's figures come from the deployment (e.g. LLMServingSim's ``config.json``:
+``link_bw`` in GB/s, ``link_latency`` in ns).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from schedlab.errors import FormatError, ServingError
+
+__all__ = ["Link", "parse_link"]
+
+_BANDWIDTH = {"GB/s": 1e9, "GiB/s": 2**30, "MB/s": 1e6, "Gb/s": 1e9 / 8, "TB/s": 1e12}
+_LATENCY = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+@dataclass(frozen=True)
+class Link:
+    """A link of ``bandwidth_Bps`` bytes per second and ``latency_s`` seconds per message."""
+
+    bandwidth_Bps: float
+    latency_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.bandwidth_Bps) and self.bandwidth_Bps > 0):
+            raise ServingError(f"link: bandwidth must be positive, got {self.bandwidth_Bps}")
+        if not (math.isfinite(self.latency_s) and self.latency_s >= 0):
+            raise ServingError(f"link: latency must be >= 0, got {self.latency_s}")
+
+    def transfer_s(self, size: float) -> float:
+        """Seconds to move ``size`` bytes point to point."""
+        return self.latency_s + size / self.bandwidth_Bps
+
+    def all_reduce_s(self, size: float, ranks: int) -> float:
+        """Seconds of a ring all-reduce of ``size`` bytes over ``ranks`` ranks (0 for one)."""
+        if ranks <= 1 or size <= 0:
+            return 0.0
+        return 2 * (ranks - 1) * (self.latency_s + size / (ranks * self.bandwidth_Bps))
+
+    def all_gather_s(self, size: float, ranks: int) -> float:
+        """Seconds of a ring all-gather (or reduce-scatter) of ``size`` bytes in all."""
+        return self.all_reduce_s(size, ranks) / 2
+
+    def to_dict(self) -> dict[str, float]:
+        return {"bandwidth_Bps": self.bandwidth_Bps, "latency_s": self.latency_s}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str) -> Link:
+        try:
+            return cls(float(data["bandwidth_Bps"]), float(data.get("latency_s", 0.0)))
+        except (KeyError, TypeError, ValueError, ServingError) as exc:
+            raise FormatError(f"{where}: {exc}") from None
+
+
+def parse_link(text: str, flag: str = "--link") -> Link:
+    """A link from ``BANDWIDTH,LATENCY`` text such as ``16GB/s,20us``.
+
+    Raises
+    ------
+    ServingError
+        Naming ``flag``, for text of another shape or a unit not known.
+    """
+    match = re.fullmatch(
+        r"\s*([0-9.eE+-]+)\s*([A-Za-z/]+)\s*(?:,\s*([0-9.eE+-]+)\s*([a-zµ]+))?\s*", text
+    )
+    if not match or match.group(2) not in _BANDWIDTH:
+        raise ServingError(
+            f"{flag}: cannot read link {text!r}; use e.g. 25GB/s,20us (units "
+            f"{', '.join(_BANDWIDTH)}; latency {', '.join(_LATENCY)})"
+        )
+    try:
+        bandwidth = float(match.group(1)) * _BANDWIDTH[match.group(2)]
+        latency = 0.0
+        if match.group(3) is not None:
+            if match.group(4) not in _LATENCY:
+                raise ServingError(f"{flag}: unknown latency unit {match.group(4)!r}")
+            latency = float(match.group(3)) * _LATENCY[match.group(4)]
+    except ValueError:
+        raise ServingError(f"{flag}: cannot read link {text!r}") from None
+    try:
+        return Link(bandwidth, latency)
+    except ServingError as exc:
+        raise ServingError(f"{flag}: {exc}") from None

@@ -1,0 +1,103 @@
+"""The ``calibrate`` and ``replay`` subcommands."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from schedlab.cli import main
+from schedlab.serving.cost_model import LinearAttentionCostModel, save_cost_model
+from tests.calibration.conftest import RUN, write_profile
+from tests.calibration.recorded import req, write_run
+
+FLAT = LinearAttentionCostModel(name="flat-10ms", base_s=0.010)
+LIMITS = ["--max-num-seqs", "4", "--max-num-batched-tokens", "64", "--kv-tokens", "1024"]
+
+
+@pytest.fixture
+def flat_model(tmp_path):
+    path = tmp_path / "flat.json"
+    save_cost_model(FLAT, path)
+    return str(path)
+
+
+def test_replay_json_shape(tmp_path, capsys, flat_model):
+    run = write_run(tmp_path / "run", [req(10, 3, 5.0, 5.020, 5.040), req(20, 4, 5.5, 5.6, 5.7)])
+    args = ["replay", str(run), "--cost-model", flat_model, "--policy", "vllm"]
+    assert main([*args, *LIMITS, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["metrics"]["ttft_mean"]["measured"] == pytest.approx((0.020 + 0.1) / 2)
+    assert data["wall_s"] >= 0 and data["n_finished"] == 2
+    assert "KV capacity 1,024 tokens (given)" in data["deployment"]["notes"]
+    # Without --kv-tokens, and without kv_cache or config.json, the error names the file.
+    assert main([*args, *LIMITS[:4]]) == 2
+    err = capsys.readouterr().err
+    assert "config.json" in err and "Traceback" not in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize(("flag", "ttft_ms"), [("off", 10.0), ("on", 15.0), ("auto", 15.0)])
+def test_replay_async_scheduling_flag(tmp_path, capsys, flat_model, flag, ttft_ms):
+    # Flat 10 ms iterations. A (prompt 10, output 3) is prefilled in [0, 10] and decodes
+    # until 30; B is queued at 5 ms, while A's prefill runs, so the simulated B is queued
+    # at 10 (the end of that iteration). Synchronous: B is prefilled in [10, 20], TTFT
+    # 10 ms. Async (meta.json says vLLM 0.19.0, so "auto" means on): B joins [20, 30], TTFT
+    # 20 ms. Mean simulated TTFT: 10 ms, or (10 + 20) / 2 = 15 ms.
+    run = write_run(
+        tmp_path / "run",
+        [req(10, 3, 5.0, 5.010, 5.030), req(10, 2, 5.005, 5.030, 5.040)],
+        meta={"vllm_version": "0.19.0"},
+    )
+    args = ["replay", str(run), "--cost-model", flat_model, *LIMITS, "--json"]
+    assert main([*args, "--async-scheduling", flag]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["async_scheduling"] is (flag != "off")
+    assert data["metrics"]["ttft_mean"]["simulated"] == pytest.approx(ttft_ms * 1e-3)
+
+
+def test_replay_text_and_plot(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    if not RUN.is_dir():
+        pytest.skip("../shared/data validation run is not present")
+    figure = tmp_path / "replay.png"
+    assert main(["replay", str(RUN), "--plot", str(figure)]) == 0
+    text = capsys.readouterr().out
+    assert text.splitlines()[0].split() == [
+        "metric",
+        "measured",
+        "ms",
+        "simulated",
+        "ms",
+        "diff",
+        "%",
+    ]
+    assert "cost model rtxpro6000" in text and figure.stat().st_size > 10_000
+
+
+def test_replay_bad_input(tmp_path, capsys, flat_model):
+    assert main(["replay", str(tmp_path / "none"), "--cost-model", flat_model]) == 2
+    assert "no such run directory" in capsys.readouterr().err
+    run = write_run(tmp_path / "run", [req(10, 3, 5.0, 5.020, 5.040)])
+    assert main(["replay", str(run), "--cost-model", "nonesuch", *LIMITS]) == 2
+    assert "nonesuch" in capsys.readouterr().err
+    assert main(["replay", str(run), *LIMITS]) == 2  # no model or hardware recorded
+    assert "records no model or hardware" in capsys.readouterr().err
+    assert main(["replay", str(run), "--cost-model", flat_model, "--plot", "x.txt"]) == 2
+    assert "--plot" in capsys.readouterr().err
+
+
+def test_calibrate(tmp_path, capsys):
+    profile = write_profile(tmp_path / "profile")
+    out = tmp_path / "model.json"
+    assert main(["calibrate", str(profile), "-o", str(out)]) == 0  # model from meta.yaml
+    text = capsys.readouterr().out
+    assert "attention (interpolation)" in text and out.is_file()
+    data = json.loads(out.read_text())
+    assert data["kind"] == "profile-grid"
+    assert data["model"]["name"] == "meta-llama/Llama-3.1-8B" and data["hardware"] == "TESTGPU"
+    assert main(["calibrate", str(profile), "--model", "other/model", "-o", str(out)]) == 2
+    assert "not 'other/model'" in capsys.readouterr().err
+    assert main(["calibrate", str(profile / "tp1" / "dense.csv"), "-o", str(out)]) == 2
+    assert "profile directory" in capsys.readouterr().err
+    assert main(["calibrate", str(profile), "--tp", "2", "-o", str(out)]) == 2
+    assert "tp2" in capsys.readouterr().err
