@@ -1,7 +1,9 @@
 """SLOWeave's capacity against fixed chunk sizes, vLLM and Sarathi (issues 5 and 6).
 
 For each workload (``mixed``, ``long``) and TPOT target, with TTFT <= 5 s and the default
-engine (:class:`~schedlab.serving.engine_config.EngineConfig`), find each policy's
+engine (:class:`~schedlab.serving.engine_config.EngineConfig`) or that of a recorded run
+(``--engine-from RUN``: e.g. the RTX 4090 run's 2,587 KV blocks, the KV-bound regime),
+find each policy's
 capacity: the highest Poisson rate whose SLO attainment is >= 90%
 (:func:`schedlab.serving.capacity.capacity`). Policies: ``fixed:C`` for
 C in {64, 128, 256, 512, 1024, 2048}, ``vllm``, ``sarathi`` (budget derived from the TPOT
@@ -9,7 +11,8 @@ target) and ``sloweave`` (margin delta = the cost model's ``margin_s``). Capacit
 averaged over the seeds; every seed is explicit.
 
 ``--cost-model`` chooses the model: ``sloweave-default`` (issue 5, the SLOWeave paper's
-simulator model) or the shipped calibrated ``rtxpro6000_llama-3.1-8b`` (issue 6). The
+simulator model) or a shipped calibrated one (``rtxpro6000_llama-3.1-8b``,
+``rtx4090_llama-3.1-8b``). The
 calibrated model carries the profile's decode-KV skew correction: the simulator's actual
 iteration time includes it (it knows the longest decode), while SLOWeave's chunk search
 and Sarathi's budget evaluate the model for uniform decodes, as a real scheduler would.
@@ -38,11 +41,15 @@ import sys
 import time
 from dataclasses import dataclass
 
+from schedlab.calibration.deployment import deployment_of
+from schedlab.calibration.recorded_run import read_recorded_run
 from schedlab.cli.serving import parse_duration
 from schedlab.errors import ServingError
 from schedlab.serving.capacity import capacity, parallel_map
 from schedlab.serving.cost_model import get_cost_model
+from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.metrics import SLO
+from schedlab.serving.scenario import Scenario
 
 FIXED = (64, 128, 256, 512, 1024, 2048)
 POLICIES = (*(f"fixed:{c}" for c in FIXED), "vllm", "sarathi", "sloweave")
@@ -66,17 +73,24 @@ class Task:
     duration_s: float
     rel_tol: float
     cost_model: str
+    engine: EngineConfig
+    margin_s: float | None
 
 
 def run(task: Task) -> tuple[Task, float, str]:
+    scenario = Scenario(
+        task.policy,
+        task.cost_model,
+        SLO(TTFT_S, task.tpot_s),
+        task.engine,
+        margin_s=task.margin_s,
+        seed=task.seed,
+    )
     try:
         result = capacity(
             task.workload,
-            task.policy,
-            slo=SLO(TTFT_S, task.tpot_s),
-            cost_model=task.cost_model,
+            scenario,
             duration_s=task.duration_s,
-            seed=task.seed,
             rel_tol=task.rel_tol,
             start_rps=1.0,
         )
@@ -102,7 +116,30 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=None, help="arrival window, s")
     parser.add_argument("--workers", type=int, default=None, help="processes (all cores)")
     parser.add_argument("--csv", default=None, help="write every capacity as CSV")
+    parser.add_argument(
+        "--engine-from",
+        default=None,
+        metavar="RUN",
+        help="the engine of a recorded run's deployment (limits, KV capacity, prefix "
+        "caching, asynchronous scheduling), e.g. the RTX 4090 run for the KV-bound regime",
+    )
+    parser.add_argument(
+        "--sloweave-margin",
+        default=None,
+        metavar="TIME",
+        help="SLOWeave's margin delta, e.g. 0ms (default: the cost model's margin_s)",
+    )
     args = parser.parse_args()
+    margin = (
+        None
+        if args.sloweave_margin is None
+        else parse_duration(args.sloweave_margin, "--sloweave-margin", allow_zero=True)
+    )
+    engine = (
+        EngineConfig()
+        if args.engine_from is None
+        else deployment_of(read_recorded_run(args.engine_from)).engine
+    )
     tpots = [parse_duration(x, "--tpots") for x in args.tpots.split(",")]
     seeds = args.seeds or (1 if args.quick else 3)
     duration = args.duration or (120.0 if args.quick else 180.0)
@@ -112,9 +149,11 @@ def main() -> None:
         f"cost model {model.name}: one decode (512 KV tokens) takes "
         f"{model.iteration_time(1, 512, []) * 1e3:.2f} ms; margin delta "
         f"{model.margin_s * 1e3:.3f} ms"
+        + ("" if margin is None else f", SLOWeave run with {margin * 1e3:g} ms")
+        + f"\nengine {engine}"
     )
     tasks = [
-        Task(w, d, p, s, duration, rel_tol, args.cost_model)
+        Task(w, d, p, s, duration, rel_tol, args.cost_model, engine, margin)
         for w in WORKLOADS
         for d in tpots
         for p in POLICIES

@@ -1,7 +1,7 @@
 """schedlab: scheduling theory of LLM serving.
 
 Offline memory-constrained batching (instances, solvers, certified lower bounds) and
-deadline-safe chunk sizing on an event-driven serving simulator. See DESIGN.md.
+deadline-safe chunk sizing on an event-driven serving simulator. See ``docs/design.md``.
 """
 
 from schedlab.errors import SchedlabError

@@ -29,7 +29,7 @@ class SchedlabError(Exception):
 
 
 class InstanceError(SchedlabError, ValueError):
-    """A request or instance violates the model of DESIGN section 1."""
+    """A request or instance violates the model of ``docs/design.md``, "Offline model"."""
 
 
 class InfeasibleInstanceError(InstanceError):

@@ -22,7 +22,7 @@ needs no flag (each may still be overridden), and says where each came from:
   LLMServingSim's own simulator, not vLLM's);
 * ``config.json`` ``link_bw`` (GB/s) and ``link_latency`` (ns): the link between the GPUs,
   for tensor-parallel and expert-parallel collectives
-  (:mod:`schedlab.serving.interconnect`); and the hardware's name.
+  (:mod:`schedlab.llm.interconnect`); and the hardware's name.
 
 Data parallelism runs one engine per replica (:mod:`schedlab.serving.engine`), each with
 one GPU's KV capacity; with expert parallelism (``enable_expert_parallel``, over
@@ -37,9 +37,9 @@ from typing import Any
 
 from schedlab.calibration.recorded_run import RecordedRun
 from schedlab.errors import FormatError
+from schedlab.llm.interconnect import Link
 from schedlab.llm.models import GIB, get_model_shape, kv_token_capacity
 from schedlab.serving.engine_config import EngineConfig
-from schedlab.serving.interconnect import Link
 
 __all__ = ["ASYNC_SCHEDULING_SINCE", "Deployment", "deployment_of"]
 

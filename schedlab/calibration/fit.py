@@ -70,8 +70,8 @@ from schedlab.calibration.profiles import (
 from schedlab.calibration.skew import SkewTable
 from schedlab.errors import CalibrationError
 from schedlab.json_files import nan_to_null
+from schedlab.llm.interconnect import Link
 from schedlab.llm.models import ModelShape, get_model_shape
-from schedlab.serving.interconnect import Link
 
 __all__ = [
     "CalibrationReport",
@@ -267,8 +267,8 @@ def calibrate_profile(
     if layout.experts:
         if profile.moe is None:
             raise CalibrationError(
-                f"{profile.root}/tp{profile.tp}: no moe.csv for the {profile.architecture!r} "
-                "expert block at this tensor-parallel degree"
+                f"{profile.root}: no moe.csv (in tp{profile.tp}/ or tp1/) for the "
+                f"{profile.architecture!r} expert block"
             )
         experts, expert_stats = _expert_table(profile.moe, shape)
     layers, profiled = shape.layers, profile.profiled_layers
@@ -346,6 +346,12 @@ def calibrate_profile(
         f"held out: every {holdout_every}th interior op size; attention rows off the "
         "declared grid" + ("; every other interior expert count of moe.csv" if experts else ""),
     ]
+    if experts and profile.tp > 1:
+        moe_file = next(f.name for f in profile.sources if f.name.endswith("moe.csv"))
+        notes.append(
+            f"expert block from {moe_file} (whole experts on one GPU), split over the "
+            f"{profile.tp} ranks without expert parallelism (proofs/profile_scaling.md)"
+        )
     if profile.tp > 1 and link is None:
         notes.append(
             f"collectives of tensor parallelism {profile.tp} NOT modelled: give the link "

@@ -24,7 +24,7 @@ runs per decoder layer (:mod:`schedlab.calibration.layouts`), :math:`L` the mode
 count, :math:`L_0` the layers the profiler ran, :math:`A` the
 :class:`~schedlab.calibration.attention_grid.AttentionGrid`, :math:`B` the mixture-of-experts
 block (:class:`~schedlab.calibration.experts.ExpertTable`; 0 for dense models) and
-:math:`T_{AR}` the ring all-reduce of the :class:`~schedlab.serving.interconnect.Link` between
+:math:`T_{AR}` the ring all-reduce of the :class:`~schedlab.llm.interconnect.Link` between
 the GPUs of one engine, over :math:`N h b` bytes (hidden size :math:`h`, :math:`b` bytes per
 element), twice per layer (after ``o_proj`` and after the MLP or expert block; 0 for
 :math:`t = 1` or without a link).
@@ -80,8 +80,8 @@ from schedlab.calibration.experts import ExpertTable
 from schedlab.calibration.profiles import SourceFile
 from schedlab.calibration.skew import SkewTable
 from schedlab.errors import FormatError
+from schedlab.llm.interconnect import Link
 from schedlab.serving.cost_model import BatchShape, Chunk
-from schedlab.serving.interconnect import Link
 
 __all__ = ["KIND", "Parallelism", "ProfileCostModel", "load_profile_cost_model"]
 

@@ -15,7 +15,10 @@ Three public formats (``../shared/data/README.md`` describes the shared copies):
     (``lm_head``, ``sampler``) against the number of sequences that produce logits;
   - ``moe.csv`` (mixture-of-experts models) — ``tokens, activated_experts, time_us``:
     one layer's expert block for ``tokens`` tokens routed evenly over exactly
-    ``activated_experts`` experts;
+    ``activated_experts`` experts, all experts whole on one GPU. The profiler measures it
+    at tp1 only (its ``categories_for`` skips the expert block at other degrees), so a
+    ``tp<N>`` profile without one takes ``tp1/moe.csv``; the cost model splits it over
+    the ranks (:mod:`schedlab.calibration.profile_model`);
   - ``skew_fit.csv`` (optional) — ``pc, n_label, skew_rate_label, kv_big_label,
     kp_label, alpha, n_samples``: the profiler's per-bucket fit of the decode-skew
     coefficient (:mod:`schedlab.calibration.skew`).
@@ -155,7 +158,7 @@ class LLMServingSimProfile:
     attention
         The attention rows.
     moe
-        The expert block's rows (``moe.csv``), if the profile has them for this TP degree.
+        The expert block's rows (``moe.csv`` of this TP degree, else of tp1), if any.
     skew
         The per-bucket skew fit (``skew_fit.csv``), if present.
     sources
@@ -439,9 +442,12 @@ def read_llmservingsim_profile(path: str | Path, tp: int = 1) -> LLMServingSimPr
     per_sequence = _op_tables(sub / "per_sequence.csv", "sequences")
     attention = _attention_rows(sub / "attention.csv")
     files = [meta_path, sub / "dense.csv", sub / "attention.csv", sub / "per_sequence.csv"]
-    moe = _moe_rows(sub / "moe.csv") if (sub / "moe.csv").is_file() else None
+    moe_path = next(
+        (d / "moe.csv" for d in (sub, root / "tp1") if (d / "moe.csv").is_file()), None
+    )
+    moe = None if moe_path is None else _moe_rows(moe_path)
     skew = _skew_rows(sub / "skew_fit.csv") if (sub / "skew_fit.csv").is_file() else None
-    files += [f for f, part in ((sub / "moe.csv", moe), (sub / "skew_fit.csv", skew)) if part]
+    files += [f for f, part in ((moe_path, moe), (sub / "skew_fit.csv", skew)) if part and f]
     sources = tuple(SourceFile(f.relative_to(root).as_posix(), sha256_of(f)) for f in files)
     return LLMServingSimProfile(
         root, tp, meta, dense, per_sequence, attention, sources, moe=moe, skew=skew

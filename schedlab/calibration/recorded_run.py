@@ -37,7 +37,7 @@ import numpy as np
 
 from schedlab.errors import DataNotFoundError, FormatError
 from schedlab.json_files import read_json
-from schedlab.llm.traces import jsonl_rows
+from schedlab.llm.traces import jsonl_rows, read_trace
 from schedlab.serving.workloads import RequestStream
 
 __all__ = ["MeasuredSeries", "RecordedRun", "read_recorded_run", "read_vllm_bench_result"]
@@ -214,56 +214,38 @@ def read_recorded_run(path: str | Path) -> RecordedRun:
     return _run(path, records)
 
 
-_BENCH_FIELDS = ("input_lens", "output_lens", "ttfts", "itls")
-
-
 def read_vllm_bench_result(path: str | Path) -> RecordedRun:
-    """A measured run from ``vllm bench serve --save-result --save-detailed`` output.
+    """A measured run from ``vllm bench serve --save-result --save-detailed`` output
+    (the ``vllm-bench-serve`` trace of :mod:`schedlab.llm.traces`).
 
     Each request ``i`` was sent at ``start_times[i]``; its first token came ``ttfts[i]``
     later and its other tokens after the gaps ``itls[i]``, so its latency is
     ``ttfts[i] + sum(itls[i])`` (as vLLM's own report computes it, ``serve.py`` line 1881).
-    Failed requests (``errors[i]`` not empty, or a zero output length) are left out.
+    Failed requests are left out.
 
     Raises
     ------
     FormatError
-        Naming the field, if one is missing, of unequal length or not numbers — in
-        particular ``start_times``, which only ``--save-detailed`` records.
+        Naming the field, if one is malformed — or if ``start_times``, ``ttfts`` and
+        ``itls`` are missing, which only ``--save-detailed`` records.
     """
     path = Path(path)
-    data = read_json(path, "benchmark result")
-    if not isinstance(data, dict):
-        raise FormatError(f"{path}: expected a JSON object (vllm bench serve --save-result)")
-    missing = [k for k in (*_BENCH_FIELDS, "start_times") if k not in data]
-    if missing:
-        hint = (
-            " (saved without --save-detailed: the send times are unknown)"
-            if "start_times" in missing
-            else ""
+    trace = read_trace(path, "vllm-bench-serve")
+    if trace.arrival_s is None:
+        raise FormatError(
+            f"{path}: missing field(s) start_times, ttfts, itls (saved without "
+            "--save-detailed: the send times are unknown)"
         )
-        raise FormatError(f"{path}: missing field(s) {', '.join(missing)}{hint}")
-    columns = {k: data[k] for k in (*_BENCH_FIELDS, "start_times")}
-    n = len(columns["input_lens"])
-    for key, values in columns.items():
-        if not isinstance(values, list) or len(values) != n:
-            raise FormatError(f"{path}: {key}: expected a list of {n} entries")
-    errors = data.get("errors") or [""] * n
-    records: list[tuple[float, float, float, float, float]] = []
-    for i in range(n):
-        if errors[i] or not columns["output_lens"][i]:
-            continue
-        where = f"{path}: request {i}"
-        try:
-            prompt = int(columns["input_lens"][i])
-            output = int(columns["output_lens"][i])
-            start = float(columns["start_times"][i])
-            ttft = float(columns["ttfts"][i])
-            gaps = [float(g) for g in columns["itls"][i]]
-        except (TypeError, ValueError):
-            raise FormatError(f"{where}: expected numbers") from None
-        if prompt < 1 or output < 1 or ttft < 0 or any(g < 0 for g in gaps):
-            raise FormatError(f"{where}: lengths must be >= 1 and times >= 0")
-        first = start + ttft
-        records.append((start, prompt, output, first, first + sum(gaps)))
+    first = trace.arrival_s + trace.extra["ttft_s"]
+    records = [
+        (float(a), float(p), float(o), float(f), float(f + d))
+        for a, p, o, f, d in zip(
+            trace.arrival_s,
+            trace.prompt,
+            trace.output,
+            first,
+            trace.extra["decode_s"],
+            strict=True,
+        )
+    ]
     return _run(path, records)

@@ -52,8 +52,8 @@ def _profile_dir(text: str) -> Path:
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     from schedlab.calibration.fit import calibrate
     from schedlab.calibration.profiles import read_meta_yaml
+    from schedlab.llm.interconnect import parse_link
     from schedlab.serving.cost_model import save_cost_model
-    from schedlab.serving.interconnect import parse_link
 
     root = _profile_dir(args.profile_dir)
     model_name = args.model

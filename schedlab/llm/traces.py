@@ -12,9 +12,18 @@ Four shapes are understood (see ``../shared/data/README.md``):
     Mooncake-style JSONL, one object a line with ``timestamp`` (milliseconds),
     ``input_length`` and ``output_length``.
 ``vllm-bench``
-    A vLLM benchmark ``requests.jsonl``: ``input_toks, output_toks, arrival_time`` (epoch
-    seconds) and, where measured, ``queued_ts, scheduled_ts, first_token_ts,
-    last_token_ts`` (monotonic seconds), kept in :attr:`Trace.extra`.
+    A recorded vLLM run's ``requests.jsonl`` (LLMServingSim's ``bench`` format):
+    ``input_toks, output_toks, arrival_time`` (epoch seconds) and, where measured,
+    ``queued_ts, scheduled_ts, first_token_ts, last_token_ts`` (monotonic seconds), kept
+    in :attr:`Trace.extra`.
+``vllm-bench-serve``
+    The JSON that ``vllm bench serve --save-result`` writes (field names from
+    ``vllm/benchmarks/serve.py``, lines 993–999): per request ``input_lens`` and
+    ``output_lens``; with ``--save-detailed`` also ``start_times`` (when each request was
+    sent, ``time.perf_counter`` seconds: the arrivals), ``ttfts`` (seconds) and ``itls``
+    (each request's gaps between tokens, seconds), kept in :attr:`Trace.extra` as
+    ``ttft_s`` and ``decode_s`` (the sum of the gaps). Failed requests (an ``errors``
+    entry, or no output) are left out.
 
 Every reader returns a :class:`Trace` with arrival times in seconds relative to the
 first request, and raises :class:`~schedlab.errors.FormatError` naming the file and
@@ -200,17 +209,73 @@ def _read_vllm_bench(path: Path) -> Trace:
     return Trace(path.stem, _ints(prompt), _ints(output), _relative(stamps), extra)
 
 
+def _column(data: dict, key: str, n: int, path: Path) -> list:
+    values = data[key]
+    if not isinstance(values, list) or len(values) != n:
+        raise FormatError(f"{path}: {key}: expected a list of {n} entries")
+    return values
+
+
+def _read_vllm_bench_serve(path: Path) -> Trace:
+    with path.open(encoding="utf-8") as handle:
+        try:
+            data = json.load(handle)
+        except json.JSONDecodeError as exc:
+            raise FormatError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+    if not isinstance(data, dict):
+        raise FormatError(f"{path}: expected a JSON object (vllm bench serve --save-result)")
+    missing = [k for k in ("input_lens", "output_lens") if k not in data]
+    if missing:
+        raise FormatError(f"{path}: missing field(s) {', '.join(missing)}")
+    n = len(data["input_lens"]) if isinstance(data["input_lens"], list) else -1
+    inputs, outputs = (_column(data, k, n, path) for k in ("input_lens", "output_lens"))
+    detailed = all(k in data for k in ("start_times", "ttfts", "itls"))
+    errors = _column(data, "errors", n, path) if "errors" in data else [""] * n
+    columns = (
+        {k: _column(data, k, n, path) for k in ("start_times", "ttfts", "itls")}
+        if detailed
+        else {}
+    )
+    prompt: list[int] = []
+    output: list[int] = []
+    timing: dict[str, list[float]] = {"start": [], "ttft_s": [], "decode_s": []}
+    for i in range(n):
+        place = f"{path}: request {i}"
+        if errors[i] or not outputs[i]:
+            continue
+        prompt.append(_int_field(inputs[i], place, "input_lens", 1))
+        output.append(_int_field(outputs[i], place, "output_lens", 1))
+        if detailed:
+            gaps = columns["itls"][i]
+            if not isinstance(gaps, list):
+                raise FormatError(f"{place}: itls: expected a list of gaps")
+            timing["start"].append(_float_field(columns["start_times"][i], place, "start_times"))
+            ttft = _float_field(columns["ttfts"][i], place, "ttfts")
+            decode = sum(_float_field(g, place, "itls") for g in gaps)
+            if ttft < 0 or decode < 0:
+                raise FormatError(f"{place}: ttfts and itls must be >= 0")
+            timing["ttft_s"].append(ttft)
+            timing["decode_s"].append(decode)
+    _empty_check(path, prompt)
+    if not detailed:
+        return Trace(path.stem, _ints(prompt), _ints(output))
+    extra = {k: np.array(timing[k]) for k in ("ttft_s", "decode_s")}
+    return Trace(path.stem, _ints(prompt), _ints(output), _relative(timing["start"]), extra)
+
+
 _READERS: dict[str, Callable[[Path], Trace]] = {
     "azure": _read_azure,
     "length-stats": _read_length_stats,
     "mooncake": _read_mooncake,
     "vllm-bench": _read_vllm_bench,
+    "vllm-bench-serve": _read_vllm_bench_serve,
 }
 TRACE_KINDS: tuple[str, ...] = tuple(_READERS)
 
 
 def detect_kind(path: str | Path) -> str:
-    """Guess a trace file's kind from its first line.
+    """Guess a trace file's kind from its first line (a ``.json`` file: the output of
+    ``vllm bench serve``).
 
     Raises
     ------
@@ -218,6 +283,8 @@ def detect_kind(path: str | Path) -> str:
         If the first line matches none of :data:`TRACE_KINDS`.
     """
     path = Path(path)
+    if path.suffix == ".json":
+        return "vllm-bench-serve"
     with path.open(encoding="utf-8") as handle:
         first = handle.readline()
     if first.startswith("TIMESTAMP,ContextTokens"):

@@ -1,4 +1,6 @@
-"""Problem data of the offline memory-constrained batching model (DESIGN section 1).
+"""Problem data of the offline memory-constrained batching model.
+
+The model is that of ``docs/design.md``, section "Offline model".
 
 An :class:`Instance` is a KV-cache budget ``M`` (tokens) and requests ``i = 0..n-1``,
 each a :class:`Request` with prompt length ``s_i >= 0``, output length ``o_i >= 1``

@@ -11,19 +11,19 @@ mc-sf          output length ``o_i``             strict     Jaillet et al. (arXi
 mc-sf-backfill output length ``o_i``             backfill   ours: MC-SF without its stop
 ============== ================================= ========== ==================================
 
-*strict*: the first released request in priority order that does not fit blocks the
-others until the next event. *backfill*: every released request that fits starts, in
-priority order. Every rule uses the engine's admission test, which is Jaillet et al.'s:
-the running set stays within memory at every future completion round. MC-SF admits the
-waiting requests by increasing ``o`` *while* that test passes and stops at the first that
-fails (DESIGN.md; the ``break`` in ``MC-SF_synthetic.py`` of the code published with the
-paper, github.com/anonymouspeople111/neurips2025-code), so ``mc-sf`` and ``sof`` compute
-the same schedule: both names are kept, one for the paper's algorithm and one for the
-classic baseline. ``mc-sf-backfill`` skips a request that does not fit and tries the
-later ones; with equal prompts the two coincide (the slack is non-increasing in ``o``),
-with mixed prompts backfilling is usually better on LLM backlogs and worse on Jaillet's
-synthetic protocol (``benchmarks/jaillet_synthetic.py``). Each rule accepts
-``backfill=`` to override its mode.
+*strict*: the first released request in priority order that does not fit blocks the others
+until the next event. *backfill*: every released request that fits starts, in priority
+order. Every rule uses the engine's admission test, which is Jaillet et al.'s: the running
+set stays within memory at every future completion round. MC-SF admits the waiting requests
+by increasing ``o`` *while* that test passes and stops at the first that fails
+(``docs/design.md``, "Offline algorithms"; the ``break`` in ``MC-SF_synthetic.py`` of the
+code published with the paper, github.com/anonymouspeople111/neurips2025-code), so
+``mc-sf`` and ``sof`` compute the same schedule: both names are kept, one for the paper's
+algorithm and one for the classic baseline. ``mc-sf-backfill`` skips a request that does
+not fit and tries the later ones; with equal prompts the two coincide (the slack is
+non-increasing in ``o``), with mixed prompts backfilling is usually better on LLM backlogs
+and worse on Jaillet's synthetic protocol (``benchmarks/jaillet_synthetic.py``). Each rule
+accepts ``backfill=`` to override its mode.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Schedules and their evaluation (DESIGN section 1).
+"""Schedules and their evaluation (``docs/design.md``, "Offline model").
 
 A schedule is one start round ``p_i`` per request. Request ``i`` completes at
 ``C_i = p_i + o_i``; the objective is the total end-to-end latency

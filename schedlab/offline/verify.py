@@ -1,4 +1,4 @@
-"""The independent schedule verifier (DESIGN section 1).
+"""The independent schedule verifier (``docs/design.md``, "Offline model").
 
 It shares no code with any solver, the list-scheduling engine or
 :mod:`schedlab.offline.schedule`: it recomputes the memory load its own way (a sweep over the

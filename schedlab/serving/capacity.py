@@ -1,10 +1,10 @@
 r"""Capacity (highest rate meeting an SLO-attainment target) and policy sweeps.
 
-Capacity (DESIGN section 2; DistServe, Zhong et al., OSDI 2024, call it per-GPU goodput)
-is the highest mean arrival rate :math:`\lambda` whose run reaches attainment
-:math:`\ge 0.9`. It is found by bracketing (doubling or halving from ``start_rps``) and then
-geometric bisection until :math:`hi / lo - 1 \le` ``rel_tol``; the answer is the highest
-rate *tested* that met the target. Streams use common random numbers
+Capacity (``docs/design.md``, "Metrics and SLOs"; DistServe, Zhong et al., OSDI 2024, call
+it per-GPU goodput) is the highest mean arrival rate :math:`\lambda` whose run reaches
+attainment :math:`\ge 0.9`. It is found by bracketing (doubling or halving from
+``start_rps``) and then geometric bisection until :math:`hi / lo - 1 \le` ``rel_tol``; the
+answer is the highest rate *tested* that met the target. Streams use common random numbers
 (:mod:`schedlab.serving.workloads`), so each rate sees the same requests at a different
 spacing and one explicit seed fixes everything.
 

@@ -2,9 +2,10 @@
 
 A batch is described by ``n_decode`` decode requests holding ``decode_kv`` KV tokens in
 total and a sequence of prefill chunks ``(c, p)``: ``c`` new prompt tokens on top of ``p``
-tokens of the same request already in the cache (DESIGN section 3). A cost model maps a
-batch to seconds and must be non-decreasing in every chunk length ``c``: SLOWeave's binary
-search depends on it, so :func:`require_monotone` checks it on a grid instead of assuming.
+tokens of the same request already in the cache (``docs/design.md``, "Cost models and
+calibration"). A cost model maps a batch to seconds and must be non-decreasing in every
+chunk length ``c``: SLOWeave's binary search depends on it, so :func:`require_monotone`
+checks it on a grid instead of assuming.
 
 JSON form (``save_cost_model`` / ``load_cost_model``)::
 
@@ -142,7 +143,7 @@ class LinearAttentionCostModel:
     where :math:`c_j (p_j + (c_j+1)/2)` counts the query-key pairs of causal attention of a
     chunk over its prior context and itself. The decode attention term reads every cached
     token once. With SLOWeave's coefficients and no attention terms this is the default
-    model of the SLOWeave simulator (arXiv 2609.07883, DESIGN section 2), in ms:
+    model of the SLOWeave simulator (arXiv 2609.07883; ``docs/design.md``, "SLOWeave"), in ms:
     :math:`T(n,c) = 0.35 + [n>0](0.90 + 0.055 n) + [c>0](0.40 + 0.006 c)`.
 
     Coefficients may be negative (a least-squares fit can give that); whether the result
@@ -225,7 +226,7 @@ COEFFICIENTS: tuple[str, ...] = tuple(
     if f.name.endswith("_s") and f.name != "margin_s"
 )
 
-#: SLOWeave's default cost model (DESIGN section 2; arXiv 2609.07883), in seconds.
+#: SLOWeave's default cost model (``docs/design.md``, "SLOWeave"; arXiv 2609.07883), in seconds.
 SLOWEAVE_DEFAULT = LinearAttentionCostModel(
     name="sloweave-default",
     base_s=0.35e-3,
@@ -233,7 +234,7 @@ SLOWEAVE_DEFAULT = LinearAttentionCostModel(
     decode_per_seq_s=0.055e-3,
     prefill_fixed_s=0.40e-3,
     prefill_per_token_s=0.006e-3,
-    source="SLOWeave (arXiv 2609.07883), default simulator cost model; DESIGN section 2",
+    source="SLOWeave (arXiv 2609.07883), default simulator cost model; docs/design.md, SLOWeave",
 )
 
 #: Built-in models by name.

@@ -1,4 +1,4 @@
-r"""Per-request serving metrics and their aggregates (DESIGN section 2).
+r"""Per-request serving metrics and their aggregates (``docs/design.md``, "Metrics and SLOs").
 
 For a request with arrival :math:`a`, output length :math:`o` and token times
 :math:`t_1 \le \dots \le t_o`:

@@ -198,21 +198,23 @@ class TokenQuotaPolicy:
 
 
 class SLOWeavePolicy:
-    r"""SLOWeave: the largest deadline-safe chunks (arXiv 2609.07883; DESIGN section 2).
+    r"""SLOWeave: the largest deadline-safe chunks (arXiv 2609.07883).
+
+    The rule is that of ``docs/design.md``, section "SLOWeave".
 
     All running decodes produced their latest token at the end of the previous iteration,
     so :math:`\min_i d_i = \ell + D` with :math:`\ell` that time. The first candidate gets
     :math:`c^*` of :func:`~schedlab.serving.sloweave.choose_chunk`, capped by the free KV
     blocks, the token budget :math:`T_{\max} - n` and :math:`C_{\max}`; when :math:`c^*`
     finishes its prompt, the next candidate is sized the same way with the chunks chosen
-    so far fixed in the batch, until the caps or the budget run out. (DESIGN states the
+    so far fixed in the batch, until the caps or the budget run out. (``docs/design.md`` states the
     rule for one chunk; continuing to the next prompt is our extension and is safe by the
     same argument, since each step keeps the whole batch within the budget.)
 
     The constructor refuses a cost model that is not monotone in the chunk length
     (:func:`~schedlab.serving.cost_model.require_monotone`). ``stats["decode_only_misses"]``
     counts iterations with prefill work in which even the decode-only batch misses the
-    budget (DESIGN: run decode-only and record the miss).
+    budget (``docs/design.md``: run decode-only and record the miss).
     """
 
     def __init__(
@@ -279,7 +281,7 @@ class SLOWeavePolicy:
 
 
 class SangamPolicy:
-    r"""Deficit token budget with whole prompts (Sangam, as DESIGN section 2 names it).
+    r"""Deficit token budget with whole prompts (Sangam, as ``docs/design.md`` names it).
 
     The Sangam paper was not available to us; this formalisation is ours. A deficit
     counter :math:`\Delta` (deficit round robin, Shreedhar and Varghese, SIGCOMM 1995)

@@ -2,7 +2,7 @@ r"""SLOWeave: the largest deadline-safe prefill chunk, by binary search.
 
 Each running decode :math:`i` has next-token deadline :math:`d_i = \ell_i + D` (its last
 token time plus the TPOT target). An iteration starting at :math:`s` has budget
-:math:`B = \min_i d_i - s`. SLOWeave (arXiv 2609.07883; DESIGN section 2) chooses
+:math:`B = \min_i d_i - s`. SLOWeave (arXiv 2609.07883; ``docs/design.md``, "SLOWeave") chooses
 
 .. math::
 
@@ -136,7 +136,7 @@ def choose_chunk(
     budget = state.next_deadline_s - state.now_s - margin
     n, kv = state.n_decode, state.decode_kv
     best = model.iteration_time(n, kv, state.fixed_chunks)
-    if not best <= budget:  # even decode-only misses: record it (DESIGN section 2)
+    if not best <= budget:  # even decode-only misses: record it (``docs/design.md``, "SLOWeave")
         return ChunkDecision(0, 1, True, best)
     evaluations = 1
     lo, hi = 0, upper + 1

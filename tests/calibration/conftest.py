@@ -109,3 +109,28 @@ def real_run() -> Path:
     if not RUN.is_dir():
         pytest.skip("../shared/data validation run is not present")
     return RUN / "requests.jsonl"
+
+
+QWEN = {
+    "qwen3": "Qwen/Qwen3-32B",
+    "qwen3_moe": "Qwen/Qwen3-30B-A3B-Instruct-2507",
+}
+
+
+@pytest.fixture(scope="session")
+def qwen_models():
+    """``(architecture, tp) -> (model, report)``: the shared Qwen3 profiles calibrated at
+    tp1 and tp2 (tp2 with the 16 GB/s, 20 us link of the recorded runs' config.json)."""
+    from schedlab.calibration.fit import calibrate
+    from schedlab.llm.interconnect import Link
+
+    root = DATA_DIR / "profiles" / "llmservingsim" / "RTXPRO6000"
+    if not root.is_dir():
+        pytest.skip("../shared/data profiles are not present")
+    return {
+        (arch, tp): calibrate(
+            root / name / "bf16", name, tp=tp, link=Link(16e9, 20e-6) if tp > 1 else None
+        )
+        for arch, name in QWEN.items()
+        for tp in (1, 2)
+    }

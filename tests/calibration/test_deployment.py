@@ -7,8 +7,8 @@ import pytest
 from schedlab.calibration.deployment import deployment_of
 from schedlab.calibration.recorded_run import read_recorded_run
 from schedlab.errors import FormatError
+from schedlab.llm.interconnect import Link
 from schedlab.llm.models import GIB
-from schedlab.serving.interconnect import Link
 from tests.calibration.recorded import gpu_config, req, write_run
 
 LIMITS = {"max_num_seqs": 8, "max_num_batched_tokens": 64}

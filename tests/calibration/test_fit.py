@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from schedlab.calibration import layouts
 from schedlab.calibration.fit import calibrate
 from schedlab.errors import CalibrationError, UnknownNameError
 from schedlab.llm import models as model_shapes
@@ -88,3 +89,45 @@ def test_shipped_profile_skew_table(real_profile):
     skew = calibrate(real_profile, "meta-llama/Llama-3.1-8B")[0].skew
     assert skew.default == 0.0543 and len(skew.buckets) == 3982
     assert all(0 <= a <= 1 for a in skew.buckets.values())
+
+
+def test_an_architecture_can_be_registered(synthetic_profile, monkeypatch):
+    monkeypatch.setattr(layouts, "LAYOUTS", dict(layouts.LAYOUTS))
+    llama = calibrate(synthetic_profile, "meta-llama/Llama-3.1-8B")[0]
+    meta = synthetic_profile / "meta.yaml"
+    meta.write_text(meta.read_text().replace("architecture: llama", "architecture: llama-x"))
+    with pytest.raises(CalibrationError, match="'llama-x' has no op layout; known: llama"):
+        calibrate(synthetic_profile, "meta-llama/Llama-3.1-8B")
+    # llama's ops with a second qkv_proj per layer: for 2 decodes (N = 2 tokens) that adds
+    # 32 layers x (10 + 0.5 N) us = 352 us (the synthetic dense op times).
+    ops = {**layouts.LAYOUTS["llama"].per_layer, "qkv_proj": 2}
+    layouts.register_layout("llama-x", layouts.OpLayout(ops))
+    twice = calibrate(synthetic_profile, "meta-llama/Llama-3.1-8B")[0]
+    extra = twice.iteration_time(2, 64, []) - llama.iteration_time(2, 64, [])
+    assert extra == pytest.approx(352e-6)
+    with pytest.raises(CalibrationError, match="calls per layer must be >= 0"):
+        layouts.OpLayout({"qkv_proj": -1})
+
+
+@pytest.mark.parametrize("arch", ["qwen3", "qwen3_moe"])
+@pytest.mark.parametrize("tp", [1, 2])
+def test_qwen_profiles_calibrate_with_a_report(qwen_models, arch, tp):
+    model, report = qwen_models[(arch, tp)]
+    assert model.parallelism.tp == tp and model.hardware == "RTXPRO6000"
+    assert model.name.endswith("_tp2") == (tp == 2)
+    # Per-layer ops include the q/k norms (qwen3) and, for qwen3_moe, the expert block.
+    runs = {op: count for op, count, _ in model.layer_ops}
+    assert runs["qk_norm"] == 2 and runs["layernorm"] == 2
+    assert (model.experts is not None) == (arch == "qwen3_moe")
+    assert ("gate_up_proj" in runs) == (arch == "qwen3")
+    assert report.iteration.n > 10_000
+    assert report.iteration.median_pct < 5 and report.iteration.p90_pct < 10
+    if arch == "qwen3_moe":
+        # The held-out expert counts are interpolated within 15% (worst) and 5% (mean).
+        assert report.experts is not None and report.experts.n > 0
+        assert report.experts.mape_pct < 5 and report.experts.worst_pct < 15
+        if tp == 2:  # the tp2 folder has no moe.csv: tp1's, split over the ranks
+            assert "tp1/moe.csv" in [s.name for s in model.sources]
+            assert any("split over the 2 ranks" in note for note in report.notes)
+    text = report.to_text()
+    assert "iteration" in text and ("expert block" in text) == (arch == "qwen3_moe")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from schedlab.calibration import shipped_model_path
 from schedlab.calibration.fit import calibrate
 from schedlab.calibration.profile_model import ProfileCostModel
+from schedlab.calibration.skew import SkewTable
 from schedlab.errors import FormatError, UnknownNameError
 from schedlab.serving.cost_model import (
     check_monotone,
@@ -117,27 +119,59 @@ def test_shipped_model_non_decreasing_in_every_chunk(shipped, n, kv_each, chunks
 @settings(max_examples=80, deadline=None)
 @given(
     n=st.integers(2, 300),
-    kv_each=st.integers(0, 8000),
+    kv_each=st.integers(1, 8000),
     spread=st.integers(0, 12000),
+    low=st.floats(0.0, 1.0),
     chunks=st.lists(st.tuples(st.integers(1, 4096), st.integers(0, 30000)), max_size=3),
     which=st.integers(0, 2),
     grow=st.integers(1, 4096),
 )
-def test_skew_corrected_model_non_decreasing_in_every_chunk(
-    shipped, n, kv_each, spread, chunks, which, grow
+def test_pooled_skew_keeps_chunk_monotonicity(
+    shipped, n, kv_each, spread, low, chunks, which, grow
 ):
-    # proofs/calibrated_monotone.md, Lemma 6: the correction keeps the chunk monotonicity.
+    # proofs/calibrated_monotone.md, Lemma 8: a pooled alpha keeps the chunk monotonicity
+    # (the per-bucket table need not; the proof's "What is not claimed").
+    pooled = dataclasses.replace(shipped, skew=SkewTable(shipped.skew.default))
     kv, longest = n * kv_each, kv_each + spread
+    least = int(low * kv_each)
 
     def t(batch):
-        return shipped.iteration_time(n, kv, batch, decode_kv_max=longest)
+        return pooled.iteration_time(n, kv, batch, decode_kv_max=longest, decode_kv_min=least)
 
     base = t(chunks)
-    assert base >= shipped.iteration_time(n, kv, chunks) > 0
+    assert base >= pooled.iteration_time(n, kv, chunks) > 0
     if chunks:
         j = which % len(chunks)
         assert t([(c + grow if i == j else c, p) for i, (c, p) in enumerate(chunks)]) >= base
     assert t([*chunks, (grow, 0)]) >= base
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    key=st.sampled_from([("qwen3", 2), ("qwen3_moe", 1), ("qwen3_moe", 2)]),
+    ep=st.sampled_from([1, 2]),
+    n=st.integers(0, 256),
+    kv_each=st.integers(0, 16000),
+    chunks=st.lists(st.tuples(st.integers(1, 2048), st.integers(0, 16000)), max_size=3),
+    which=st.integers(0, 2),
+    grow=st.integers(1, 2048),
+)
+def test_qwen_models_non_decreasing_in_every_chunk(
+    qwen_models, key, ep, n, kv_each, chunks, which, grow
+):
+    # proofs/calibrated_monotone.md, Lemmas 6 and 7: the expert block (with and without
+    # expert parallelism) and the tensor-parallel collectives keep the monotonicity.
+    model = qwen_models[key][0]
+    if model.experts is not None:
+        model = model.deployed(ep=ep)
+    kv = n * kv_each
+    base = model.iteration_time(n, kv, chunks)
+    assert base > 0
+    if chunks:
+        j = which % len(chunks)
+        longer = [(c + grow if i == j else c, p) for i, (c, p) in enumerate(chunks)]
+        assert model.iteration_time(n, kv, longer) >= base
+    assert model.iteration_time(n, kv, [*chunks, (grow, 0)]) >= base
 
 
 def test_round_trip(tmp_path, synthetic_model):

@@ -152,9 +152,12 @@ def test_vllm_bench_result(tmp_path):
     ("changes", "fragment"),
     [
         ({"start_times": None}, "missing field.*start_times.*--save-detailed"),
+        ({"input_lens": None}, r"missing field\(s\) input_lens"),
         ({"ttfts": [0.2]}, "ttfts: expected a list of 2 entries"),
-        ({"ttfts": ["a", 0.0]}, "request 0: expected numbers"),
-        ({"ttfts": [-0.1, 0.0]}, "request 0: lengths must be >= 1 and times >= 0"),
+        ({"ttfts": ["a", 0.0]}, "request 0: ttfts: expected a number, got 'a'"),
+        ({"ttfts": [-0.1, 0.0]}, "request 0: ttfts and itls must be >= 0"),
+        ({"input_lens": [0, 9]}, "request 0: input_lens: must be >= 1"),
+        ({"itls": [0.1, []]}, "request 0: itls: expected a list of gaps"),
     ],
 )
 def test_vllm_bench_result_errors(tmp_path, changes, fragment):

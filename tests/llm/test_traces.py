@@ -113,3 +113,26 @@ def test_unknown_kind_and_missing_file(tmp_path):
         read_trace(path, kind="parquet")
     with pytest.raises(DataNotFoundError):
         read_trace(tmp_path / "missing.csv")
+
+
+def test_vllm_bench_serve_result_as_a_trace(tmp_path):
+    # Saved without --save-detailed: lengths only (the failed request is left out); the
+    # simulator then resamples the lengths under Poisson arrivals.
+    path = tmp_path / "bench.json"
+    lengths = {"input_lens": [12, 9, 30], "output_lens": [3, 0, 5], "errors": ["", "x", ""]}
+    path.write_text(json.dumps(lengths))
+    trace = read_trace(path)
+    assert trace.prompt.tolist() == [12, 30] and trace.output.tolist() == [3, 5]
+    assert trace.arrival_s is None
+    # With --save-detailed: the send times are the arrivals.
+    detailed = {
+        **lengths,
+        "start_times": [10.0, 10.5, 11.25],
+        "ttfts": [0.2, 0.0, 0.3],
+        "itls": [[0.05, 0.07], [], [0.1] * 4],
+    }
+    path.write_text(json.dumps(detailed))
+    trace = read_trace(path)
+    assert trace.arrival_s.tolist() == [0.0, 1.25]
+    assert trace.extra["ttft_s"].tolist() == [0.2, 0.3]
+    assert trace.extra["decode_s"] == pytest.approx([0.12, 0.4])

@@ -13,7 +13,7 @@ def test_unknown_solver_lists_the_known_ones():
     inst = Instance(5, (Request(1, 1),))
     with pytest.raises(UnknownNameError, match=r"unknown solver 'nope'; known: .*fcfs.*mc-sf"):
         solve(inst, "nope")
-    with pytest.raises(ValueError):  # UnknownNameError is a ValueError, as DESIGN asks
+    with pytest.raises(ValueError):  # UnknownNameError is a ValueError, as docs/design.md asks
         solve(inst, "nope")
 
 

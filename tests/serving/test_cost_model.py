@@ -42,7 +42,7 @@ MS = 1e-3
     ],
 )
 def test_sloweave_default_formula(n, chunks, expected_ms):
-    # DESIGN section 2: T(n,c) = 0.35 + [n>0](0.90 + 0.055 n) + [c>0](0.40 + 0.006 c) ms.
+    # docs/design.md, "SLOWeave": T(n,c) = 0.35 + [n>0](0.90 + 0.055 n) + [c>0](0.40 + 0.006 c) ms.
     assert SLOWEAVE_DEFAULT.iteration_time(n, 12345, chunks) == pytest.approx(expected_ms * MS)
 
 

@@ -1,4 +1,4 @@
-"""SLOWeave's chooser: hand-solved cases, edge cases of DESIGN section 2, and the
+"""SLOWeave's chooser: hand-solved cases, edge cases of docs/design.md ("SLOWeave"), and the
 properties proved in proofs/sloweave.md (equal to a linear scan, deadline-safe,
 maximal, at most ceil(log2(C_max + 1)) + 1 cost evaluations)."""
 

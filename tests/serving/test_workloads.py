@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -74,6 +76,20 @@ def test_length_trace_file_as_workload(tmp_path):
         (100, 5),
         (200, 7),
     }
+
+
+def test_vllm_bench_serve_result_as_workload(tmp_path):
+    # A vllm bench serve result: lengths only, resampled under Poisson arrivals; with the
+    # send times (--save-detailed), replayed.
+    path = tmp_path / "bench.json"
+    lengths = {"input_lens": [12, 30], "output_lens": [3, 5]}
+    path.write_text(json.dumps(lengths))
+    stream = make_workload(str(path)).generate(2.0, 50.0, seed=1)
+    assert set(stream.prompt.tolist()) == {12, 30} and len(stream) > 10
+    timed = {**lengths, "start_times": [3.0, 4.5], "ttfts": [0.1, 0.1], "itls": [[0.1], []]}
+    path.write_text(json.dumps(timed))
+    replayed = make_workload(str(path)).generate(None, None, seed=0)
+    assert replayed.arrival_s.tolist() == [0.0, 1.5] and replayed.output.tolist() == [3, 5]
 
 
 def test_replay_rescales_time(tmp_path):

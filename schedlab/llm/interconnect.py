@@ -84,13 +84,15 @@ def parse_link(text: str, flag: str = "--link") -> Link:
             f"{flag}: cannot read link {text!r}; use e.g. 25GB/s,20us (units "
             f"{', '.join(_BANDWIDTH)}; latency {', '.join(_LATENCY)})"
         )
+    if match.group(3) is not None and match.group(4) not in _LATENCY:
+        raise ServingError(
+            f"{flag}: unknown latency unit {match.group(4)!r} (known: {', '.join(_LATENCY)})"
+        )
     try:
         bandwidth = float(match.group(1)) * _BANDWIDTH[match.group(2)]
-        latency = 0.0
-        if match.group(3) is not None:
-            if match.group(4) not in _LATENCY:
-                raise ServingError(f"{flag}: unknown latency unit {match.group(4)!r}")
-            latency = float(match.group(3)) * _LATENCY[match.group(4)]
+        latency = (
+            0.0 if match.group(3) is None else float(match.group(3)) * _LATENCY[match.group(4)]
+        )
     except ValueError:
         raise ServingError(f"{flag}: cannot read link {text!r}") from None
     try:
