@@ -7,7 +7,11 @@ measures the error on measurements the fit did not use:
   held out, the curve is fitted on the rest and evaluated there;
 * **attention**: the grid uses only the profile's declared doubling grid, so every other
   row (the interleaved x1.5 grid, 256 decodes) is held out — inside the grid's bounds
-  (*interpolation*) or outside them (*extrapolation*);
+  (*interpolation*) or outside them (*extrapolation*). A profile with no row between the
+  grid's levels (the RTX 4090 bundle measures the doubling grid alone) would leave the
+  interpolation untested and the margin below resting on a few extrapolated rows: there
+  the grid is fitted again on every other level, and the rows of the levels left out are
+  held out as well, interpolated over twice the real spacing (a pessimistic estimate);
 * **per iteration**: for every held-out attention row, a whole iteration of that shape
   (``n`` decodes at ``k`` KV each plus one chunk ``c`` on ``p`` cached tokens; tokens
   :math:`N = n + c`, sequences :math:`S = n + [c>0]`) is predicted by the model fitted on
@@ -62,6 +66,7 @@ from schedlab.calibration.experts import ExpertTable
 from schedlab.calibration.layouts import OpLayout, get_layout
 from schedlab.calibration.profile_model import Parallelism, ProfileCostModel
 from schedlab.calibration.profiles import (
+    AttentionRows,
     LLMServingSimProfile,
     MoERows,
     OpTable,
@@ -191,6 +196,30 @@ def _required(profile: LLMServingSimProfile, layout: OpLayout) -> None:
         )
 
 
+def _inside(grid: AttentionGrid, rows: AttentionRows, mask: np.ndarray) -> np.ndarray:
+    """Which rows (among ``mask``) lie within the grid's bounds (interpolation)."""
+    return (
+        mask
+        & (rows.prefill_chunk <= grid.chunks[-1])
+        & (rows.kv_prefill <= grid.contexts[-1])
+        & (rows.n_decode <= grid.decodes[-1])
+        & ((rows.kv_decode <= grid.kvs[-1]) | (rows.n_decode == 0))
+    )
+
+
+def _every_other_level(grid: AttentionGrid) -> tuple[list[float], list[float], list[float]]:
+    """A declared grid ``(chunks, decodes, kvs)`` of every other positive level of
+    ``grid`` (the first and the last kept, and 0 where the axis has it)."""
+
+    def thin(*axes: tuple[float, ...]) -> list[float]:
+        values = sorted({v for axis in axes for v in axis})
+        positive = [v for v in values if v > 0]
+        kept = positive[::2] + ([positive[-1]] if len(positive) % 2 == 0 else [])
+        return [v for v in values if v <= 0] + kept
+
+    return thin(grid.chunks), thin(grid.decodes), thin(grid.contexts, grid.kvs)
+
+
 def skew_table_of(profile: LLMServingSimProfile) -> SkewTable | None:
     """The profile's skew table (module docstring), or ``None`` with no skew data at all.
 
@@ -299,7 +328,13 @@ def calibrate_profile(
             parse_grid_spec(grid_meta["kv"], where),
         )
     grid, used = AttentionGrid.fit(rows, declared)
-    held = ~used
+    # Held out: the rows off the grid; if none lies between its levels, the grid is fitted
+    # again on every other level and the rows of the levels it leaves out are held out too.
+    test_grid, held = grid, ~used
+    thinned = not _inside(grid, rows, held).any()
+    if thinned:
+        test_grid, thin_used = AttentionGrid.fit(rows, _every_other_level(grid))
+        held = ~thin_used
     pc, kp, n, kv = (
         rows.prefill_chunk[held],
         rows.kv_prefill[held],
@@ -308,16 +343,11 @@ def calibrate_profile(
     )
     attn_pred = np.array(
         [
-            grid(*point)
+            test_grid(*point)
             for point in zip(pc.tolist(), kp.tolist(), n.tolist(), kv.tolist(), strict=True)
         ]
     )
-    inside = (
-        (pc <= grid.chunks[-1])
-        & (kp <= grid.contexts[-1])
-        & (n <= grid.decodes[-1])
-        & ((kv <= grid.kvs[-1]) | (n == 0))
-    )
+    inside = _inside(test_grid, rows, held)[held]
     measured = rows.time_us[held]
 
     # Per-iteration held-out error.
@@ -343,8 +373,15 @@ def calibrate_profile(
     notes = [
         f"layers: {layers} (model config of {shape.name}) / {profiled} profiled; "
         f"tensor parallelism {profile.tp}",
-        f"held out: every {holdout_every}th interior op size; attention rows off the "
-        "declared grid" + ("; every other interior expert count of moe.csv" if experts else ""),
+        f"held out: every {holdout_every}th interior op size; "
+        + (
+            "attention: no profile row lies between the grid's levels, so the rows of "
+            "every other level were held out (interpolated over twice the spacing: a "
+            "pessimistic estimate) beside the rows off the grid"
+            if thinned
+            else "attention rows off the declared grid"
+        )
+        + ("; every other interior expert count of moe.csv" if experts else ""),
     ]
     if experts and profile.tp > 1:
         moe_file = next(f.name for f in profile.sources if f.name.endswith("moe.csv"))

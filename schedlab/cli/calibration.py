@@ -22,19 +22,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from schedlab.cli.arguments import positive_int
 from schedlab.errors import CalibrationError
 
 __all__ = ["register"]
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
-    return value
 
 
 def _profile_dir(text: str) -> Path:
@@ -135,7 +126,7 @@ def register(subparsers: Any) -> None:
         "meta.yaml's)",
     )
     cal.add_argument("-o", "--output", required=True, metavar="MODEL.json")
-    cal.add_argument("--tp", type=_positive_int, default=1, help="tensor-parallel degree")
+    cal.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel degree")
     cal.add_argument(
         "--link",
         default=None,
@@ -169,18 +160,18 @@ def register(subparsers: Any) -> None:
         "run's model, GPU and TP degree)",
     )
     rep.add_argument("--policy", default="vllm", help="batch-formation policy (default vllm)")
-    rep.add_argument("--max-num-seqs", type=_positive_int, default=None, metavar="N")
-    rep.add_argument("--max-num-batched-tokens", type=_positive_int, default=None, metavar="B")
+    rep.add_argument("--max-num-seqs", type=positive_int, default=None, metavar="N")
+    rep.add_argument("--max-num-batched-tokens", type=positive_int, default=None, metavar="B")
     rep.add_argument(
         "--kv-tokens",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         metavar="K",
         help="KV capacity of one GPU in tokens (default: meta.json kv_cache, else vLLM's "
         "formula on config.json's GPU)",
     )
-    rep.add_argument("--tp", type=_positive_int, default=None, help="tensor-parallel degree")
-    rep.add_argument("--dp", type=_positive_int, default=None, help="data-parallel replicas")
+    rep.add_argument("--tp", type=positive_int, default=None, help="tensor-parallel degree")
+    rep.add_argument("--dp", type=positive_int, default=None, help="data-parallel replicas")
     for flag, what in (
         ("--async-scheduling", "vLLM's asynchronous scheduling"),
         ("--prefix-caching", "the prefix cache"),

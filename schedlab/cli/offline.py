@@ -13,20 +13,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from schedlab.cli.arguments import non_negative_int
+from schedlab.cli.arguments import non_negative_int, positive_seconds
 from schedlab.errors import FormatError, SchedlabError
 
 __all__ = ["register"]
-
-
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return value
 
 
 def _solver_list(text: str) -> list[str]:
@@ -240,7 +230,7 @@ def register(sub: Any) -> None:
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument(
             "--time-limit",
-            type=_positive_seconds,
+            type=positive_seconds,
             default=None,
             metavar="SECONDS",
             help="wall-clock limit per solver (and for the bound)",
@@ -290,7 +280,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser("bound", help="compute a lower bound on the optimum")
     p.add_argument("file", help="instance file")
     p.add_argument("--method", default="best", help="bound method (default best)")
-    p.add_argument("--time-limit", type=_positive_seconds, default=None, metavar="SECONDS")
+    p.add_argument("--time-limit", type=positive_seconds, default=None, metavar="SECONDS")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_bound)
 

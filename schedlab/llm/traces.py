@@ -43,6 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from schedlab.errors import DataNotFoundError, FormatError, UnknownNameError
+from schedlab.json_files import read_json
 
 __all__ = ["TRACE_KINDS", "Trace", "detect_kind", "jsonl_rows", "read_trace"]
 
@@ -217,11 +218,7 @@ def _column(data: dict, key: str, n: int, path: Path) -> list:
 
 
 def _read_vllm_bench_serve(path: Path) -> Trace:
-    with path.open(encoding="utf-8") as handle:
-        try:
-            data = json.load(handle)
-        except json.JSONDecodeError as exc:
-            raise FormatError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+    data = read_json(path, "benchmark result")
     if not isinstance(data, dict):
         raise FormatError(f"{path}: expected a JSON object (vllm bench serve --save-result)")
     missing = [k for k in ("input_lens", "output_lens") if k not in data]

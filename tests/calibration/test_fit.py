@@ -131,3 +131,21 @@ def test_qwen_profiles_calibrate_with_a_report(qwen_models, arch, tp):
             assert any("split over the 2 ranks" in note for note in report.notes)
     text = report.to_text()
     assert "iteration" in text and ("expert block" in text) == (arch == "qwen3_moe")
+
+
+def test_every_other_level_is_held_out_when_no_row_lies_between_levels(tmp_path):
+    # Without the off-grid rows every attention row is on the grid: the report holds out
+    # every other level instead (chunks 32, decodes 2, KV and context 32 here) and
+    # interpolates them from a grid of the rest; the model itself uses every level.
+    from .conftest import write_profile
+
+    root = write_profile(tmp_path / "p", extra_rows=False)
+    model, report = calibrate(root, "meta-llama/Llama-3.1-8B")
+    assert model.attention.chunks == (0.0, 16.0, 32.0, 64.0)
+    assert model.attention.decodes == (0.0, 1.0, 2.0, 4.0)
+    # Held out: every row with a chunk, context, decode count or KV at a dropped level:
+    # mixed rows 3*4*3*3 - 2*3*2*2 = 84, prefill-only 3*4 - 2*3 = 6, decode-only 3*3 - 2*2 = 5.
+    assert report.attention_interpolation.n == 84 + 6 + 5
+    assert report.attention_extrapolation.n == 0
+    assert report.iteration.n == report.attention_interpolation.n
+    assert any("every other level" in note for note in report.notes)

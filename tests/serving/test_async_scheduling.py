@@ -5,30 +5,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schedlab.serving.cost_model import LinearAttentionCostModel
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.metrics import SLO
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import run_engine
-from schedlab.serving.workloads import RequestStream
-
-MS = 1e-3
-# Every iteration takes 10 ms whatever it holds.
-FLAT = LinearAttentionCostModel(name="flat-10ms", base_s=10 * MS)
-
-
-def stream(arrivals_ms, prompts, outputs):
-    return RequestStream(
-        "t",
-        np.array(arrivals_ms, dtype=float) * MS,
-        np.array(prompts),
-        np.array(outputs),
-        1.0,
-    )
+from tests.serving.streams import FLAT, MS, ms_stream
 
 
 def simulate(requests, *, seqs=8, async_scheduling, model=FLAT, kv=1024):
@@ -56,7 +40,7 @@ def test_async_arrival_waits_one_more_iteration():
     # Synchronous: B is prefilled in iteration 1 [10, 20]: first token 20, last 30.
     # Async: iteration 1 was planned when iteration 0 started, so B joins iteration 2
     # [20, 30]: first token 30, last 40. A is not delayed (no lag on an idle engine).
-    requests = stream([0, 5], [10, 10], [5, 2])
+    requests = ms_stream([0, 5], [10, 10], [5, 2])
     sync = simulate(requests, async_scheduling=False)
     lagged = simulate(requests, async_scheduling=True)
     assert first_tokens_ms(sync) == [10, 20] and finishes_ms(sync) == [50, 30]
@@ -69,7 +53,7 @@ def test_async_freed_seat_is_used_one_iteration_later():
     # Synchronous: B takes A's seat in iteration 2 [20, 30] and finishes at 30.
     # Async: iteration 2 was planned at 10, when A still held its seat: B runs in
     # iteration 3 [30, 40]. C decodes throughout (100 ms for its 9 decodes after 10).
-    requests = stream([0, 0, 1], [10, 10, 10], [2, 10, 1])
+    requests = ms_stream([0, 0, 1], [10, 10, 10], [2, 10, 1])
     sync = simulate(requests, seqs=2, async_scheduling=False)
     lagged = simulate(requests, seqs=2, async_scheduling=True)
     assert finishes_ms(sync) == [20, 100, 30]
@@ -81,7 +65,7 @@ def test_async_empty_lagged_batch_starts_at_once():
     # A (10, output 1) runs [0, 10] and finishes; B arrives at 5. The batch planned at 0 for
     # the next iteration is empty, so the real engine schedules B right after A's output:
     # B runs [10, 20] in both modes, and the engine never idles while work is queued.
-    requests = stream([0, 5], [10, 10], [1, 1])
+    requests = ms_stream([0, 5], [10, 10], [1, 1])
     for mode in (False, True):
         assert finishes_ms(simulate(requests, async_scheduling=mode)) == [10, 20]
 
@@ -113,7 +97,7 @@ def test_longest_decode_is_passed_by_hand():
     # decodes hold prompt + generated tokens: iteration 1: 11 and 31 (max 31, total 42);
     # iteration 2: 12 and 32; B finishes, iteration 3: A alone with 13.
     model = Recorder()
-    simulate(stream([0, 0], [10, 30], [4, 3]), async_scheduling=False, model=model)
+    simulate(ms_stream([0, 0], [10, 30], [4, 3]), async_scheduling=False, model=model)
     assert model.calls == [
         (0, 0, [(10, 0), (30, 0)], None),
         (2, 42, [], 31),
@@ -138,7 +122,7 @@ def test_longest_decode_matches_the_batches(data, mode):
     # back from the prefix cache) and compare with what the engine passed.
     # The small KV capacity forces preemptions and recomputation.
     data.sort()
-    requests = stream(*zip(*data, strict=True))
+    requests = ms_stream(*zip(*data, strict=True))
     model = Recorder()
     run = simulate(requests, seqs=4, async_scheduling=mode, model=model, kv=160)
     generated: dict[int, int] = defaultdict(int)

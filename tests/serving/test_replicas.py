@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,23 +12,11 @@ from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.metrics import SLO
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import run_engine
-from schedlab.serving.workloads import RequestStream
+from tests.serving.streams import FLAT, MS, ms_stream
 
-MS = 1e-3
-FLAT = LinearAttentionCostModel(name="flat-10ms", base_s=10 * MS)
 # 10 ms a step plus 1 ms per prefill token.
 PER_TOKEN = LinearAttentionCostModel(name="per-token", base_s=10 * MS, prefill_per_token_s=MS)
 SMALL = EngineConfig(kv_capacity_tokens=1024, max_num_seqs=4, max_num_batched_tokens=64)
-
-
-def stream(arrivals_ms, prompts, outputs):
-    return RequestStream(
-        "t",
-        np.array(arrivals_ms, dtype=float) * MS,
-        np.array(prompts),
-        np.array(outputs),
-        1.0,
-    )
 
 
 def run(requests, *, replicas=1, lockstep=False, model=FLAT, engine=SMALL, **kw):
@@ -46,7 +33,7 @@ def test_least_loaded_routing_by_hand():
     # replica 1 runs B (score 1) -> replica 1. Replica 0: A and C prefill in [0, 10] and
     # decode until 50 (5 iterations); replica 1: B likewise, D joins at 20 (the end of the
     # running iteration) and decodes until 70 (7 iterations).
-    requests = stream([0, 0, 0, 15], [10, 10, 10, 10], [5, 5, 5, 5])
+    requests = ms_stream([0, 0, 0, 15], [10, 10, 10, 10], [5, 5, 5, 5])
     result = run(requests, replicas=2)
     assert [r.replica for r in result.records] == [0, 1, 0, 1]
     assert result.replica_iterations == (5, 7)
@@ -57,7 +44,7 @@ def test_independent_replicas_run_in_parallel():
     # Two requests at once on two replicas: each is alone on its engine, so both finish
     # when one alone would (prefill [0, 10], two decodes): 30 ms; on one engine, the same
     # here too (batched together). With 1-seat engines they would queue on one replica.
-    requests = stream([0, 0], [10, 10], [3, 3])
+    requests = ms_stream([0, 0], [10, 10], [3, 3])
     one_seat = EngineConfig(kv_capacity_tokens=1024, max_num_seqs=1, max_num_batched_tokens=64)
     single = run(requests, engine=one_seat)
     double = run(requests, replicas=2, engine=one_seat)
@@ -79,7 +66,7 @@ def test_each_replica_is_one_engine_on_its_own_requests(data, replicas, lagged):
     # Independent replicas: a replica's requests are served exactly as one engine would
     # serve them alone. The small KV cache forces preemptions.
     data.sort()
-    requests = stream(*zip(*data, strict=True))
+    requests = ms_stream(*zip(*data, strict=True))
     engine = EngineConfig(
         kv_capacity_tokens=160, max_num_seqs=3, max_num_batched_tokens=48, async_scheduling=lagged
     )
@@ -90,7 +77,9 @@ def test_each_replica_is_one_engine_on_its_own_requests(data, replicas, lagged):
             continue
         index = [r.index for r in mine]
         alone = run(
-            stream(requests.arrival_s[index] / MS, requests.prompt[index], requests.output[index]),
+            ms_stream(
+                requests.arrival_s[index] / MS, requests.prompt[index], requests.output[index]
+            ),
             model=PER_TOKEN,
             engine=engine,
         )
@@ -104,7 +93,7 @@ def test_lockstep_steps_together_by_hand():
     # at 0. Independent: A's prefill takes 10 + 10 ms, its decode 10 ms: done at 30; B's
     # prefill 10 + 30 = 40 ms. In lockstep the first step lasts as long as the slower
     # batch (40 ms), then replica 0 decodes while replica 1 runs a dummy batch: A at 50.
-    requests = stream([0, 0], [10, 30], [2, 1])
+    requests = ms_stream([0, 0], [10, 30], [2, 1])
     free = run(requests, replicas=2, model=PER_TOKEN)
     locked = run(requests, replicas=2, lockstep=True, model=PER_TOKEN)
     assert [r.finish_s for r in free.records] == pytest.approx([0.030, 0.040])
@@ -115,7 +104,7 @@ def test_lockstep_steps_together_by_hand():
 
 
 def test_lockstep_of_one_replica_is_a_plain_engine():
-    requests = stream([0, 3, 7, 40], [10, 30, 5, 60], [4, 2, 6, 3])
+    requests = ms_stream([0, 3, 7, 40], [10, 30, 5, 60], [4, 2, 6, 3])
     plain = run(requests, model=PER_TOKEN)
     locked = run(requests, lockstep=True, model=PER_TOKEN)
     assert [r.finish_s for r in plain.records] == [r.finish_s for r in locked.records]
@@ -123,8 +112,8 @@ def test_lockstep_of_one_replica_is_a_plain_engine():
 
 def test_noise_per_replica():
     # Replica 0 draws the single engine's noise; the others their own streams.
-    requests = stream([0, 0], [10, 10], [6, 6])
-    single = run(stream([0], [10], [6]), noise_cv=0.3, seed=5)
+    requests = ms_stream([0, 0], [10, 10], [6, 6])
+    single = run(ms_stream([0], [10], [6]), noise_cv=0.3, seed=5)
     double = run(requests, replicas=2, noise_cv=0.3, seed=5)
     assert double.records[0].finish_s == pytest.approx(single.records[0].finish_s)
     assert double.records[1].finish_s != pytest.approx(double.records[0].finish_s)

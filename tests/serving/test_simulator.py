@@ -18,7 +18,7 @@ from schedlab.serving.metrics import SLO, request_itl
 from schedlab.serving.policies import PolicyContext, make_policy
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import run_engine, simulate
-from schedlab.serving.workloads import RequestStream
+from tests.serving.streams import stream_of
 
 from .audit import audit_run
 
@@ -37,16 +37,6 @@ POLICIES = [
 
 #: Every iteration takes exactly 0.5 s (a binary fraction: times add up exactly).
 HALF_SECOND = LinearAttentionCostModel(name="half-second", base_s=0.5)
-
-
-def stream_of(arrivals, prompts, outputs, duration=1.0) -> RequestStream:
-    return RequestStream(
-        "test",
-        np.asarray(arrivals, float),
-        np.asarray(prompts, np.int64),
-        np.asarray(outputs, np.int64),
-        duration,
-    )
 
 
 def run(stream, policy="vllm", model=SLOWEAVE_DEFAULT, config=None, tpot=0.025, **kw):
