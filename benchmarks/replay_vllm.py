@@ -152,6 +152,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("  deployment: " + "; ".join(deployment.notes))
         model = fitted_model(run, deployment)
         reports = [replay(run, model, deployment=deployment) for _ in range(args.repeats)]
+        if args.plot is not None:  # the series for the figure, outside the timed replays
+            reports[0] = replay(run, model, deployment=deployment, series=True)
         print_report(directory.name, reports[0], [r.wall_s for r in reports])
         if args.ablation:
             print_ablations(ablations(run, model, deployment))

@@ -40,6 +40,7 @@ function :math:`A(c, p, n, k)` in microseconds:
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -83,6 +84,10 @@ def extrapolation_features(
     ).astype(float)
 
 
+#: The most levels one ``a-b xf`` item of a grid may span.
+_MAX_LEVELS = 1000
+
+
 def parse_grid_spec(spec: str, where: str = "grid") -> list[float]:
     """Axis values of a profiler grid spec such as ``"0, 16-2048 x2"``.
 
@@ -98,6 +103,8 @@ def parse_grid_spec(spec: str, where: str = "grid") -> list[float]:
                 low_text, _, high_text = span.partition("-")
                 low, high, factor = float(low_text), float(high_text), float(factor_text)
                 if low <= 0 or factor <= 1 or high < low:
+                    raise ValueError(item)
+                if not math.log(high / low) / math.log(factor) <= _MAX_LEVELS:
                     raise ValueError(item)
                 value = low
                 while round(value) <= high:

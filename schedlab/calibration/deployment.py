@@ -1,28 +1,37 @@
 r"""How a recorded run was deployed: engine limits, parallelism, KV capacity, links.
 
 :func:`deployment_of` reads every setting from the run's own records, so that a replay
-needs no flag (each may still be overridden), and says where each came from:
+needs no flag (each may still be overridden), and says where each came from. A setting
+is looked up, first found first used:
 
-* ``meta.json`` ``engine_kwargs`` (vLLM's engine arguments): ``max_num_seqs``,
-  ``max_num_batched_tokens``, ``tensor_parallel_size``, ``data_parallel_size``,
-  ``enable_expert_parallel``, ``enable_prefix_caching``, ``async_scheduling``,
-  ``gpu_memory_utilization``; vLLM 0.19's defaults where absent (prefix caching on, GPU
-  memory utilisation 0.9, asynchronous scheduling from 0.14.0 on: release notes of
-  v0.14.0, "Async scheduling is now enabled by default", PR #27614), and the admission
-  gate ``scheduler_reserve_full_isl`` from ``resolved_config.scheduler_config`` (on by
-  default, ``vllm/config/scheduler.py`` line 139);
-* ``meta.json`` ``kv_cache``, when the recorder saved it: the blocks vLLM allocated,
-  ``num_gpu_blocks``, of which vLLM keeps one as its *null block* and never hands out
-  (``vllm/v1/core/block_pool.py`` lines 175–176), so ``num_gpu_blocks - 1`` are usable;
-* otherwise the KV capacity of one GPU computed as vLLM does
-  (:func:`schedlab.llm.models.kv_token_capacity`, per tensor-parallel rank), from the GPU's
-  memory (``meta.json`` ``hardware.device_total_memory_bytes``, else ``config.json``
-  ``npu_mem.mem_size`` in GiB, the unit LLMServingSim's memory model reads it in) and the
-  engine's ``gpu_memory_utilization`` (``config.json``'s ``mem_util`` is a knob of
-  LLMServingSim's own simulator, not vLLM's);
-* ``config.json`` ``link_bw`` (GB/s) and ``link_latency`` (ns): the link between the GPUs,
-  for tensor-parallel and expert-parallel collectives
-  (:mod:`schedlab.llm.interconnect`); and the hardware's name.
+1. given explicitly (a flag);
+2. ``meta.json`` ``resolved_config``: the configuration vLLM actually ran with, when the
+   recorder saved it (``scheduler_config``: ``max_num_seqs``, ``max_num_batched_tokens``,
+   ``async_scheduling``, ``scheduler_reserve_full_isl``; ``cache_config``:
+   ``block_size``, ``cache_dtype``, ``enable_prefix_caching``,
+   ``gpu_memory_utilization``, ``num_gpu_blocks``; ``parallel_config``:
+   ``tensor_parallel_size``, ``data_parallel_size``, ``enable_expert_parallel``);
+3. ``meta.json`` ``engine_kwargs``: the engine arguments it was started with (``null``
+   meaning vLLM's default);
+4. ``meta.json`` ``kv_cache``: what the recorder read off the KV cache;
+5. vLLM 0.19's defaults: prefix caching on, GPU memory utilisation 0.9, blocks of 16,
+   the KV cache in the model's dtype, the whole-prompt admission gate
+   ``scheduler_reserve_full_isl`` on (``vllm/config/scheduler.py`` line 139), and
+   asynchronous scheduling from 0.14.0 on (release notes of v0.14.0, "Async scheduling is
+   now enabled by default", PR #27614) — also when the run records no version at all, as
+   a ``vllm bench serve`` result does not, since every release since has it.
+
+The KV capacity is the blocks vLLM allocated, ``num_gpu_blocks``, of which it keeps one
+as its *null block* and never hands out (``vllm/v1/core/block_pool.py`` lines 175–176), so
+``num_gpu_blocks - 1`` are usable. Without that record it is computed as vLLM does
+(:func:`schedlab.llm.models.kv_token_capacity`, per tensor-parallel rank, at the KV
+cache's dtype: ``fp8`` variants take one byte an element), from the GPU's memory
+(``meta.json`` ``hardware.device_total_memory_bytes``, else ``config.json``
+``npu_mem.mem_size`` in GiB, the unit LLMServingSim's memory model reads it in) and the
+engine's ``gpu_memory_utilization`` (``config.json``'s ``mem_util`` is a knob of
+LLMServingSim's own simulator, not vLLM's). ``config.json`` ``link_bw`` (GB/s) and
+``link_latency`` (ns) give the link between the GPUs, for tensor-parallel and
+expert-parallel collectives (:mod:`schedlab.llm.interconnect`), and the hardware's name.
 
 Data parallelism runs one engine per replica (:mod:`schedlab.serving.engine`), each with
 one GPU's KV capacity; with expert parallelism (``enable_expert_parallel``, over
@@ -31,6 +40,7 @@ one GPU's KV capacity; with expert parallelism (``enable_expert_parallel``, over
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -41,13 +51,78 @@ from schedlab.llm.interconnect import Link
 from schedlab.llm.models import GIB, get_model_shape, kv_token_capacity
 from schedlab.serving.engine_config import EngineConfig
 
-__all__ = ["ASYNC_SCHEDULING_SINCE", "Deployment", "deployment_of"]
+__all__ = ["ASYNC_SCHEDULING_SINCE", "KV_CACHE_DTYPE_BYTES", "Deployment", "deployment_of"]
 
 #: First vLLM release whose engine schedules asynchronously by default (v0.14.0 notes).
 ASYNC_SCHEDULING_SINCE = (0, 14, 0)
 
 #: vLLM's default ``gpu_memory_utilization``.
 DEFAULT_UTILIZATION = 0.9
+
+#: Bytes per element of vLLM's ``kv_cache_dtype`` values (``vllm/config/cache.py``
+#: ``CacheDType``; ``auto`` is the model's dtype).
+KV_CACHE_DTYPE_BYTES: dict[str, int | None] = {
+    "auto": None,
+    "float16": 2,
+    "bfloat16": 2,
+    "fp8": 1,
+    "fp8_e4m3": 1,
+    "fp8_e5m2": 1,
+    "fp8_inc": 1,
+}
+
+_SCHEDULER, _CACHE, _PARALLEL = "scheduler_config", "cache_config", "parallel_config"
+#: Where each setting may be recorded, in the order looked up (module docstring).
+_WHERE: dict[str, tuple[tuple[str, ...], ...]] = {
+    "max_num_seqs": (
+        ("resolved_config", _SCHEDULER, "max_num_seqs"),
+        ("engine_kwargs", "max_num_seqs"),
+    ),
+    "max_num_batched_tokens": (
+        ("resolved_config", _SCHEDULER, "max_num_batched_tokens"),
+        ("engine_kwargs", "max_num_batched_tokens"),
+    ),
+    "tensor_parallel_size": (
+        ("resolved_config", _PARALLEL, "tensor_parallel_size"),
+        ("engine_kwargs", "tensor_parallel_size"),
+    ),
+    "data_parallel_size": (
+        ("resolved_config", _PARALLEL, "data_parallel_size"),
+        ("engine_kwargs", "data_parallel_size"),
+    ),
+    "enable_expert_parallel": (
+        ("resolved_config", _PARALLEL, "enable_expert_parallel"),
+        ("engine_kwargs", "enable_expert_parallel"),
+    ),
+    "enable_prefix_caching": (
+        ("resolved_config", _CACHE, "enable_prefix_caching"),
+        ("engine_kwargs", "enable_prefix_caching"),
+        ("kv_cache", "enable_prefix_caching"),
+    ),
+    "gpu_memory_utilization": (
+        ("resolved_config", _CACHE, "gpu_memory_utilization"),
+        ("engine_kwargs", "gpu_memory_utilization"),
+        ("kv_cache", "gpu_memory_utilization"),
+    ),
+    "async_scheduling": (
+        ("resolved_config", _SCHEDULER, "async_scheduling"),
+        ("engine_kwargs", "async_scheduling"),
+    ),
+    "scheduler_reserve_full_isl": (("resolved_config", _SCHEDULER, "scheduler_reserve_full_isl"),),
+    "block_size": (
+        ("resolved_config", _CACHE, "block_size"),
+        ("engine_kwargs", "block_size"),
+        ("kv_cache", "block_size"),
+    ),
+    "kv_cache_dtype": (
+        ("resolved_config", _CACHE, "cache_dtype"),
+        ("engine_kwargs", "kv_cache_dtype"),
+    ),
+    "num_gpu_blocks": (
+        ("kv_cache", "num_gpu_blocks"),
+        ("resolved_config", _CACHE, "num_gpu_blocks"),
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -88,123 +163,180 @@ def _version(text: Any) -> tuple[int, ...] | None:
     return None if found is None else tuple(int(part or 0) for part in found.groups())
 
 
-def _kwargs(run: RecordedRun) -> dict[str, Any]:
-    kwargs = run.meta.get("engine_kwargs") or {}
-    if not isinstance(kwargs, dict):
-        raise FormatError(f"{run.directory / 'meta.json'}: engine_kwargs: expected an object")
-    return kwargs
-
-
-def _is_kind(value: Any, kind: type) -> bool:
-    """Whether ``value`` is a ``kind`` (a bool is no number; an int is a float)."""
+def _fits(value: Any, kind: type, minimum: float | None) -> bool:
+    """Whether ``value`` is a ``kind`` (a bool is no number, an int is a float) of at
+    least ``minimum``."""
     if isinstance(value, bool) or kind is bool:
         return isinstance(value, bool) and kind is bool
-    return isinstance(value, int | float) if kind is float else isinstance(value, kind)
+    if kind is float:
+        ok = isinstance(value, int | float) and math.isfinite(value)
+    else:
+        ok = isinstance(value, kind)
+    return ok and (minimum is None or value >= minimum)
 
 
-def _setting(
-    run: RecordedRun,
-    key: str,
-    given: Any,
-    fallback: tuple[Any, str] | None,
-    kind: type,
-    notes: list[str],
-) -> Any:
-    """A setting: ``given``, else ``engine_kwargs[key]``, else ``fallback`` (a value and
-    where it comes from); its source noted.
-
-    Raises
-    ------
-    FormatError
-        If the recorded value is not a ``kind``, or nothing gives the setting.
-    """
-    where = run.directory / "meta.json"
-    if given is not None:
-        notes.append(f"{key} = {given} (given)")
-        return given
-    found = _kwargs(run).get(key)
-    if found is None:
-        if fallback is None or fallback[0] is None:
-            raise FormatError(f"{where}: engine_kwargs.{key}: not recorded; give it explicitly")
-        value, source = fallback
-        notes.append(f"{key} = {value} ({source})")
-        return value
-    if not _is_kind(found, kind):
-        raise FormatError(f"{where}: engine_kwargs.{key}: expected {kind.__name__}, got {found!r}")
-    notes.append(f"{key} = {found} (meta.json)")
-    return found
+def _expected(kind: type, minimum: float | None) -> str:
+    name = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+    return name[kind] + ("" if minimum is None else f" >= {minimum:g}")
 
 
-def _recorded_or(value: Any, kind: type, default: Any) -> tuple[Any, str]:
-    """The fallback of a setting that ``meta.json`` ``kv_cache`` may also record."""
-    if _is_kind(value, kind):
-        return value, "meta.json kv_cache"
-    return default, "vLLM's default"
+class _Records:
+    """A run's records, read with the place of every value (module docstring)."""
 
+    def __init__(self, run: RecordedRun) -> None:
+        self.run = run
+        meta = run.directory / "meta.json"
+        self.meta_name = str(meta) if meta.is_file() else f"{run.path} (no meta.json beside it)"
+        self.notes: list[str] = []
 
-def _instances(run: RecordedRun) -> list[dict[str, Any]]:
-    nodes = run.config.get("nodes")
-    if not isinstance(nodes, list):
-        return []
-    return [
-        instance
-        for node in nodes
-        if isinstance(node, dict)
-        for instance in node.get("instances", [])
-        if isinstance(instance, dict)
-    ]
+    def lookup(self, path: tuple[str, ...]) -> Any:
+        """The value at ``path`` in ``meta.json`` (``None``: not recorded)."""
+        node: Any = self.run.meta
+        for depth, key in enumerate(path):
+            if node is None:
+                return None
+            if not isinstance(node, dict):
+                where = ".".join(path[:depth])
+                raise FormatError(f"{self.meta_name}: {where}: expected an object")
+            node = node.get(key)
+        return node
 
+    def recorded(
+        self, key: str, kind: type, minimum: float | None = None
+    ) -> tuple[Any, str] | None:
+        """The first recorded value of ``key`` and its place (``None``: not recorded).
 
-def _link(run: RecordedRun, notes: list[str]) -> Link | None:
-    bandwidth, latency = run.config.get("link_bw"), run.config.get("link_latency")
-    if bandwidth is None:
+        Raises
+        ------
+        FormatError
+            If the value is not of its kind.
+        """
+        for path in _WHERE[key]:
+            found = self.lookup(path)
+            if found is None:
+                continue
+            place = ".".join(path)
+            if not _fits(found, kind, minimum):
+                raise FormatError(
+                    f"{self.meta_name}: {place}: expected {_expected(kind, minimum)}, "
+                    f"got {found!r}"
+                )
+            return found, f"meta.json {place}"
         return None
-    try:
-        link = Link(float(bandwidth) * 1e9, float(latency or 0) * 1e-9)
-    except (TypeError, ValueError) as exc:
-        raise FormatError(
-            f"{run.directory / 'config.json'}: link_bw, link_latency: {exc}"
-        ) from None
-    notes.append(f"link {bandwidth} GB/s, {latency} ns (config.json)")
-    return link
 
+    def setting(
+        self,
+        key: str,
+        given: Any,
+        kind: type,
+        default: tuple[Any, str] | None = None,
+        minimum: float | None = None,
+    ) -> Any:
+        """``given``, else the first recorded value, else ``default`` (a value and its
+        source); the source noted.
 
-def _kv_tokens(
-    run: RecordedRun, block_size: int, tp: int, ep: int, utilization: float, notes: list[str]
-) -> int:
-    cache = run.meta.get("kv_cache")
-    if isinstance(cache, dict) and isinstance(cache.get("num_gpu_blocks"), int):
-        blocks = cache["num_gpu_blocks"] - 1
-        notes.append(
-            f"KV capacity {blocks:,} blocks of {block_size} (meta.json kv_cache: "
-            f"{cache['num_gpu_blocks']:,} GPU blocks, one kept as vLLM's null block)"
-        )
-        return blocks * block_size
-    where = run.directory / "config.json"
-    hardware = run.meta.get("hardware")
-    total = hardware.get("device_total_memory_bytes") if isinstance(hardware, dict) else None
-    source = "meta.json hardware"
-    if not isinstance(total, int | float):
-        instances = _instances(run)
+        Raises
+        ------
+        FormatError
+            If a value is not of its kind, or nothing gives the setting.
+        """
+        if given is not None:
+            if not _fits(given, kind, minimum):
+                raise FormatError(f"{key}: expected {_expected(kind, minimum)}, got {given!r}")
+            found: tuple[Any, str] | None = (given, "given")
+        else:
+            found = self.recorded(key, kind, minimum) or default
+        if found is None:
+            raise FormatError(f"{self.meta_name}: {key} is not recorded: give it explicitly")
+        value, source = found
+        self.notes.append(f"{key} = {value} ({source})")
+        return value
+
+    # -- config.json -------------------------------------------------------------------------
+    def instances(self) -> list[dict[str, Any]]:
+        nodes = self.run.config.get("nodes")
+        if not isinstance(nodes, list):
+            return []
+        found = []
+        for node in nodes:
+            items = node.get("instances") if isinstance(node, dict) else None
+            if isinstance(items, list):
+                found += [item for item in items if isinstance(item, dict)]
+        return found
+
+    def link(self) -> Link | None:
+        config = self.run.config
+        bandwidth, latency = config.get("link_bw"), config.get("link_latency")
+        if bandwidth is None:
+            return None
         try:
-            total = float(instances[0]["npu_mem"]["mem_size"]) * GIB
-        except (IndexError, KeyError, TypeError, ValueError):
+            link = Link(float(bandwidth) * 1e9, float(latency or 0) * 1e-9)
+        except (TypeError, ValueError) as exc:
+            raise FormatError(
+                f"{self.run.directory / 'config.json'}: link_bw, link_latency: {exc}"
+            ) from None
+        self.notes.append(f"link {bandwidth} GB/s, {latency} ns (config.json)")
+        return link
+
+    def gpu_bytes(self) -> tuple[float, str]:
+        """One GPU's memory in bytes, and where it was read."""
+        hardware = self.run.meta.get("hardware")
+        total = hardware.get("device_total_memory_bytes") if isinstance(hardware, dict) else None
+        if total is not None:
+            if not _fits(total, float, 1):
+                raise FormatError(
+                    f"{self.meta_name}: hardware.device_total_memory_bytes: expected a "
+                    f"positive number, got {total!r}"
+                )
+            return float(total), "meta.json hardware"
+        where = self.run.directory / "config.json"
+        instances = self.instances()
+        size = instances[0].get("npu_mem", {}) if instances else None
+        size = size.get("mem_size") if isinstance(size, dict) else None
+        if size is None:
             raise FormatError(
                 f"{where}: no GPU memory recorded (nodes[].instances[].npu_mem.mem_size); "
                 "give the KV capacity explicitly"
-            ) from None
-        source = "config.json npu_mem.mem_size, GiB"
-    name = run.meta.get("model") or (_instances(run) or [{}])[0].get("model_name")
-    if not isinstance(name, str):
-        raise FormatError(f"{where}: no model name; give the KV capacity explicitly")
-    tokens = kv_token_capacity(get_model_shape(name), float(total), utilization, tp=tp, ep=ep)
-    blocks = tokens // block_size - 1
-    notes.append(
-        f"KV capacity {blocks:,} blocks of {block_size} per GPU (vLLM's formula: "
-        f"{float(total) / GIB:.1f} GiB ({source}) x {utilization:g}, less the weights of "
-        f"{name} on one GPU and 1 GiB; one block kept as vLLM's null block)"
+            )
+        if not _fits(size, float, 1e-9):
+            raise FormatError(
+                f"{where}: nodes[0].instances[0].npu_mem.mem_size: expected a positive "
+                f"number of GiB, got {size!r}"
+            )
+        return float(size) * GIB, "config.json npu_mem.mem_size, GiB"
+
+    def model_name(self) -> str:
+        name = self.run.meta.get("model") or (self.instances() or [{}])[0].get("model_name")
+        return name if isinstance(name, str) else ""
+
+
+def _kv_tokens(
+    records: _Records, block_size: int, tp: int, ep: int, utilization: float, dtype: str
+) -> int:
+    """The usable KV tokens of one GPU (module docstring)."""
+    found = records.recorded("num_gpu_blocks", int, minimum=2)
+    if found is not None:
+        blocks, place = found
+        records.notes.append(
+            f"KV capacity {blocks - 1:,} blocks of {block_size} ({place}: {blocks:,} GPU "
+            "blocks, one kept as vLLM's null block)"
+        )
+        return (blocks - 1) * block_size
+    total, source = records.gpu_bytes()
+    name = records.model_name()
+    if not name:
+        raise FormatError(f"{records.meta_name}: no model name: give the KV capacity explicitly")
+    shape = get_model_shape(name)
+    element = KV_CACHE_DTYPE_BYTES[dtype] or shape.dtype_bytes
+    tokens = kv_token_capacity(shape, total, utilization, tp=tp, ep=ep, kv_dtype_bytes=element)
+    usable = tokens // block_size - 1
+    records.notes.append(
+        f"KV capacity {usable:,} blocks of {block_size} per GPU (vLLM's formula: "
+        f"{total / GIB:.1f} GiB ({source}) x {utilization:g}, less the weights of {name} on "
+        f"one GPU and 1 GiB, {element} byte(s) a KV element; one block kept as vLLM's null "
+        "block)"
     )
-    return blocks * block_size
+    return usable * block_size
 
 
 def deployment_of(
@@ -226,55 +358,46 @@ def deployment_of(
         Naming the file and field of a setting that is malformed, or missing without a
         default.
     """
-    notes: list[str] = []
-    seqs = _setting(run, "max_num_seqs", max_num_seqs, None, int, notes)
-    budget = _setting(run, "max_num_batched_tokens", max_num_batched_tokens, None, int, notes)
-    tp = _setting(run, "tensor_parallel_size", tp, (1, "vLLM's default"), int, notes)
-    dp = _setting(run, "data_parallel_size", dp, (1, "vLLM's default"), int, notes)
-    expert = _setting(run, "enable_expert_parallel", None, (False, "vLLM's default"), bool, notes)
-    recorded = run.meta.get("kv_cache")
-    cache: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
-    caching = _setting(
-        run,
-        "enable_prefix_caching",
-        prefix_caching,
-        _recorded_or(cache.get("enable_prefix_caching"), bool, True),
-        bool,
-        notes,
+    records = _Records(run)
+    setting = records.setting
+    vllm = "vLLM's default"
+    seqs = setting("max_num_seqs", max_num_seqs, int, minimum=1)
+    budget = setting("max_num_batched_tokens", max_num_batched_tokens, int, minimum=1)
+    tp = setting("tensor_parallel_size", tp, int, (1, vllm), minimum=1)
+    dp = setting("data_parallel_size", dp, int, (1, vllm), minimum=1)
+    expert = setting("enable_expert_parallel", None, bool, (False, vllm))
+    caching = setting("enable_prefix_caching", prefix_caching, bool, (True, vllm))
+    utilization = setting(
+        "gpu_memory_utilization", None, float, (DEFAULT_UTILIZATION, vllm), minimum=1e-9
     )
-    utilization = _setting(
-        run,
-        "gpu_memory_utilization",
-        None,
-        _recorded_or(cache.get("gpu_memory_utilization"), float, DEFAULT_UTILIZATION),
-        float,
-        notes,
-    )
-    version = _version(run.meta.get("vllm_version"))
-    lagged = _setting(
-        run,
+    recorded = run.meta.get("vllm_version")
+    version = _version(recorded)
+    lagged = setting(
         "async_scheduling",
         async_scheduling,
-        (
-            version is not None and version >= ASYNC_SCHEDULING_SINCE,
-            f"default of vLLM {run.meta.get('vllm_version', '(version not recorded)')}",
-        ),
         bool,
-        notes,
+        (
+            version is None or version >= ASYNC_SCHEDULING_SINCE,
+            f"default of vLLM {recorded}"
+            if version is not None
+            else "the default since vLLM 0.14.0; the run records no version",
+        ),
     )
-    scheduler = (run.meta.get("resolved_config") or {}).get("scheduler_config") or {}
-    reserve = scheduler.get("scheduler_reserve_full_isl", True)
-    block_size = int(cache.get("block_size", 16))
+    reserve = setting("scheduler_reserve_full_isl", None, bool, (True, vllm))
+    block_size = setting("block_size", None, int, (16, vllm), minimum=1)
+    dtype = setting("kv_cache_dtype", None, str, ("auto", vllm))
+    if dtype not in KV_CACHE_DTYPE_BYTES:
+        raise FormatError(
+            f"{records.meta_name}: kv_cache_dtype {dtype!r}: not one of "
+            f"{', '.join(KV_CACHE_DTYPE_BYTES)}"
+        )
     ep = tp * dp if expert else 1
     if kv_tokens is None:
-        kv_tokens = _kv_tokens(run, block_size, tp, ep, utilization, notes)
+        kv_tokens = _kv_tokens(records, block_size, tp, ep, utilization, dtype)
     else:
-        notes.append(f"KV capacity {kv_tokens:,} tokens (given)")
-    if not isinstance(reserve, bool):
-        raise FormatError(
-            f"{run.directory / 'meta.json'}: resolved_config.scheduler_config."
-            f"scheduler_reserve_full_isl: expected true or false, got {reserve!r}"
-        )
+        if not _fits(kv_tokens, int, 1):
+            raise FormatError(f"kv_tokens: expected an integer >= 1, got {kv_tokens!r}")
+        records.notes.append(f"KV capacity {kv_tokens:,} tokens (given)")
     engine = EngineConfig(
         kv_capacity_tokens=kv_tokens,
         block_size=block_size,
@@ -284,16 +407,15 @@ def deployment_of(
         reserve_full_prompt=reserve,
         async_scheduling=lagged,
     )
-    instances = _instances(run)
-    hardware = str(instances[0].get("hardware", "")) if instances else ""
+    instances = records.instances()
     return Deployment(
         engine,
         replicas=dp,
         lockstep=expert and dp > 1,
         tp=tp,
         ep=ep,
-        link=_link(run, notes),
-        model=str(run.meta.get("model", "")),
-        hardware=hardware,
-        notes=tuple(notes),
+        link=records.link(),
+        model=records.model_name(),
+        hardware=str(instances[0].get("hardware", "")) if instances else "",
+        notes=tuple(records.notes),
     )

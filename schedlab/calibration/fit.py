@@ -244,11 +244,16 @@ def skew_table_of(profile: LLMServingSimProfile) -> SkewTable | None:
         )
     axes = fit.get("bucket_axes")
     if profile.skew is not None:
-        return SkewTable.from_rows(
-            profile.skew,
-            None if pooled is None else float(pooled),
-            axes if isinstance(axes, dict) and "n_bins" in axes else None,
-        )
+        try:
+            return SkewTable.from_rows(
+                profile.skew,
+                None if pooled is None else float(pooled),
+                axes if isinstance(axes, dict) and "n_bins" in axes else None,
+            )
+        except ValueError as exc:
+            raise CalibrationError(
+                f"{profile.root / 'meta.yaml'}: skew_fit.bucket_axes: {exc}"
+            ) from None
     if pooled is None or fit.get("enabled") is not True:
         return None
     return SkewTable(float(pooled))

@@ -211,6 +211,15 @@ def _open_rows(
     """Header and ``(line number, fields)`` rows of a CSV file, checking required columns."""
     if not path.is_file():
         raise DataNotFoundError(f"{path}: no such profile file")
+    try:
+        return _csv_rows(path, required)
+    except UnicodeDecodeError:
+        raise FormatError(f"{path}: not UTF-8 text") from None
+
+
+def _csv_rows(
+    path: Path, required: Iterable[str]
+) -> tuple[list[str], list[tuple[int, list[str]]]]:
     with path.open(newline="", encoding="utf-8") as handle:
         reader = csv.reader(handle)
         try:

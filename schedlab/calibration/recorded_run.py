@@ -22,7 +22,15 @@ Definitions, for a request with ``o`` output tokens, sent or queued at ``q``:
 * TPOT :math:`= (\text{last} - \text{first}) / (o - 1)`, over requests with :math:`o > 1`.
 
 Arrivals are aligned to the earliest ``q`` (only differences of monotonic timestamps are
-meaningful).
+meaningful). The two formats measure from different places: the bench directory's
+timestamps are the engine's (``queued_ts`` is when the engine took the request in), a
+benchmark's are the client's (``start_times`` is when it sent the request, and its TTFT
+includes the front end and the wait for the running iteration); :attr:`RecordedRun.clock`
+says which, and :mod:`schedlab.calibration.replay` measures the simulation alike.
+
+A token count above :data:`~schedlab.llm.traces.MAX_TOKENS` or a run spanning more than
+:data:`MAX_SPAN_S` seconds is refused: neither is a real request or run (the second is
+what mixing epoch and monotonic clocks gives).
 """
 
 from __future__ import annotations
@@ -37,10 +45,13 @@ import numpy as np
 
 from schedlab.errors import DataNotFoundError, FormatError
 from schedlab.json_files import read_json
-from schedlab.llm.traces import jsonl_rows, read_trace
+from schedlab.llm.traces import MAX_TOKENS, jsonl_rows, read_trace
 from schedlab.serving.workloads import RequestStream
 
 __all__ = ["MeasuredSeries", "RecordedRun", "read_recorded_run", "read_vllm_bench_result"]
+
+#: The longest span of arrivals and tokens read (seconds; 115 days).
+MAX_SPAN_S = 1e7
 
 _FIELDS = ("input_toks", "output_toks", "queued_ts", "first_token_ts", "last_token_ts")
 _SERIES = ("t", "prompt_throughput", "gen_throughput", "running", "waiting")
@@ -78,6 +89,9 @@ class RecordedRun:
         ``meta.json`` and ``config.json`` of the run's directory (empty if absent).
     series
         ``timeseries.csv``, if present.
+    clock
+        Where the timestamps were taken: ``"engine"`` (the bench directory: from when the
+        engine queued the request) or ``"client"`` (a benchmark: from when it was sent).
     """
 
     path: Path
@@ -90,6 +104,7 @@ class RecordedRun:
     meta: dict[str, Any] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
     series: MeasuredSeries | None = None
+    clock: str = "engine"
 
     def __len__(self) -> int:
         return int(self.arrival_s.size)
@@ -123,6 +138,13 @@ def _read_object(path: Path) -> dict[str, Any]:
 def _read_series(path: Path) -> MeasuredSeries | None:
     if not path.is_file():
         return None
+    try:
+        return _series_rows(path)
+    except UnicodeDecodeError:
+        raise FormatError(f"{path}: not UTF-8 text") from None
+
+
+def _series_rows(path: Path) -> MeasuredSeries | None:
     with path.open(newline="", encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
         missing = [c for c in _SERIES if c not in (reader.fieldnames or [])]
@@ -142,11 +164,19 @@ def _read_series(path: Path) -> MeasuredSeries | None:
     return MeasuredSeries(*(data[:, j].copy() for j in range(6)))
 
 
-def _run(path: Path, records: list[tuple[float, float, float, float, float]]) -> RecordedRun:
+def _run(
+    path: Path, records: list[tuple[float, float, float, float, float]], clock: str = "engine"
+) -> RecordedRun:
     """A run from ``(queued, prompt, output, first, last)`` rows."""
     if not records:
         raise FormatError(f"{path}: no requests")
     data = np.array(records)
+    span = float(data[:, 4].max() - data[:, 0].min())
+    if not span <= MAX_SPAN_S:
+        raise FormatError(
+            f"{path}: the timestamps span {span:,.0f} s, more than {MAX_SPAN_S:,.0f} s: are two "
+            "clocks mixed (epoch and monotonic seconds)?"
+        )
     data = data[np.argsort(data[:, 0], kind="stable")]
     queued, prompt, output, first, last = data.T
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -162,6 +192,7 @@ def _run(path: Path, records: list[tuple[float, float, float, float, float]]) ->
         _read_object(path.parent / "meta.json"),
         _read_object(path.parent / "config.json"),
         _read_series(path.parent / "timeseries.csv"),
+        clock,
     )
 
 
@@ -198,13 +229,19 @@ def read_recorded_run(path: str | Path) -> RecordedRun:
             value = item.get(name)
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise FormatError(f"{where}: {name}: expected a number, got {value!r}")
-            if not math.isfinite(value):
+            try:
+                number = float(value)
+            except OverflowError:
+                number = math.inf
+            if not math.isfinite(number):
                 raise FormatError(f"{where}: {name}: must be finite")
-            values.append(float(value))
+            values.append(number)
         prompt, output, queued, first, last = values
         for name, count in (("input_toks", prompt), ("output_toks", output)):
-            if count != int(count) or count < 1:
-                raise FormatError(f"{where}: {name}: expected an integer >= 1, got {count:g}")
+            if count != int(count) or not 1 <= count <= MAX_TOKENS:
+                raise FormatError(
+                    f"{where}: {name}: expected an integer from 1 to {MAX_TOKENS:g}, got {count:g}"
+                )
         if not queued <= first <= last:
             raise FormatError(
                 f"{where}: timestamps out of order (need queued_ts <= first_token_ts "
@@ -248,4 +285,4 @@ def read_vllm_bench_result(path: str | Path) -> RecordedRun:
             strict=True,
         )
     ]
-    return _run(path, records)
+    return _run(path, records, "client")

@@ -12,8 +12,12 @@ input queue only between iterations (``EngineCoreProc._process_input_queue`` run
 each engine step; ``Scheduler.add_request`` records the ``QUEUED`` event), so a request
 that arrives while an iteration runs is queued when that iteration ends. Likewise
 :math:`q_i` is the end of the simulated iteration running at :math:`a_i`
-(``start < a_i <= end``) on the replica that serves it, or :math:`a_i` itself when that
-replica is idle then (:func:`queued_instants`). TPOT does not depend on it. Each metric
+(``start < a_i <= end``) on the replica that serves it — in lockstep, of the group's
+step, which an idle replica runs as a dummy batch — or :math:`a_i` itself when that
+replica is idle then (:func:`queued_instants`). A benchmark's timestamps are the client's
+(:attr:`~schedlab.calibration.recorded_run.RecordedRun.clock`): its TTFT and latency run
+from when the request was sent, and so do the simulated ones, :math:`q_i = a_i`. TPOT
+does not depend on it. Each metric
 is compared at the mean and the 50th, 90th, 95th and 99th percentiles (numpy's linear
 interpolation on both sides): ``diff_pct`` :math:`= 100\,(\text{sim} - \text{measured})
 / \text{measured}`.
@@ -23,7 +27,8 @@ which it was fitted for): a replay on another refuses to run unless told to, as 
 figures would mean nothing. The model gets the deployment's link (when it has none) and
 expert parallelism.
 
-The replay also builds the run's per-second time series the way vLLM's stat logger
+On request (``series=True``) the replay also builds the run's per-second time series the
+way vLLM's stat logger
 does (``IterationStats``: a request's prompt tokens count once, when its first token is
 out; every emitted token counts as a generation token; running and waiting as last
 sampled in the second; KV use as the blocks held over the usable blocks), for
@@ -45,7 +50,12 @@ from schedlab.calibration.profile_model import ProfileCostModel
 from schedlab.calibration.recorded_run import MeasuredSeries, RecordedRun
 from schedlab.errors import CalibrationError
 from schedlab.json_files import nan_to_null
-from schedlab.serving.cost_model import CostModel, load_cost_model, shipped_cost_models
+from schedlab.serving.cost_model import (
+    CostModel,
+    get_cost_model,
+    load_cost_model,
+    shipped_cost_models,
+)
 from schedlab.serving.engine import EngineRun
 from schedlab.serving.metrics import SLO
 from schedlab.serving.scenario import Scenario
@@ -190,8 +200,12 @@ class ReplayReport:
 
     @property
     def worst(self) -> tuple[str, float]:
-        """The metric furthest from its measurement, and its difference (percent)."""
-        key = max(self.metrics, key=lambda k: abs(self.metrics[k].diff_pct))
+        """The metric furthest from its measurement, and its difference (percent); metrics
+        whose difference is undefined (a measured 0) are passed over."""
+        defined = [k for k in self.metrics if not math.isnan(self.metrics[k].diff_pct)]
+        if not defined:
+            return "", math.nan
+        key = max(defined, key=lambda k: abs(self.metrics[k].diff_pct))
         return key, self.metrics[key].diff_pct
 
     def to_dict(self) -> dict[str, Any]:
@@ -271,7 +285,7 @@ def _mismatch(cost_model: ProfileCostModel, deployment: Deployment) -> str | Non
         ("tensor parallelism", cost_model.parallelism.tp, deployment.tp),
     ]
     for what, mine, theirs in pairs:
-        if mine and theirs and str(mine).lower() != str(theirs).lower():
+        if mine != "" and theirs != "" and str(mine).lower() != str(theirs).lower():
             return f"cost model {cost_model.name!r} is for {what} {mine}, the run's is {theirs}"
     return None
 
@@ -319,14 +333,35 @@ def shipped_model_for(deployment: Deployment) -> ProfileCostModel:
     )
 
 
+def _queued(run: RecordedRun, result: EngineRun, lockstep: bool) -> np.ndarray:
+    """Each simulated request's queued instant (module docstring): the arrival itself for
+    a benchmark's client-side clock; else per replica, over the steps of the whole group
+    in lockstep (a replica without work runs a dummy batch in each)."""
+    arrival = np.array(run.arrival_s, dtype=float)
+    if run.clock == "client":
+        return arrival
+    queued = arrival.copy()
+    replicas = np.array([r.replica for r in result.records])
+    offset = 0
+    steps = [(b.start_s, b.end_s) for b in result.batches]
+    for replica, size in enumerate(result.replica_iterations):
+        mine = steps if lockstep else steps[offset : offset + size]
+        bounds = np.array(sorted(set(mine))) if mine else np.zeros((0, 2))
+        serves = replicas == replica
+        queued[serves] = queued_instants(arrival[serves], bounds[:, 0], bounds[:, 1])
+        offset += size
+    return queued
+
+
 def replay(
     run: RecordedRun,
-    cost_model: CostModel | None = None,
+    cost_model: str | CostModel | None = None,
     *,
     deployment: Deployment | None = None,
     policy: str = "vllm",
     tpot_target_s: float = 0.025,
     allow_mismatch: bool = False,
+    series: bool = False,
 ) -> ReplayReport:
     """Simulate ``run``'s requests on its deployment and compare the metrics.
 
@@ -335,7 +370,9 @@ def replay(
     run
         The recorded run.
     cost_model
-        Iteration cost model; default :func:`shipped_model_for` the deployment.
+        Iteration cost model (an object, or a name or path for
+        :func:`~schedlab.serving.cost_model.get_cost_model`); default
+        :func:`shipped_model_for` the deployment.
     deployment
         Default :func:`~schedlab.calibration.deployment.deployment_of` the run.
     policy
@@ -345,11 +382,16 @@ def replay(
         TPOT target handed to SLO-aware policies (unused by ``vllm``).
     allow_mismatch
         Replay even with a cost model of another model, GPU or TP degree.
+    series
+        Also build the simulated per-second series (for
+        :func:`~schedlab.plotting.plot_replay`; its cost grows with the run's span).
     """
     deployment = deployment or deployment_of(run)
     if cost_model is None:
         cost_model = shipped_model_for(deployment)
-    elif not allow_mismatch:
+    else:
+        cost_model = get_cost_model(cost_model)
+    if not allow_mismatch:
         check_model_fits(cost_model, deployment)
     if isinstance(cost_model, ProfileCostModel):
         cost_model = cost_model.deployed(link=deployment.link, ep=deployment.ep)
@@ -364,17 +406,7 @@ def replay(
     )
     result = run_engine(run.stream(), scenario, record_batches=True)
     records = result.records
-    queued = np.array(run.arrival_s, dtype=float)
-    offset = 0
-    for replica, size in enumerate(result.replica_iterations):
-        batches = result.batches[offset : offset + size]
-        mine = np.array([r.replica == replica for r in records], dtype=bool)
-        queued[mine] = queued_instants(
-            run.arrival_s[mine],
-            np.array([b.start_s for b in batches]),
-            np.array([b.end_s for b in batches]),
-        )
-        offset += size
+    queued = _queued(run, result, deployment.lockstep)
     first = np.array([r.first_token_s for r in records])
     finish = np.array([r.finish_s for r in records])
     simulated = run_metrics(
@@ -382,7 +414,9 @@ def replay(
         np.array([r.tpot_s if r.output > 1 else math.nan for r in records]),
         finish - queued,
     )
-    series = simulated_series(result, run.prompt, deployment.engine.total_blocks)
+    built = (
+        simulated_series(result, run.prompt, deployment.engine.total_blocks) if series else None
+    )
     wall = time.perf_counter() - started
     measured = run_metrics(run.ttft_s, run.tpot_s, run.latency_s)
     metrics = {
@@ -407,7 +441,7 @@ def replay(
         deployment,
         measured={"ttft": run.ttft_s, "latency": run.latency_s},
         simulated={"ttft": first - queued, "latency": finish - queued},
-        series=series,
+        series=built,
         measured_series=run.series,
         reused_tokens=result.reused_tokens,
     )

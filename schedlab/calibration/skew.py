@@ -89,6 +89,14 @@ class SkewTable:
     def __post_init__(self) -> None:
         if not 0 <= self.default <= 1:
             raise ValueError(f"SkewTable: default alpha must be in [0, 1], got {self.default}")
+        for axis in _AXES:
+            bins, labels = self.axes.get(f"{axis}_bins"), self.axes.get(f"{axis}_labels")
+            ok = isinstance(bins, list | tuple) and isinstance(labels, list | tuple)
+            if not ok or len(bins) != len(labels) + 1 or list(bins) != sorted(bins):  # type: ignore[arg-type]
+                raise ValueError(
+                    f"SkewTable: axes: {axis}_bins must be increasing edges, one more than "
+                    f"{axis}_labels"
+                )
         pcs = sorted({key[0] for key in self.buckets})
         object.__setattr__(self, "_pcs", pcs)
 
@@ -166,8 +174,8 @@ class SkewTable:
                 for pc, n, sr, kv, kp, a in data.get("buckets", [])
             }
             axes = data.get("axes") or DEFAULT_AXES
-            if not all(f"{axis}_bins" in axes and f"{axis}_labels" in axes for axis in _AXES):
-                raise ValueError("axes: needs the bins and labels of n, skew_rate, kv_big, kp")
+            if not isinstance(axes, Mapping):
+                raise ValueError("axes: expected an object")
             return cls(float(data["alpha_default"]), buckets, dict(axes))
         except (KeyError, TypeError, ValueError) as exc:
             raise FormatError(f"{where}: {exc}") from None

@@ -40,6 +40,18 @@ def _profile_dir(text: str) -> Path:
     return path
 
 
+def _check_output(output: Path, root: Path) -> None:
+    """Refuse, before fitting, an output that cannot be written or would overwrite the
+    profile."""
+    if not output.parent.is_dir():
+        raise CalibrationError(f"-o {output}: no such directory {output.parent}")
+    if output.is_dir():
+        raise CalibrationError(f"-o {output}: is a directory")
+    inside = root.resolve() in output.resolve().parents
+    if inside and output.exists():
+        raise CalibrationError(f"-o {output}: would overwrite a file of the profile")
+
+
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     from schedlab.calibration.fit import calibrate
     from schedlab.calibration.profiles import read_meta_yaml
@@ -47,6 +59,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     from schedlab.serving.cost_model import save_cost_model
 
     root = _profile_dir(args.profile_dir)
+    _check_output(Path(args.output), root)
     model_name = args.model
     if model_name is None:
         model_name = str(read_meta_yaml(root / "meta.yaml").get("model", ""))
@@ -96,6 +109,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         deployment=deployment,
         policy=args.policy,
         allow_mismatch=args.allow_mismatch,
+        series=args.plot is not None,
     )
     if args.plot:
         from schedlab.plotting.replay import plot_replay

@@ -47,6 +47,7 @@ here. A GPU holds the dense weights divided by ``tp`` and, with expert paralleli
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from schedlab.errors import InstanceError, UnknownNameError
@@ -125,10 +126,12 @@ class ModelShape:
 LLAMA_3_1_8B = ModelShape("meta-llama/Llama-3.1-8B", 32, 32, 8, 128, 4096, 8.03e9, vocab=128_256)
 
 
-def kv_bytes_per_token(model: ModelShape, tp: int = 1) -> int:
-    """Bytes of KV cache one token takes on one GPU (module docstring)."""
+def kv_bytes_per_token(model: ModelShape, tp: int = 1, kv_dtype_bytes: int | None = None) -> int:
+    """Bytes of KV cache one token takes on one GPU (module docstring), with elements of
+    ``kv_dtype_bytes`` bytes (default: the model's dtype)."""
     heads = max(1, model.kv_heads // tp)
-    return 2 * model.layers * heads * model.head_dim * model.dtype_bytes
+    element = model.dtype_bytes if kv_dtype_bytes is None else kv_dtype_bytes
+    return 2 * model.layers * heads * model.head_dim * element
 
 
 def kv_token_capacity(
@@ -139,23 +142,31 @@ def kv_token_capacity(
     *,
     tp: int = 1,
     ep: int = 1,
+    kv_dtype_bytes: int | None = None,
 ) -> int:
-    """KV-cache capacity of one GPU in tokens, ``floor((u G - W_gpu - R) / b_kv)``.
+    """KV-cache capacity of one GPU in tokens, ``floor((u G - W_gpu - R) / b_kv)``, with
+    KV elements of ``kv_dtype_bytes`` bytes (default: the model's dtype).
 
     Raises
     ------
     InstanceError
-        If the weights and reserve leave no room for the cache, or ``u`` is not in (0, 1].
+        If the weights and reserve leave no room for the cache, ``u`` is not in (0, 1],
+        the memory is not a positive finite number, or a degree or size is below 1.
     """
     if not 0 < utilization <= 1:
         raise InstanceError(f"utilization: must be in (0, 1], got {utilization}")
+    if not (math.isfinite(gpu_bytes) and gpu_bytes > 0):
+        raise InstanceError(f"gpu_bytes: must be a positive finite number, got {gpu_bytes}")
+    for name, value in (("tp", tp), ("ep", ep), ("kv_dtype_bytes", kv_dtype_bytes or 1)):
+        if value < 1:
+            raise InstanceError(f"{name}: must be >= 1, got {value}")
     room = utilization * gpu_bytes - model.weight_bytes_per_gpu(tp, ep) - reserve_bytes
     if room <= 0:
         raise InstanceError(
             f"gpu_bytes: {gpu_bytes / GIB:.1f} GiB at utilization {utilization} leaves no room "
             f"for the KV cache of {model.name} (tp {tp}, ep {ep})"
         )
-    return int(room // kv_bytes_per_token(model, tp))
+    return int(room // kv_bytes_per_token(model, tp, kv_dtype_bytes))
 
 
 #: The models schedlab knows, with the aliases profile files use for them.

@@ -45,7 +45,7 @@ import numpy as np
 from schedlab.errors import DataNotFoundError, FormatError, UnknownNameError
 from schedlab.json_files import read_json
 
-__all__ = ["TRACE_KINDS", "Trace", "detect_kind", "jsonl_rows", "read_trace"]
+__all__ = ["MAX_TOKENS", "TRACE_KINDS", "Trace", "detect_kind", "jsonl_rows", "read_trace"]
 
 
 @dataclass(frozen=True)
@@ -75,27 +75,40 @@ class Trace:
         return int(self.prompt.size)
 
 
-def _int_field(value: object, where: str, column: str, minimum: int) -> int:
-    """Parse a non-negative integer token count, naming the place on failure."""
+#: The largest prompt or output length read (tokens): no real request is longer.
+MAX_TOKENS = 10**8
+
+
+def _number(value: object, where: str, column: str, what: str, text: bool) -> float:
+    """``value`` as a finite float; a string only where ``text`` (a CSV field), never a
+    JSON bool."""
+    if isinstance(value, bool) or (isinstance(value, str) and not text):
+        raise FormatError(f"{where}: {column}: expected {what}, got {value!r}")
     try:
         number = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
-        raise FormatError(f"{where}: {column}: expected an integer, got {value!r}") from None
-    if not math.isfinite(number) or number != int(number):
-        raise FormatError(f"{where}: {column}: expected an integer, got {value!r}")
-    if number < minimum:
-        raise FormatError(f"{where}: {column}: must be >= {minimum}, got {int(number)}")
-    return int(number)
-
-
-def _float_field(value: object, where: str, column: str) -> float:
-    try:
-        number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise FormatError(f"{where}: {column}: expected a number, got {value!r}") from None
+        raise FormatError(f"{where}: {column}: expected {what}, got {value!r}") from None
+    except OverflowError:
+        number = math.inf
     if not math.isfinite(number):
         raise FormatError(f"{where}: {column}: expected a finite number, got {value!r}")
     return number
+
+
+def _int_field(value: object, where: str, column: str, minimum: int, *, text: bool = False) -> int:
+    """A token count from ``minimum`` to :data:`MAX_TOKENS`, naming the place on failure."""
+    number = _number(value, where, column, "an integer", text)
+    if number != int(number):
+        raise FormatError(f"{where}: {column}: expected an integer, got {value!r}")
+    if not minimum <= number <= MAX_TOKENS:
+        raise FormatError(
+            f"{where}: {column}: must be from {minimum} to {MAX_TOKENS:g}, got {int(number)}"
+        )
+    return int(number)
+
+
+def _float_field(value: object, where: str, column: str, *, text: bool = False) -> float:
+    return _number(value, where, column, "a number", text)
 
 
 def _csv_rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[str, dict[str, str]]]:
@@ -162,8 +175,8 @@ def _read_azure(path: Path) -> Trace:
             raise FormatError(
                 f"{place}: TIMESTAMP: expected a date-time, got {row['TIMESTAMP']!r}"
             ) from None
-        prompt.append(_int_field(row["ContextTokens"], place, "ContextTokens", 0))
-        output.append(_int_field(row["GeneratedTokens"], place, "GeneratedTokens", 0))
+        prompt.append(_int_field(row["ContextTokens"], place, "ContextTokens", 0, text=True))
+        output.append(_int_field(row["GeneratedTokens"], place, "GeneratedTokens", 0, text=True))
     _empty_check(path, prompt)
     return Trace(path.stem, _ints(prompt), _ints(output), _relative(stamps))
 
@@ -172,8 +185,12 @@ def _read_length_stats(path: Path) -> Trace:
     prompt: list[int] = []
     output: list[int] = []
     for place, row in _csv_rows(path, ("num_prefill_tokens", "num_decode_tokens")):
-        prompt.append(_int_field(row["num_prefill_tokens"], place, "num_prefill_tokens", 0))
-        output.append(_int_field(row["num_decode_tokens"], place, "num_decode_tokens", 0))
+        prompt.append(
+            _int_field(row["num_prefill_tokens"], place, "num_prefill_tokens", 0, text=True)
+        )
+        output.append(
+            _int_field(row["num_decode_tokens"], place, "num_decode_tokens", 0, text=True)
+        )
     _empty_check(path, prompt)
     return Trace(path.stem, _ints(prompt), _ints(output))
 

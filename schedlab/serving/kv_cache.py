@@ -35,7 +35,7 @@ a block's cache key is ``(request index, block position)``. Only a preempted req
 hit, and only on its own blocks; the blocks of a finished request are freed without keys
 (nobody could hit them). vLLM's block 0, which it keeps as a "null block" and never
 hands out (``block_pool.py`` lines 175–176), is the caller's to subtract from the
-capacity (see :func:`schedlab.calibration.replay.engine_config_for_run`).
+capacity (:mod:`schedlab.calibration.deployment` does).
 
 Every operation is ``O(1)`` per block it moves; the pool keeps runs of content-free
 blocks as one entry.

@@ -358,6 +358,8 @@ def make_workload(name: str, *, data_dir: str | Path | None = None) -> Workload:
         if trace.arrival_s is not None:
             return TraceReplay(path.stem, path)
         keep = trace.output >= 1
+        if not keep.any():
+            raise ServingError(f"{path}: no request with an output of at least one token")
         lengths = EmpiricalLengths(trace.prompt[keep], trace.output[keep])
         return RandomWorkload(path.stem, ((1.0, lengths),))
     raise UnknownNameError("workload (or a trace path)", name, tuple(WORKLOADS))

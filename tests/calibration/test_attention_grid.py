@@ -22,8 +22,10 @@ DECLARED = ([0, 16, 32, 64], [0, 1, 2, 4], [0, 16, 32, 64])
 def test_parse_grid_spec():
     assert parse_grid_spec("0, 16-2048 x2") == [0, 16, 32, 64, 128, 256, 512, 1024, 2048]
     assert parse_grid_spec("1-10 x1.5") == [1, 2, 3, 5, 8]  # 1, 1.5, 2.25, 3.375, 5.06, 7.6
-    with pytest.raises(FormatError, match="cannot read grid item"):
-        parse_grid_spec("0, 16-x2")
+    for bad in ("0, 16-x2", "16-2048 x1", "16-1e308 x2", "16-inf x2", "16-nan x2", "0-64 x2"):
+        with pytest.raises(FormatError, match="cannot read grid item"):
+            parse_grid_spec(bad)
+    assert len(parse_grid_spec("1-1e300 x2")) == 997  # up to 1,000 levels an item
 
 
 def test_select_grid_drops_off_grid_rows(synthetic_profile):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from schedlab.calibration.deployment import deployment_of
@@ -33,7 +35,10 @@ def test_kv_capacity_by_vllms_formula(tmp_path):
     half = deployment(tmp_path, meta, gpu_config(96))
     tokens = int((0.5 * 96 * GIB - 2 * 8.03e9 - GIB) // (2 * 32 * 8 * 128 * 2))
     assert half.engine.kv_capacity_tokens == (tokens // 16 - 1) * 16
-    assert "gpu_memory_utilization = 0.5 (meta.json)" in half.notes
+    assert (
+        "gpu_memory_utilization = 0.5 (meta.json engine_kwargs.gpu_memory_utilization)"
+        in half.notes
+    )
 
 
 def test_recorded_kv_cache_wins(tmp_path):
@@ -41,7 +46,7 @@ def test_recorded_kv_cache_wins(tmp_path):
     d = deployment(tmp_path, {"engine_kwargs": LIMITS, "kv_cache": cache})
     assert d.engine.total_blocks == 2587 and d.engine.kv_capacity_tokens == 2587 * 16
     assert d.engine.prefix_caching is False
-    assert "enable_prefix_caching = False (meta.json kv_cache)" in d.notes
+    assert "enable_prefix_caching = False (meta.json kv_cache.enable_prefix_caching)" in d.notes
     # No config.json is needed then; without either, the error says what is missing.
     with pytest.raises(FormatError, match=r"config\.json: no GPU memory recorded"):
         deployment(tmp_path / "bare", {"engine_kwargs": LIMITS})
@@ -51,13 +56,17 @@ def test_recorded_kv_cache_wins(tmp_path):
 
 
 def test_limits_must_be_recorded_or_given(tmp_path):
-    with pytest.raises(FormatError, match=r"engine_kwargs\.max_num_seqs: not recorded"):
+    with pytest.raises(
+        FormatError, match=r"meta\.json: max_num_seqs is not recorded: give it explicitly"
+    ):
         deployment(tmp_path, {}, gpu_config())
     d = deployment(tmp_path, {}, gpu_config(), max_num_seqs=4, max_num_batched_tokens=32)
     assert (d.engine.max_num_seqs, d.engine.max_num_batched_tokens) == (4, 32)
     assert "max_num_seqs = 4 (given)" in d.notes
     meta = {"engine_kwargs": {**LIMITS, "max_num_seqs": "8"}}
-    with pytest.raises(FormatError, match=r"engine_kwargs\.max_num_seqs: expected int"):
+    with pytest.raises(
+        FormatError, match=r"engine_kwargs\.max_num_seqs: expected an integer >= 1"
+    ):
         deployment(tmp_path, meta, gpu_config())
     with pytest.raises(FormatError, match="engine_kwargs: expected an object"):
         deployment(tmp_path, {"engine_kwargs": [1]}, gpu_config())
@@ -69,9 +78,9 @@ def test_limits_must_be_recorded_or_given(tmp_path):
         ("0.19.0", None, True, "default of vLLM 0.19.0"),  # the default since 0.14.0
         ("0.14", None, True, "default of vLLM 0.14"),
         ("0.13.2", None, False, "default of vLLM 0.13.2"),
-        (None, None, False, "default of vLLM (version not recorded)"),
-        ("0.19.0", False, False, "meta.json"),
-        ("0.10.0", True, True, "meta.json"),
+        (None, None, True, "the default since vLLM 0.14.0; the run records no version"),
+        ("0.19.0", False, False, "meta.json engine_kwargs.async_scheduling"),
+        ("0.10.0", True, True, "meta.json engine_kwargs.async_scheduling"),
     ],
 )
 def test_async_scheduling(tmp_path, version, recorded, expected, source):
@@ -92,7 +101,9 @@ def test_async_scheduling_given_and_malformed(tmp_path):
     assert d.engine.async_scheduling is False
     assert [n for n in d.notes if n.startswith("async")] == ["async_scheduling = False (given)"]
     meta = {"engine_kwargs": {**LIMITS, "async_scheduling": 1}}
-    with pytest.raises(FormatError, match=r"engine_kwargs\.async_scheduling: expected bool"):
+    with pytest.raises(
+        FormatError, match=r"engine_kwargs\.async_scheduling: expected true or false, got 1"
+    ):
         deployment(tmp_path, meta, gpu_config())
 
 
@@ -133,3 +144,104 @@ def test_the_shared_runs(data_dir):
     small = deployment_of(read_recorded_run(runs["vllm-0.19.0_RTX4090_Llama-3.1-8B"]))
     assert small.engine.total_blocks == 2587  # recorded: 2,588 GPU blocks
     assert small.engine.max_num_seqs == 256 and small.hardware == "RTX4090"
+
+
+def test_the_resolved_config_is_what_ran(tmp_path):
+    # resolved_config (what vLLM ran with) wins over the engine arguments and kv_cache.
+    resolved = {
+        "scheduler_config": {"async_scheduling": False, "max_num_seqs": 6},
+        "cache_config": {"block_size": 32, "enable_prefix_caching": False},
+        "parallel_config": {"tensor_parallel_size": 1},
+    }
+    meta = {"vllm_version": "0.19.0", "engine_kwargs": LIMITS, "resolved_config": resolved}
+    d = deployment(tmp_path, meta, gpu_config())
+    assert d.engine.async_scheduling is False and d.engine.max_num_seqs == 6
+    assert d.engine.block_size == 32 and d.engine.prefix_caching is False
+    assert "block_size = 32 (meta.json resolved_config.cache_config.block_size)" in d.notes
+    assert d.engine.kv_capacity_tokens % 32 == 0
+
+
+def test_an_fp8_kv_cache_holds_twice_the_tokens(tmp_path):
+    plain = deployment(tmp_path, {"engine_kwargs": LIMITS}, gpu_config(24))
+    meta = {"engine_kwargs": {**LIMITS, "kv_cache_dtype": "fp8"}}
+    fp8 = deployment(tmp_path, meta, gpu_config(24))
+    # (0.9 * 24 GiB - 16.06 GB - 1 GiB) / 64 KiB per token at one byte an element.
+    room = 0.9 * 24 * GIB - 2 * 8.03e9 - GIB
+    assert fp8.engine.kv_capacity_tokens == (int(room // (2 * 32 * 8 * 128)) // 16 - 1) * 16
+    assert fp8.engine.total_blocks >= 2 * plain.engine.total_blocks
+    meta["engine_kwargs"]["kv_cache_dtype"] = "int3"
+    with pytest.raises(FormatError, match="kv_cache_dtype 'int3': not one of auto"):
+        deployment(tmp_path, meta, gpu_config(24))
+
+
+@pytest.mark.parametrize(
+    ("meta", "config", "message"),
+    [
+        (
+            {"kv_cache": {"num_gpu_blocks": 2588.0}},
+            None,
+            r"kv_cache\.num_gpu_blocks: expected an integer >= 2",
+        ),
+        (
+            {"kv_cache": {"num_gpu_blocks": "2588"}},
+            None,
+            r"kv_cache\.num_gpu_blocks: expected an integer",
+        ),
+        (
+            {"kv_cache": {"block_size": "abc"}},
+            "gpu",
+            r"kv_cache\.block_size: expected an integer >= 1",
+        ),
+        (
+            {"engine_kwargs": {"tensor_parallel_size": 0}},
+            "gpu",
+            "tensor_parallel_size: expected an integer >= 1, got 0",
+        ),
+        (
+            {"engine_kwargs": {"data_parallel_size": -2}},
+            "gpu",
+            "data_parallel_size: expected an integer >= 1",
+        ),
+        ({"resolved_config": [1]}, "gpu", r"meta\.json: resolved_config: expected an object"),
+        (
+            {"resolved_config": {"scheduler_config": "x"}},
+            "gpu",
+            r"resolved_config\.scheduler_config: expected an object",
+        ),
+        (
+            {"hardware": {"device_total_memory_bytes": float("nan")}},
+            "gpu",
+            "device_total_memory_bytes: expected a positive number",
+        ),
+        ({}, {"nodes": [{"instances": None}]}, "no GPU memory recorded"),
+        (
+            {},
+            {"nodes": [{"instances": [{"npu_mem": {"mem_size": "big"}}]}]},
+            r"npu_mem\.mem_size: expected a positive number of GiB",
+        ),
+    ],
+)
+def test_malformed_records_are_refused_by_name(tmp_path, meta, config, message):
+    meta = {**meta, "engine_kwargs": {**LIMITS, **meta.get("engine_kwargs", {})}}
+    config = gpu_config() if config == "gpu" else config
+    with pytest.raises(FormatError, match=message):
+        deployment(tmp_path, meta, config)
+
+
+def test_a_bench_result_needs_its_limits_given(tmp_path):
+    # A vllm bench serve result records no engine: the error says so, naming the file.
+    data = {
+        "input_lens": [5],
+        "output_lens": [2],
+        "start_times": [1.0],
+        "ttfts": [0.1],
+        "itls": [[0.1]],
+    }
+    (tmp_path / "bench.json").write_text(json.dumps(data))
+    run = read_recorded_run(tmp_path / "bench.json")
+    with pytest.raises(
+        FormatError, match=r"bench\.json \(no meta\.json beside it\): max_num_seqs"
+    ):
+        deployment_of(run)
+    d = deployment_of(run, max_num_seqs=8, max_num_batched_tokens=64, kv_tokens=1024)
+    assert d.engine.async_scheduling is True  # no version recorded: vLLM's default since 0.14

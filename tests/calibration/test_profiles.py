@@ -87,6 +87,13 @@ def test_malformed_csv_names_file_and_line(synthetic_profile, file, content, whe
         read_llmservingsim_profile(synthetic_profile)
 
 
+@pytest.mark.parametrize("file", ["dense.csv", "attention.csv", "per_sequence.csv"])
+def test_non_utf8_csv_is_named(synthetic_profile, file):
+    (synthetic_profile / "tp1" / file).write_bytes(b"layer,tokens,time_us\nqkv\xff,1,2\n")
+    with pytest.raises(FormatError, match=rf"{file}: not UTF-8 text"):
+        read_llmservingsim_profile(synthetic_profile)
+
+
 def test_missing_directory_and_file(synthetic_profile, tmp_path):
     with pytest.raises(DataNotFoundError, match="no such profile directory"):
         read_llmservingsim_profile(tmp_path / "nowhere")

@@ -54,7 +54,7 @@ def test_measured_metric_definitions(tmp_path):
         (
             '{"input_toks": 0, "output_toks": 2, "queued_ts": 1, "first_token_ts": 2, '
             '"last_token_ts": 3}',
-            "input_toks: expected an integer >= 1",
+            r"input_toks: expected an integer from 1 to 1e\+08, got 0",
         ),
         (
             '{"input_toks": 3, "output_toks": 2, "queued_ts": 5, "first_token_ts": 2, '
@@ -67,6 +67,16 @@ def test_measured_metric_definitions(tmp_path):
             "last_token_ts: expected a number",
         ),
         ("[1, 2]", "expected a JSON object"),
+        (
+            '{"input_toks": ' + "1" * 400 + ', "output_toks": 2, "queued_ts": 1, '
+            '"first_token_ts": 2, "last_token_ts": 3}',
+            "input_toks: must be finite",
+        ),
+        (
+            '{"input_toks": 3, "output_toks": 1e300, "queued_ts": 1, "first_token_ts": 2, '
+            '"last_token_ts": 3}',
+            r"output_toks: expected an integer from 1 to 1e\+08",
+        ),
     ],
 )
 def test_malformed_requests_name_the_line(tmp_path, line, fragment):
@@ -89,6 +99,15 @@ def test_missing_and_empty_files(tmp_path):
         read_recorded_run(tmp_path / "requests.jsonl")
 
 
+def test_mixed_clocks_are_refused(tmp_path):
+    # One request on an epoch clock among monotonic ones: a span of 1.7e9 s.
+    write_run(tmp_path, [req(1, 2, 100.0, 100.5, 101.0), req(1, 2, 1.7e9, 1.7e9 + 1, 1.7e9 + 2)])
+    with pytest.raises(
+        FormatError, match=r"span 1,699,999,902 s, more than 10,000,000 s: are two clocks mixed"
+    ):
+        read_recorded_run(tmp_path)
+
+
 def test_meta_must_be_an_object(tmp_path):
     write_run(tmp_path, [req(1, 2, 0, 1, 2)])
     (tmp_path / "meta.json").write_text("[1]")
@@ -107,6 +126,9 @@ def test_timeseries_is_read(tmp_path):
     assert series.t.tolist() == [1, 2] and series.generation_tps.tolist() == [20, 30]
     assert series.running.tolist() == [3, 2] and series.waiting.tolist() == [1, 0]
     assert series.kv_percent[0] == 12.5 and math.isnan(series.kv_percent[1])
+    (tmp_path / "timeseries.csv").write_bytes(b"t,prompt_throughput\xff\n")
+    with pytest.raises(FormatError, match=r"timeseries\.csv: not UTF-8"):
+        read_recorded_run(tmp_path)
     (tmp_path / "timeseries.csv").write_text("t,running\n1,2\n")
     with pytest.raises(FormatError, match=r"timeseries\.csv:1: missing column"):
         read_recorded_run(tmp_path)
@@ -156,7 +178,7 @@ def test_vllm_bench_result(tmp_path):
         ({"ttfts": [0.2]}, "ttfts: expected a list of 2 entries"),
         ({"ttfts": ["a", 0.0]}, "request 0: ttfts: expected a number, got 'a'"),
         ({"ttfts": [-0.1, 0.0]}, "request 0: ttfts and itls must be >= 0"),
-        ({"input_lens": [0, 9]}, "request 0: input_lens: must be >= 1"),
+        ({"input_lens": [0, 9]}, r"request 0: input_lens: must be from 1 to 1e\+08"),
         ({"itls": [0.1, []]}, "request 0: itls: expected a list of gaps"),
     ],
 )

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import math
+
 import numpy as np
 import pytest
 
@@ -45,7 +48,10 @@ def test_simulated_side_by_hand(tmp_path):
     assert set(data["metrics"]) == set(METRIC_KEYS)
     assert set(data["metrics"]["ttft_mean"]) == {"measured", "simulated", "diff_pct"}
     assert "worst ttft_mean -50.00%" in report.to_text()
-    # The simulated series counts the prompt at its first token and every output token.
+    # The simulated series (on request) counts the prompt at its first token and every
+    # output token.
+    assert report.series is None
+    report = replay(run, FLAT, deployment=Deployment(SMALL), series=True)
     assert report.series is not None
     assert report.series.prompt_tps.tolist() == [10.0]
     assert report.series.generation_tps.tolist() == [3.0]
@@ -84,6 +90,47 @@ def test_data_parallel_replay_queues_per_replica(tmp_path):
     assert report.to_dict()["deployment"]["replicas"] == 2
 
 
+def test_lockstep_requests_queue_at_the_group_step(tmp_path):
+    # Two replicas in lockstep, 10 ms steps. A (prompt 10, output 3) goes to replica 0
+    # at 0; B (prompt 10, output 1) to the idle replica 1 at 5 ms, while the group's first
+    # step runs (replica 1 running a dummy batch): B is queued at 10, not at 5.
+    run = read_recorded_run(
+        write_run(tmp_path, [req(10, 3, 0.0, 0.010, 0.030), req(10, 1, 0.005, 0.020, 0.020)])
+    )
+    locked = replay(run, FLAT, deployment=Deployment(SMALL, replicas=2, lockstep=True))
+    assert locked.simulated["ttft"] == pytest.approx([0.010, 0.010])
+    free = replay(run, FLAT, deployment=Deployment(SMALL, replicas=2))
+    assert free.simulated["ttft"] == pytest.approx([0.010, 0.010])  # idle: queued at 5
+    assert free.simulated["latency"] == pytest.approx([0.030, 0.010])
+
+
+def test_a_benchmark_is_measured_from_the_send(tmp_path):
+    # A vllm bench serve result: TTFT runs from when the client sent the request, so the
+    # simulated one does too. B is sent at 5 ms while A's prefill runs until 10 ms and is
+    # prefilled in [10, 20]: simulated TTFT 15 ms (from the send), not 10 ms.
+    data = {
+        "input_lens": [10, 10],
+        "output_lens": [3, 1],
+        "start_times": [0.0, 0.005],
+        "ttfts": [0.012, 0.018],
+        "itls": [[0.01, 0.01], []],
+    }
+    (tmp_path / "bench.json").write_text(json.dumps(data))
+    run = read_recorded_run(tmp_path / "bench.json")
+    assert run.clock == "client"
+    report = replay(run, FLAT, deployment=Deployment(SMALL))
+    assert report.simulated["ttft"] == pytest.approx([0.010, 0.015])
+
+
+def test_worst_passes_over_undefined_differences(tmp_path):
+    # A first token at the queued instant: measured TTFT 0, its difference undefined.
+    run = read_recorded_run(write_run(tmp_path, [req(10, 3, 5.0, 5.0, 5.040)]))
+    report = replay(run, "sloweave-default", deployment=Deployment(SMALL))  # a model by name
+    assert math.isnan(report.metrics["ttft_mean"].diff_pct)
+    assert report.worst[0].startswith(("tpot", "latency"))
+    assert report.to_dict()["metrics"]["ttft_mean"]["diff_pct"] is None
+
+
 def test_a_model_of_other_hardware_is_refused(real_run):
     run = read_recorded_run(real_run.parent)
     other = load_cost_model(shipped_model_path("rtx4090_llama-3.1-8b"))
@@ -111,4 +158,4 @@ def test_replay_of_the_shared_run(real_run):
     assert report.n_finished == 300 and report.preemptions == 0
     assert report.config.max_num_seqs == 128 and report.config.max_num_batched_tokens == 2048
     assert report.cost_model.startswith("rtxpro6000")
-    assert report.series is not None and report.measured_series is not None
+    assert report.series is None and report.measured_series is not None

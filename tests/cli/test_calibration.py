@@ -101,3 +101,37 @@ def test_calibrate(tmp_path, capsys):
     assert "profile directory" in capsys.readouterr().err
     assert main(["calibrate", str(profile), "--tp", "2", "-o", str(out)]) == 2
     assert "tp2" in capsys.readouterr().err
+
+
+def test_calibrate_checks_its_output_first(tmp_path, capsys):
+    profile = write_profile(tmp_path / "profile")
+    meta = profile / "meta.yaml"
+    before = meta.read_text()
+    for target, message in (
+        (meta, "would overwrite a file of the profile"),
+        (tmp_path / "nowhere" / "m.json", "no such directory"),
+        (tmp_path, "is a directory"),
+    ):
+        assert main(["calibrate", str(profile), "-o", str(target)]) == 2
+        assert message in capsys.readouterr().err
+    assert meta.read_text() == before
+
+
+def test_calibrate_refuses_bad_skew_axes(tmp_path, capsys):
+    # skew_fit.csv with bucket axes whose labels do not match their bins.
+    profile = write_profile(tmp_path / "profile")
+    (profile / "tp1" / "skew_fit.csv").write_text(
+        "pc,n_label,skew_rate_label,kv_big_label,kp_label,alpha,n_samples\n"
+        "0,n<=2,sr<=5%,kvB<=1k,kp=0,0.1,3\n"
+    )
+    meta = profile / "meta.yaml"
+    meta.write_text(
+        meta.read_text().replace(
+            "skew_fit:\n  enabled: true\n",
+            "skew_fit:\n  enabled: true\n  bucket_axes:\n    n_bins: [0, 2]\n    n_labels: []\n",
+        )
+    )
+    assert main(["calibrate", str(profile), "-o", str(tmp_path / "m.json")]) == 2
+    err = capsys.readouterr().err
+    assert "skew_fit.bucket_axes" in err and "n_bins must be increasing edges" in err
+    assert not (tmp_path / "m.json").exists()

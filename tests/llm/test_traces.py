@@ -66,7 +66,7 @@ def test_mooncake_jsonl(tmp_path):
         (
             "num_prefill_tokens,num_decode_tokens\n5,2\n-3,4\n",
             "length-stats",
-            r":3: num_prefill_tokens: must be >= 0, got -3",
+            r":3: num_prefill_tokens: must be from 0 to 1e\+08, got -3",
         ),
         (
             "num_prefill_tokens,num_decode_tokens\n5.5,2\n",
@@ -76,7 +76,7 @@ def test_mooncake_jsonl(tmp_path):
         (
             "num_prefill_tokens,num_decode_tokens\nnan,2\n",
             "length-stats",
-            r":2: num_prefill_tokens: expected an integer",
+            r":2: num_prefill_tokens: expected a finite number",
         ),
         ("num_prefill_tokens\n5\n", "length-stats", r":1: missing column\(s\) num_decode_tokens"),
         ("num_prefill_tokens,num_decode_tokens\n", "length-stats", "no requests"),
@@ -136,3 +136,32 @@ def test_vllm_bench_serve_result_as_a_trace(tmp_path):
     assert trace.arrival_s.tolist() == [0.0, 1.25]
     assert trace.extra["ttft_s"].tolist() == [0.2, 0.3]
     assert trace.extra["decode_s"] == pytest.approx([0.12, 0.4])
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (
+            '{"timestamp": true, "input_length": 7, "output_length": 2}',
+            "timestamp: expected a number, got True",
+        ),
+        (
+            '{"timestamp": 1, "input_length": "7", "output_length": 2}',
+            "input_length: expected an integer, got '7'",
+        ),
+        (
+            '{"timestamp": 1, "input_length": 7, "output_length": 1e300}',
+            "output_length: must be from 0 to 1e\\+08",
+        ),
+        (
+            '{"timestamp": 1, "input_length": 7, "output_length": ' + "9" * 400 + "}",
+            "output_length: expected a finite number",
+        ),
+    ],
+)
+def test_json_traces_take_numbers_only(tmp_path, line, message):
+    # JSON has types: a bool or a quoted number is not a token count (CSV fields are text).
+    path = tmp_path / "trace.jsonl"
+    path.write_text(line + "\n")
+    with pytest.raises(FormatError, match=rf":1: {message}"):
+        read_trace(path, kind="mooncake")

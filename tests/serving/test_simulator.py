@@ -285,9 +285,10 @@ def test_engine_config_validation(kwargs, place):
         EngineConfig(**kwargs)
 
 
-def test_negative_noise_is_refused():
-    with pytest.raises(ServingError, match="noise_cv"):
-        run(stream_of([0.0], [10], [3]), noise_cv=-1.0)
+@pytest.mark.parametrize("cv", [-1.0, math.nan, math.inf, 1e308, 10.5])
+def test_noise_outside_its_range_is_refused(cv):
+    with pytest.raises(ServingError, match="noise_cv: must be from 0 to 10"):
+        run(stream_of([0.0], [10], [3]), noise_cv=cv)
 
 
 def test_stop_at_leaves_unfinished_requests_recorded():

@@ -78,6 +78,13 @@ def test_length_trace_file_as_workload(tmp_path):
     }
 
 
+def test_a_length_trace_without_outputs_is_refused(tmp_path):
+    path = tmp_path / "lengths.csv"
+    path.write_text("num_prefill_tokens,num_decode_tokens\n100,0\n200,0\n")
+    with pytest.raises(ServingError, match="no request with an output of at least one token"):
+        make_workload(str(path))
+
+
 def test_vllm_bench_serve_result_as_workload(tmp_path):
     # A vllm bench serve result: lengths only, resampled under Poisson arrivals; with the
     # send times (--save-detailed), replayed.
