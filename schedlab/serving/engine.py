@@ -838,20 +838,13 @@ class Driver:
         self.max_violations = len(self.requests) if max_violations is None else max_violations
         self.heap: list[tuple[float, int, int, int]] = []
         self.events = 0
+        self.finished = self.violations = 0  # over all replicas
         self.group_pending = False  # lockstep: a group start is queued
         self.group_back_to_back = False
 
     def _push(self, t: float, kind: int, engine: int) -> None:
         self.events += 1
         heapq.heappush(self.heap, (t, kind, self.events, engine))
-
-    @property
-    def _finished(self) -> int:
-        return sum(engine.finished for engine in self.engines)
-
-    @property
-    def _violations(self) -> int:
-        return sum(engine.violations for engine in self.engines)
 
     def run(self) -> float:
         """Process events until every request finished or a stop rule fires; the end time."""
@@ -869,7 +862,7 @@ class Driver:
             now = t
             if kind == _END:
                 self._end(t, index)
-                if self._finished == total or self._violations > self.max_violations:
+                if self.finished == total or self.violations > self.max_violations:
                     break
             elif kind == _ARRIVAL:
                 req = requests[next_arrival]
@@ -924,7 +917,10 @@ class Driver:
 
     def _end(self, t: float, index: int) -> None:
         engine = self.engines[index]
+        finished, violations = engine.finished, engine.violations
         engine.end(t)
+        self.finished += engine.finished - finished
+        self.violations += engine.violations - violations
         engine.busy = False
         if self.lockstep:
             if any(e.busy for e in self.engines) or self.group_pending:
