@@ -1,35 +1,35 @@
-"""SLOWeave's capacity against fixed chunk sizes, vLLM and Sarathi (issues 5 and 6).
+"""SLOWeave and sloweave-kv against every fixed chunk, vLLM and Sarathi (issues 5, 6, 11).
 
-For each workload (``mixed``, ``long``) and TPOT target, with TTFT <= 5 s and the default
-engine (:class:`~schedlab.serving.engine_config.EngineConfig`) or that of a recorded run
-(``--engine-from RUN``: e.g. the RTX 4090 run's 2,587 KV blocks, the KV-bound regime),
-find each policy's
-capacity: the highest Poisson rate whose SLO attainment is >= 90%
-(:func:`schedlab.serving.capacity.capacity`). Policies: ``fixed:C`` for
-C in {64, 128, 256, 512, 1024, 2048}, ``vllm``, ``sarathi`` (budget derived from the TPOT
-target) and ``sloweave`` (margin delta = the cost model's ``margin_s``). Capacities are
-averaged over the seeds; every seed is explicit.
+For each workload, TPOT target and SLO kind (``every-token``, ``p99``, ``mean``;
+:mod:`schedlab.serving.metrics`), with TTFT <= 5 s and the default engine (or a recorded
+run's, ``--engine-from RUN``), the capacity of each policy: the highest Poisson rate whose
+SLO attainment is >= 90 % (:func:`schedlab.serving.capacity.capacity`). Policies:
+``sloweave``, ``sloweave-kv`` (exact output predictions), ``fixed:C`` for C in
+{64, ..., 2048} (``fixed:2048`` is also the deployment default: vLLM's
+``long_prefill_token_threshold`` left at a 2,048-token chunk), ``vllm`` and ``sarathi``
+(its budget from the cost model and the target,
+:func:`~schedlab.serving.policies.slo_token_budget`).
 
-``--cost-model`` chooses the model: ``sloweave-default`` (issue 5, the SLOWeave paper's
-simulator model) or a shipped calibrated one (``rtxpro6000_llama-3.1-8b``,
-``rtx4090_llama-3.1-8b``). The
-calibrated model carries the profile's decode-KV skew correction: the simulator's actual
-iteration time includes it (it knows the longest decode), while SLOWeave's chunk search
-and Sarathi's budget evaluate the model for uniform decodes, as a real scheduler would.
-A TPOT target below the model's one-decode iteration time is infeasible for every policy;
-the script prints that time first (about 11 ms for the calibrated model, so use e.g.
-``--tpots 25ms,50ms`` with it).
+Every cell gives the mean capacity over the seeds and its spread (min-max), the
+preemptions and the peak KV tokens of the run at capacity (mean over seeds), and the
+capacity with a KV cache that never binds (16 M tokens; ``--no-kv-column`` skips it).
+Beside each table: the fluid prediction (:mod:`schedlab.serving.fluid`, with the
+engine's cache) when the cost model is linear — for fixed chunks and sloweave their own
+fluid capacity, for sloweave-kv the best any policy reaches — and the goodput of every
+policy at one offered rate, sloweave-kv's capacity. Results are cached by task in
+``--cache`` (CSV), so an interrupted run resumes. ``--robustness 0.25,0.5,1`` adds
+sloweave-kv with output predictions off by a seeded lognormal error of those CVs.
 
 The SLOWeave paper (arXiv 2609.07883) reports goodput gains over the strongest fixed
-chunk of +39% (mixed) and +38% (long context) at 25 ms, and 3.3x and 2.4x at 10 ms, with
-its default model. Its workloads and engine settings are not available to us; this
-benchmark uses ours unchanged (no tuning toward those figures).
+chunk of +39 % (mixed) and +38 % (long context) at 25 ms, and 3.3x and 2.4x at 10 ms.
+Its workloads and engine settings are not available to us; this benchmark uses ours
+unchanged (no tuning toward those figures).
 
-Defaults: 3 seeds, 180 s arrival window, 2% bisection tolerance (about 9 minutes on 2
-cores); ``--quick``: 1 seed, 120 s, 5% (about 1 minute).
+Defaults: workloads mixed, long, chat, bursty; 25 ms and 10 ms; 3 seeds; 180 s windows;
+2 % bisection tolerance. ``--quick``: mixed only, every-token only, 1 seed, 60 s, 5 %.
 
-Usage: python benchmarks/sloweave_goodput.py [--cost-model M] [--tpots 25ms,10ms] [--quick]
-[--workers N] [--csv PATH]
+Usage: python benchmarks/sloweave_goodput.py [--cost-model M] [--tpots 25ms,10ms]
+[--kinds every-token,p99,mean] [--workloads ...] [--quick] [--workers N] [--cache PATH]
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ import csv
 import statistics
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 from schedlab.calibration.deployment import deployment_of
 from schedlab.calibration.recorded_run import read_recorded_run
@@ -48,13 +49,18 @@ from schedlab.errors import ServingError
 from schedlab.serving.capacity import capacity, parallel_map
 from schedlab.serving.cost_model import get_cost_model
 from schedlab.serving.engine_config import EngineConfig
-from schedlab.serving.metrics import SLO
+from schedlab.serving.fluid import FluidLoad, Headroom, headroom
+from schedlab.serving.metrics import SLO, SLO_KINDS
 from schedlab.serving.scenario import Scenario
+from schedlab.serving.simulator import simulate
+from schedlab.serving.workloads import make_workload
 
 FIXED = (64, 128, 256, 512, 1024, 2048)
-POLICIES = (*(f"fixed:{c}" for c in FIXED), "vllm", "sarathi", "sloweave")
-WORKLOADS = ("mixed", "long")
+POLICIES = ("sloweave", "sloweave-kv", *(f"fixed:{c}" for c in FIXED), "vllm", "sarathi")
+DEPLOYMENT_DEFAULT = "fixed:2048"
 TTFT_S = 5.0
+#: A KV cache that never binds (tokens).
+UNBOUNDED_KV = 16_000_000
 #: The paper's gains over the best fixed chunk, with its default cost model.
 PAPER = {
     ("mixed", 0.025): "+39%",
@@ -62,150 +68,338 @@ PAPER = {
     ("mixed", 0.010): "3.3x",
     ("long", 0.010): "2.4x",
 }
+FIELDS = (
+    "workload",
+    "tpot_s",
+    "kind",
+    "policy",
+    "seed",
+    "kv",
+    "resolved",
+    "capacity_rps",
+    "preemptions",
+    "peak_kv_tokens",
+    "goodput_rps",
+)
 
 
 @dataclass(frozen=True)
 class Task:
     workload: str
     tpot_s: float
+    kind: str
     policy: str
     seed: int
+    kv: str  # "engine", "unbounded", "goodput@R" (one offered rate R), "predict@V" (error CV)
     duration_s: float
     rel_tol: float
     cost_model: str
     engine: EngineConfig
-    margin_s: float | None
+
+    def key(self) -> tuple[str, str, str, str, str, str]:
+        return (self.workload, f"{self.tpot_s:g}", self.kind, self.policy, str(self.seed), self.kv)
+
+    def scenario(self) -> Scenario:
+        engine = self.engine
+        if self.kv == "unbounded":
+            engine = replace(engine, kv_capacity_tokens=UNBOUNDED_KV)
+        cv = float(self.kv.split("@")[1]) if self.kv.startswith("predict@") else 0.0
+        return Scenario(
+            self.policy,
+            self.cost_model,
+            SLO(TTFT_S, self.tpot_s, self.kind),
+            engine,
+            seed=self.seed,
+            prediction_cv=cv,
+        )
 
 
-def run(task: Task) -> tuple[Task, float, str]:
-    scenario = Scenario(
-        task.policy,
-        task.cost_model,
-        SLO(TTFT_S, task.tpot_s),
-        task.engine,
-        margin_s=task.margin_s,
-        seed=task.seed,
-    )
+def run(task: Task) -> dict[str, object]:
+    row: dict[str, object] = dict(zip(FIELDS[:6], task.key(), strict=True))
     try:
+        if task.kv.startswith("goodput@"):
+            rate = float(task.kv.split("@")[1])
+            s = simulate(
+                task.workload, task.scenario(), rate=rate, duration_s=task.duration_s
+            ).summary
+            row.update(
+                resolved=s.policy,
+                capacity_rps="",
+                preemptions=s.preemptions,
+                peak_kv_tokens=s.peak_kv_tokens,
+                goodput_rps=s.goodput_rps,
+            )
+            return row
         result = capacity(
             task.workload,
-            scenario,
+            task.scenario(),
             duration_s=task.duration_s,
             rel_tol=task.rel_tol,
             start_rps=1.0,
         )
     except ServingError as exc:  # e.g. sarathi: no token budget meets the target
-        return task, 0.0, f"{task.policy} ({exc})"
-    return task, result.capacity_rps, result.policy
+        row.update(
+            resolved=f"{task.policy} ({exc})",
+            capacity_rps=0.0,
+            preemptions=0,
+            peak_kv_tokens=0,
+            goodput_rps="",
+        )
+        return row
+    at = result.at_capacity
+    row.update(
+        resolved=result.policy,
+        capacity_rps=result.capacity_rps,
+        preemptions=at.preemptions if at else 0,
+        peak_kv_tokens=at.peak_kv_tokens if at else 0,
+        goodput_rps="",
+    )
+    return row
 
 
-def _label(workload: str, tpot_s: float) -> str:
-    return f"{workload} {tpot_s * 1e3:g}ms"
+def _read_cache(path: Path | None) -> dict[tuple[str, ...], dict[str, str]]:
+    if path is None or not path.exists():
+        return {}
+    with path.open(encoding="utf-8") as handle:
+        return {tuple(r[f] for f in FIELDS[:6]): r for r in csv.DictReader(handle)}
+
+
+def _run_all(
+    tasks: list[Task],
+    cache: Path | None,
+    workers: int | None,
+    done: dict[tuple[str, ...], dict[str, str]],
+) -> None:
+    todo = [t for t in tasks if t.key() not in done]
+    if not todo:
+        return
+    started = time.perf_counter()
+
+    def progress(k: int, total: int) -> None:
+        elapsed = time.perf_counter() - started
+        print(f"\r{k}/{total} runs, {elapsed:.0f} s", end="", file=sys.stderr)
+
+    rows = parallel_map(run, todo, workers=workers, progress=progress)
+    print(file=sys.stderr)
+    for row in rows:
+        done[tuple(str(row[f]) for f in FIELDS[:6])] = {k: str(v) for k, v in row.items()}
+    if cache is not None:
+        new = not cache.exists()
+        with cache.open("a", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=FIELDS)
+            if new:
+                writer.writeheader()
+            writer.writerows(rows)
+
+
+def _cells(done, w, d, kind, policy, seeds, kv="engine") -> list[dict[str, str]]:
+    return [done[(w, f"{d:g}", kind, policy, str(s), kv)] for s in range(seeds)]
+
+
+def _mean(rows: list[dict[str, str]], field: str) -> float:
+    return statistics.mean(float(r[field] or 0.0) for r in rows)
 
 
 def _ratio(value: float, base: float) -> str:
     return "inf" if base == 0 else f"{value / base:.2f}x"
 
 
+def _fluid_cell(fluid: Headroom | None, policy: str) -> str:
+    """The fluid prediction beside a policy's capacity (with the engine's cache)."""
+    if fluid is None:
+        return "-"
+    if policy.startswith("fixed:"):
+        chunk = int(policy.split(":")[1])
+        return f"{next(f.kv_capacity_rps for f in fluid.fixed if f.chunk == chunk):.2f}"
+    if policy == "sloweave":
+        return f"{fluid.rate_star_kv_rps:.2f}"
+    if policy == "sloweave-kv":
+        return f"{fluid.kv_bound_rps:.2f}"
+    return "-"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cost-model", default="sloweave-default", help="name or JSON path")
     parser.add_argument("--tpots", default="25ms,10ms", help="TPOT targets, comma-separated")
-    parser.add_argument("--quick", action="store_true", help="1 seed, 120 s, 5%% tolerance")
+    parser.add_argument("--kinds", default=",".join(SLO_KINDS), help="SLO kinds")
+    parser.add_argument("--workloads", default="mixed,long,chat,bursty", help="workloads")
+    parser.add_argument("--quick", action="store_true", help="mixed, every-token, 1 seed, 60 s")
     parser.add_argument("--seeds", type=int, default=None, help="number of seeds (default 3)")
     parser.add_argument("--duration", type=float, default=None, help="arrival window, s")
     parser.add_argument("--workers", type=int, default=None, help="processes (all cores)")
-    parser.add_argument("--csv", default=None, help="write every capacity as CSV")
+    parser.add_argument("--cache", default=None, help="CSV of finished runs (resumes)")
+    parser.add_argument("--no-kv-column", action="store_true", help="skip unbounded KV")
+    parser.add_argument(
+        "--robustness",
+        default=None,
+        metavar="CVS",
+        help="also run sloweave-kv with output predictions off by a lognormal error of "
+        "these CVs (comma-separated, e.g. 0.25,0.5,1)",
+    )
     parser.add_argument(
         "--engine-from",
         default=None,
         metavar="RUN",
-        help="the engine of a recorded run's deployment (limits, KV capacity, prefix "
-        "caching, asynchronous scheduling), e.g. the RTX 4090 run for the KV-bound regime",
-    )
-    parser.add_argument(
-        "--sloweave-margin",
-        default=None,
-        metavar="TIME",
-        help="SLOWeave's margin delta, e.g. 0ms (default: the cost model's margin_s)",
+        help="the engine of a recorded run's deployment",
     )
     args = parser.parse_args()
-    margin = (
-        None
-        if args.sloweave_margin is None
-        else parse_duration(args.sloweave_margin, "--sloweave-margin", allow_zero=True)
-    )
     engine = (
         EngineConfig()
         if args.engine_from is None
         else deployment_of(read_recorded_run(args.engine_from)).engine
     )
     tpots = [parse_duration(x, "--tpots") for x in args.tpots.split(",")]
+    kinds = ["every-token"] if args.quick else args.kinds.split(",")
+    workloads = ["mixed"] if args.quick else args.workloads.split(",")
+    for kind in kinds:
+        SLO(1.0, 1.0, kind)  # refuses an unknown kind before hours of work
     seeds = args.seeds or (1 if args.quick else 3)
-    duration = args.duration or (120.0 if args.quick else 180.0)
+    duration = args.duration or (60.0 if args.quick else 180.0)
     rel_tol = 0.05 if args.quick else 0.02
     model = get_cost_model(args.cost_model)
-    print(
-        f"cost model {model.name}: one decode (512 KV tokens) takes "
-        f"{model.iteration_time(1, 512, []) * 1e3:.2f} ms; margin delta "
-        f"{model.margin_s * 1e3:.3f} ms"
-        + ("" if margin is None else f", SLOWeave run with {margin * 1e3:g} ms")
-        + f"\nengine {engine}"
-    )
-    tasks = [
-        Task(w, d, p, s, duration, rel_tol, args.cost_model, engine, margin)
-        for w in WORKLOADS
-        for d in tpots
-        for p in POLICIES
-        for s in range(seeds)
-    ]
+    cache = None if args.cache is None else Path(args.cache)
     started = time.perf_counter()
+    print(f"cost model {model.name}; engine {engine}")
 
-    def progress(done: int, total: int) -> None:
-        elapsed = time.perf_counter() - started
-        print(f"\r{done}/{total} capacity searches, {elapsed:.0f} s", end="", file=sys.stderr)
+    def task(w, d, kind, p, s, kv):
+        return Task(w, d, kind, p, s, kv, duration, rel_tol, args.cost_model, engine)
 
-    results = parallel_map(run, tasks, workers=args.workers, progress=progress)
-    print(file=sys.stderr)
-    caps: dict[tuple[str, float, str], list[float]] = {}
-    names: dict[tuple[str, float, str], str] = {}
-    for task, cap, name in results:
-        caps.setdefault((task.workload, task.tpot_s, task.policy), []).append(cap)
-        names[(task.workload, task.tpot_s, task.policy)] = name
-    if args.csv:
-        with open(args.csv, "w", newline="", encoding="utf-8") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(["workload", "tpot_s", "policy", "resolved", "seed", "capacity_rps"])
-            for task, cap, name in results:
-                writer.writerow([task.workload, task.tpot_s, task.policy, name, task.seed, cap])
-    mean = {k: statistics.mean(v) for k, v in caps.items()}
-    print(
-        f"capacity (req/s, attainment >= 90%, TTFT <= {TTFT_S:g} s), mean of {seeds} "
-        f"seed(s), {duration:g} s arrival window, rel. tolerance {rel_tol:g}, "
-        f"cost model {model.name}"
+    grid = [(w, d, kind) for kind in kinds for w in workloads for d in tpots]
+    done = _read_cache(cache)
+    kv_modes = ["engine"] + ([] if args.no_kv_column else ["unbounded"])
+    _run_all(
+        [
+            task(w, d, k, p, s, kv)
+            for w, d, k in grid
+            for kv in kv_modes
+            for p in POLICIES
+            for s in range(seeds)
+        ],
+        cache,
+        args.workers,
+        done,
     )
-    cols = [(w, d) for w in WORKLOADS for d in tpots]
-    print(f"{'policy':<16}" + "".join(f"{_label(w, d):>14}" for w, d in cols))
-    for p in POLICIES:
-        cells = "".join(f"{mean[(w, d, p)]:>14.2f}" for w, d in cols)
-        resolved = {names[(w, d, p)] for w, d in cols} - {p}
-        print(f"{p:<16}{cells}" + (f"   ({', '.join(sorted(resolved))})" if resolved else ""))
-    paper = model.name == "sloweave-default"
-    print(
-        f"\n{'setting':<14}{'sloweave':>10}{'best fixed':>16}{'ours':>8}"
-        + (f"{'paper':>8}" if paper else "")
-        + f"{'vs vllm':>9}{'vs sarathi':>12}"
+    goodput_rate = {
+        (w, d, k): _mean(_cells(done, w, d, k, "sloweave-kv", seeds), "capacity_rps")
+        for w, d, k in grid
+    }
+    _run_all(
+        [
+            task(w, d, k, p, s, f"goodput@{goodput_rate[(w, d, k)]:.6g}")
+            for w, d, k in grid
+            if goodput_rate[(w, d, k)] > 0
+            for p in POLICIES
+            for s in range(seeds)
+        ],
+        cache,
+        args.workers,
+        done,
     )
-    for w, d in cols:
-        best = max(FIXED, key=lambda c, w=w, d=d: mean[(w, d, f"fixed:{c}")])
-        sw = mean[(w, d, "sloweave")]
-        fixed = mean[(w, d, f"fixed:{best}")]
-        best_text = f"{fixed:.2f} (C={best})"
+
+    print(
+        f"\ncapacity (req/s, attainment >= 90%, TTFT <= {TTFT_S:g} s): mean [min-max] of "
+        f"{seeds} seed(s), {duration:g} s windows, tolerance {rel_tol:g}; pre = "
+        "preemptions and KV = peak KV tokens (k) of the run at capacity; unbounded = "
+        f"capacity with {UNBOUNDED_KV // 10**6} M KV tokens; goodput at sloweave-kv's "
+        "capacity rate"
+    )
+    summary = []
+    for w, d, kind in grid:
+        lengths = make_workload(w).generate(100.0, 1000.0, 0)
+        try:
+            fluid = headroom(
+                model,
+                FluidLoad.of(lengths.prompt, lengths.output),
+                d,
+                workload=w,
+                kv_capacity_tokens=engine.kv_capacity_tokens,
+            )
+        except ServingError:
+            fluid = None
+        rate = goodput_rate[(w, d, kind)]
+        print(f"\n{w}, TPOT ({kind}) <= {d * 1e3:g} ms")
         print(
-            f"{_label(w, d):<14}{sw:>10.2f}{best_text:>16}{_ratio(sw, fixed):>8}"
-            + (f"{PAPER.get((w, d), '-'):>8}" if paper else "")
-            + f"{_ratio(sw, mean[(w, d, 'vllm')]):>9}{_ratio(sw, mean[(w, d, 'sarathi')]):>12}"
+            f"{'policy':<16}{'capacity':>9}{'spread':>15}{'pre':>7}{'KV k':>7}"
+            + ("" if args.no_kv_column else f"{'unbounded':>11}")
+            + f"{'goodput':>9}{'fluid':>8}"
         )
+        caps = {}
+        for p in POLICIES:
+            rows = _cells(done, w, d, kind, p, seeds)
+            values = [float(r["capacity_rps"]) for r in rows]
+            caps[p] = statistics.mean(values)
+            spread = f"[{min(values):.2f}-{max(values):.2f}]"
+            unbounded = ""
+            if not args.no_kv_column:
+                wide = _mean(_cells(done, w, d, kind, p, seeds, "unbounded"), "capacity_rps")
+                unbounded = f"{wide:>11.2f}"
+            good = "-"
+            if rate > 0:
+                at_rate = _cells(done, w, d, kind, p, seeds, f"goodput@{rate:.6g}")
+                good = f"{_mean(at_rate, 'goodput_rps'):.2f}"
+            predicted = _fluid_cell(fluid, p) if kind == "every-token" else "-"
+            label = p + (" (default)" if p == DEPLOYMENT_DEFAULT else "")
+            resolved = {r["resolved"] for r in rows} - {p}
+            print(
+                f"{label:<16}{caps[p]:>9.2f}{spread:>15}{_mean(rows, 'preemptions'):>7.0f}"
+                f"{_mean(rows, 'peak_kv_tokens') / 1e3:>7.0f}{unbounded}{good:>9}{predicted:>8}"
+                + (f"  ({', '.join(sorted(resolved))})" if resolved else "")
+            )
+        best = max(FIXED, key=lambda c: caps[f"fixed:{c}"])
+        summary.append((w, d, kind, caps, best, fluid))
+    print(
+        f"\n{'setting':<28}{'best fixed':>16}{'sloweave':>10}{'-kv':>8}{'paper':>7}"
+        f"{'kv/vllm':>9}{'kv/sarathi':>11}{'fluid C*':>9}"
+    )
+    for w, d, kind, caps, best, fluid in summary:
+        base = caps[f"fixed:{best}"]
+        kv = caps["sloweave-kv"]
+        star = "-" if fluid is None else f"{fluid.chunk_star:.0f}"
+        paper = PAPER.get((w, d), "-") if model.name == "sloweave-default" else "-"
+        setting = f"{w} {d * 1e3:g}ms {kind}"
+        print(
+            f"{setting:<28}{f'{base:.2f} (C={best})':>16}{_ratio(caps['sloweave'], base):>10}"
+            f"{_ratio(kv, base):>8}{paper if kind == 'every-token' else '-':>7}"
+            f"{_ratio(kv, caps['vllm']):>9}{_ratio(kv, caps['sarathi']):>11}{star:>9}"
+        )
+    if model.name == "sloweave-default":
+        print(
+            "\nReading: under the paper's own cost model, SLOWeave's fluid capacity over a fixed "
+            "chunk C is 1 - F/D + F/(D k), k = C/C*, F = 1.65 ms (schedlab headroom); C* is "
+            "hundreds of tokens, so the best fixed chunk trails by a few per cent and the "
+            "paper's +38-39 % and 2.4-3.3x are not reachable against a per-setting best fixed "
+            "chunk. Gains that large appear only against a poorly sized chunk, vllm's default "
+            "budget under a per-token SLO (column kv/vllm), or as goodput at one offered rate "
+            "above the baseline's capacity (column goodput)."
+        )
+    if args.robustness:
+        cvs = [float(v) for v in args.robustness.split(",")]
+        _run_all(
+            [
+                task(w, d, k, "sloweave-kv", s, f"predict@{v:g}")
+                for w, d, k in grid
+                for v in cvs
+                for s in range(seeds)
+            ],
+            cache,
+            args.workers,
+            done,
+        )
+        print(
+            "\nsloweave-kv with wrong output predictions (lognormal error of CV v): capacity "
+            "(mean of seeds) and preemptions at capacity"
+        )
+        print(f"{'setting':<28}" + "".join(f"{f'v={v:g}':>16}" for v in [0.0, *cvs]))
+        for w, d, kind in grid:
+            cells = []
+            for v in [0.0, *cvs]:
+                mode = "engine" if v == 0 else f"predict@{v:g}"
+                rows = _cells(done, w, d, kind, "sloweave-kv", seeds, mode)
+                pre = _mean(rows, "preemptions")
+                cells.append(f"{_mean(rows, 'capacity_rps'):.2f} ({pre:.0f})")
+            setting = f"{w} {d * 1e3:g}ms {kind}"
+            print(f"{setting:<28}" + "".join(f"{c:>16}" for c in cells))
     print(f"\nwall time {time.perf_counter() - started:.0f} s")
 
 

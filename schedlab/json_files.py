@@ -39,9 +39,12 @@ def read_json(path: str | Path, what: str = "file") -> Any:
 
 
 def nan_to_null(obj: Any) -> Any:
-    """``obj`` with every float NaN inside dicts replaced by ``None`` (JSON ``null``)."""
+    """``obj`` with every float NaN inside dicts, lists and tuples replaced by ``None``
+    (JSON ``null``)."""
     if isinstance(obj, dict):
         return {k: nan_to_null(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [nan_to_null(v) for v in obj]
     if isinstance(obj, float) and math.isnan(obj):
         return None
     return obj

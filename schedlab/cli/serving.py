@@ -78,12 +78,20 @@ def _common(
         parser.add_argument(
             "--policy",
             default="sloweave",
-            help="whole-prefill, fixed:C, vllm, sarathi[:TAU], sloweave[:CMAX], sangam[:Q]",
+            help="whole-prefill, fixed:C, vllm, sarathi[:TAU], sloweave[:CMAX], "
+            "sloweave-kv[:CMAX], sangam[:Q]",
         )
     parser.add_argument(
         "--cost-model", default="sloweave-default", help="built-in name or a JSON file"
     )
     parser.add_argument("--tpot", default="25ms", help="TPOT target (default 25ms)")
+    parser.add_argument(
+        "--tpot-slo",
+        choices=("every-token", "p99", "mean"),
+        default="every-token",
+        help="how the TPOT target is judged: every gap (default), each request's P99 gap, "
+        "or its mean",
+    )
     parser.add_argument("--ttft", default="5s", help="TTFT target (default 5s)")
     parser.add_argument(
         "--seed", type=non_negative_int, default=0, help="seed of every random draw"
@@ -92,6 +100,12 @@ def _common(
     parser.add_argument("--block-size", type=int, default=None, help="tokens per KV block")
     parser.add_argument("--max-num-seqs", type=int, default=None)
     parser.add_argument("--max-num-batched-tokens", type=int, default=None)
+    parser.add_argument(
+        "--prediction-cv",
+        type=float,
+        default=0.0,
+        help="output lengths seen by sloweave-kv: exact (0) or with a lognormal error of this CV",
+    )
     parser.add_argument("--data-dir", default=None, help="directory holding traces/ (Azure)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -112,7 +126,9 @@ def _slo(args: argparse.Namespace) -> SLO:
     from schedlab.serving.metrics import SLO
 
     return SLO(
-        ttft_s=parse_duration(args.ttft, "--ttft"), tpot_s=parse_duration(args.tpot, "--tpot")
+        ttft_s=parse_duration(args.ttft, "--ttft"),
+        tpot_s=parse_duration(args.tpot, "--tpot"),
+        kind=args.tpot_slo,
     )
 
 
@@ -130,6 +146,7 @@ def _scenario(args: argparse.Namespace) -> Scenario:
         noise_cv=getattr(args, "noise_cv", 0.0),
         margin_s=None if margin is None else parse_duration(margin, "--margin", allow_zero=True),
         seed=args.seed,
+        prediction_cv=args.prediction_cv,
     )
 
 
@@ -166,8 +183,8 @@ def _simulate(args: argparse.Namespace) -> int:
         cells = "".join(f"{_ms(v):>10}" for v in (d.mean, d.p50, d.p90, d.p95, d.p99))
         print(f"{name:<10}{cells}")
     print(
-        f"SLO TTFT <= {s.slo.ttft_s:g} s, TPOT <= {s.slo.tpot_s * 1e3:g} ms: attainment "
-        f"{s.attainment:.3f}, goodput {s.goodput_rps:.3f} req/s"
+        f"SLO {s.slo.describe()}: attainment {s.attainment:.3f}, goodput "
+        f"{s.goodput_rps:.3f} req/s; system-wide P99 time between tokens {_ms(s.itl.p99)} ms"
     )
     return 0
 
@@ -192,8 +209,61 @@ def _capacity(args: argparse.Namespace) -> int:
     print(
         f"capacity of {result.policy} on {result.workload}: {bound}{result.capacity_rps:.3f} "
         f"req/s (attainment >= {result.target:g} at TTFT <= {result.ttft_s:g} s, "
-        f"TPOT <= {result.tpot_s * 1e3:g} ms; {len(result.probes)} runs)"
+        f"TPOT ({result.tpot_slo}) <= {result.tpot_s * 1e3:g} ms; {len(result.probes)} runs)"
     )
+    return 0
+
+
+def _headroom(args: argparse.Namespace) -> int:
+    from schedlab.serving.cost_model import get_cost_model
+    from schedlab.serving.fluid import FluidLoad, headroom
+    from schedlab.serving.workloads import make_workload
+
+    model = get_cost_model(args.cost_model)
+    stream = make_workload(args.workload, data_dir=args.data_dir).generate(
+        None if args.workload.startswith("azure") else 100.0, 1000.0, args.seed
+    )
+    margin = (
+        None if args.margin is None else parse_duration(args.margin, "--margin", allow_zero=True)
+    )
+    kv = _engine(args).kv_capacity_tokens
+    result = headroom(
+        model,
+        FluidLoad.of(stream.prompt, stream.output),
+        parse_duration(args.tpot, "--tpot"),
+        workload=stream.name,
+        margin_s=margin,
+        kv_capacity_tokens=kv,
+    )
+    if args.json:
+        print(json.dumps(result.to_dict()))
+        return 0
+    load = result.load
+    print(
+        f"fluid headroom of {result.workload} ({result.cost_model}), per-token deadline "
+        f"{result.tpot_s * 1e3:g} ms, margin {result.margin_s * 1e3:g} ms; "
+        f"mean prompt {load.mean_prompt:.0f}, mean output {load.mean_output:.0f} "
+        f"({load.n_requests} requests)"
+    )
+    print(
+        f"F = {result.fixed_s * 1e3:.3g} ms; lambda* (SLOWeave) = {result.rate_star_rps:.2f} "
+        f"req/s; best of any policy {result.best_rps:.2f} req/s; C* = {result.chunk_star:.0f} "
+        f"tokens; KV at lambda* {result.kv_tokens_at_star / 1e3:.0f} k tokens"
+    )
+    print(
+        f"with {kv} KV tokens: best of any policy {result.kv_bound_rps:.2f} req/s "
+        f"(prefill in {result.kv_bound_prefill_share:.0%} of iterations)"
+    )
+    print(
+        f"{'chunk':>7}{'bound':>10}{'req/s':>9}{'w/ KV':>9}{'iter ms':>9}{'KV k':>8}"
+        f"{'lambda*/':>10}"
+    )
+    for row in result.fixed:
+        ratio = result.ratio(row.chunk)
+        print(
+            f"{row.chunk:>7}{row.bound:>10}{row.capacity_rps:>9.2f}{row.kv_capacity_rps:>9.2f}"
+            f"{_ms(row.iteration_s):>9}{row.kv_tokens / 1e3:>8.0f}{ratio:>10.3f}"
+        )
     return 0
 
 
@@ -237,11 +307,12 @@ def _sweep(args: argparse.Namespace) -> int:
     if args.plot:
         from schedlab.plotting.sweep import plot_sweep
 
-        title = f"{args.workload} ({args.cost_model}): TTFT <= {args.ttft}, TPOT <= {args.tpot}"
+        title = f"{args.workload} ({args.cost_model}): {_slo(args).describe()}"
         plot_sweep(points, args.plot, title=title)
     if args.json:
         print(json.dumps([{k: (None if v != v else v) for k, v in r.items()} for r in rows]))
         return 0
+    print(f"SLO {_slo(args).describe()}")
     _print_table(rows)
     return 0
 
@@ -249,12 +320,14 @@ def _sweep(args: argparse.Namespace) -> int:
 def _print_table(rows: Sequence[dict[str, Any]]) -> None:
     header = (
         f"{'policy':<16}{'rate':>8}{'attain':>8}{'goodput':>9}{'TTFT p99':>10}{'TPOT p99':>10}"
+        f"{'TBT p99':>10}"
     )
     print(header + "  (rates req/s, times ms)")
     for r in rows:
         print(
             f"{r['policy']:<16}{r['rate_rps']:>8.3g}{r['attainment']:>8.3f}"
             f"{r['goodput_rps']:>9.3f}{_ms(r['ttft_p99_s']):>10}{_ms(r['tpot_p99_s']):>10}"
+            f"{_ms(r['tbt_p99_s']):>10}"
         )
 
 
@@ -285,6 +358,21 @@ def register(subparsers: Any) -> None:
     cap.add_argument("--start-rate", default="1", help="first rate tried, requests/s")
     cap.add_argument("--max-rate", default="1000", help="highest rate tried, requests/s")
     cap.set_defaults(func=_capacity)
+
+    head = subparsers.add_parser(
+        "headroom", help="fluid capacities of SLOWeave and fixed chunks (linear cost model)"
+    )
+    head.add_argument("--workload", default="mixed", help="chat, long, mixed, bursty, ...")
+    head.add_argument("--cost-model", default="sloweave-default", help="a linear model")
+    head.add_argument("--tpot", default="25ms", help="per-token deadline (default 25ms)")
+    head.add_argument("--margin", default=None, help="SLOWeave margin (default the model's)")
+    head.add_argument("--kv-tokens", type=int, default=None, help="KV capacity in tokens")
+    head.add_argument("--seed", type=non_negative_int, default=0, help="seed of the lengths")
+    head.add_argument("--data-dir", default=None, help="directory holding traces/ (Azure)")
+    head.add_argument("--json", action="store_true", help="print one JSON object")
+    head.set_defaults(
+        func=_headroom, block_size=None, max_num_seqs=None, max_num_batched_tokens=None
+    )
 
     swp = subparsers.add_parser("sweep", help="compare policies over arrival rates")
     _common(swp, policy=False)

@@ -11,8 +11,9 @@ Typical use::
     print(result.summary.attainment)
 
 Modules, from the bottom up: :mod:`~.workloads` (request streams), :mod:`~.cost_model`,
-:mod:`~.engine_config`, :mod:`~.kv_cache` (the KV block manager), :mod:`~.metrics`,
-:mod:`~.sloweave` (the chunk chooser), :mod:`~.view` (what a policy sees),
+:mod:`~.engine_config`, :mod:`~.kv_cache` (the KV block manager), :mod:`~.metrics`
+(SLO kinds), :mod:`~.fluid` (closed-form headroom), :mod:`~.prediction` (output-length
+predictions), :mod:`~.sloweave` (the chunk chooser), :mod:`~.view` (what a policy sees),
 :mod:`~.policies`, :mod:`~.scenario`, :mod:`~.engine` (the event loop),
 :mod:`~.simulator` and :mod:`~.capacity`.
 """
@@ -31,8 +32,9 @@ from schedlab.serving.cost_model import (
     save_cost_model,
 )
 from schedlab.serving.engine_config import EngineConfig
+from schedlab.serving.fluid import FluidLoad, Headroom, headroom
 from schedlab.serving.kv_cache import KVCache
-from schedlab.serving.metrics import SLO, Distribution, RequestRecord, Summary
+from schedlab.serving.metrics import SLO, SLO_KINDS, Distribution, RequestRecord, Summary
 from schedlab.serving.policies import (
     POLICIES,
     Policy,
@@ -49,12 +51,15 @@ __all__ = [
     "POLICIES",
     "SLO",
     "SLOWEAVE_DEFAULT",
+    "SLO_KINDS",
     "WORKLOADS",
     "CapacityResult",
     "ChunkDecision",
     "CostModel",
     "Distribution",
     "EngineConfig",
+    "FluidLoad",
+    "Headroom",
     "KVCache",
     "LinearAttentionCostModel",
     "NonMonotoneCostModelError",
@@ -72,6 +77,7 @@ __all__ = [
     "check_monotone",
     "choose_chunk",
     "get_cost_model",
+    "headroom",
     "load_cost_model",
     "make_policy",
     "make_workload",

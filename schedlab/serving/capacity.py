@@ -10,10 +10,12 @@ spacing and one explicit seed fixes everything.
 
 Two stop rules make overloaded runs cheap without changing any decision:
 
-* *exact horizon*: a request unfinished at :math:`H = \max_i (a_i + X + (o_i - 1) D)` has
-  missed the SLO for certain (either its first token came after :math:`a_i + X`, or its
-  last after :math:`t_1 + (o_i - 1) D`), so the run stops at :math:`H` and attainment is
-  exact;
+* *exact horizon* (``every-token`` and ``mean`` SLOs): a request unfinished at
+  :math:`H = \max_i (a_i + X + (o_i - 1) D)` has missed the SLO for certain (either its
+  first token came after :math:`a_i + X`, or its last after :math:`t_1 + (o_i - 1) D`,
+  so its mean gap, and then its largest, exceeds :math:`D`), so the run stops at
+  :math:`H` and attainment is exact. A ``p99`` SLO tolerates a few gaps of any length,
+  so it has no such horizon and its runs go to the end;
 * *early failure*: once more than :math:`\lfloor (1 - 0.9) N \rfloor` requests are known
   to miss, the rate fails; the attainment then reported is a lower bound (marked
   ``exact=False``).
@@ -53,13 +55,16 @@ class Probe:
     """Attainment at one rate.
 
     ``exact`` is ``False`` when the run stopped at the early-failure rule (then
-    ``attainment`` is a lower bound, and below the target).
+    ``attainment`` is a lower bound, and below the target). ``preemptions`` and
+    ``peak_kv_tokens`` are the run's (up to where it stopped).
     """
 
     rate_rps: float
     attainment: float
     n_requests: int
     exact: bool
+    preemptions: int = 0
+    peak_kv_tokens: int = 0
 
     def meets(self, target: float) -> bool:
         return self.n_requests == 0 or self.attainment >= target
@@ -79,12 +84,16 @@ def probe(
     if n == 0:
         return Probe(rate, math.nan, 0, True)
     slo = scenario.slo
-    horizon = float((stream.arrival_s + slo.ttft_s + (stream.output - 1) * slo.tpot_s).max())
+    horizon = math.inf
+    if slo.kind != "p99":
+        limits = stream.arrival_s + slo.ttft_limit_s + (stream.output - 1) * slo.gap_limit_s
+        horizon = float(limits.max())
     allowed = math.floor((1 - target) * n + 1e-9)
-    result = simulate(stream, scenario, stop_at_s=horizon, max_violations=allowed)
+    stop = None if horizon == math.inf else horizon
+    result = simulate(stream, scenario, stop_at_s=stop, max_violations=allowed)
     summary = result.summary
     exact = not summary.truncated or result.run.end_s >= horizon
-    return Probe(rate, summary.attainment, n, exact)
+    return Probe(rate, summary.attainment, n, exact, summary.preemptions, summary.peak_kv_tokens)
 
 
 @dataclass(frozen=True)
@@ -106,12 +115,18 @@ class CapacityResult:
     cost_model: str
     tpot_s: float
     ttft_s: float
+    tpot_slo: str
     target: float
     duration_s: float
     seed: int
     capacity_rps: float
     saturated: bool
     probes: tuple[Probe, ...]
+
+    @property
+    def at_capacity(self) -> Probe | None:
+        """The probe at the capacity rate (``None`` if capacity is 0)."""
+        return next((p for p in self.probes if p.rate_rps == self.capacity_rps), None)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -198,6 +213,7 @@ def capacity(
         cost_model=model.name,
         tpot_s=scenario.slo.tpot_s,
         ttft_s=scenario.slo.ttft_s,
+        tpot_slo=scenario.slo.kind,
         target=target,
         duration_s=duration_s,
         seed=scenario.seed,
@@ -243,7 +259,7 @@ def parallel_map(
 
 @dataclass(frozen=True)
 class SweepPoint:
-    """One (policy, rate) cell of a sweep."""
+    """One (policy, rate) cell of a sweep (attainment under ``summary.slo``)."""
 
     policy: str
     rate_rps: float
@@ -254,6 +270,7 @@ class SweepPoint:
         s = self.summary
         return {
             "policy": self.policy,
+            "tpot_slo": s.slo.kind,
             "rate_rps": self.rate_rps,
             "n_requests": s.n_requests,
             "attainment": s.attainment,
@@ -262,6 +279,7 @@ class SweepPoint:
             "ttft_p99_s": s.ttft.p99,
             "tpot_p50_s": s.tpot.p50,
             "tpot_p99_s": s.tpot.p99,
+            "tbt_p99_s": s.itl.p99,
             "preemptions": s.preemptions,
         }
 

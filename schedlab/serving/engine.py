@@ -112,7 +112,7 @@ from schedlab.serving.cost_model import (
 )
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.kv_cache import KVCache
-from schedlab.serving.metrics import SLO, RequestRecord
+from schedlab.serving.metrics import SLO, RequestRecord, allowed_slow_gaps
 from schedlab.serving.policies import Policy
 from schedlab.serving.view import Plan, RequestView
 from schedlab.serving.workloads import RequestStream
@@ -182,6 +182,8 @@ class EngineRun:
         KV tokens resumed requests took back from the prefix cache instead of recomputing.
     policy, cost_model
         Names of the policy and the predicted cost model.
+    peak_kv_tokens
+        The most KV blocks one replica had in use at once, in tokens.
     replica_iterations
         Iterations of each replica: ``iteration_end_s`` and ``batches`` hold the first
         replica's, then the second's, ...
@@ -197,6 +199,7 @@ class EngineRun:
     policy: str = ""
     cost_model: str = ""
     replica_iterations: tuple[int, ...] = ()
+    peak_kv_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -247,6 +250,7 @@ class _Request:
         "join_iter",
         "kv_offset",
         "output",
+        "predicted_output",
         "preemptions",
         "prefilled",
         "prompt",
@@ -258,11 +262,14 @@ class _Request:
         "violated",
     )
 
-    def __init__(self, index: int, arrival_s: float, prompt: int, output: int) -> None:
+    def __init__(
+        self, index: int, arrival_s: float, prompt: int, output: int, predicted: int
+    ) -> None:
         self.index = index
         self.arrival_s = arrival_s
         self.prompt = prompt
         self.output = output
+        self.predicted_output = predicted  # what policies see of the output length
         self.target = prompt  # tokens this (re)start must have in KV
         self.done = 0  # tokens of target in KV (prefilled, or cached while waiting)
         self.generated = 0  # output tokens emitted (exact while not decoding)
@@ -344,6 +351,9 @@ class _View:
     def admissible(self, request: RequestView, free_blocks: int) -> bool:
         return rules.admissible(self.config, request, free_blocks)
 
+    def projected_kv_peak(self) -> int:
+        return self._engine.projected_kv_peak()
+
 
 class Engine:
     """One replica's scheduler: its queues, seats, KV cache and iterations (module
@@ -389,6 +399,11 @@ class Engine:
         self._noise: list[float] = []
         self.slo = slo
         self.violations = 0
+        self.peak_blocks = 0  # most KV blocks in use at once
+        # slow_upto[j]: iterations j' <= j whose gap since the previous end exceeds the
+        # TPOT target, so a run of tokens (f, l) has slow_upto[l] - slow_upto[f] slow gaps
+        self.count_gaps = slo is not None and slo.kind != "mean"
+        self.slow_upto: list[int] = []
         self.view = _View(self)
         self.iteration = 0
         self.waiting: deque[_Request] = deque()
@@ -497,6 +512,7 @@ class Engine:
                 )
             return None  # idle until the next arrival
         chunks = self._apply(plan, i, phase, admitting)
+        self.peak_blocks = max(self.peak_blocks, kv.used_blocks)
         if config.async_scheduling:
             self._release_lagged()
         self.busy = True
@@ -520,6 +536,39 @@ class Engine:
         if timing.actual is None and self._noise_sigma > 0:
             seconds *= self._next_noise()
         return _checked(seconds, shape)
+
+    def projected_kv_peak(self) -> int:
+        r"""The most KV tokens the admitted requests will hold at once from this iteration
+        on, if each stops at its predicted output (``proofs/sloweave_kv.md``), counted in
+        whole blocks.
+
+        A decode holding :math:`h` tokens now with :math:`r = \max(\hat o - g, 1)`
+        iterations left (``g`` tokens generated) holds :math:`h + k` at offset
+        :math:`k < r`, plus at most ``block_size - 1`` in its last block; under
+        asynchronous scheduling its blocks are freed one iteration late, after the
+        next iteration's decodes took theirs, so it counts through offset :math:`r`
+        too. A request still
+        prefilling is reserved at the blocks of its final size
+        (:func:`~schedlab.serving.view.reserved_tokens`) throughout; blocks of requests
+        that finished in the last iteration (asynchronous scheduling) count too. The
+        maximum over offsets is :func:`~schedlab.serving.view.decode_kv_peak`.
+        """
+        config = self.config
+        i = self.iteration
+        slack = config.block_size - 1
+        lag = 1 if config.async_scheduling else 0
+        reserved = sum(config.blocks(tokens) for _, tokens in self.held_frees)
+        reserved *= config.block_size
+        rests: list[int] = []
+        holds: list[int] = []
+        for req in self.running.values():
+            if req.decoding:
+                generated = req.gen_at_join + (i - req.join_iter)
+                rests.append(max(req.predicted_output - generated, 1) + lag)
+                holds.append(req.kv_offset + i + slack)
+            else:
+                reserved += rules.reserved_tokens(config, req)
+        return reserved + rules.decode_kv_peak(holds, rests)
 
     def _release_lagged(self) -> None:
         """Make the lagged seats, blocks and arrivals visible to the next plan."""
@@ -681,6 +730,10 @@ class Engine:
         config = self.config
         i = self.iteration
         self.iteration = i + 1
+        if self.count_gaps:
+            ends = self.iteration_end
+            slow = i > 0 and now - ends[-1] > self.slo.gap_limit_s  # type: ignore[union-attr]
+            self.slow_upto.append((self.slow_upto[-1] if i else 0) + slow)
         self.iteration_end.append(now)
         self.last_token_s = now
         if self.record_batches and self._pending is not None:
@@ -715,7 +768,7 @@ class Engine:
             if math.isnan(req.first_token_s):
                 req.first_token_s = now
                 slo = self.slo
-                if slo is not None and now - req.arrival_s > slo.ttft_s:
+                if slo is not None and now - req.arrival_s > slo.ttft_limit_s:
                     req.violated = True
                     self.violations += 1
             if req.generated == req.output:
@@ -752,14 +805,27 @@ class Engine:
         req.admitted = False
         self.finished += 1
         slo = self.slo
-        if (
-            slo is not None
-            and not req.violated
-            and req.output > 1
-            and (now - req.first_token_s) / (req.output - 1) > slo.tpot_s
-        ):
+        if slo is None or req.violated or req.output == 1:
+            return
+        if slo.kind == "mean":
+            missed = (now - req.first_token_s) / (req.output - 1) > slo.gap_limit_s
+        else:
+            missed = self._slow_gaps(req.segments) > allowed_slow_gaps(slo, req.output)
+        if missed:
             req.violated = True
             self.violations += 1
+
+    def _slow_gaps(self, segments: list[tuple[int, int]]) -> int:
+        """Gaps longer than the TPOT target between the tokens of ``segments`` (the same
+        comparison of the same floats as :func:`~schedlab.serving.metrics.request_itl`)."""
+        upto, ends = self.slow_upto, self.iteration_end
+        limit = self.slo.gap_limit_s  # type: ignore[union-attr]
+        slow = 0
+        for k, (first, last) in enumerate(segments):
+            slow += upto[last] - upto[first]
+            if k and ends[first] - ends[segments[k - 1][1]] > limit:
+                slow += 1
+        return slow
 
     def _next_noise(self) -> float:
         if not self._noise:
@@ -805,6 +871,9 @@ class Driver:
         Stop as soon as more than ``max_violations`` requests are known to miss ``slo``.
     stop_at_s
         Stop at this simulated time.
+    predicted_output
+        The output lengths policies see (:mod:`schedlab.serving.prediction`; default the
+        true ones).
     """
 
     def __init__(
@@ -815,15 +884,17 @@ class Driver:
         lockstep: bool = False,
         max_violations: int | None = None,
         stop_at_s: float | None = None,
+        predicted_output: np.ndarray | None = None,
     ) -> None:
         if not engines:
             raise ServingError("driver: needs at least one engine")
         self.engines = engines
         self.lockstep = lockstep and len(engines) > 1
+        predicted = stream.output if predicted_output is None else predicted_output
         self.requests = [
-            _Request(i, float(a), int(p), int(o))
-            for i, (a, p, o) in enumerate(
-                zip(stream.arrival_s, stream.prompt, stream.output, strict=True)
+            _Request(i, float(a), int(p), int(o), int(q))
+            for i, (a, p, o, q) in enumerate(
+                zip(stream.arrival_s, stream.prompt, stream.output, predicted, strict=True)
             )
         ]
         config = engines[0].config
@@ -967,4 +1038,5 @@ class Driver:
             lead.policy.name,
             lead.timing.predicted.name,
             tuple(len(e) for e in ends),
+            max(e.peak_blocks * e.config.block_size for e in self.engines),
         )

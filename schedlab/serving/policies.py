@@ -19,6 +19,8 @@ name                      per-iteration prefill rule
 ``vllm``                  prefill fills the token budget left after decodes
 ``sarathi[:TAU]``         prefill fills a static token budget ``TAU`` (counting decodes)
 ``sloweave[:CMAX]``       largest deadline-safe chunks (binary search), at most ``CMAX``
+``sloweave-kv[:CMAX]``    ``sloweave``, admitting a request only while the projected KV
+                          peak at predicted outputs fits the cache
 ``sangam[:Q]``            whole prompts, when a deficit counter growing by ``Q - n``
                           per iteration covers them
 ========================  ==========================================================
@@ -38,12 +40,13 @@ from schedlab.errors import ServingError, UnknownNameError
 from schedlab.serving.cost_model import Chunk, CostModel, require_monotone
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.sloweave import SLOWeaveState, choose_chunk
-from schedlab.serving.view import EngineView, Plan
+from schedlab.serving.view import EngineView, Plan, RequestView, reserved_tokens
 
 __all__ = [
     "POLICIES",
     "Policy",
     "PolicyContext",
+    "SLOWeaveKVPolicy",
     "SLOWeavePolicy",
     "SangamPolicy",
     "TokenQuotaPolicy",
@@ -258,6 +261,8 @@ class SLOWeavePolicy:
         for req in view.prefill_candidates():
             if not req.admitted and (seats == 0 or not view.admissible(req, free)):
                 break
+            if not req.admitted and not self._may_admit(view, req):
+                break
             remaining = req.target - req.done
             state = SLOWeaveState(view.now_s, deadline, n, kv, remaining, req.done, fixed)
             cap = min(tokens_left, view.max_chunk(req, free))
@@ -278,6 +283,74 @@ class SLOWeavePolicy:
             if chunk < remaining or chunks_left == 0 or tokens_left <= 0:
                 break
         return plan
+
+    def _may_admit(self, view: EngineView, request: RequestView) -> bool:
+        """Whether a waiting request that passed the engine's gate may be admitted (plain
+        SLOWeave: always; called at most once per admission, in plan order)."""
+        return True
+
+
+class SLOWeaveKVPolicy(SLOWeavePolicy):
+    r"""SLOWeave's deadline-safe chunks with KV-safe admission (``sloweave-kv``).
+
+    A waiting request is admitted only if, with it, the projected KV peak still fits the
+    cache of :math:`M` tokens (``total_blocks * block_size``):
+
+    .. math::
+
+        \max_{k \ge 0} \Bigl[\sum_{\text{decodes},\, r_j > k} (h_j + k + B - 1)\Bigr]
+        + \sum_{\text{prefilling}} B \lceil \hat f_j / B \rceil
+        + B \lceil \hat f_{\text{new}} / B \rceil \le M,
+
+    the decodes holding :math:`h_j` tokens with :math:`r_j` predicted iterations left, the
+    requests still prefilling (the new one included) reserved at their predicted final
+    size :math:`\hat f = P + \hat o - 1`
+    (:meth:`~schedlab.serving.engine.Engine.projected_kv_peak`). It is the memory test of
+    the offline MC-SF rule (Jaillet et al., arXiv 2502.07115: the running set stays within
+    memory at every future completion), made safe for requests whose decoding starts at an
+    unknown later iteration. The waiting queue is served first come first served, so a
+    request that does not fit blocks the ones behind it.
+
+    ``proofs/sloweave_kv.md`` shows that with exact predictions no request is ever
+    preempted, and every decode's next-token deadline is kept in every iteration whose
+    decode-only batch meets it. When predictions are wrong, a request that outlives its
+    prediction is projected to finish after the current iteration, and if the cache runs
+    out the engine preempts the newest request as vLLM does: a wrong prediction costs
+    recomputation, never a stall. ``stats["kv_gated"]`` counts the scheduling passes in which
+    the test held a request back (the engine may plan an iteration more than once, e.g.
+    when asynchronous scheduling's lagged blocks are released; a later pass may then admit
+    the request).
+    """
+
+    def __init__(
+        self, model: CostModel, tpot_s: float, *, c_max: int = 4096, margin_s: float | None = None
+    ) -> None:
+        super().__init__(model, tpot_s, c_max=c_max, margin_s=margin_s)
+        self._gated = 0
+        self._projected = 0
+
+    @property
+    def name(self) -> str:
+        return f"sloweave-kv:{self._c_max}"
+
+    @property
+    def stats(self) -> dict[str, int]:
+        return {**super().stats, "kv_gated": self._gated}
+
+    def plan(self, view: EngineView) -> Plan:
+        self._projected = -1  # computed at the first waiting candidate of this plan
+        return super().plan(view)
+
+    def _may_admit(self, view: EngineView, request: RequestView) -> bool:
+        config = view.config
+        if self._projected < 0:
+            self._projected = view.projected_kv_peak()
+        need = reserved_tokens(config, request)
+        if self._projected + need > config.total_blocks * config.block_size:
+            self._gated += 1
+            return False
+        self._projected += need
+        return True
 
 
 class SangamPolicy:
@@ -334,14 +407,25 @@ class SangamPolicy:
 def slo_token_budget(model: CostModel, tpot_s: float, config: EngineConfig) -> int:
     r"""Static token budget that keeps every iteration within a TPOT target.
 
+    Sarathi-Serve fixes its token budget once per deployment, by profiling how long a
+    forward pass of a given number of tokens takes and keeping the largest count that
+    meets the TBT target (Agrawal et al., OSDI 2024, section 4.3; their runs use 512 for a
+    strict and 2048 for a relaxed target). A batch of :math:`\tau` tokens may be any mix of
+    :math:`n` decodes and :math:`\tau - n` prefill tokens, so the budget must hold for every
+    mix that can occur. A mix can occur when its decodes alone meet the target, which bounds
+    :math:`n` by the cost model and the target, never by ``max_num_seqs``:
+
     .. math::
 
+        n_D = \max\{n : T(n, \varnothing) \le D\}, \qquad
         \tau = \max\{\tau \le T_{\max} : T(n, \tau - n) \le D
-               \ \text{for all}\ 0 \le n \le \min(N, \tau)\},
+               \ \text{for all}\ 0 \le n \le \min(n_D, \tau)\},
 
-    with :math:`N` = ``max_num_seqs`` and no KV context (contexts are unknown when the
-    budget is fixed). The left side grows with :math:`\tau` for a model monotone in the
-    chunk length, so :math:`\tau` is found by bisection.
+    with no KV context (contexts are unknown when the budget is fixed) and :math:`T_{\max}`
+    = ``max_num_batched_tokens``. The left side grows with :math:`\tau` for a model
+    monotone in the chunk length, so :math:`\tau` is found by bisection. (Capping :math:`n`
+    by ``max_num_seqs`` instead, as this function once did, made the budget at 25 ms jump
+    from 425 to 1,801 tokens when ``max_num_seqs`` went from 512 to 256.)
 
     Raises
     ------
@@ -349,9 +433,13 @@ def slo_token_budget(model: CostModel, tpot_s: float, config: EngineConfig) -> i
         If even :math:`\tau = 1` misses the target.
     """
     require_monotone(model, user="token budget from the TPOT target")
+    limit = config.max_num_batched_tokens
+    n_decodes = 0  # n_D, found by counting up (at most the engine's token budget)
+    while n_decodes < limit and model.iteration_time(n_decodes + 1, 0, ()) <= tpot_s:
+        n_decodes += 1
 
     def meets(tau: int) -> bool:
-        for n in range(min(config.max_num_seqs, tau) + 1):
+        for n in range(min(n_decodes, tau) + 1):
             chunks = ((tau - n, 0),) if tau > n else ()
             if not model.iteration_time(n, 0, chunks) <= tpot_s:
                 return False
@@ -362,7 +450,7 @@ def slo_token_budget(model: CostModel, tpot_s: float, config: EngineConfig) -> i
             f"token budget: cost model {model.name!r} misses TPOT {tpot_s * 1e3:g} ms "
             "even with a one-token batch; give the budget explicitly (e.g. sarathi:512)"
         )
-    lo, hi = 1, config.max_num_batched_tokens + 1  # meets(lo); all tau >= hi fail or exceed
+    lo, hi = 1, limit + 1  # meets(lo); all tau >= hi fail or exceed
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if meets(mid):
@@ -418,6 +506,11 @@ def _sloweave(spec: str, arg: str | None, ctx: PolicyContext) -> Policy:
     return SLOWeavePolicy(ctx.model, ctx.tpot_s, c_max=c_max, margin_s=ctx.margin_s)
 
 
+def _sloweave_kv(spec: str, arg: str | None, ctx: PolicyContext) -> Policy:
+    c_max = _int_arg(spec, arg, lambda: 4096)
+    return SLOWeaveKVPolicy(ctx.model, ctx.tpot_s, c_max=c_max, margin_s=ctx.margin_s)
+
+
 def _sangam(spec: str, arg: str | None, ctx: PolicyContext) -> Policy:
     quantum = _int_arg(spec, arg, lambda: slo_token_budget(ctx.model, ctx.tpot_s, ctx.config))
     return SangamPolicy(quantum)
@@ -433,6 +526,7 @@ _SPELLINGS = {
     "vllm": "vllm",
     "sarathi": "sarathi[:TAU]",
     "sloweave": "sloweave[:CMAX]",
+    "sloweave-kv": "sloweave-kv[:CMAX]",
     "sangam": "sangam[:Q]",
 }
 
@@ -443,6 +537,7 @@ POLICIES: dict[str, PolicyFactory] = {
     "vllm": _vllm,
     "sarathi": _sarathi,
     "sloweave": _sloweave,
+    "sloweave-kv": _sloweave_kv,
     "sangam": _sangam,
 }
 

@@ -61,6 +61,9 @@ class Scenario:
         balancer (:mod:`schedlab.serving.engine`).
     lockstep
         Whether the replicas step together (mixture of experts with expert parallelism).
+    prediction_cv
+        The output lengths policies see: exact (0) or the true ones times a lognormal
+        error of this coefficient of variation (:mod:`schedlab.serving.prediction`).
     """
 
     policy: str | Policy = DEFAULT_POLICY
@@ -73,6 +76,7 @@ class Scenario:
     seed: int = 0
     replicas: int = 1
     lockstep: bool = False
+    prediction_cv: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("seed", "replicas"):
@@ -82,6 +86,13 @@ class Scenario:
                 raise ServingError(
                     f"scenario.{name}: must be an integer >= {least}, got {value!r}"
                 )
+        if isinstance(self.prediction_cv, bool) or not (
+            isinstance(self.prediction_cv, int | float) and 0 <= self.prediction_cv <= 10
+        ):
+            raise ServingError(
+                "scenario.prediction_cv: must be a number from 0 to 10, got "
+                f"{self.prediction_cv!r}"
+            )
         if self.replicas > 1 and not isinstance(self.policy, str):
             raise ServingError("scenario.policy: several replicas need a policy by name")
 

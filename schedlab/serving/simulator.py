@@ -15,6 +15,7 @@ from pathlib import Path
 
 from schedlab.serving.engine import BatchRecord, Driver, Engine, EngineRun, IterationTime
 from schedlab.serving.metrics import RequestRecord, Summary, summarize
+from schedlab.serving.prediction import predicted_outputs
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.workloads import RequestStream, make_workload
 
@@ -63,6 +64,7 @@ def run_engine(
         lockstep=scenario.lockstep,
         max_violations=max_violations,
         stop_at_s=stop_at_s,
+        predicted_output=predicted_outputs(stream.output, scenario.prediction_cv, scenario.seed),
     )
     return driver.result(driver.run())
 
@@ -130,5 +132,6 @@ def simulate(
         workload=stream.name,
         cost_model=run.cost_model,
         policy_stats=run.policy_stats,
+        peak_kv_tokens=run.peak_kv_tokens,
     )
     return SimulationResult(run.records, summary, run, time.perf_counter() - started)

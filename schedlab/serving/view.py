@@ -8,12 +8,24 @@ both, and checks every plan it gets back.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Protocol
+
+import numpy as np
 
 from schedlab.serving.engine_config import EngineConfig
 
-__all__ = ["EngineView", "Plan", "RequestView", "admissible", "chunk_blocks", "max_chunk"]
+__all__ = [
+    "EngineView",
+    "Plan",
+    "RequestView",
+    "admissible",
+    "chunk_blocks",
+    "decode_kv_peak",
+    "final_tokens",
+    "max_chunk",
+    "reserved_tokens",
+]
 
 
 class RequestView(Protocol):
@@ -37,6 +49,12 @@ class RequestView(Protocol):
     @property
     def admitted(self) -> bool:
         """Whether the request holds a seat (``max_num_seqs``) and KV blocks."""
+        ...
+
+    @property
+    def predicted_output(self) -> int:
+        """Its predicted output length (:mod:`schedlab.serving.prediction`); the true
+        length stays hidden."""
         ...
 
 
@@ -97,6 +115,12 @@ class EngineView(Protocol):
         requests always pass)."""
         ...
 
+    def projected_kv_peak(self) -> int:
+        """The most KV tokens (with each request's last-block slack) the admitted
+        requests will hold at once if each stops at its predicted output
+        (:meth:`schedlab.serving.engine.Engine.projected_kv_peak`)."""
+        ...
+
 
 #: A policy's answer: prefill chunks ``(request, tokens)`` for this iteration.
 Plan = list[tuple[RequestView, int]]
@@ -125,3 +149,34 @@ def admissible(config: EngineConfig, request: RequestView, free_blocks: int) -> 
     if request.admitted or not config.reserve_full_prompt:
         return True
     return config.blocks(request.target) <= free_blocks
+
+
+def final_tokens(request: RequestView) -> int:
+    """The KV tokens ``request`` holds when it emits its predicted last token:
+    ``prompt + predicted_output - 1``, or what it must hold already (``target``) if it
+    has outlived its prediction."""
+    return max(request.prompt + request.predicted_output - 1, request.target)
+
+
+def decode_kv_peak(holds: Sequence[int], rests: Sequence[int]) -> int:
+    r"""The peak of :math:`E(k) = \sum_{j : r_j > k} (h_j + k)` over offsets :math:`k \ge 0`:
+    decodes holding :math:`h_j` tokens now, each growing one token an iteration for
+    :math:`r_j \ge 1` more iterations (0 for none). :math:`E` grows between the offsets
+    where a decode leaves, so its maximum is at some :math:`k = r_j - 1`; sorted by
+    :math:`r` descending, that value is the prefix sum of :math:`h` plus
+    :math:`j\,(r_j - 1)`, all in :math:`O(n \log n)`."""
+    if not holds:
+        return 0
+    rest = np.asarray(rests, dtype=np.int64)
+    order = np.argsort(-rest, kind="stable")
+    alive = np.cumsum(np.asarray(holds, dtype=np.int64)[order])
+    count = np.arange(1, rest.size + 1)
+    return int((alive + count * (rest[order] - 1)).max())
+
+
+def reserved_tokens(config: EngineConfig, request: RequestView) -> int:
+    """What ``sloweave-kv`` reserves for a request not yet decoding: the blocks of its
+    :func:`final_tokens`, in tokens, and never more than the whole cache (a prediction
+    longer than the cache cannot hold the request back once the engine is empty)."""
+    blocks = min(config.blocks(final_tokens(request)), config.total_blocks)
+    return blocks * config.block_size

@@ -64,7 +64,7 @@ def test_simulate_json_and_records(capsys, tmp_path):
     assert main([*SIM, "--json", "--records", str(records)]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["policy"] == "sloweave:4096" and out["workload"] == "chat"
-    assert out["slo"] == {"ttft_s": 5.0, "tpot_s": 0.025}
+    assert out["slo"] == {"ttft_s": 5.0, "tpot_s": 0.025, "kind": "every-token"}
     assert 0.0 <= out["attainment"] <= 1.0
     lines = records.read_text().splitlines()
     assert len(lines) == out["n_requests"] > 0
@@ -98,6 +98,34 @@ def test_capacity_json(capsys):
     out = json.loads(capsys.readouterr().out)
     assert {"policy", "workload", "tpot_s", "ttft_s", "capacity_rps"} <= set(out)
     assert out["tpot_s"] == 0.025 and out["capacity_rps"] > 0
+    assert out["tpot_slo"] == "every-token"  # the default kind, named
+    # the spelling; a looser kind never has less capacity than every-token
+    assert main([*argv, "--tpot-slo", "every-token"]) == 0
+    assert json.loads(capsys.readouterr().out) == out
+    assert main([*argv, "--tpot-slo", "mean"]) == 0
+    mean = json.loads(capsys.readouterr().out)
+    assert mean["tpot_slo"] == "mean" and mean["capacity_rps"] >= out["capacity_rps"]
+
+
+def test_simulate_names_the_kind_and_the_system_tbt(capsys):
+    assert main([*SIM, "--tpot-slo", "p99"]) == 0
+    out = capsys.readouterr().out
+    assert "TPOT (p99) <= 25 ms" in out and "P99 time between tokens" in out
+
+
+def test_headroom_text_and_json(capsys):
+    assert main(["headroom", "--workload", "mixed", "--tpot", "10ms"]) == 0
+    out = capsys.readouterr().out
+    assert "lambda* (SLOWeave) = 24.05 req/s" in out and "C* = 593 tokens" in out
+    assert main(["headroom", "--workload", "long", "--tpot", "25ms", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["rate_star_rps"] == pytest.approx(29.63, abs=0.01)
+    assert [row["chunk"] for row in data["fixed"]] == [64, 128, 256, 512, 1024, 2048]
+
+
+def test_headroom_refuses_a_calibrated_model():
+    with pytest.raises(SchedlabError, match="not a linear-attention model"):
+        main(["headroom", "--cost-model", "rtx4090_llama-3.1-8b"])
 
 
 def test_sweep_table_csv_plot(capsys, tmp_path):
@@ -163,6 +191,7 @@ def test_sweep_plot_without_matplotlib(monkeypatch, tmp_path):
         (["--workload", "nowhere"], UnknownNameError, "mixed"),
         (["--cost-model", "nowhere"], UnknownNameError, "sloweave-default"),
         (["--max-num-seqs", "0"], SchedlabError, "engine.max_num_seqs"),
+        (["--prediction-cv", "-1"], SchedlabError, "prediction_cv"),
     ],
 )
 def test_bad_input_raises_schedlab_errors(extra, error, message):

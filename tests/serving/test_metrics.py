@@ -36,10 +36,37 @@ def test_request_metrics():
     assert r.ttft_s == 1.5
     assert r.tpot_s == 1.5
     assert r.latency_s == 7.5
-    assert request_itl(r, ENDS).tolist() == [1.0, 1.0, 3.0, 1.0]
-    assert r.meets(SLO(ttft_s=2.0, tpot_s=1.5))
-    assert not r.meets(SLO(ttft_s=1.0, tpot_s=2.0))
-    assert not r.meets(SLO(ttft_s=2.0, tpot_s=1.4))
+    itl = request_itl(r, ENDS)
+    assert itl.tolist() == [1.0, 1.0, 3.0, 1.0]
+    assert r.meets(SLO(ttft_s=2.0, tpot_s=1.5, kind="mean"))
+    assert not r.meets(SLO(ttft_s=1.0, tpot_s=2.0, kind="mean"))
+    assert not r.meets(SLO(ttft_s=2.0, tpot_s=1.4, kind="mean"))
+    # every gap must meet the target: the preemption's 3 s stall misses 1.5 s and 2.9 s
+    assert not r.meets(SLO(ttft_s=2.0, tpot_s=1.5), itl)
+    assert not r.meets(SLO(ttft_s=2.0, tpot_s=2.9), itl)
+    assert r.meets(SLO(ttft_s=2.0, tpot_s=3.0), itl)
+    # four gaps: floor(0.04) = 0 may be slow, so p99 is every-token here
+    assert not r.meets(SLO(ttft_s=2.0, tpot_s=2.9, kind="p99"), itl)
+    with pytest.raises(ServingError, match="gaps"):
+        r.meets(SLO(ttft_s=2.0, tpot_s=3.0))
+
+
+def test_p99_kind_allows_one_slow_gap_in_a_hundred():
+    ends = np.arange(1.0, 300.0)
+    ends[50:] += 5.0  # one 6 s gap, before iteration 50
+    ends[150:] += 5.0  # and a second, before iteration 150
+    slo = SLO(ttft_s=10.0, tpot_s=1.0, kind="p99")
+
+    def run(output):
+        last = output - 1
+        return RequestRecord(0, 0.0, 10, output, ends[0], ends[last], 0, 10, ((0, last),))
+
+    for output, meets in ((100, False), (101, True), (150, True), (151, False), (201, True)):
+        r = run(output)
+        itl = request_itl(r, ends)
+        assert r.meets(slo, itl) is meets, output
+        # the same as the nearest-rank P99 of its gaps meeting the target
+        assert bool(np.percentile(itl, 99, method="inverted_cdf") <= 1.0) is meets
 
 
 def test_single_token_and_unfinished():
@@ -72,7 +99,8 @@ def test_distribution():
     assert empty.count == 0 and math.isnan(empty.mean)
 
 
-def test_summary_attainment_and_goodput():
+@pytest.mark.parametrize("kind", ["every-token", "p99", "mean"])
+def test_summary_attainment_and_goodput(kind):
     records = [
         record(0, 0.0, 3, [(0, 2)]),  # TTFT 1, TPOT 1: meets
         record(1, 0.0, 3, [(4, 6)]),  # TTFT 5: misses TTFT
@@ -82,7 +110,7 @@ def test_summary_attainment_and_goodput():
     s = summarize(
         records,
         ENDS,
-        slo=SLO(2.0, 1.0),
+        slo=SLO(2.0, 1.0, kind),
         duration_s=4.0,
         end_s=10.0,
         policy="p",
@@ -96,10 +124,16 @@ def test_summary_attainment_and_goodput():
     assert s.itl.count == 2 + 2 + 1 + 1
     assert s.output_tokens_per_s == pytest.approx(10 / 10.0)
     assert s.to_dict()["ttft"]["count"] == 4
+    assert s.to_dict()["slo"]["kind"] == kind
 
 
 @pytest.mark.parametrize(
-    "kwargs", [{"ttft_s": 0.0, "tpot_s": 1.0}, {"ttft_s": 1.0, "tpot_s": math.inf}]
+    "kwargs",
+    [
+        {"ttft_s": 0.0, "tpot_s": 1.0},
+        {"ttft_s": 1.0, "tpot_s": math.inf},
+        {"ttft_s": 1.0, "tpot_s": 1.0, "kind": "p95"},
+    ],
 )
 def test_slo_validation(kwargs):
     with pytest.raises(ServingError, match="slo"):

@@ -146,12 +146,20 @@ def test_slo_token_budget_hand_solved():
     # 1.65 + 0.055 (tau - 1) + 0.006 <= 10 -> tau <= 152.7 -> 152.
     config = EngineConfig()
     assert slo_token_budget(SLOWEAVE_DEFAULT, 0.010, config) == 152
-    # D = 25 ms: all 256 seats decode, T(256, tau - 256) = 15.73 + 0.006 (tau - 256)
-    # <= 25 -> tau <= 1801.
-    assert slo_token_budget(SLOWEAVE_DEFAULT, 0.025, config) == 1801
+    # D = 25 ms: at most n_D = floor((25 - 1.25) / 0.055) = 431 decodes meet D alone;
+    # tau - 1 decodes plus one prefill token: 1.65 + 0.055 (tau - 1) + 0.006 <= 25
+    # -> tau <= 425.4 -> 425, whatever max_num_seqs (it once gave 1,801 with 256 seats).
+    for seats in (64, 256, 1024, 8192):
+        budget = slo_token_budget(SLOWEAVE_DEFAULT, 0.025, EngineConfig(max_num_seqs=seats))
+        assert budget == 425
     assert make_policy("sarathi", PolicyContext(SLOWEAVE_DEFAULT, config, 0.025)).name == (
-        "sarathi:1801"
+        "sarathi:425"
     )
+    # every mix of the budget's tokens whose decodes could meet D alone meets D
+    for n in range(426):
+        if SLOWEAVE_DEFAULT.iteration_time(n, 0, ()) <= 0.025:
+            chunks = ((425 - n, 0),) if n < 425 else ()
+            assert SLOWEAVE_DEFAULT.iteration_time(n, 0, chunks) <= 0.025
     with pytest.raises(ServingError, match="even with a one-token batch"):
         slo_token_budget(SLOWEAVE_DEFAULT, 0.0005, config)
 
