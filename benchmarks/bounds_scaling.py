@@ -33,6 +33,7 @@ from schedlab.offline.instance import Instance
 from schedlab.offline.instance_io import read_instance
 from schedlab.offline.solve import available_solvers, solve
 from schedlab.offline.solvers.rules import RULES
+from schedlab.progress import Progress
 
 SHIPPED = Path(__file__).resolve().parents[1] / "instances"
 EXTRA_HEURISTICS = ("local-search", "sorted-f", "sorted-lp", "lp-swap")
@@ -86,7 +87,9 @@ def main() -> None:
         top = volume
         for method in methods:
             began = time.perf_counter()
-            bound = lower_bound(inst, method, time_limit=args.time_limit)
+            with Progress(f"bound {method}") as bar:
+                bar.doing(f"n = {inst.n}")
+                bound = lower_bound(inst, method, time_limit=args.time_limit)
             took = time.perf_counter() - began
             top = max(top, bound.value)
             label = f"best({bound.method})" if method == "best" else method

@@ -16,6 +16,7 @@ import statistics
 from schedlab.offline.backlogs import jaillet_instance
 from schedlab.offline.result import Status
 from schedlab.offline.solve import solve
+from schedlab.progress import Progress
 
 
 def main() -> None:
@@ -31,13 +32,15 @@ def main() -> None:
             if solver == "dp" and n > args.dp_max_n:
                 continue
             times, proven = [], 0
-            for seed in range(args.trials):
-                result = solve(
-                    jaillet_instance(seed, n=n), solver, time_limit=args.time_limit, bound=None
-                )
-                ok = result.status == Status.OPTIMAL
-                proven += ok
-                times.append(result.runtime if ok else args.time_limit)
+            with Progress(f"{solver} n = {n}", args.trials) as bar:
+                for seed in range(args.trials):
+                    result = solve(
+                        jaillet_instance(seed, n=n), solver, time_limit=args.time_limit, bound=None
+                    )
+                    ok = result.status == Status.OPTIMAL
+                    proven += ok
+                    times.append(result.runtime if ok else args.time_limit)
+                    bar.step()
             print(
                 f"{solver:<6} n = {n:>3}: median {statistics.median(times):6.2f} s, "
                 f"max {max(times):6.2f} s, proven {proven}/{args.trials}",

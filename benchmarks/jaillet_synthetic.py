@@ -60,6 +60,7 @@ from schedlab.offline.instance import Instance
 from schedlab.offline.result import Status
 from schedlab.offline.solve import available_solvers, solve
 from schedlab.offline.solvers.rules import RULES
+from schedlab.progress import Progress
 
 PUBLISHED = {"mean": 1.005, "worst": 1.074, "exact": "114/200"}
 
@@ -89,15 +90,17 @@ def part_a(make: Callable[..., Instance], trials: int, n: int, limit: float, wor
     found: dict[str, list[float]] = {name: [] for name in VARIANTS}
     optima: list[float] = []
     times = []
-    for seed in range(trials):
-        inst = make(seed, n=n)
-        exact = solve(inst, "cpsat", time_limit=limit, bound=None, num_workers=workers)
-        times.append(exact.runtime)
-        if exact.status != Status.OPTIMAL:
-            continue
-        optima.append(exact.objective)
-        for name, value in _mcsf(inst).items():
-            found[name].append(value)
+    with Progress("(a) trials", trials) as bar:
+        for seed in range(trials):
+            inst = make(seed, n=n)
+            exact = solve(inst, "cpsat", time_limit=limit, bound=None, num_workers=workers)
+            times.append(exact.runtime)
+            bar.step()
+            if exact.status != Status.OPTIMAL:
+                continue
+            optima.append(exact.objective)
+            for name, value in _mcsf(inst).items():
+                found[name].append(value)
     print(f"(a) n = {n}, {trials} trials, CP-SAT limit {limit:g} s: {len(optima)} proven optimal")
     for name in VARIANTS:
         print(f"    {name:14s} / OPT: {_summary(found[name], optima, 'exactly optimal')}")
@@ -111,20 +114,22 @@ def part_b(
     best: list[float] = []
     gap_ratios, proven = [], 0
     heuristics = [name for name in available_solvers() if name in RULES]
-    for seed in range(seed0, seed0 + trials):
-        inst = make(seed)
-        exact = solve(inst, "cpsat", time_limit=limit, bound=None, num_workers=workers)
-        mcsf = _mcsf(inst)
-        rules = [solve(inst, h, bound=None).objective for h in heuristics]
-        search = solve(inst, "lp-search", bound=None, seed=seed).objective
-        least = min([exact.objective, search, *rules, *mcsf.values()])
-        ours = lower_bound(inst, "best", time_limit=limit / 4).value
-        bound = max(exact.lower_bound or 0.0, ours)
-        proven += least <= bound + 1e-6
-        best.append(least)
-        for name, value in mcsf.items():
-            found[name].append(value)
-        gap_ratios.append(least / bound)
+    with Progress("(b) trials", trials) as bar:
+        for seed in range(seed0, seed0 + trials):
+            inst = make(seed)
+            exact = solve(inst, "cpsat", time_limit=limit, bound=None, num_workers=workers)
+            mcsf = _mcsf(inst)
+            rules = [solve(inst, h, bound=None).objective for h in heuristics]
+            search = solve(inst, "lp-search", bound=None, seed=seed).objective
+            least = min([exact.objective, search, *rules, *mcsf.values()])
+            ours = lower_bound(inst, "best", time_limit=limit / 4).value
+            bound = max(exact.lower_bound or 0.0, ours)
+            proven += least <= bound + 1e-6
+            best.append(least)
+            for name, value in mcsf.items():
+                found[name].append(value)
+            gap_ratios.append(least / bound)
+            bar.step()
     print(f"(b) n ~ U[40, 60], {trials} trials, CP-SAT limit {limit:g} s")
     for name in VARIANTS:
         print(f"    {name:14s} / best found: {_summary(found[name], best, 'equal')}")

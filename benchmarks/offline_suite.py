@@ -11,7 +11,6 @@ and prints the tables. Instances come from ``instances/`` (``mixed-n*.json``,
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from schedlab import read_instance
@@ -59,7 +58,7 @@ def main() -> None:
         seed=0,
         out_dir=args.out,
         plot=args.out / "offline_suite.png",
-        progress=sys.stderr,
+        progress=True,
     )
     print(report.to_text())
     print()

@@ -36,8 +36,8 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import statistics
-import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -46,6 +46,7 @@ from schedlab.calibration.deployment import deployment_of
 from schedlab.calibration.recorded_run import read_recorded_run
 from schedlab.cli.serving import parse_duration
 from schedlab.errors import ServingError
+from schedlab.progress import Progress
 from schedlab.serving.capacity import capacity, parallel_map
 from schedlab.serving.cost_model import get_cost_model
 from schedlab.serving.engine_config import EngineConfig
@@ -170,17 +171,21 @@ def _run_all(
     workers: int | None,
     done: dict[tuple[str, ...], dict[str, str]],
 ) -> None:
+    """Run the tasks not in ``done``, appending each batch of results to ``cache`` as it
+    completes (so an interrupted run keeps what it finished)."""
     todo = [t for t in tasks if t.key() not in done]
-    if not todo:
-        return
-    started = time.perf_counter()
+    batch = 2 * (workers or os.cpu_count() or 1)
+    with Progress("runs", len(todo)) as bar:
+        for first in range(0, len(todo), batch):
+            rows = parallel_map(run, todo[first : first + batch], workers=workers)
+            bar(first + len(rows), len(todo))
+            _store(rows, cache, done)
 
-    def progress(k: int, total: int) -> None:
-        elapsed = time.perf_counter() - started
-        print(f"\r{k}/{total} runs, {elapsed:.0f} s", end="", file=sys.stderr)
 
-    rows = parallel_map(run, todo, workers=workers, progress=progress)
-    print(file=sys.stderr)
+def _store(
+    rows: list[dict[str, object]], cache: Path | None, done: dict[tuple[str, ...], dict[str, str]]
+) -> None:
+    """Add finished rows to ``done`` and append them to the ``cache`` file."""
     for row in rows:
         done[tuple(str(row[f]) for f in FIELDS[:6])] = {k: str(v) for k, v in row.items()}
     if cache is not None:

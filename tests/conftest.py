@@ -7,6 +7,7 @@ never guesses a data directory itself.
 
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 
@@ -28,3 +29,26 @@ def data_dir() -> Path:
     if not DATA_DIR.is_dir():
         pytest.skip(f"the real data is not at {DATA_DIR} (set SCHEDLAB_DATA)")
     return DATA_DIR
+
+
+class TerminalText(io.StringIO):
+    """A text stream that says it is a terminal (progress bars draw only on one)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.fixture
+def terminal_stderr(monkeypatch: pytest.MonkeyPatch) -> TerminalText:
+    """A terminal-like buffer that every progress bar draws on instead of standard error
+    (pytest's own capture of ``sys.stderr`` is no terminal, and is installed after the
+    fixtures, so the bars are redirected where they are made)."""
+    from tqdm import tqdm
+
+    import schedlab.progress
+
+    stream = TerminalText()
+    monkeypatch.setattr(
+        schedlab.progress, "_make_bar", lambda **kw: tqdm(**{**kw, "file": stream})
+    )
+    return stream

@@ -18,6 +18,7 @@ PACKAGE = ROOT / "schedlab"
 LAYERS = {
     "schedlab.errors": 0,
     "schedlab.budget": 0,
+    "schedlab.progress": 0,
     "schedlab.json_files": 0,
     "schedlab.llm": 1,
     "schedlab.offline": 2,

@@ -75,7 +75,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         time_limit=args.time_limit,
         seed=args.seed,
         out_dir=args.out,
-        progress=None if args.json or args.quiet else sys.stderr,
+        progress=not (args.json or args.quiet),
     )
     if args.plot:
         from schedlab.plotting.comparison import plot_report
@@ -265,7 +265,7 @@ def register(sub: Any) -> None:
         metavar="FILE.png",
         help="save a figure: gap per solver, memory and Gantt of the best schedule",
     )
-    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     common(p)
     p.set_defaults(func=_cmd_compare)
 

@@ -14,7 +14,6 @@ import csv
 import json
 import math
 import re
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -201,6 +200,7 @@ def _capacity(args: argparse.Namespace) -> int:
         start_rps=_positive_number(args.start_rate, "--start-rate"),
         max_rps=_positive_number(args.max_rate, "--max-rate"),
         data_dir=args.data_dir,
+        progress=not (args.json or args.quiet),
     )
     if args.json:
         print(json.dumps(result.to_dict()))
@@ -274,12 +274,9 @@ def _split(text: str, flag: str) -> list[str]:
     return items
 
 
-def _progress(done: int, total: int) -> None:
-    print(f"\rsweep: {done}/{total} runs", end="\n" if done == total else "", file=sys.stderr)
-
-
 def _sweep(args: argparse.Namespace) -> int:
     from schedlab.plotting.figures import check_figure_path, check_output_path
+    from schedlab.progress import Progress
     from schedlab.serving.capacity import sweep
 
     policies = _split(args.policies, "--policies")
@@ -288,16 +285,17 @@ def _sweep(args: argparse.Namespace) -> int:
         check_output_path(args.csv, "--csv")
     if args.plot:
         check_figure_path(args.plot, "--plot")
-    points = sweep(
-        args.workload,
-        policies,
-        rates,
-        _scenario(args),
-        duration_s=parse_duration(args.duration, "--duration"),
-        workers=args.workers,
-        progress=None if args.quiet else _progress,
-        data_dir=args.data_dir,
-    )
+    with Progress("sweep", enabled=not (args.json or args.quiet)) as bar:
+        points = sweep(
+            args.workload,
+            policies,
+            rates,
+            _scenario(args),
+            duration_s=parse_duration(args.duration, "--duration"),
+            workers=args.workers,
+            progress=bar,
+            data_dir=args.data_dir,
+        )
     rows = [p.row() for p in points]
     if args.csv:
         with Path(args.csv).open("w", newline="", encoding="utf-8") as handle:
@@ -357,6 +355,7 @@ def register(subparsers: Any) -> None:
     cap.add_argument("--tolerance", type=float, default=0.02, help="relative bisection tolerance")
     cap.add_argument("--start-rate", default="1", help="first rate tried, requests/s")
     cap.add_argument("--max-rate", default="1000", help="highest rate tried, requests/s")
+    cap.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     cap.set_defaults(func=_capacity)
 
     head = subparsers.add_parser(

@@ -14,6 +14,7 @@ from schedlab.offline.bounds import Bound, lower_bound
 from schedlab.offline.instance import Instance
 from schedlab.offline.result import Result, relative_gap
 from schedlab.offline.solve import available_solvers, solve
+from schedlab.progress import Progress, progress_for
 
 __all__ = ["DEFAULT_SOLVERS", "Comparison", "compare", "records_to_csv", "solver_names"]
 
@@ -151,26 +152,28 @@ def compare(
     time_limit: float | None = None,
     seed: int = 0,
     bound: str | None = "best",
-    progress: TextIO | None = None,
+    progress: bool | Progress = False,
 ) -> Comparison:
     """Solve ``instance`` with each solver and measure every gap to one best bound.
 
     The bound is computed once (within ``time_limit``); each solver gets ``time_limit``
-    of its own. Names are checked before anything runs. ``progress`` (e.g.
-    ``sys.stderr``) receives one line per solver.
+    of its own. Names are checked before anything runs. ``progress``: show a bar on
+    standard error (:mod:`schedlab.progress`), or step the caller's.
     """
     names = solver_names(solvers)
     time_limit = check_time_limit(time_limit)
     shared: Bound | None = None
-    if bound is not None:
-        if progress is not None:
-            print(f"lower bound ({bound}) ...", file=progress, flush=True)
-        shared = lower_bound(instance, bound, time_limit=time_limit)
-    results = []
-    for k, name in enumerate(names, start=1):
-        if progress is not None:
-            print(f"[{k}/{len(names)}] {name} ...", file=progress, flush=True)
-        results.append(solve(instance, name, time_limit=time_limit, seed=seed, bound=shared))
+    steps = len(names) + (bound is not None)
+    with progress_for(progress, instance.name or "compare", steps) as bar:
+        if bound is not None:
+            bar.doing(f"lower bound ({bound})")
+            shared = lower_bound(instance, bound, time_limit=time_limit)
+            bar.step()
+        results = []
+        for name in names:
+            bar.doing(name)
+            results.append(solve(instance, name, time_limit=time_limit, seed=seed, bound=shared))
+            bar.step()
     proven = [r.lower_bound for r in results if r.lower_bound is not None]
     best = max(proven) if proven else None
     return Comparison(instance, tuple(results), best)

@@ -20,6 +20,7 @@ from schedlab.offline.compare import Comparison, compare, records_to_csv, solver
 from schedlab.offline.instance import Instance
 from schedlab.offline.instance_io import read_instance
 from schedlab.offline.result import relative_gap
+from schedlab.progress import Progress
 
 __all__ = ["Report", "load_instances", "run_report"]
 
@@ -115,7 +116,7 @@ def run_report(
     seed: int = 0,
     bound: str | None = "best",
     out_dir: str | Path | None = None,
-    progress: TextIO | None = None,
+    progress: bool = False,
 ) -> Report:
     """Compare ``solvers`` on every instance; optionally save the tables.
 
@@ -134,25 +135,22 @@ def run_report(
     out_dir
         If given, ``report.csv`` and ``report.md`` are written there.
     progress
-        Receives one line per instance and per solver (e.g. ``sys.stderr``).
+        Show one bar on standard error over every instance's bound and solver runs
+        (:mod:`schedlab.progress`).
     """
     solvers = solver_names(solvers)
     if out_dir is not None:
         Path(out_dir).mkdir(parents=True, exist_ok=True)
     instances = load_instances(items)
     comparisons = []
-    for k, instance in enumerate(instances, start=1):
-        if progress is not None:
-            print(
-                f"({k}/{len(instances)}) {instance.name or 'instance'}: n = {instance.n}",
-                file=progress,
-                flush=True,
+    steps = len(instances) * (len(solvers) + (bound is not None))
+    with Progress("compare", steps, enabled=progress) as bar:
+        for instance in instances:
+            comparisons.append(
+                compare(
+                    instance, solvers, time_limit=time_limit, seed=seed, bound=bound, progress=bar
+                )
             )
-        comparisons.append(
-            compare(
-                instance, solvers, time_limit=time_limit, seed=seed, bound=bound, progress=progress
-            )
-        )
     report = Report(tuple(comparisons))
     if out_dir is not None:
         report.save(out_dir)

@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
 from schedlab.errors import ServingError
+from schedlab.progress import Progress, progress_for
 from schedlab.serving.metrics import Summary
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import simulate
@@ -147,12 +148,14 @@ def capacity(
     start_rps: float = 1.0,
     max_rps: float = 1000.0,
     data_dir: str | None = None,
+    progress: bool | Progress = False,
 ) -> CapacityResult:
     """Highest arrival rate with SLO attainment ``>= target``, by bisection.
 
     The scenario's policy must be a spelling (each rate runs a fresh policy). The search
     halves the rate down to ``20 / duration_s`` (about 20 requests) at most; if that
-    still fails, the capacity is reported as 0.
+    still fails, the capacity is reported as 0. ``progress``: show each probe on a bar on
+    standard error (:mod:`schedlab.progress`), or step the caller's.
 
     Raises
     ------
@@ -174,39 +177,17 @@ def capacity(
     scenario = scenario.with_(cost_model=model)  # loaded once for every probe
     load = make_workload(workload, data_dir=data_dir) if isinstance(workload, str) else workload
     probes: list[Probe] = []
+    with progress_for(progress, f"capacity of {scenario.policy}") as bar:
 
-    def meets(rate: float) -> bool:
-        p = probe(load, rate, scenario, duration_s=duration_s, target=target)
-        probes.append(p)
-        return p.meets(target)
+        def meets(rate: float) -> bool:
+            bar.doing(f"{rate:.4g} req/s")
+            p = probe(load, rate, scenario, duration_s=duration_s, target=target)
+            probes.append(p)
+            bar.step(f"{rate:.4g} req/s: attainment {p.attainment:.3f}")
+            return p.meets(target)
 
-    floor_rps = 20.0 / duration_s  # below ~20 requests an attainment means little
-    lo, hi = 0.0, math.inf
-    rate = start_rps
-    if meets(rate):
-        lo = rate
-        while hi == math.inf:
-            rate = min(rate * 2, max_rps)
-            if meets(rate):
-                lo = rate
-                if rate >= max_rps:
-                    break
-            else:
-                hi = rate
-    else:
-        hi = rate
-        while lo == 0.0 and rate > floor_rps:
-            rate = max(rate / 2, floor_rps)
-            if meets(rate):
-                lo = rate
-            else:
-                hi = rate
-    while lo > 0 and hi < math.inf and hi / lo - 1 > rel_tol:
-        mid = math.sqrt(lo * hi)
-        if meets(mid):
-            lo = mid
-        else:
-            hi = mid
+        # below ~20 requests an attainment means little
+        lo, hi = _bisect(meets, start_rps, max_rps, 20.0 / duration_s, rel_tol)
     return CapacityResult(
         policy=str(scenario.policy),
         workload=load.name,
@@ -221,6 +202,41 @@ def capacity(
         saturated=hi == math.inf,
         probes=tuple(probes),
     )
+
+
+def _bisect(
+    meets: Callable[[float], bool], start: float, top: float, floor: float, rel_tol: float
+) -> tuple[float, float]:
+    """Bracket by doubling (up to ``top``) or halving (down to ``floor``) from ``start``,
+    then bisect geometrically; ``(lo, hi)``: the highest rate that met the target (0 if
+    none) and the lowest above it that failed (``inf`` if none)."""
+    lo, hi = 0.0, math.inf
+    rate = start
+    if meets(rate):
+        lo = rate
+        while hi == math.inf:
+            rate = min(rate * 2, top)
+            if meets(rate):
+                lo = rate
+                if rate >= top:
+                    break
+            else:
+                hi = rate
+    else:
+        hi = rate
+        while lo == 0.0 and rate > floor:
+            rate = max(rate / 2, floor)
+            if meets(rate):
+                lo = rate
+            else:
+                hi = rate
+    while lo > 0 and hi < math.inf and hi / lo - 1 > rel_tol:
+        mid = math.sqrt(lo * hi)
+        if meets(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo, hi
 
 
 def parallel_map(

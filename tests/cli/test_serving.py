@@ -113,6 +113,31 @@ def test_simulate_names_the_kind_and_the_system_tbt(capsys):
     assert "TPOT (p99) <= 25 ms" in out and "P99 time between tokens" in out
 
 
+@pytest.mark.parametrize("quiet", ["--json", "--quiet"])
+def test_capacity_progress_only_on_request(capsys, terminal_stderr, quiet):
+    argv = [
+        "capacity",
+        "--workload",
+        "chat",
+        "--policy",
+        "vllm",
+        "--duration",
+        "10s",
+        "--tolerance",
+        "0.2",
+    ]
+    assert main(argv) == 0
+    shown = terminal_stderr.getvalue()
+    assert "capacity of vllm" in shown and "attainment" in shown
+    capsys.readouterr()
+    terminal_stderr.seek(0)
+    terminal_stderr.truncate(0)
+    assert main([*argv, quiet]) == 0
+    assert terminal_stderr.getvalue() == ""
+    if quiet == "--json":
+        assert json.loads(capsys.readouterr().out)["capacity_rps"] > 0
+
+
 def test_headroom_text_and_json(capsys):
     assert main(["headroom", "--workload", "mixed", "--tpot", "10ms"]) == 0
     out = capsys.readouterr().out
@@ -128,7 +153,7 @@ def test_headroom_refuses_a_calibrated_model():
         main(["headroom", "--cost-model", "rtx4090_llama-3.1-8b"])
 
 
-def test_sweep_table_csv_plot(capsys, tmp_path):
+def test_sweep_table_csv_plot(capsys, tmp_path, terminal_stderr):
     pytest.importorskip("matplotlib")
     table, plot = tmp_path / "s.csv", tmp_path / "s.png"
     argv = [
@@ -150,7 +175,7 @@ def test_sweep_table_csv_plot(capsys, tmp_path):
     ]
     assert main(argv) == 0
     captured = capsys.readouterr()
-    assert "sweep: 4/4 runs" in captured.err
+    assert "sweep" in terminal_stderr.getvalue() and "4/4" in terminal_stderr.getvalue()
     assert "fixed:128" in captured.out and "attain" in captured.out
     rows = list(csv.DictReader(table.open()))
     assert [(r["policy"], float(r["rate_rps"])) for r in rows] == [

@@ -47,9 +47,7 @@ def test_save_writes_csv_and_markdown(report, tmp_path) -> None:
 def test_run_report_with_out_dir_and_plot(tmp_path, capsys) -> None:
     pytest.importorskip("matplotlib")
     png = tmp_path / "fig.png"
-    report = run_report(
-        [INSTANCES / "tiny-2.json"], ["fcfs"], out_dir=tmp_path, progress=io.StringIO()
-    )
+    report = run_report([INSTANCES / "tiny-2.json"], ["fcfs"], out_dir=tmp_path, progress=True)
     plot_report(report, png)
     assert (tmp_path / "report.csv").is_file()
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
