@@ -28,24 +28,30 @@ if TYPE_CHECKING:
 
 __all__ = ["parse_duration", "register"]
 
-_UNITS = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "": 1.0}
-_DURATION = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(us|µs|ms|s|min)?\s*")
+_UNITS = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0}
+_DURATION = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(us|µs|ms|s|min|h)?\s*")
 
 
 def parse_duration(text: str, flag: str = "duration", *, allow_zero: bool = False) -> float:
-    """Seconds from ``25ms``, ``5s``, ``2min``, ``150us`` or a bare number of seconds.
+    """Seconds from ``25ms``, ``5s``, ``2min``, ``1h`` or ``150us``.
+
+    A unit is required: ``--tpot 25`` could mean 25 ms or 25 s, and a silent guess
+    changes every result (a bare ``0`` is accepted where zero is).
 
     Raises
     ------
     ServingError
-        Naming ``flag``, for text that is not a positive duration.
+        Naming ``flag``, for text that is not a positive duration with a unit.
     """
     match = _DURATION.fullmatch(text)
     if not match:
+        raise ServingError(f"{flag}: cannot read duration {text!r}; use e.g. 25ms, 5s, 2min or 1h")
+    unit = match.group(2)
+    if unit is None and not (allow_zero and float(match.group(1)) == 0):
         raise ServingError(
-            f"{flag}: cannot read duration {text!r}; use e.g. 25ms, 5s, 2min or 0.025 (seconds)"
+            f"{flag}: {text!r} has no unit; write e.g. {text.strip()}ms or {text.strip()}s"
         )
-    seconds = float(match.group(1)) * _UNITS[match.group(2) or ""]
+    seconds = float(match.group(1)) * _UNITS[unit or "s"]
     if not (math.isfinite(seconds) and (seconds > 0 or (allow_zero and seconds == 0))):
         kind = "non-negative" if allow_zero else "positive"
         raise ServingError(f"{flag}: duration must be {kind}, got {text!r}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import re
 import subprocess
 import sys
 
@@ -26,20 +27,27 @@ def main(argv: list[str]) -> int:
     [
         ("25ms", 0.025),
         ("5s", 5.0),
-        ("0.025", 0.025),
         ("2min", 120.0),
         ("150us", 1.5e-4),
         (" 1e-2 s", 0.01),
+        ("1h", 3600.0),
     ],
 )
 def test_parse_duration(text, seconds):
     assert parse_duration(text) == pytest.approx(seconds)
 
 
-@pytest.mark.parametrize("text", ["abc", "-5s", "0", "5 parsecs", "ms", ""])
+@pytest.mark.parametrize("text", ["abc", "-5s", "0", "0s", "5 parsecs", "ms", "", "25", "0.025"])
 def test_parse_duration_errors_name_the_flag(text):
     with pytest.raises(SchedlabError, match="--tpot"):
         parse_duration(text, "--tpot")
+
+
+def test_a_bare_number_is_refused_with_the_fix():
+    # --tpot 25 once meant 25 seconds without a word
+    with pytest.raises(SchedlabError, match=re.escape("'25' has no unit; write e.g. 25ms or 25s")):
+        parse_duration("25", "--tpot")
+    assert parse_duration("0", "--margin", allow_zero=True) == 0.0
 
 
 SIM = [
