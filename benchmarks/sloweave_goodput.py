@@ -236,6 +236,9 @@ def main() -> None:
     parser.add_argument("--cache", default=None, help="CSV of finished runs (resumes)")
     parser.add_argument("--no-kv-column", action="store_true", help="skip unbounded KV")
     parser.add_argument(
+        "--no-goodput", action="store_true", help="skip the goodput at one offered rate"
+    )
+    parser.add_argument(
         "--robustness",
         default=None,
         metavar="CVS",
@@ -286,7 +289,9 @@ def main() -> None:
         done,
     )
     goodput_rate = {
-        (w, d, k): _mean(_cells(done, w, d, k, "sloweave-kv", seeds), "capacity_rps")
+        (w, d, k): 0.0
+        if args.no_goodput
+        else _mean(_cells(done, w, d, k, "sloweave-kv", seeds), "capacity_rps")
         for w, d, k in grid
     }
     _run_all(

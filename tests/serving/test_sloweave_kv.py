@@ -124,15 +124,21 @@ def test_no_preemption_under_asynchronous_scheduling(config, stream):
     assert sum(r.preemptions for r in result.records) == 0
 
 
-def test_plain_sloweave_preempts_where_sloweave_kv_does_not():
-    # The same KV-bound stream: plain SLOWeave overcommits the cache and recomputes,
-    # sloweave-kv with exact predictions never does.
-    rng = np.random.default_rng(5)
+def _kv_bound(seed):
+    """60 requests within 0.2 s on a 4,096-token cache: the KV cache binds."""
+    rng = np.random.default_rng(seed)
     n = 60
     stream = stream_of(
         np.sort(rng.uniform(0, 0.2, n)), rng.integers(20, 400, n), rng.integers(50, 400, n)
     )
     config = EngineConfig(kv_capacity_tokens=4096, max_num_seqs=32, max_num_batched_tokens=512)
+    return stream, config
+
+
+def test_plain_sloweave_preempts_where_sloweave_kv_does_not():
+    # The same KV-bound stream: plain SLOWeave overcommits the cache and recomputes,
+    # sloweave-kv with exact predictions never does.
+    stream, config = _kv_bound(5)
     plain, _ = _run(stream, config, 0.010, policy="sloweave")
     gated, pol = _run(stream, config, 0.010)
     assert sum(r.preemptions for r in plain.records) > 0
@@ -145,12 +151,7 @@ def test_plain_sloweave_preempts_where_sloweave_kv_does_not():
 def test_wrong_predictions_fall_back_to_preemption(cv):
     # Predictions off by a lognormal factor: the run still completes and conserves
     # every token; under-predicted requests may be preempted and recomputed.
-    rng = np.random.default_rng(7)
-    n = 60
-    stream = stream_of(
-        np.sort(rng.uniform(0, 0.2, n)), rng.integers(20, 400, n), rng.integers(50, 400, n)
-    )
-    config = EngineConfig(kv_capacity_tokens=4096, max_num_seqs=32, max_num_batched_tokens=512)
+    stream, config = _kv_bound(7)
     result, pol = _run(stream, config, 0.010, prediction_cv=cv)
     audit_run(result, stream, config, chunked=pol.chunked)
     assert all(r.finished for r in result.records)
