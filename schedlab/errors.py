@@ -49,6 +49,10 @@ class UnknownNameError(SchedlabError, ValueError):
         self.name = name
         self.known = tuple(sorted(known))
 
+    def __reduce__(self) -> tuple[type, tuple[str, str, tuple[str, ...]]]:
+        # rebuilt from its own arguments when a worker process sends it back
+        return (type(self), (self.kind, self.name, self.known))
+
 
 class ScheduleError(SchedlabError, ValueError):
     """A schedule does not fit its instance (wrong length, non-integer start...)."""
@@ -69,6 +73,10 @@ class UnknownOptionError(SchedlabError, TypeError):
         self.owner = owner
         self.unknown = tuple(sorted(unknown))
         self.known = tuple(sorted(known))
+
+    def __reduce__(self) -> tuple[type, tuple[str, list[str], tuple[str, ...]]]:
+        # rebuilt from its own arguments when a worker process sends it back
+        return (type(self), (self.owner, list(self.unknown), self.known))
 
 
 class SolverError(SchedlabError, RuntimeError):

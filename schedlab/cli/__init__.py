@@ -14,6 +14,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from schedlab.cli import calibration, offline, serving
 from schedlab.errors import SchedlabError
@@ -21,9 +22,18 @@ from schedlab.errors import SchedlabError
 __all__ = ["build_parser", "main"]
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (``schedlab simulate: error: ...``)
+    and exit code 2, without the usage block argparse prints first; ``--help`` shows the
+    usage. Subcommand parsers are of the same class (``add_subparsers`` makes them so)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="schedlab",
         description="Scheduling theory of LLM serving: solve, bound and compare "
         "memory-constrained batching; simulate chunked-prefill policies.",

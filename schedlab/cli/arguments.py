@@ -4,7 +4,21 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["non_negative_int", "positive_int", "positive_seconds"]
+__all__ = ["comma_list", "non_negative_int", "positive_int", "positive_seconds"]
+
+
+def comma_list(text: str) -> list[str]:
+    """Comma-separated names or values, each non-empty (``fcfs,,svf`` is refused rather
+    than read as two names) and none twice."""
+    items = [x.strip() for x in text.split(",")]
+    if not text.strip() or any(not x for x in items):
+        raise argparse.ArgumentTypeError(
+            f"expected a comma-separated list without empty items, got {text!r}"
+        )
+    twice = sorted({x for x in items if items.count(x) > 1})
+    if twice:
+        raise argparse.ArgumentTypeError(f"{', '.join(twice)} given twice in {text!r}")
+    return items
 
 
 def non_negative_int(text: str) -> int:

@@ -13,17 +13,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from schedlab.cli.arguments import non_negative_int, positive_seconds
+from schedlab.cli.arguments import comma_list, non_negative_int, positive_seconds
 from schedlab.errors import FormatError, SchedlabError
 
 __all__ = ["register"]
-
-
-def _solver_list(text: str) -> list[str]:
-    names = [x.strip() for x in text.split(",") if x.strip()]
-    if not names:
-        raise argparse.ArgumentTypeError("expected a comma-separated list of solver names")
-    return names
 
 
 def _print_json(data: Any) -> None:
@@ -249,7 +242,7 @@ def register(sub: Any) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH", help="instance files or folders")
     p.add_argument(
         "--solvers",
-        type=_solver_list,
+        type=comma_list,
         default=None,
         help="comma-separated solver names (default: the list-scheduling rules)",
     )

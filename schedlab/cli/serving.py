@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from schedlab.cli.arguments import non_negative_int
+from schedlab.cli.arguments import comma_list, non_negative_int
 from schedlab.errors import ServingError
 
 if TYPE_CHECKING:
@@ -273,20 +273,13 @@ def _headroom(args: argparse.Namespace) -> int:
     return 0
 
 
-def _split(text: str, flag: str) -> list[str]:
-    items = [t.strip() for t in text.split(",") if t.strip()]
-    if not items:
-        raise ServingError(f"{flag}: expected a comma-separated list, got {text!r}")
-    return items
-
-
 def _sweep(args: argparse.Namespace) -> int:
     from schedlab.plotting.figures import check_figure_path, check_output_path
     from schedlab.progress import Progress
     from schedlab.serving.capacity import sweep
 
-    policies = _split(args.policies, "--policies")
-    rates = [_positive_number(r, "--rates") for r in _split(args.rates, "--rates")]
+    policies = args.policies
+    rates = [_positive_number(r, "--rates") for r in args.rates]
     if args.csv:
         check_output_path(args.csv, "--csv")
     if args.plot:
@@ -382,9 +375,14 @@ def register(subparsers: Any) -> None:
     swp = subparsers.add_parser("sweep", help="compare policies over arrival rates")
     _common(swp, policy=False)
     swp.add_argument(
-        "--policies", default="vllm,sarathi,sloweave,fixed:512", help="comma-separated policies"
+        "--policies",
+        type=comma_list,
+        default="vllm,sarathi,sloweave,fixed:512",
+        help="comma-separated policies",
     )
-    swp.add_argument("--rates", required=True, help="comma-separated rates, requests/s")
+    swp.add_argument(
+        "--rates", type=comma_list, required=True, help="comma-separated rates, requests/s"
+    )
     swp.add_argument("--workers", type=int, default=None, help="processes (default: all cores)")
     swp.add_argument("--csv", default=None, help="write the table as CSV")
     swp.add_argument("--plot", default=None, help="write attainment vs rate (PNG/PDF/SVG)")

@@ -336,6 +336,8 @@ def sweep(
     if not policies or not rates:
         raise ServingError("sweep: give at least one policy and one rate")
     base = scenario or Scenario()
+    for policy in policies:  # a bad name fails here, not inside a worker process
+        base.with_(policy=policy).build_policy()
     tasks = [
         _SweepTask(workload, r, base.with_(policy=p), duration_s, data_dir)
         for p in policies
