@@ -18,8 +18,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from schedlab.cli.arguments import comma_list, non_negative_int
+from schedlab.cli.arguments import comma_list, non_negative_int, positive_int
 from schedlab.errors import ServingError
+from schedlab.serving.workloads import MAX_REQUESTS
 
 if TYPE_CHECKING:
     from schedlab.serving.engine_config import EngineConfig
@@ -169,6 +170,7 @@ def _simulate(args: argparse.Namespace) -> int:
         rate=rate,
         duration_s=parse_duration(args.duration, "--duration"),
         data_dir=args.data_dir,
+        max_requests=args.max_requests,
     )
     if args.records:
         with Path(args.records).open("w", encoding="utf-8") as handle:
@@ -346,6 +348,12 @@ def register(subparsers: Any) -> None:
     )
     sim.add_argument("--margin", default=None, help="SLOWeave margin delta, e.g. 0.5ms")
     sim.add_argument("--records", default=None, help="write per-request records (JSONL)")
+    sim.add_argument(
+        "--max-requests",
+        type=positive_int,
+        default=MAX_REQUESTS,
+        help=f"refuse a stream of more requests than this (default {MAX_REQUESTS:,})",
+    )
     sim.set_defaults(func=_simulate)
 
     cap = subparsers.add_parser("capacity", help="highest rate with SLO attainment >= target")

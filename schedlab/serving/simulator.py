@@ -13,11 +13,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from schedlab.errors import ServingError
 from schedlab.serving.engine import BatchRecord, Driver, Engine, EngineRun, IterationTime
 from schedlab.serving.metrics import RequestRecord, Summary, summarize
 from schedlab.serving.prediction import predicted_outputs
 from schedlab.serving.scenario import Scenario
-from schedlab.serving.workloads import RequestStream, make_workload
+from schedlab.serving.workloads import MAX_REQUESTS, RequestStream, make_workload
 
 __all__ = ["BatchRecord", "EngineRun", "SimulationResult", "run_engine", "simulate"]
 
@@ -89,6 +90,7 @@ def simulate(
     stop_at_s: float | None = None,
     max_violations: int | None = None,
     record_batches: bool = False,
+    max_requests: int = MAX_REQUESTS,
 ) -> SimulationResult:
     """Simulate a workload under a scenario and summarise it.
 
@@ -106,6 +108,13 @@ def simulate(
         Where replayed traces are looked up (default ``$SCHEDLAB_DATA``).
     stop_at_s, max_violations, record_batches
         See :func:`run_engine`.
+    max_requests
+        Refuse a generated stream of more requests than this (estimated before drawing).
+
+    Raises
+    ------
+    ServingError
+        On a stream without requests (the rate and window give none) or one too large.
     """
     started = time.perf_counter()
     scenario = scenario or Scenario()
@@ -113,7 +122,12 @@ def simulate(
         stream = workload
     else:
         stream = make_workload(workload, data_dir=data_dir).generate(
-            rate, duration_s, scenario.seed
+            rate, duration_s, scenario.seed, max_requests=max_requests
+        )
+    if len(stream) == 0:
+        raise ServingError(
+            f"workload {stream.name!r}: no request arrives in the {stream.duration_s:g} s "
+            "window; raise the rate or the window"
         )
     run = run_engine(
         stream,

@@ -68,6 +68,22 @@ DATA_ENV = "SCHEDLAB_DATA"
 #: not depend on how many requests a rate needs.
 BLOCK = 4096
 
+#: The most requests a stream may hold unless the caller raises it (``max_requests``):
+#: each costs the simulator about half a kilobyte, so the default keeps a run near 1 GB.
+MAX_REQUESTS = 2_000_000
+
+
+def _check_size(name: str, expected: float, max_requests: int, what: str) -> None:
+    """Refuse a stream of about ``expected`` requests beyond ``max_requests``, before
+    drawing it."""
+    if expected > max_requests:
+        raise ServingError(
+            f"workload {name!r}: about {expected:,.0f} requests ({what}) exceed the limit of "
+            f"{max_requests:,}; lower the rate or the window, or raise the limit "
+            "(--max-requests N; Python: max_requests=N)"
+        )
+
+
 #: Coefficient of variation of the ``bursty`` workload's inter-arrival times.
 BURSTY_CV = 3.0
 
@@ -168,10 +184,19 @@ class RandomWorkload:
     mix: tuple[tuple[float, LengthSampler], ...]
     arrival_cv: float = 1.0
 
-    def generate(self, rate: float | None, duration_s: float, seed: int) -> RequestStream:
-        """Requests arriving in ``[0, duration_s)`` at mean rate ``rate`` (per second)."""
+    def generate(
+        self,
+        rate: float | None,
+        duration_s: float,
+        seed: int,
+        *,
+        max_requests: int = MAX_REQUESTS,
+    ) -> RequestStream:
+        """Requests arriving in ``[0, duration_s)`` at mean rate ``rate`` (per second);
+        refused beforehand when ``rate * duration_s`` exceeds ``max_requests``."""
         rate = _positive(rate, f"workload {self.name!r}: rate")
         duration_s = _positive(duration_s, f"workload {self.name!r}: duration")
+        _check_size(self.name, rate * duration_s, max_requests, f"{rate:g}/s x {duration_s:g} s")
         streams = np.random.SeedSequence(seed).spawn(2 + len(self.mix))
         gap_rng, pick_rng, *length_rngs = (np.random.default_rng(s) for s in streams)
         horizon = rate * duration_s  # in unit-rate time
@@ -224,10 +249,18 @@ class TraceReplay:
     name: str
     path: Path
 
-    def generate(self, rate: float | None, duration_s: float | None, seed: int) -> RequestStream:
+    def generate(
+        self,
+        rate: float | None,
+        duration_s: float | None,
+        seed: int,
+        *,
+        max_requests: int = MAX_REQUESTS,
+    ) -> RequestStream:
         """The replayed stream; ``seed`` is unused (a replay has no randomness)."""
         del seed
         trace = read_trace(self.path)
+        _check_size(self.name, trace.prompt.size, max_requests, "the trace's")
         if trace.arrival_s is None:
             raise ServingError(f"{self.path}: has no timestamps to replay")
         order = np.argsort(trace.arrival_s, kind="stable")

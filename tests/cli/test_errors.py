@@ -30,6 +30,8 @@ def _schedlab(*argv: str) -> subprocess.CompletedProcess[str]:
         (["sweep", "--policies", "vllm,vllm", "--rates", "1"], "vllm given twice"),
         (["simulate", "--tpot", "25"], "'25' has no unit"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),
+        (["simulate", "--rate", "1e9", "--duration", "1s"], "exceed the limit of 2,000,000"),
+        (["simulate", "--rate", "1e-9", "--duration", "1s"], "no request arrives"),
     ],
 )
 def test_option_errors_are_one_line(argv, message):

@@ -162,3 +162,20 @@ def test_the_data_directory_is_never_guessed(monkeypatch, tmp_path):
     assert data_directory(tmp_path) == tmp_path
     monkeypatch.setenv("SCHEDLAB_DATA", str(tmp_path))
     assert data_directory() == tmp_path
+
+
+def test_a_stream_too_large_is_refused_before_it_is_drawn():
+    chat = make_workload("chat")
+    with pytest.raises(ServingError, match=r"about 1,000 requests .* limit of 999"):
+        chat.generate(100.0, 10.0, seed=0, max_requests=999)
+    assert len(chat.generate(100.0, 10.0, seed=0, max_requests=2000)) > 900
+    # the default limit refuses 10**9 requests at once, without allocating them
+    with pytest.raises(ServingError, match="--max-requests"):
+        chat.generate(1e9, 1.0, seed=0)
+
+
+def test_a_window_without_requests_is_an_error_not_nan():
+    from schedlab.serving.simulator import simulate
+
+    with pytest.raises(ServingError, match="no request arrives"):
+        simulate("chat", rate=1e-9, duration_s=1.0)
