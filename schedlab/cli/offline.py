@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from schedlab.cli.arguments import comma_list, non_negative_int, positive_seconds
+from schedlab.cli.arguments import comma_list, non_negative_int, positive_int, positive_seconds
 from schedlab.errors import FormatError, SchedlabError
 
 __all__ = ["register"]
@@ -170,7 +170,9 @@ def _cmd_export(args: argparse.Namespace) -> int:
     from schedlab import read_instance
     from schedlab.offline.export import export_model
 
-    out = export_model(read_instance(args.file), args.output, args.format)
+    out = export_model(
+        read_instance(args.file), args.output, args.format, max_nonzeros=args.max_nonzeros
+    )
     print(f"wrote {out}")
     return 0
 
@@ -309,4 +311,10 @@ def register(sub: Any) -> None:
     p.add_argument("file", help="instance file")
     p.add_argument("--format", choices=("lp", "mps"), default=None, help="default: from -o")
     p.add_argument("-o", "--output", required=True, help="output file")
+    p.add_argument(
+        "--max-nonzeros",
+        type=positive_int,
+        default=5_000_000,
+        help="refuse a larger model (default 5,000,000 nonzeros, about 85 MB as LP)",
+    )
     p.set_defaults(func=_cmd_export)

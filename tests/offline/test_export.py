@@ -7,8 +7,13 @@ from pathlib import Path
 import highspy
 import pytest
 
-from schedlab.errors import FormatError
-from schedlab.offline.export import export_model, time_indexed_model
+from schedlab.errors import FormatError, SchedlabError
+from schedlab.offline.export import (
+    MAX_NONZEROS,
+    export_model,
+    model_nonzeros,
+    time_indexed_model,
+)
 from schedlab.offline.instance_io import read_instance
 from tests.conftest import INSTANCES
 
@@ -36,3 +41,30 @@ def test_unknown_format_is_rejected(tmp_path: Path) -> None:
     inst = read_instance(INSTANCES / "tiny-1.json")
     with pytest.raises(FormatError, match="export format"):
         export_model(inst, tmp_path / "model.txt")
+
+
+def test_a_model_too_large_is_refused_before_it_is_built(tmp_path: Path) -> None:
+    # mixed-n50's model has 68.7 million nonzeros (a 1.14 GB LP file, 5½ minutes)
+    inst = read_instance(INSTANCES / "mixed-n50.json")
+    with pytest.raises(SchedlabError, match="68,714,961 nonzeros"):
+        export_model(inst, tmp_path / "m.lp")
+    assert not (tmp_path / "m.lp").exists()
+    small = read_instance(INSTANCES / "tiny-1.json")
+    problem = time_indexed_model(small)
+    counted = sum(len(c.items()) for c in problem.constraints.values())
+    assert model_nonzeros(small) == counted
+    with pytest.raises(SchedlabError, match="over the limit of 1,000"):
+        export_model(small, tmp_path / "t.lp", max_nonzeros=1000)
+
+
+def test_format_and_suffix_must_agree(tmp_path: Path) -> None:
+    small = read_instance(INSTANCES / "tiny-1.json")
+    with pytest.raises(FormatError, match="says 'lp'"):
+        export_model(small, tmp_path / "t.lp", "mps")
+
+
+def test_cli_default_limit_is_the_library_one() -> None:
+    from schedlab.cli import build_parser
+
+    args = build_parser().parse_args(["export", "x.json", "-o", "x.lp"])
+    assert args.max_nonzeros == MAX_NONZEROS
