@@ -313,6 +313,8 @@ class _View:
         "admitting",
         "config",
         "decode_kv",
+        "decode_kv_max",
+        "decode_kv_min",
         "free_blocks",
         "free_seats",
         "last_token_s",
@@ -326,6 +328,8 @@ class _View:
         self.now_s = 0.0
         self.n_decode = 0
         self.decode_kv = 0
+        self.decode_kv_max: int | None = None
+        self.decode_kv_min: int | None = None
         self.last_token_s = 0.0
         self.free_blocks = 0
         self.free_seats = 0
@@ -487,6 +491,10 @@ class Engine:
         while True:
             view.n_decode = self.n_decode
             view.decode_kv = self.kv_sum + self.n_decode * i
+            if self.model_spread and self.n_decode:
+                view.decode_kv_max, view.decode_kv_min = self._decode_extremes(i)
+            else:
+                view.decode_kv_max = view.decode_kv_min = None
             view.free_blocks = kv.free_blocks
             view.free_seats = config.max_num_seqs - len(self.running) - self.held_seats
             view.admitting = admitting

@@ -264,7 +264,17 @@ class SLOWeavePolicy:
             if not req.admitted and not self._may_admit(view, req):
                 break
             remaining = req.target - req.done
-            state = SLOWeaveState(view.now_s, deadline, n, kv, remaining, req.done, fixed)
+            state = SLOWeaveState(
+                view.now_s,
+                deadline,
+                n,
+                kv,
+                remaining,
+                req.done,
+                fixed,
+                view.decode_kv_max,
+                view.decode_kv_min,
+            )
             cap = min(tokens_left, view.max_chunk(req, free))
             decision = choose_chunk(
                 state, self._model, c_max=chunks_left, margin_s=self._margin_s, cap=cap

@@ -23,11 +23,10 @@ cost model non-decreasing in ``c``, returns exactly :func:`linear_scan_chunk`'s 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from schedlab.errors import ServingError
-from schedlab.serving.cost_model import Chunk, CostModel
+from schedlab.serving.cost_model import BatchShape, Chunk, CostModel, batch_time
 
 __all__ = ["ChunkDecision", "SLOWeaveState", "choose_chunk", "linear_scan_chunk"]
 
@@ -50,6 +49,11 @@ class SLOWeaveState:
         Tokens of the candidate already in the cache (its chunk's prior context).
     fixed_chunks
         Chunks of other requests already placed in this batch.
+    decode_kv_max, decode_kv_min
+        KV tokens of the longest and shortest running decode, when the engine tracks them
+        (a real scheduler knows every request's computed tokens); a cost model that uses
+        the decodes' spread (``decode_spread``) is then evaluated with them, otherwise
+        as if the decodes were equal.
     """
 
     now_s: float
@@ -59,6 +63,8 @@ class SLOWeaveState:
     remaining: int
     prior: int = 0
     fixed_chunks: tuple[Chunk, ...] = ()
+    decode_kv_max: int | None = None
+    decode_kv_min: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,8 +101,13 @@ def _upper(state: SLOWeaveState, c_max: int, cap: int | None, margin_s: float) -
     return upper if cap is None else max(0, min(upper, cap))
 
 
-def _batch(state: SLOWeaveState, c: int) -> Sequence[Chunk]:
-    return (*state.fixed_chunks, (c, state.prior)) if c > 0 else state.fixed_chunks
+def _predict(model: CostModel, state: SLOWeaveState, c: int) -> float:
+    """Predicted seconds of the batch with a chunk of ``c`` tokens of the candidate."""
+    chunks = (*state.fixed_chunks, (c, state.prior)) if c > 0 else state.fixed_chunks
+    shape = BatchShape(
+        state.n_decode, state.decode_kv, tuple(chunks), state.decode_kv_max, state.decode_kv_min
+    )
+    return batch_time(model, shape)
 
 
 def choose_chunk(
@@ -134,15 +145,14 @@ def choose_chunk(
     if state.n_decode == 0:
         return ChunkDecision(upper, 0, False, math.nan)
     budget = state.next_deadline_s - state.now_s - margin
-    n, kv = state.n_decode, state.decode_kv
-    best = model.iteration_time(n, kv, state.fixed_chunks)
+    best = _predict(model, state, 0)
     if not best <= budget:  # even decode-only misses: record it (``docs/design.md``, "SLOWeave")
         return ChunkDecision(0, 1, True, best)
     evaluations = 1
     lo, hi = 0, upper + 1
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        t = model.iteration_time(n, kv, _batch(state, mid))
+        t = _predict(model, state, mid)
         evaluations += 1
         if t <= budget:
             lo, best = mid, t
@@ -171,10 +181,9 @@ def linear_scan_chunk(
     budget = state.next_deadline_s - state.now_s - margin
     chosen, predicted = -1, math.nan
     for c in range(upper + 1):
-        t = model.iteration_time(state.n_decode, state.decode_kv, _batch(state, c))
+        t = _predict(model, state, c)
         if t <= budget:
             chosen, predicted = c, t
     if chosen < 0:
-        t0 = model.iteration_time(state.n_decode, state.decode_kv, state.fixed_chunks)
-        return ChunkDecision(0, upper + 1, True, t0)
+        return ChunkDecision(0, upper + 1, True, _predict(model, state, 0))
     return ChunkDecision(chosen, upper + 1, False, predicted)

@@ -73,6 +73,17 @@ class EngineView(Protocol):
         ...
 
     @property
+    def decode_kv_max(self) -> int | None:
+        """KV tokens of the longest running decode (``None``: not tracked, i.e. the
+        predicted cost model does not use the decodes' spread, or no decode runs)."""
+        ...
+
+    @property
+    def decode_kv_min(self) -> int | None:
+        """KV tokens of the shortest running decode (``None`` as above)."""
+        ...
+
+    @property
     def last_token_s(self) -> float:
         """When every running decode produced its latest token (end of last iteration)."""
         ...

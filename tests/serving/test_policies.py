@@ -32,6 +32,8 @@ class View:
     candidates: list[Req]
     n_decode: int = 10
     decode_kv: int = 0
+    decode_kv_max: int | None = None
+    decode_kv_min: int | None = None
     free_blocks: int = 10**6
     free_seats: int = 100
     now_s: float = 5.0

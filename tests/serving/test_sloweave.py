@@ -193,3 +193,20 @@ def test_sloweave_refuses_a_non_monotone_model():
     ctx = PolicyContext(model, EngineConfig(), 0.025)
     with pytest.raises(NonMonotoneCostModelError, match=r"bad-fit.*T\(c=2\)"):
         make_policy("sloweave", ctx)
+
+
+def test_a_spread_aware_model_is_evaluated_with_the_decodes_spread():
+    # With the calibrated RTX PRO 6000 model (decode_spread), the engine gives SLOWeave
+    # the running decodes' longest and shortest KV, so its prediction is the actual
+    # iteration time: with the exact model no iteration with decodes overruns the TPOT.
+    from schedlab.serving.metrics import SLO
+    from schedlab.serving.scenario import Scenario
+    from schedlab.serving.simulator import simulate
+
+    tpot = 0.05
+    scenario = Scenario("sloweave", "rtxpro6000_llama-3.1-8b", SLO(5.0, tpot), seed=0)
+    result = simulate("mixed", scenario, rate=2.0, duration_s=60.0, record_batches=True)
+    with_decodes = [b for b in result.run.batches if b.decodes]
+    assert len(with_decodes) > 1000
+    assert max(b.end_s - b.start_s for b in with_decodes) <= tpot * (1 + 1e-12)
+    assert result.summary.attainment == 1.0
