@@ -14,8 +14,9 @@ Every cell gives the mean capacity over the seeds and its spread (min-max), the
 preemptions and the peak KV tokens of the run at capacity (mean over seeds), and the
 capacity with a KV cache that never binds (16 M tokens; ``--no-kv-column`` skips it).
 Beside each table: the fluid prediction (:mod:`schedlab.serving.fluid`, with the
-engine's cache) when the cost model is linear — for fixed chunks and sloweave their own
-fluid capacity, for sloweave-kv the best any policy reaches — and the goodput of every
+engine's cache) when the cost model is linear — for fixed chunks their own fluid capacity
+with the cache, for sloweave its λ* (which ignores the cache: past it SLOWeave preempts),
+for sloweave-kv the best any policy reaches with the cache — and the goodput of every
 policy at one offered rate, sloweave-kv's capacity. Results are cached by task in
 ``--cache`` (CSV), so an interrupted run resumes. ``--robustness 0.25,0.5,1`` adds
 sloweave-kv with output predictions off by a seeded lognormal error of those CVs.
@@ -217,7 +218,7 @@ def _fluid_cell(fluid: Headroom | None, policy: str) -> str:
         chunk = int(policy.split(":")[1])
         return f"{next(f.kv_capacity_rps for f in fluid.fixed if f.chunk == chunk):.2f}"
     if policy == "sloweave":
-        return f"{fluid.rate_star_kv_rps:.2f}"
+        return f"{fluid.rate_star_rps:.2f}"
     if policy == "sloweave-kv":
         return f"{fluid.kv_bound_rps:.2f}"
     return "-"

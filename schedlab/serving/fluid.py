@@ -32,10 +32,10 @@ request. The statements below are proved in ``proofs/fluid_headroom.md``:
   :math:`\tau` holds its KV for :math:`\tau \sum_{j=1}^{o-1} (p + j)` token-seconds, so
   the cache holds :math:`L = \lambda \tau\, \mathbb{E}[(o - 1) p + o (o - 1)/2]` tokens
   on average. With a cache of :math:`M` tokens, iterations of length :math:`\tau` are
-  limited to :math:`\lambda \le M / (\tau m_2)`, :math:`m_2` that expectation: plain
-  SLOWeave, whose iterations last :math:`D'`, is held to
-  :math:`\min(\lambda^*, M / (D' m_2))` (beyond it, it overcommits the cache and
-  preempts).
+  limited to :math:`\lambda \le M / (\tau m_2)`, :math:`m_2` that expectation. (Plain
+  SLOWeave has no fluid figure with a binding cache: past :math:`M / (D' m_2)` it
+  overcommits the cache, and the engine's preemptions then shorten its iterations, which
+  no steady state of iterations of :math:`D'` describes.)
 * **The best of any policy** prefills in a share :math:`\varphi \le 1` of its
   iterations; its rate, with or without a cache, is a one-dimensional optimum over
   :math:`\varphi` (:func:`_best_rate`, ``proofs/fluid_headroom.md`` Claim 4); when
@@ -142,9 +142,6 @@ class Headroom:
         Each fixed chunk's capacity.
     kv_tokens_at_star
         KV tokens in use at :math:`\lambda^*` with iterations of :math:`D'`.
-    rate_star_kv_rps
-        Plain SLOWeave's fluid capacity with the cache, :math:`\min(\lambda^*, M/(D' m_2))`
-        (``nan`` when no cache size was given).
     best_rps, best_prefill_share
         The best fluid rate of any policy under a per-token SLO, and the share
         :math:`\varphi` of its iterations that prefill (:math:`\lambda^*` when
@@ -165,7 +162,6 @@ class Headroom:
     chunk_star: float
     fixed: tuple[FixedChunkHeadroom, ...]
     kv_tokens_at_star: float
-    rate_star_kv_rps: float
     best_rps: float
     best_prefill_share: float
     kv_capacity_tokens: int | None
@@ -322,14 +318,13 @@ def headroom(
             raise ServingError(f"fluid headroom: chunk sizes must be >= 1, got {chunk}")
         rows.append(_fixed_chunk(linear, load, deadline, chunk, kv_capacity_tokens))
     best_rps, best_share = _best_rate(linear, load, deadline, None)
-    kv_rate = kv_share = star_kv = math.nan
+    kv_rate = kv_share = math.nan
     if kv_capacity_tokens is not None:
         if isinstance(kv_capacity_tokens, bool) or kv_capacity_tokens < 1:
             raise ServingError(
                 f"fluid headroom: kv_capacity_tokens must be >= 1, got {kv_capacity_tokens!r}"
             )
         kv_rate, kv_share = _best_rate(linear, load, deadline, kv_capacity_tokens)
-        star_kv = min(rate_star, kv_capacity_tokens / (deadline * load.kv_moment))
     return Headroom(
         cost_model=model.name,
         workload=workload,
@@ -343,7 +338,6 @@ def headroom(
         chunk_star=chunk_star,
         fixed=tuple(rows),
         kv_tokens_at_star=rate_star * deadline * load.kv_moment,
-        rate_star_kv_rps=star_kv,
         best_rps=best_rps,
         best_prefill_share=best_share,
         kv_capacity_tokens=kv_capacity_tokens,
