@@ -58,6 +58,8 @@ class Progress:
         bar.update(done - bar.n)
 
     def close(self) -> None:
+        """Draw the final count (tqdm skips redraws within 0.1 s of the last), then clear."""
+        self._bar.refresh()
         self._bar.close()
 
     def __enter__(self) -> Progress:
