@@ -14,7 +14,45 @@ from typing import Any
 
 from schedlab.errors import DataNotFoundError, FormatError
 
-__all__ = ["nan_to_null", "read_json"]
+__all__ = ["nan_to_null", "parse_json", "read_json"]
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's members as a dict, refusing a key given twice (``json`` would keep
+    the last one silently)."""
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise ValueError(f"key {key!r} given twice in one object")
+        obj[key] = value
+    return obj
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON (write a number or null)")
+
+
+def parse_json(text: str, where: str, first_line: int = 1) -> Any:
+    """``text`` parsed as strict JSON: no key twice in one object, no ``NaN`` or
+    ``Infinity`` (Python's ``json`` accepts both, neither is JSON: RFC 8259, sections 4
+    and 6).
+
+    Raises
+    ------
+    FormatError
+        Naming ``where`` (and line and column where the parser knows them, counting
+        ``text``'s first line as ``first_line``: a JSONL file's line number), also for
+        nesting too deep to parse.
+    """
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        line = first_line + exc.lineno - 1
+        raise FormatError(f"{where}:{line}:{exc.colno}: invalid JSON ({exc.msg})") from None
+    except ValueError as exc:  # a duplicate key or a non-JSON constant
+        raise FormatError(f"{where}:{first_line}: invalid JSON ({exc})") from None
+    except RecursionError:
+        raise FormatError(f"{where}:{first_line}: invalid JSON (nested too deeply)") from None
 
 
 def read_json(path: str | Path, what: str = "file") -> Any:
@@ -25,17 +63,18 @@ def read_json(path: str | Path, what: str = "file") -> Any:
     DataNotFoundError
         ``"{path}: no such {what}"`` if it does not exist.
     FormatError
-        If it is not UTF-8 text or not valid JSON (with line and column).
+        If it is a directory, not UTF-8 text or not strict JSON (:func:`parse_json`).
     """
     path = Path(path)
+    if path.is_dir():
+        raise FormatError(f"{path}: is a directory ({what} expected)")
     if not path.is_file():
         raise DataNotFoundError(f"{path}: no such {what}")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise FormatError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON ({exc.msg})") from None
+        text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise FormatError(f"{path}: not UTF-8 text") from None
+    return parse_json(text, str(path))
 
 
 def nan_to_null(obj: Any) -> Any:

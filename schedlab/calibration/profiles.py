@@ -408,8 +408,8 @@ def read_meta_yaml(path: Path) -> dict[Any, Any]:
         mark = exc.problem_mark or exc.context_mark
         line = f":{mark.line + 1}" if mark is not None else ""
         raise FormatError(f"{path}{line}: {exc.problem or exc.context}") from None
-    except yaml.YAMLError as exc:
-        raise FormatError(f"{path}: {exc}") from None
+    except yaml.YAMLError as exc:  # e.g. a control character: PyYAML's text spans lines
+        raise FormatError(f"{path}: {' '.join(str(exc).split())}") from None
     except UnicodeDecodeError:
         raise FormatError(f"{path}: not UTF-8 text") from None
     if not isinstance(data, dict):

@@ -172,6 +172,8 @@ class ReplayReport:
         The per-second series of the simulation and of the run (if recorded).
     reused_tokens
         KV tokens resumed requests took back from the prefix cache.
+    hardware
+        The GPU the cost model describes.
     """
 
     metrics: dict[str, MetricComparison]
@@ -188,6 +190,7 @@ class ReplayReport:
     series: MeasuredSeries | None = field(default=None, repr=False)
     measured_series: MeasuredSeries | None = field(default=None, repr=False)
     reused_tokens: int = 0
+    hardware: str = ""
 
     @property
     def config(self) -> Any:
@@ -250,7 +253,7 @@ class ReplayReport:
         lines.append(
             f"worst {worst} {diff:+.2f}%; simulated {self.n_finished}/{self.n_requests} "
             f"requests, {self.iterations} iterations, {self.preemptions} preemptions, "
-            f"policy {self.policy}, cost model {self.cost_model}; wall time "
+            f"policy {self.policy}, cost model {self.cost_model} ({self.hardware}); wall time "
             f"{self.wall_s:.3f} s"
         )
         lines.append(
@@ -388,6 +391,14 @@ def replay(
     """
     deployment = deployment or deployment_of(run)
     if cost_model is None:
+        if not (deployment.model and deployment.hardware):
+            files = {"meta.json": run.meta, "config.json": run.config}
+            absent = [name for name, data in files.items() if not data]
+            said = f"there is no {' or '.join(absent)} beside it" if absent else "no record"
+            raise CalibrationError(
+                f"{run.path}: {said} to name the run's model and GPU, so no shipped cost "
+                "model can be chosen: give one (--cost-model NAME or FILE.json)"
+            )
         cost_model = shipped_model_for(deployment)
     else:
         cost_model = get_cost_model(cost_model)
@@ -444,4 +455,5 @@ def replay(
         series=built,
         measured_series=run.series,
         reused_tokens=result.reused_tokens,
+        hardware=result.hardware,
     )

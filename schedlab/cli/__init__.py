@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -45,21 +47,43 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line(message: str) -> str:
+    """``message`` on one line: a message quoting a library's text may span several."""
+    return " ".join(message.split())
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM as Ctrl-C: the running command unwinds, and worker processes are ended
+    (:func:`schedlab.serving.capacity.parallel_map`) instead of being orphaned."""
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code."""
+    """Run the command line; returns the exit code. While it runs, SIGTERM interrupts
+    it as Ctrl-C does (exit code 130), and the previous handler is restored after."""
+    if threading.current_thread() is not threading.main_thread():  # signals need it
+        return _run(argv)
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        return _run(argv)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
     except SchedlabError as exc:
-        print(f"schedlab: error: {exc}", file=sys.stderr)
+        print(f"schedlab: error: {_one_line(str(exc))}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the reader (e.g. `head`) closed the pipe: stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except OSError as exc:
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-        print(f"schedlab: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(f"schedlab: error: {_one_line(where + str(exc.strerror or exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("schedlab: interrupted", file=sys.stderr)

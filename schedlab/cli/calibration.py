@@ -114,7 +114,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     if args.plot:
         from schedlab.plotting.replay import plot_replay
 
-        plot_replay(report, args.plot, title=f"{run.directory.name}: {report.cost_model}")
+        title = f"{run.directory.name}: cost model {report.cost_model} ({report.hardware})"
+        plot_replay(report, args.plot, title=title)
     if args.json:
         data: dict[str, Any] = report.to_dict()
         print(json.dumps(data, indent=1))
@@ -125,6 +126,9 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add ``calibrate`` and ``replay`` to the ``schedlab`` command line."""
+    from schedlab.serving.cost_model import cost_model_names
+    from schedlab.serving.policies import policy_names
+
     cal = subparsers.add_parser(
         "calibrate",
         help="fit an iteration-cost model to a GPU profile",
@@ -170,10 +174,12 @@ def register(subparsers: Any) -> None:
         "--cost-model",
         default=None,
         metavar="MODEL",
-        help="cost-model JSON file or shipped name (default: the shipped model of the "
-        "run's model, GPU and TP degree)",
+        help=f"{', '.join(cost_model_names())}, or a JSON file (default: the shipped model "
+        "of the run's model, GPU and TP degree)",
     )
-    rep.add_argument("--policy", default="vllm", help="batch-formation policy (default vllm)")
+    rep.add_argument(
+        "--policy", default="vllm", help=f"{', '.join(policy_names())} (default vllm)"
+    )
     rep.add_argument("--max-num-seqs", type=positive_int, default=None, metavar="N")
     rep.add_argument("--max-num-batched-tokens", type=positive_int, default=None, metavar="B")
     rep.add_argument(

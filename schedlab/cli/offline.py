@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.cli.arguments import comma_list, non_negative_int, positive_int, positive_seconds
-from schedlab.errors import FormatError, SchedlabError
+from schedlab.errors import SchedlabError
 
 __all__ = ["register"]
 
@@ -23,25 +23,61 @@ def _print_json(data: Any) -> None:
     print(json.dumps(data, indent=1))
 
 
+def _key_values(items: list[str] | None, flag: str) -> dict[str, str]:
+    """``KEY=VALUE`` texts of a repeated option, by key (a key given twice is refused)."""
+    pairs: dict[str, str] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SchedlabError(f"{flag}: expected KEY=VALUE, got {item!r}")
+        if key.strip() in pairs:
+            raise SchedlabError(f"{flag}: {key.strip()} given twice")
+        pairs[key.strip()] = value
+    return pairs
+
+
+def _solver_options(solver: str, texts: dict[str, str]) -> dict[str, Any]:
+    from schedlab.offline.solvers import get_solver
+    from schedlab.offline.solvers.contract import parse_options
+
+    return parse_options(solver, get_solver(solver).fn, texts)
+
+
 def _cmd_solve(args: argparse.Namespace) -> int:
     from schedlab import read_instance, solve
+    from schedlab.offline.schedule_io import write_schedule_csv
 
+    if args.schedule_csv:
+        from schedlab.plotting.figures import check_output_path
+
+        check_output_path(args.schedule_csv, "--schedule-csv")
     instance = read_instance(args.file)
+    options = _solver_options(args.solver, _key_values(args.option, "--option"))
     result = solve(
         instance,
         args.solver,
         time_limit=args.time_limit,
         seed=args.seed,
         bound=None if args.no_bound else "best",
+        **options,
     )
+    if args.schedule_csv:
+        write_schedule_csv(result.schedule, args.schedule_csv)
+        print(f"wrote {args.schedule_csv}", file=sys.stderr)
     if args.json:
         _print_json(result.to_dict())
         return 0
     s = result.schedule
     bound = "-" if result.lower_bound is None else f"{result.lower_bound:,.1f}"
     gap = "-" if result.gap is None else f"{100 * result.gap:.2f}%"
+    stopped = result.stats.get("stopped_by")
+    ended = {
+        None: "",
+        "work": ", stopped by its work budget",
+        "time_limit": ", stopped by the time limit",
+    }[stopped]
     print(f"{instance.name or args.file}: n = {instance.n}, M = {instance.memory:,} tokens")
-    print(f"solver        {result.solver} ({result.status}, {result.runtime:.3f} s)")
+    print(f"solver        {result.solver} ({result.status}, {result.runtime:.3f} s{ended})")
     print(f"objective     {result.objective:,} (mean latency {s.mean_latency:,.1f} rounds)")
     print(f"lower bound   {bound} (gap {gap})")
     print(
@@ -51,22 +87,38 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compare_options(items: list[str] | None, names: list[str]) -> dict[str, dict[str, Any]]:
+    """``--option SOLVER.KEY=VALUE`` of ``compare``, read as each solver's options."""
+    texts: dict[str, dict[str, str]] = {}
+    for key, value in _key_values(items, "--option").items():
+        solver, dot, option = key.partition(".")
+        if not dot or not option:
+            raise SchedlabError(f"--option: expected SOLVER.KEY=VALUE, got {key}={value}")
+        if solver not in names:
+            raise SchedlabError(
+                f"--option {key}: {solver} is not among the solvers ({', '.join(names)})"
+            )
+        texts.setdefault(solver, {})[option] = value
+    return {solver: _solver_options(solver, own) for solver, own in texts.items()}
+
+
 def _cmd_compare(args: argparse.Namespace) -> int:
     from schedlab.offline.compare import solver_names
     from schedlab.offline.report import run_report
-    from schedlab.offline.result import relative_gap
     from schedlab.plotting.figures import check_figure_path
 
-    solver_names(args.solvers)  # names are checked before anything runs
+    names = solver_names(args.solvers)  # names and options are checked before anything runs
+    options = _compare_options(args.option, names)
     if args.out:  # a new output folder may also hold the figure
         Path(args.out).mkdir(parents=True, exist_ok=True)
     if args.plot:
         check_figure_path(args.plot, "--plot")
     report = run_report(
         args.paths,
-        args.solvers,
+        names,
         time_limit=args.time_limit,
         seed=args.seed,
+        options=options,
         out_dir=args.out,
         progress=not (args.json or args.quiet),
     )
@@ -75,18 +127,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
         plot_report(report, args.plot)
     if args.json:
-        _print_json(
-            [
-                result.to_dict()
-                | {
-                    "instance": comp.instance.name,
-                    "lower_bound": comp.lower_bound,
-                    "gap": relative_gap(result.objective, comp.lower_bound),
-                }
-                for comp in report.comparisons
-                for result in comp.results
-            ]
-        )
+        _print_json(_compare_json(report, starts=args.starts))
     else:
         print(report.to_text())
     if args.out:
@@ -96,51 +137,41 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_starts(path: Path) -> Any:
-    from schedlab.json_files import read_json
-
-    data = read_json(path, "starts file")
-    if isinstance(data, dict):
-        if "starts" not in data:
-            raise FormatError(f"{path}: expected a list of starts or an object with 'starts'")
-        data = data["starts"]
-    if not isinstance(data, list):
-        raise FormatError(f"{path}: starts: expected a list, got {type(data).__name__}")
-    if data and all(isinstance(x, dict) for x in data):
-        pairs = []
-        for k, entry in enumerate(data):
-            if "request" not in entry or "start" not in entry:
-                raise FormatError(f"{path}: starts[{k}]: expected keys 'request' and 'start'")
-            pairs.append((entry["request"], entry["start"]))
-        return pairs
-    if data and all(isinstance(x, list) and len(x) == 2 for x in data):
-        return [(i, p) for i, p in data]
-    return data
+def _compare_json(report: Any, *, starts: bool) -> list[dict[str, Any]]:
+    """One object a (instance, solver): the report's columns, and each result's
+    statistics (and start rounds, if asked) where the solver gave a schedule."""
+    rows = []
+    for comp in report.comparisons:
+        done = {r.solver: r for r in comp.results}
+        for record in comp.records():
+            result = done.get(record["solver"])
+            if result is not None:
+                record["stats"] = result.stats
+                if starts:
+                    record["starts"] = result.starts.tolist()
+            rows.append(record)
+    return rows
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
     from schedlab import Schedule, read_instance, verify
+    from schedlab.offline.schedule_io import read_starts
 
     instance = read_instance(args.file)
-    starts = _read_starts(Path(args.starts))
+    starts = read_starts(args.starts, instance)
     problems = verify(instance, starts)
     if problems:
         print(f"INFEASIBLE: {len(problems)} violation(s)")
         for line in problems:
             print(f"  - {line}")
         return 1
-    schedule = Schedule(instance, [p for _, p in sorted(_pairs(starts))])
+    pairs = starts if starts and isinstance(starts[0], tuple) else list(enumerate(starts))
+    schedule = Schedule(instance, [int(p) for _, p in sorted(pairs)])
     print(
         f"FEASIBLE: objective {schedule.objective:,}, makespan {schedule.makespan:,}, "
         f"peak memory {schedule.peak_memory:,} of {instance.memory:,} tokens"
     )
     return 0
-
-
-def _pairs(starts: Any) -> list[tuple[int, int]]:
-    if starts and isinstance(starts[0], tuple):
-        return [(int(i), int(p)) for i, p in starts]
-    return [(i, int(p)) for i, p in enumerate(starts)]
 
 
 def _cmd_bound(args: argparse.Namespace) -> int:
@@ -219,8 +250,14 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    """Add the offline subcommands to an argparse subparsers object."""
+    """Add the offline subcommands to an argparse subparsers object; the names each
+    option takes are listed in its help, from the registries."""
     from schedlab.offline.backlogs import DEFAULT_MEMORY
+    from schedlab.offline.bounds import available_bounds
+    from schedlab.offline.compare import DEFAULT_SOLVERS
+    from schedlab.offline.solvers import available_solvers
+
+    solvers = ", ".join(available_solvers())
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument(
@@ -228,25 +265,46 @@ def register(sub: Any) -> None:
             type=positive_seconds,
             default=None,
             metavar="SECONDS",
-            help="wall-clock limit per solver (and for the bound)",
+            help="wall-clock cap per solver (and for the bound); default none: solvers "
+            "stop at their work budgets, so a seed gives the same answer on any machine",
         )
         p.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default 0)")
         p.add_argument("--json", action="store_true", help="print JSON")
 
     p = sub.add_parser("solve", help="solve one instance with one solver")
     p.add_argument("file", help="instance file (schedlab-instance/1 JSON)")
-    p.add_argument("--solver", default="mc-sf", help="solver name (default mc-sf)")
+    p.add_argument("--solver", default="mc-sf", help=f"{solvers} (default mc-sf)")
+    p.add_argument(
+        "--option",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a solver option, e.g. max_moves=20000 (local-search), max_requests=14 (dp), "
+        "backfill=true (rules); repeat for several",
+    )
     p.add_argument("--no-bound", action="store_true", help="skip the lower bound")
+    p.add_argument(
+        "--schedule-csv",
+        default=None,
+        metavar="FILE.csv",
+        help="write the schedule: request, id, start, completion, prompt, output "
+        "(verify reads it back)",
+    )
     common(p)
     p.set_defaults(func=_cmd_solve)
 
-    p = sub.add_parser("compare", help="compare solvers against the best lower bound")
+    p = sub.add_parser("compare", help="compare solvers against one lower bound")
     p.add_argument("paths", nargs="+", metavar="PATH", help="instance files or folders")
     p.add_argument(
         "--solvers",
         type=comma_list,
         default=None,
-        help="comma-separated solver names (default: the list-scheduling rules)",
+        help=f"comma-separated, from {solvers} (default {','.join(DEFAULT_SOLVERS)})",
+    )
+    p.add_argument(
+        "--option",
+        action="append",
+        metavar="SOLVER.KEY=VALUE",
+        help="a solver's option, e.g. local-search.max_moves=20000; repeat for several",
     )
     p.add_argument(
         "--out",
@@ -260,6 +318,7 @@ def register(sub: Any) -> None:
         metavar="FILE.png",
         help="save a figure: gap per solver, memory and Gantt of the best schedule",
     )
+    p.add_argument("--starts", action="store_true", help="--json: include every start round")
     p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     common(p)
     p.set_defaults(func=_cmd_compare)
@@ -268,13 +327,17 @@ def register(sub: Any) -> None:
     p.add_argument("file", help="instance file")
     p.add_argument(
         "starts",
-        help="JSON: list of starts, {'starts': [...]}, or [{'request': i, 'start': p}, ...]",
+        metavar="SCHEDULE",
+        help="solve --schedule-csv's CSV, or JSON: a list of starts, {'starts': [...]} "
+        "(solve --json), or [{'request': i, 'start': p}, ...]",
     )
     p.set_defaults(func=_cmd_verify)
 
     p = sub.add_parser("bound", help="compute a lower bound on the optimum")
     p.add_argument("file", help="instance file")
-    p.add_argument("--method", default="best", help="bound method (default best)")
+    p.add_argument(
+        "--method", default="best", help=f"{', '.join(available_bounds())} (default best)"
+    )
     p.add_argument("--time-limit", type=positive_seconds, default=None, metavar="SECONDS")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_bound)
@@ -284,13 +347,13 @@ def register(sub: Any) -> None:
     p.add_argument(
         "-n",
         "--n",
-        type=int,
+        type=positive_int,
         default=None,
         help="number of requests (default 200; jaillet: drawn from U[40, 60])",
     )
     p.add_argument(
         "--memory",
-        type=int,
+        type=positive_int,
         default=None,
         help=f"mixed, backlog: KV budget M in tokens (default {DEFAULT_MEMORY:,})",
     )

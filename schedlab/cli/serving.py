@@ -69,28 +69,45 @@ def _positive_number(text: str, flag: str) -> float:
     return value
 
 
-def _common(
-    parser: argparse.ArgumentParser, *, policy: bool = True, duration: str = "60s"
-) -> None:
+def _workload_option(parser: argparse.ArgumentParser) -> None:
+    from schedlab.serving.workloads import DEFAULT_WORKLOAD, WORKLOADS
+
     parser.add_argument(
         "--workload",
-        default="chat",
-        help="chat, long, mixed, bursty, azure-code, azure-conv, or a trace file",
+        default=DEFAULT_WORKLOAD,
+        help=f"{', '.join(WORKLOADS)}, or a trace file (default {DEFAULT_WORKLOAD})",
     )
+
+
+def _cost_model_option(parser: argparse.ArgumentParser) -> None:
+    from schedlab.serving.cost_model import cost_model_names
+    from schedlab.serving.scenario import DEFAULT_COST_MODEL
+
     parser.add_argument(
-        "--duration", default=duration, help=f"arrival window (default {duration})"
+        "--cost-model",
+        default=DEFAULT_COST_MODEL,
+        help=f"{', '.join(cost_model_names())}, or a JSON file (default {DEFAULT_COST_MODEL})",
+    )
+
+
+def _common(parser: argparse.ArgumentParser, *, policy: bool = True, duration: float) -> None:
+    from schedlab.serving.engine_config import BLOCK_SIZES, EngineConfig
+    from schedlab.serving.policies import policy_names
+    from schedlab.serving.scenario import DEFAULT_POLICY, DEFAULT_SLO
+
+    _workload_option(parser)
+    parser.add_argument(
+        "--duration", default=f"{duration:g}s", help=f"arrival window (default {duration:g}s)"
     )
     if policy:
         parser.add_argument(
             "--policy",
-            default="sloweave",
-            help="whole-prefill, fixed:C, vllm, sarathi[:TAU], sloweave[:CMAX], "
-            "sloweave-kv[:CMAX], sangam[:Q]",
+            default=DEFAULT_POLICY,
+            help=f"{', '.join(policy_names())} (default {DEFAULT_POLICY})",
         )
-    parser.add_argument(
-        "--cost-model", default="sloweave-default", help="built-in name or a JSON file"
-    )
-    parser.add_argument("--tpot", default="25ms", help="TPOT target (default 25ms)")
+    _cost_model_option(parser)
+    tpot, ttft = f"{DEFAULT_SLO.tpot_s * 1e3:g}ms", f"{DEFAULT_SLO.ttft_s:g}s"
+    parser.add_argument("--tpot", default=tpot, help=f"TPOT target (default {tpot})")
     parser.add_argument(
         "--tpot-slo",
         choices=("every-token", "p99", "mean"),
@@ -98,14 +115,36 @@ def _common(
         help="how the TPOT target is judged: every gap (default), each request's P99 gap, "
         "or its mean",
     )
-    parser.add_argument("--ttft", default="5s", help="TTFT target (default 5s)")
+    parser.add_argument("--ttft", default=ttft, help=f"TTFT target (default {ttft})")
     parser.add_argument(
-        "--seed", type=non_negative_int, default=0, help="seed of every random draw"
+        "--seed", type=non_negative_int, default=0, help="seed of every random draw (default 0)"
     )
-    parser.add_argument("--kv-tokens", type=int, default=None, help="KV capacity in tokens")
-    parser.add_argument("--block-size", type=int, default=None, help="tokens per KV block")
-    parser.add_argument("--max-num-seqs", type=int, default=None)
-    parser.add_argument("--max-num-batched-tokens", type=int, default=None)
+    engine = EngineConfig()
+    parser.add_argument(
+        "--kv-tokens",
+        type=positive_int,
+        default=None,
+        help=f"KV capacity in tokens (default {engine.kv_capacity_tokens:,})",
+    )
+    parser.add_argument(
+        "--block-size",
+        type=positive_int,
+        default=None,
+        help=f"tokens per KV block: {', '.join(map(str, BLOCK_SIZES))} "
+        f"(default {engine.block_size})",
+    )
+    parser.add_argument(
+        "--max-num-seqs",
+        type=positive_int,
+        default=None,
+        help=f"most requests running at once (default {engine.max_num_seqs})",
+    )
+    parser.add_argument(
+        "--max-num-batched-tokens",
+        type=positive_int,
+        default=None,
+        help=f"most tokens in one iteration (default {engine.max_num_batched_tokens:,})",
+    )
     parser.add_argument(
         "--prediction-cv",
         type=float,
@@ -140,11 +179,11 @@ def _slo(args: argparse.Namespace) -> SLO:
 
 def _scenario(args: argparse.Namespace) -> Scenario:
     """The scenario the common options describe (and ``simulate``'s own, if given)."""
-    from schedlab.serving.scenario import Scenario
+    from schedlab.serving.scenario import DEFAULT_POLICY, Scenario
 
     margin = getattr(args, "margin", None)
     return Scenario(
-        policy=getattr(args, "policy", None) or "sloweave",
+        policy=getattr(args, "policy", DEFAULT_POLICY),  # sweep names its own
         cost_model=args.cost_model,
         slo=_slo(args),
         engine=_engine(args),
@@ -181,7 +220,8 @@ def _simulate(args: argparse.Namespace) -> int:
         print(json.dumps({**s.to_dict(), "wall_s": result.wall_s}))
         return 0
     print(
-        f"policy {s.policy} on {s.workload} ({s.cost_model}): {s.n_requests} requests, "
+        f"policy {s.policy} on {s.workload} (cost model {s.cost_model}, {s.hardware}): "
+        f"{s.n_requests} requests, "
         f"{s.n_finished} finished, {s.iterations} iterations, {s.preemptions} preemptions"
     )
     print(f"{'metric':<10}{'mean':>10}{'p50':>10}{'p90':>10}{'p95':>10}{'p99':>10}  (ms)")
@@ -203,8 +243,8 @@ def _capacity(args: argparse.Namespace) -> int:
         args.workload,
         _scenario(args),
         duration_s=parse_duration(args.duration, "--duration"),
-        target=args.target,
-        rel_tol=args.tolerance,
+        target=_positive_number(args.target, "--target"),
+        rel_tol=_positive_number(args.tolerance, "--tolerance"),
         start_rps=_positive_number(args.start_rate, "--start-rate"),
         max_rps=_positive_number(args.max_rate, "--max-rate"),
         data_dir=args.data_dir,
@@ -215,7 +255,8 @@ def _capacity(args: argparse.Namespace) -> int:
         return 0
     bound = ">= " if result.saturated else ""
     print(
-        f"capacity of {result.policy} on {result.workload}: {bound}{result.capacity_rps:.3f} "
+        f"capacity of {result.policy} on {result.workload} (cost model {result.cost_model}, "
+        f"{result.hardware}): {bound}{result.capacity_rps:.3f} "
         f"req/s (attainment >= {result.target:g} at TTFT <= {result.ttft_s:g} s, "
         f"TPOT ({result.tpot_slo}) <= {result.tpot_s * 1e3:g} ms; {len(result.probes)} runs)"
     )
@@ -223,7 +264,7 @@ def _capacity(args: argparse.Namespace) -> int:
 
 
 def _headroom(args: argparse.Namespace) -> int:
-    from schedlab.serving.cost_model import get_cost_model
+    from schedlab.serving.cost_model import get_cost_model, hardware_of
     from schedlab.serving.fluid import FluidLoad, headroom
     from schedlab.serving.workloads import make_workload
 
@@ -248,7 +289,8 @@ def _headroom(args: argparse.Namespace) -> int:
         return 0
     load = result.load
     print(
-        f"fluid headroom of {result.workload} ({result.cost_model}), per-token deadline "
+        f"fluid headroom of {result.workload} (cost model {result.cost_model}, "
+        f"{hardware_of(model)}), per-token deadline "
         f"{result.tpot_s * 1e3:g} ms, margin {result.margin_s * 1e3:g} ms; "
         f"mean prompt {load.mean_prompt:.0f}, mean output {load.mean_output:.0f} "
         f"({load.n_requests} requests)"
@@ -306,14 +348,19 @@ def _sweep(args: argparse.Namespace) -> int:
     if args.plot:
         from schedlab.plotting.sweep import plot_sweep
 
-        title = f"{args.workload} ({args.cost_model}): {_slo(args).describe()}"
-        plot_sweep(points, args.plot, title=title)
+        plot_sweep(points, args.plot, title=f"SLO {_slo(args).describe()}")
     if args.json:
         print(json.dumps([{k: (None if v != v else v) for k, v in r.items()} for r in rows]))
         return 0
-    print(f"SLO {_slo(args).describe()}")
+    print(f"{_model_label(points)}; SLO {_slo(args).describe()}")
     _print_table(rows)
     return 0
+
+
+def _model_label(points: Sequence[Any]) -> str:
+    """``workload, cost model NAME (HARDWARE)`` of a sweep, for its table and plot title."""
+    s = points[0].summary
+    return f"{s.workload}, cost model {s.cost_model} ({s.hardware})"
 
 
 def _print_table(rows: Sequence[dict[str, Any]]) -> None:
@@ -331,10 +378,23 @@ def _print_table(rows: Sequence[dict[str, Any]]) -> None:
 
 
 def register(subparsers: Any) -> None:
-    """Add ``simulate``, ``capacity`` and ``sweep`` to an argparse subparsers object."""
+    """Add ``simulate``, ``capacity``, ``headroom`` and ``sweep`` to an argparse subparsers
+    object. Every default shown is the Python API's own (read from it, never restated)."""
+    import inspect
+
+    from schedlab.serving.capacity import CAPACITY_WINDOW_S, DEFAULT_SWEEP_POLICIES, capacity
+    from schedlab.serving.scenario import DEFAULT_SLO
+    from schedlab.serving.simulator import DEFAULT_WINDOW_S
+    from schedlab.serving.workloads import DEFAULT_RATE_RPS
+
     sim = subparsers.add_parser("simulate", help="simulate a serving workload under a policy")
-    _common(sim)
-    sim.add_argument("--rate", default=None, help="mean arrival rate, requests/s")
+    _common(sim, duration=DEFAULT_WINDOW_S)
+    sim.add_argument(
+        "--rate",
+        default=None,
+        help=f"mean arrival rate, requests/s (default {DEFAULT_RATE_RPS:g} for a synthetic "
+        "workload; a replay keeps its timestamps unless a rate rescales them)",
+    )
     sim.add_argument(
         "--noise-cv",
         type=float,
@@ -356,23 +416,29 @@ def register(subparsers: Any) -> None:
     )
     sim.set_defaults(func=_simulate)
 
+    given = inspect.signature(capacity).parameters
     cap = subparsers.add_parser("capacity", help="highest rate with SLO attainment >= target")
-    _common(cap, duration="120s")
-    cap.add_argument("--target", type=float, default=0.9, help="attainment target (0.9)")
-    cap.add_argument("--tolerance", type=float, default=0.02, help="relative bisection tolerance")
-    cap.add_argument("--start-rate", default="1", help="first rate tried, requests/s")
-    cap.add_argument("--max-rate", default="1000", help="highest rate tried, requests/s")
+    _common(cap, duration=CAPACITY_WINDOW_S)
+    for flag, key, what in (
+        ("--target", "target", "attainment target"),
+        ("--tolerance", "rel_tol", "relative bisection tolerance"),
+        ("--start-rate", "start_rps", "first rate tried, requests/s"),
+        ("--max-rate", "max_rps", "highest rate tried, requests/s"),
+    ):
+        default = given[key].default
+        cap.add_argument(flag, default=str(default), help=f"{what} (default {default:g})")
     cap.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     cap.set_defaults(func=_capacity)
 
     head = subparsers.add_parser(
         "headroom", help="fluid capacities of SLOWeave and fixed chunks (linear cost model)"
     )
-    head.add_argument("--workload", default="mixed", help="chat, long, mixed, bursty, ...")
-    head.add_argument("--cost-model", default="sloweave-default", help="a linear model")
-    head.add_argument("--tpot", default="25ms", help="per-token deadline (default 25ms)")
+    _workload_option(head)
+    _cost_model_option(head)
+    tpot = f"{DEFAULT_SLO.tpot_s * 1e3:g}ms"
+    head.add_argument("--tpot", default=tpot, help=f"per-token deadline (default {tpot})")
     head.add_argument("--margin", default=None, help="SLOWeave margin (default the model's)")
-    head.add_argument("--kv-tokens", type=int, default=None, help="KV capacity in tokens")
+    head.add_argument("--kv-tokens", type=positive_int, default=None, help="KV capacity in tokens")
     head.add_argument("--seed", type=non_negative_int, default=0, help="seed of the lengths")
     head.add_argument("--data-dir", default=None, help="directory holding traces/ (Azure)")
     head.add_argument("--json", action="store_true", help="print one JSON object")
@@ -381,17 +447,20 @@ def register(subparsers: Any) -> None:
     )
 
     swp = subparsers.add_parser("sweep", help="compare policies over arrival rates")
-    _common(swp, policy=False)
+    _common(swp, policy=False, duration=DEFAULT_WINDOW_S)
+    policies = ",".join(DEFAULT_SWEEP_POLICIES)
     swp.add_argument(
         "--policies",
         type=comma_list,
-        default="vllm,sarathi,sloweave,fixed:512",
-        help="comma-separated policies",
+        default=list(DEFAULT_SWEEP_POLICIES),
+        help=f"comma-separated policies, as --policy of simulate names them (default {policies})",
     )
     swp.add_argument(
         "--rates", type=comma_list, required=True, help="comma-separated rates, requests/s"
     )
-    swp.add_argument("--workers", type=int, default=None, help="processes (default: all cores)")
+    swp.add_argument(
+        "--workers", type=positive_int, default=None, help="processes (default: all cores)"
+    )
     swp.add_argument("--csv", default=None, help="write the table as CSV")
     swp.add_argument("--plot", default=None, help="write attainment vs rate (PNG/PDF/SVG)")
     swp.add_argument("--quiet", action="store_true", help="no progress on stderr")

@@ -15,8 +15,10 @@ in ``schedlab/data/length_tables.json``; each names its source file and license.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -24,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from schedlab.errors import FormatError, UnknownNameError
+from schedlab.errors import FormatError, SchedlabError, UnknownNameError
 from schedlab.llm.traces import Trace, read_trace
 
 __all__ = ["LengthTable", "builtin_table", "builtin_table_names"]
@@ -149,9 +151,13 @@ class LengthTable:
         return table
 
 
+#: The shipped tables' file.
+_SHIPPED = Path(str(resources.files("schedlab").joinpath("data/length_tables.json")))
+
+
 @cache
 def _builtin_tables() -> dict[str, LengthTable]:
-    text = resources.files("schedlab").joinpath("data/length_tables.json").read_text("utf-8")
+    text = _SHIPPED.read_text("utf-8")
     return {
         name: LengthTable.from_dict(entry, f"length_tables.json[{name}]")
         for name, entry in json.loads(text)["tables"].items()
@@ -185,9 +191,30 @@ def derive_tables(data_dir: str | Path) -> dict:
     }
 
 
-if __name__ == "__main__":  # pragma: no cover - maintenance entry point
-    if len(sys.argv) != 2:
-        sys.exit("usage: python -m schedlab.llm.lengths DATA_DIR")
-    out = Path(__file__).with_name("data") / "length_tables.json"
-    out.write_text(json.dumps(derive_tables(sys.argv[1]), indent=1) + "\n", encoding="utf-8")
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m schedlab.llm.lengths DATA_DIR [-o FILE]``: re-derive the shipped
+    tables from the traces under ``DATA_DIR``; bad input is one line on stderr and exit
+    code 2."""
+    parser = argparse.ArgumentParser(
+        prog="python -m schedlab.llm.lengths",
+        description="Re-derive schedlab's shipped length tables from the trace files "
+        "under DATA_DIR (its traces/ folder).",
+    )
+    parser.add_argument("data_dir", metavar="DATA_DIR", help="folder holding traces/")
+    parser.add_argument(
+        "-o", "--output", default=None, help="write here (default: the shipped table file)"
+    )
+    args = parser.parse_args(argv)
+    out = Path(args.output) if args.output else _SHIPPED
+    try:
+        tables = derive_tables(args.data_dir)
+    except SchedlabError as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 2
+    out.write_text(json.dumps(tables, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - maintenance entry point
+    sys.exit(main())

@@ -33,7 +33,6 @@ line of the first malformed value.
 from __future__ import annotations
 
 import csv
-import json
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -43,9 +42,18 @@ from pathlib import Path
 import numpy as np
 
 from schedlab.errors import DataNotFoundError, FormatError, UnknownNameError
-from schedlab.json_files import read_json
+from schedlab.json_files import parse_json, read_json
 
-__all__ = ["MAX_TOKENS", "TRACE_KINDS", "Trace", "detect_kind", "jsonl_rows", "read_trace"]
+__all__ = [
+    "MAX_TOKENS",
+    "TRACE_KINDS",
+    "Trace",
+    "check_lengths",
+    "check_time_order",
+    "detect_kind",
+    "jsonl_rows",
+    "read_trace",
+]
 
 
 @dataclass(frozen=True)
@@ -137,10 +145,7 @@ def jsonl_rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[str, dic
             if not line.strip():
                 continue
             place = f"{path}:{number}"
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise FormatError(f"{place}: invalid JSON ({exc.msg})") from None
+            row = parse_json(line.rstrip("\r\n"), str(path), number)
             if not isinstance(row, dict):
                 raise FormatError(f"{place}: expected a JSON object")
             missing = [c for c in required if c not in row]
@@ -285,6 +290,45 @@ _READERS: dict[str, Callable[[Path], Trace]] = {
     "vllm-bench-serve": _read_vllm_bench_serve,
 }
 TRACE_KINDS: tuple[str, ...] = tuple(_READERS)
+
+
+def check_lengths(trace: Trace, where: str | Path, *, min_prompt: int = 1) -> Trace:
+    """``trace`` if each request has at least ``min_prompt`` prompt tokens and one
+    output token; else a :class:`FormatError` naming the first that has not.
+
+    Nothing raises a short length to the minimum silently: that would serve or schedule
+    a different workload than the one recorded. A serving engine needs a prompt token
+    (vLLM refuses an empty prompt: "decoder prompt cannot be empty",
+    ``tests/entrypoints/llm/test_prompt_validation.py``) and emits at least one; the
+    offline model allows an empty prompt (``docs/design.md``, "Offline model").
+    """
+    for what, lengths, least in (
+        ("prompt", trace.prompt, min_prompt),
+        ("output", trace.output, 1),
+    ):
+        short = np.flatnonzero(lengths < least)
+        if short.size:
+            raise FormatError(
+                f"{where}: request {short[0]} (in file order) has {what} length "
+                f"{lengths[short[0]]}; every request needs at least {least} {what} "
+                f"token(s) ({short.size} such)"
+            )
+    return trace
+
+
+def check_time_order(trace: Trace, where: str | Path) -> Trace:
+    """``trace`` if its requests are listed in time order; else a :class:`FormatError`
+    naming the first out of place (a replay never re-sorts a file: the order of equal
+    timestamps would be the sort's, not the record's)."""
+    if trace.arrival_s is not None:
+        early = np.flatnonzero(np.diff(trace.arrival_s) < 0)
+        if early.size:
+            k = int(early[0]) + 1
+            raise FormatError(
+                f"{where}: request {k} (in file order) arrives before request {k - 1}; "
+                "sort the trace by time"
+            )
+    return trace
 
 
 def detect_kind(path: str | Path) -> str:

@@ -24,7 +24,7 @@ import numpy as np
 from schedlab.errors import InstanceError
 from schedlab.llm.lengths import LengthTable, builtin_table
 from schedlab.llm.models import GIB, LLAMA_3_1_8B, kv_token_capacity
-from schedlab.llm.traces import Trace
+from schedlab.llm.traces import Trace, check_lengths
 from schedlab.offline.instance import Instance, check_int
 
 __all__ = [
@@ -52,7 +52,7 @@ def _draw(source: LengthSource, n: int, rng: np.random.Generator) -> tuple[np.nd
     if isinstance(source, LengthTable):
         return source.sample(n, rng)
     rows = rng.integers(0, len(source), n)
-    return source.prompt[rows], np.maximum(source.output[rows], 1)
+    return source.prompt[rows], source.output[rows]
 
 
 def sample_lengths(
@@ -90,6 +90,8 @@ def sample_backlog(
     """A backlog of ``n`` requests released at round 0, lengths drawn from ``source``."""
     n = check_int(n, "n", 1)
     memory = check_int(memory, "memory", 1)
+    if isinstance(source, Trace):
+        check_lengths(source, source.name, min_prompt=0)
     rng = np.random.default_rng(seed)
     prompt, output, redrawn = sample_lengths(source, n, memory, rng)
     label = source if isinstance(source, str) else getattr(source, "name", "custom")

@@ -1,22 +1,39 @@
-"""Run several solvers on one instance and tabulate them against the best bound."""
+"""Run several solvers on one instance and tabulate them against one lower bound.
+
+Every row's gap is measured against the same bound, the bound method's value on the
+instance, so it does not depend on which other solvers are listed; a higher bound that a
+listed solver proves (an exact solver's optimum, an LP-guided solver's own) is reported
+beside it as ``best_proven``. A solver that refuses the instance is recorded in its row
+(:class:`Failure`) and the others still run.
+"""
 
 from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
 from schedlab.budget import check_time_limit
-from schedlab.errors import UnknownNameError
+from schedlab.errors import SchedlabError, SolverError, UnknownNameError
 from schedlab.offline.bounds import Bound, lower_bound
 from schedlab.offline.instance import Instance
 from schedlab.offline.result import Result, relative_gap
 from schedlab.offline.solve import available_solvers, solve
+from schedlab.offline.solvers import get_solver
+from schedlab.offline.solvers.contract import check_options
 from schedlab.progress import Progress, progress_for
 
-__all__ = ["DEFAULT_SOLVERS", "Comparison", "compare", "records_to_csv", "solver_names"]
+__all__ = [
+    "DEFAULT_SOLVERS",
+    "Comparison",
+    "Failure",
+    "compare",
+    "records_to_csv",
+    "solver_names",
+    "solver_options",
+]
 
 #: Solvers :func:`compare` runs when none are named: the list-scheduling rules (``sof`` is
 #: left out: it computes the same schedule as ``mc-sf``), Sorted-F and local search (10 s
@@ -44,26 +61,73 @@ _COLUMNS = (
 
 
 @dataclass(frozen=True)
-class Comparison:
-    """Results of several solvers on one instance, with the best lower bound.
+class Failure:
+    """A solver that gave no schedule for an instance, and why.
 
-    ``gap`` of every row is measured against :attr:`lower_bound`, the largest valid
-    bound known (the bound method's and any solver's own).
+    Attributes
+    ----------
+    solver
+        Its name.
+    status
+        ``"refused"`` (it does not take this instance or these options, e.g. ``dp`` on
+        more than ``max_requests`` requests) or ``"error"`` (its schedule failed the
+        verifier: a bug).
+    reason
+        The solver's one-line message.
+    """
+
+    solver: str
+    status: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Results of several solvers on one instance, against one lower bound.
+
+    Attributes
+    ----------
+    instance
+        The instance.
+    results
+        The schedules found, in the order the solvers were named.
+    lower_bound
+        The bound method's value on this instance (``None`` without one): every row's
+        ``gap`` is measured against it, so a row's gap does not depend on which other
+        solvers are listed.
+    failures
+        Solvers that gave no schedule (:class:`Failure`), in order.
+    solvers
+        Every solver named, in order (rows of :meth:`records`).
     """
 
     instance: Instance
     results: tuple[Result, ...]
     lower_bound: float | None
+    failures: tuple[Failure, ...] = ()
+    solvers: tuple[str, ...] = ()
+
+    @property
+    def best_proven(self) -> float | None:
+        """The largest valid bound known: :attr:`lower_bound`, the solvers' own bounds and
+        proven optima. Reported beside :attr:`lower_bound`, labelled; it depends on the
+        solvers listed, so gaps are not measured against it."""
+        bounds = (self.lower_bound, *(r.lower_bound for r in self.results))
+        known = [b for b in bounds if b is not None]
+        return max(known) if known else None
 
     def records(self) -> list[dict[str, Any]]:
-        """One plain dict a solver, with the table's columns."""
+        """One plain dict a solver named: the table's columns, ``best_proven`` and
+        ``reason`` (why a solver gave no schedule; empty otherwise)."""
+        done = {r.solver: r for r in self.results}
+        failed = {f.solver: f for f in self.failures}
         rows = []
-        for r in self.results:
-            rows.append(
-                {
-                    "instance": self.instance.name,
-                    "n": self.instance.n,
-                    "solver": r.solver,
+        for name in self.solvers or tuple(done):
+            row: dict[str, Any] = {"instance": self.instance.name, "n": self.instance.n}
+            if name in done:
+                r = done[name]
+                row |= {
+                    "solver": name,
                     "status": str(r.status),
                     "objective": r.objective,
                     "mean_latency": r.schedule.mean_latency,
@@ -71,13 +135,24 @@ class Comparison:
                     "runtime_s": r.runtime,
                     "lower_bound": self.lower_bound,
                     "gap": relative_gap(r.objective, self.lower_bound),
+                    "reason": "",
                 }
-            )
+            else:
+                f = failed[name]
+                row |= {key: None for key, _ in _COLUMNS} | {
+                    "solver": name,
+                    "status": f.status,
+                    "lower_bound": self.lower_bound,
+                    "reason": f.reason,
+                }
+            row["best_proven"] = self.best_proven
+            rows.append(row)
         return rows
 
-    def best(self) -> Result:
-        """The result with the least objective (first one on ties)."""
-        return min(self.results, key=lambda r: r.objective)
+    def best(self) -> Result | None:
+        """The result with the least objective (first one on ties; ``None`` if no solver
+        gave a schedule)."""
+        return min(self.results, key=lambda r: r.objective, default=None)
 
     def _cells(self) -> list[list[str]]:
         def fmt(key: str, value: Any) -> str:
@@ -111,13 +186,29 @@ class Comparison:
         inst = self.instance
         title = f"{inst.name or 'instance'}: n = {inst.n}, M = {inst.memory:,} tokens"
         rule = "  ".join("-" * w for w in widths)
-        return "\n".join([title, line(head), rule, *(line(r) for r in cells)])
+        return "\n".join([title, line(head), rule, *(line(r) for r in cells), *self._notes()])
+
+    def _notes(self) -> list[str]:
+        """Lines under the table: the best proven bound where it is higher, and why each
+        failed solver gave no schedule."""
+        notes = []
+        proven = self.best_proven
+        if proven is not None and (self.lower_bound is None or proven > self.lower_bound):
+            notes.append(
+                f"best proven bound {proven:,.1f} (from the solvers listed; gaps above are "
+                "against the lower bound column)"
+            )
+        for f in self.failures:  # the reason names the solver where the solver wrote it
+            said = f.reason if f.reason.startswith(f"{f.solver}:") else f"{f.solver}: {f.reason}"
+            notes.append(f"{f.status}: {said}")
+        return notes
 
     def to_markdown(self) -> str:
         head = [title for _, title in _COLUMNS]
         rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         rows += ["| " + " | ".join(r) + " |" for r in self._cells()]
-        return "\n".join(rows)
+        notes = self._notes()
+        return "\n".join([*rows, "", *notes] if notes else rows)
 
     def to_csv(self, handle: TextIO | None = None) -> str:
         """CSV of :meth:`records` (also written to ``handle`` if given)."""
@@ -152,28 +243,66 @@ def compare(
     time_limit: float | None = None,
     seed: int = 0,
     bound: str | None = "best",
+    options: Mapping[str, Mapping[str, Any]] | None = None,
     progress: bool | Progress = False,
 ) -> Comparison:
-    """Solve ``instance`` with each solver and measure every gap to one best bound.
+    """Solve ``instance`` with each solver and measure every gap to one lower bound.
 
     The bound is computed once (within ``time_limit``); each solver gets ``time_limit``
-    of its own. Names are checked before anything runs. ``progress``: show a bar on
+    of its own. Names and options are checked before anything runs. A solver that
+    refuses the instance (a :class:`~schedlab.errors.SchedlabError`) is recorded as a
+    :class:`Failure` and the others go on. ``options``: each solver's own options by
+    solver name (``{"local-search": {"max_moves": 5000}}``). ``progress``: show a bar on
     standard error (:mod:`schedlab.progress`), or step the caller's.
     """
     names = solver_names(solvers)
+    own = solver_options(names, options)
     time_limit = check_time_limit(time_limit)
     shared: Bound | None = None
     steps = len(names) + (bound is not None)
+    results: list[Result] = []
+    failures: list[Failure] = []
     with progress_for(progress, instance.name or "compare", steps) as bar:
         if bound is not None:
             bar.doing(f"lower bound ({bound})")
             shared = lower_bound(instance, bound, time_limit=time_limit)
             bar.step()
-        results = []
         for name in names:
             bar.doing(name)
-            results.append(solve(instance, name, time_limit=time_limit, seed=seed, bound=shared))
+            try:
+                found = solve(
+                    instance, name, time_limit=time_limit, seed=seed, bound=shared, **own[name]
+                )
+                results.append(found)
+            except SolverError as exc:
+                failures.append(Failure(name, "error", str(exc)))
+            except SchedlabError as exc:
+                failures.append(Failure(name, "refused", str(exc)))
             bar.step()
-    proven = [r.lower_bound for r in results if r.lower_bound is not None]
-    best = max(proven) if proven else None
-    return Comparison(instance, tuple(results), best)
+    value = None if shared is None else shared.value
+    return Comparison(instance, tuple(results), value, tuple(failures), tuple(names))
+
+
+def solver_options(
+    names: Sequence[str], options: Mapping[str, Mapping[str, Any]] | None
+) -> dict[str, dict[str, Any]]:
+    """Each named solver's own options (empty where none are given), checked.
+
+    Raises
+    ------
+    SchedlabError
+        For options of a solver that is not named.
+    UnknownOptionError
+        For an option a solver does not take, or a value of the wrong type.
+    """
+    given = dict(options or {})
+    stray = sorted(set(given) - set(names))
+    if stray:
+        raise SchedlabError(
+            f"options given for {', '.join(stray)}, which is not among the solvers "
+            f"({', '.join(names)})"
+        )
+    checked = {name: dict(given.get(name, {})) for name in names}
+    for name, own in checked.items():
+        check_options(name, get_solver(name).fn, own)
+    return checked

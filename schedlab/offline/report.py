@@ -1,22 +1,29 @@
-"""The comparison report: several solvers on a set of instances, against the best bound.
+"""The comparison report: several solvers on a set of instances, against one bound each.
 
 :func:`run_report` runs :func:`schedlab.offline.compare.compare` on each instance (files, folders
 of ``*.json`` instance files, or :class:`~schedlab.offline.instance.Instance` objects) and
-collects a :class:`Report`: per instance and solver the objective, the best lower bound,
-the gap ``(objective - bound) / bound`` and the runtime. The report prints as text and
+collects a :class:`Report`: per instance and solver the objective, the instance's lower
+bound, the gap ``(objective - bound) / bound``, the runtime, and the reason a solver
+gave no schedule. The report prints as text and
 saves as CSV + Markdown (:meth:`Report.save`); its figure is drawn by
 :func:`schedlab.plotting.plot_report`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from schedlab.errors import FormatError
-from schedlab.offline.compare import Comparison, compare, records_to_csv, solver_names
+from schedlab.offline.compare import (
+    Comparison,
+    compare,
+    records_to_csv,
+    solver_names,
+    solver_options,
+)
 from schedlab.offline.instance import Instance
 from schedlab.offline.instance_io import read_instance
 from schedlab.offline.result import relative_gap
@@ -87,6 +94,9 @@ class Report:
         ]
         for comp in self.comparisons:
             best = comp.best()
+            if best is None:
+                parts.append(f"| {comp.instance.name} | (no solver gave a schedule) | - | - |")
+                continue
             gap = relative_gap(best.objective, comp.lower_bound)
             shown = "-" if gap is None else f"{100 * gap:.2f}%"
             parts.append(
@@ -115,6 +125,7 @@ def run_report(
     time_limit: float | None = None,
     seed: int = 0,
     bound: str | None = "best",
+    options: Mapping[str, Mapping[str, Any]] | None = None,
     out_dir: str | Path | None = None,
     progress: bool = False,
 ) -> Report:
@@ -132,6 +143,8 @@ def run_report(
         Seed for every solver.
     bound
         Lower-bound method (``"best"``) or ``None``.
+    options
+        Each solver's own options, by solver name (see :func:`compare`).
     out_dir
         If given, ``report.csv`` and ``report.md`` are written there.
     progress
@@ -139,6 +152,7 @@ def run_report(
         (:mod:`schedlab.progress`).
     """
     solvers = solver_names(solvers)
+    solver_options(solvers, options)  # checked before any instance is read
     if out_dir is not None:
         Path(out_dir).mkdir(parents=True, exist_ok=True)
     instances = load_instances(items)
@@ -148,7 +162,13 @@ def run_report(
         for instance in instances:
             comparisons.append(
                 compare(
-                    instance, solvers, time_limit=time_limit, seed=seed, bound=bound, progress=bar
+                    instance,
+                    solvers,
+                    time_limit=time_limit,
+                    seed=seed,
+                    bound=bound,
+                    options=options,
+                    progress=bar,
                 )
             )
     report = Report(tuple(comparisons))

@@ -55,8 +55,11 @@ def plot_report(
 
 def _pick(report: Report, schedule: tuple[str, str] | None) -> tuple[Comparison, Result]:
     if schedule is None:
-        comp = report.comparisons[-1]
-        return comp, comp.best()
+        for comp in reversed(report.comparisons):  # the last instance a solver scheduled
+            best = comp.best()
+            if best is not None:
+                return comp, best
+        raise SchedlabError("plot: no solver gave a schedule on any instance")
     name, solver = schedule
     for comp in report.comparisons:
         if comp.instance.name == name:
@@ -67,7 +70,7 @@ def _pick(report: Report, schedule: tuple[str, str] | None) -> tuple[Comparison,
 
 
 def plot_gaps(report: Report, ax: Any = None) -> Any:
-    """Gap to the best lower bound of every solver across the report's instances."""
+    """Gap of every solver to each instance's lower bound across the report's instances."""
     ax = ax if ax is not None else pyplot().figure().gca()
     names = [c.instance.name or f"#{k}" for k, c in enumerate(report.comparisons)]
     solvers = list(dict.fromkeys(r.solver for c in report.comparisons for r in c.results))
@@ -84,7 +87,7 @@ def plot_gaps(report: Report, ax: Any = None) -> Any:
         ax.plot(x, gaps, marker=markers[k % len(markers)], color=colours[k], label=solver)
     ax.set_yscale("log")
     ax.set_xticks(x, names, rotation=20, ha="right", fontsize=8)
-    ax.set_ylabel("gap to best lower bound (%)")
+    ax.set_ylabel("gap to the instance's lower bound (%)")
     ax.set_title("Gap per solver across instances (0% drawn at 0.01%)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, ncol=min(len(solvers), 6))

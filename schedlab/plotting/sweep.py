@@ -14,7 +14,9 @@ __all__ = ["plot_sweep"]
 def plot_sweep(points: Sequence[SweepPoint], path: str | Path, *, title: str = "") -> Path:
     """Draw attainment against rate for every policy of ``points`` and save it to ``path``.
 
-    A dotted line marks the 90% attainment that defines capacity.
+    A dotted line marks the 90% attainment that defines capacity. The title always
+    names the workload, the cost model and its hardware; ``title`` (e.g. the SLO) is its
+    second line.
     """
     fig, ax = pyplot().subplots(figsize=(6, 4))
     for policy in dict.fromkeys(p.policy for p in points):
@@ -28,7 +30,9 @@ def plot_sweep(points: Sequence[SweepPoint], path: str | Path, *, title: str = "
     ax.axhline(0.9, color="grey", linestyle=":", linewidth=1)
     ax.set_xlabel("arrival rate (req/s)")
     ax.set_ylabel("SLO attainment")
-    ax.set_title(title)
+    s = points[0].summary
+    what = f"{s.workload}, cost model {s.cost_model} ({s.hardware})"
+    ax.set_title(f"{what}\n{title}" if title else what, fontsize=9)
     ax.set_ylim(0, 1.02)
     ax.legend()
     fig.tight_layout()

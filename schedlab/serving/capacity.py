@@ -24,20 +24,26 @@ Two stop rules make overloaded runs cheap without changing any decision:
 from __future__ import annotations
 
 import math
+import multiprocessing
 import os
+import signal
+import threading
+import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
 from schedlab.errors import ServingError
 from schedlab.progress import Progress, progress_for
+from schedlab.serving.cost_model import hardware_of
 from schedlab.serving.metrics import Summary
 from schedlab.serving.scenario import Scenario
-from schedlab.serving.simulator import simulate
-from schedlab.serving.workloads import Workload, make_workload
+from schedlab.serving.simulator import DEFAULT_WINDOW_S, simulate
+from schedlab.serving.workloads import DEFAULT_WORKLOAD, Workload, make_workload
 
 __all__ = [
+    "CAPACITY_WINDOW_S",
+    "DEFAULT_SWEEP_POLICIES",
     "CapacityResult",
     "Probe",
     "SweepPoint",
@@ -49,6 +55,13 @@ __all__ = [
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+#: The arrival window (seconds) of each run of a capacity search: longer than a single
+#: simulation's, so that a rate near capacity has time to build its queue.
+CAPACITY_WINDOW_S = 120.0
+
+#: The policies ``schedlab sweep`` compares when none are named.
+DEFAULT_SWEEP_POLICIES: tuple[str, ...] = ("vllm", "sarathi", "sloweave", "fixed:512")
 
 
 @dataclass(frozen=True)
@@ -103,6 +116,8 @@ class CapacityResult:
 
     Attributes
     ----------
+    hardware
+        The GPU the cost model describes (:func:`~schedlab.serving.cost_model.hardware_of`).
     capacity_rps
         Highest tested rate meeting the target (0 if even the lowest failed).
     saturated
@@ -114,6 +129,7 @@ class CapacityResult:
     policy: str
     workload: str
     cost_model: str
+    hardware: str
     tpot_s: float
     ttft_s: float
     tpot_slo: str
@@ -139,10 +155,10 @@ class CapacityResult:
 
 
 def capacity(
-    workload: str | Workload,
+    workload: str | Workload = DEFAULT_WORKLOAD,
     scenario: Scenario | None = None,
     *,
-    duration_s: float = 120.0,
+    duration_s: float = CAPACITY_WINDOW_S,
     target: float = 0.9,
     rel_tol: float = 0.02,
     start_rps: float = 1.0,
@@ -192,6 +208,7 @@ def capacity(
         policy=str(scenario.policy),
         workload=load.name,
         cost_model=model.name,
+        hardware=hardware_of(model),
         tpot_s=scenario.slo.tpot_s,
         ttft_s=scenario.slo.ttft_s,
         tpot_slo=scenario.slo.kind,
@@ -250,7 +267,10 @@ def parallel_map(
 
     Results come back in task order, whatever the number of workers, so a run is
     deterministic; ``progress(done, total)`` is called as tasks complete. ``fn`` and the
-    tasks must be picklable when ``workers > 1``.
+    tasks must be picklable when ``workers > 1``. No worker outlives the call: when a
+    task raises or the caller is interrupted (``KeyboardInterrupt``, which the command
+    line also raises on SIGTERM), the workers are terminated before the error goes on,
+    and a worker whose parent has died exits by itself (:func:`_worker_start`).
     """
     workers = (os.cpu_count() or 1) if workers is None else workers
     if workers < 1:
@@ -263,14 +283,38 @@ def parallel_map(
             if progress:
                 progress(done, total)
         return results
-    with ProcessPoolExecutor(max_workers=min(workers, total)) as pool:
-        futures = [pool.submit(fn, task) for task in tasks]
+    pool = multiprocessing.Pool(
+        min(workers, total), initializer=_worker_start, initargs=(os.getpid(),)
+    )
+    try:
         out: list[R] = []
-        for done, future in enumerate(futures, start=1):
-            out.append(future.result())
+        for done, result in enumerate(pool.imap(fn, tasks), start=1):
+            out.append(result)
             if progress:
                 progress(done, total)
-        return out
+    except BaseException:
+        pool.terminate()
+        pool.join()
+        raise
+    pool.close()
+    pool.join()
+    return out
+
+
+def _worker_start(parent: int, every_s: float = 0.5) -> None:
+    """Run in each worker as it starts: leave Ctrl-C to the parent (which terminates the
+    workers), let SIGTERM end the worker at once (a handler inherited from the parent
+    would print a traceback), and end it once ``parent`` is gone (killed without a chance
+    to terminate it), instead of computing on for nobody."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every_s)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
 
 
 @dataclass(frozen=True)
@@ -286,6 +330,8 @@ class SweepPoint:
         s = self.summary
         return {
             "policy": self.policy,
+            "cost_model": s.cost_model,
+            "hardware": s.hardware,
             "tpot_slo": s.slo.kind,
             "rate_rps": self.rate_rps,
             "n_requests": s.n_requests,
@@ -326,7 +372,7 @@ def sweep(
     rates: Sequence[float],
     scenario: Scenario | None = None,
     *,
-    duration_s: float = 60.0,
+    duration_s: float = DEFAULT_WINDOW_S,
     workers: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     data_dir: str | None = None,

@@ -13,6 +13,7 @@ JSON form (``save_cost_model`` / ``load_cost_model``)::
      "name": "sloweave-default",        # free text
      "margin_s": 0.0,                   # one-sided margin delta for SLOWeave (seconds)
      "source": "...",                   # provenance, free text
+     "hardware": "...",                 # the GPU it describes (optional, free text)
      "coefficients": {"base_s": 0.00035, ...}}   # kind-specific body
 
 Any other kind plugs in with a ``kind`` string and a loader
@@ -52,7 +53,9 @@ __all__ = [
     "check_monotone",
     "cost_model_from_dict",
     "cost_model_kinds",
+    "cost_model_names",
     "get_cost_model",
+    "hardware_of",
     "load_cost_model",
     "lockstep_time",
     "register_cost_model_kind",
@@ -157,8 +160,9 @@ class LinearAttentionCostModel:
         :math:`f_d, a_d, k_d`.
     prefill_fixed_s, prefill_per_token_s, prefill_attention_s
         :math:`f_p, a_p, k_p` (the last per query-key pair).
-    name, margin_s, source
-        Name, SLOWeave margin :math:`\delta \ge 0`, provenance.
+    name, margin_s, source, hardware
+        Name, SLOWeave margin :math:`\delta \ge 0`, provenance, and the GPU it describes
+        (``""``: not stated).
     """
 
     name: str = "linear-attention"
@@ -171,6 +175,7 @@ class LinearAttentionCostModel:
     prefill_attention_s: float = 0.0
     margin_s: float = 0.0
     source: str = ""
+    hardware: str = ""
 
     def __post_init__(self) -> None:
         for field in (*COEFFICIENTS, "margin_s"):
@@ -215,6 +220,7 @@ class LinearAttentionCostModel:
             "name": self.name,
             "margin_s": self.margin_s,
             "source": self.source,
+            "hardware": self.hardware,
             "coefficients": {key: values[key] for key in COEFFICIENTS},
         }
 
@@ -235,6 +241,7 @@ SLOWEAVE_DEFAULT = LinearAttentionCostModel(
     prefill_fixed_s=0.40e-3,
     prefill_per_token_s=0.006e-3,
     source="SLOWeave (arXiv 2609.07883), default simulator cost model; docs/design.md, SLOWeave",
+    hardware="illustrative, no GPU",
 )
 
 #: Built-in models by name.
@@ -264,6 +271,7 @@ def _load_linear_attention(data: Mapping[str, Any], where: str) -> CostModel:
             name=str(data.get("name", "linear-attention")),
             margin_s=float(margin),
             source=str(data.get("source", "")),
+            hardware=str(data.get("hardware", "")),
             **values,
         )
     except ServingError as exc:
@@ -342,6 +350,11 @@ def shipped_cost_models() -> dict[str, Path]:
     return {p.stem: p for p in sorted(folder.glob("*.json"))}
 
 
+def cost_model_names() -> tuple[str, ...]:
+    """Names :func:`get_cost_model` knows: the built-in models, then the shipped ones."""
+    return (*BUILTIN_COST_MODELS, *shipped_cost_models())
+
+
 def get_cost_model(spec: str | CostModel) -> CostModel:
     """A built-in or shipped model by name, a model read from a ``.json`` path, or
     ``spec`` itself."""
@@ -354,8 +367,13 @@ def get_cost_model(spec: str | CostModel) -> CostModel:
         return load_cost_model(shipped[spec])
     if spec.endswith(".json") or Path(spec).is_file():
         return load_cost_model(spec)
-    known = (*BUILTIN_COST_MODELS, *shipped)
-    raise UnknownNameError("cost model (or a .json path)", spec, known)
+    raise UnknownNameError("cost model (or a .json path)", spec, cost_model_names())
+
+
+def hardware_of(model: CostModel) -> str:
+    """The GPU ``model`` describes, for every table and plot title that shows its results
+    (a model's optional attribute ``hardware``; ``"hardware not stated"`` without one)."""
+    return str(getattr(model, "hardware", "") or "hardware not stated")
 
 
 def uses_decode_spread(model: CostModel) -> bool:

@@ -107,6 +107,7 @@ from schedlab.serving.cost_model import (
     Chunk,
     CostModel,
     batch_time,
+    hardware_of,
     lockstep_time,
     uses_decode_spread,
 )
@@ -180,8 +181,9 @@ class EngineRun:
         Cached KV blocks whose content an allocation overwrote.
     reused_tokens
         KV tokens resumed requests took back from the prefix cache instead of recomputing.
-    policy, cost_model
-        Names of the policy and the predicted cost model.
+    policy, cost_model, hardware
+        Names of the policy and the predicted cost model, and the GPU the model
+        describes (:func:`~schedlab.serving.cost_model.hardware_of`).
     peak_kv_tokens
         The most KV blocks one replica had in use at once, in tokens.
     replica_iterations
@@ -200,6 +202,7 @@ class EngineRun:
     cost_model: str = ""
     replica_iterations: tuple[int, ...] = ()
     peak_kv_tokens: int = 0
+    hardware: str = ""
 
 
 @dataclass(frozen=True)
@@ -1047,4 +1050,5 @@ class Driver:
             lead.timing.predicted.name,
             tuple(len(e) for e in ends),
             max(e.peak_blocks * e.config.block_size for e in self.engines),
+            hardware_of(lead.timing.predicted),
         )

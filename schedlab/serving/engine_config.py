@@ -18,7 +18,10 @@ from dataclasses import dataclass
 
 from schedlab.errors import ServingError
 
-__all__ = ["EngineConfig"]
+__all__ = ["BLOCK_SIZES", "EngineConfig"]
+
+#: The KV block sizes vLLM accepts (``BlockSize`` in ``vllm/config/cache.py``, line 22).
+BLOCK_SIZES: tuple[int, ...] = (1, 8, 16, 32, 64, 128, 256)
 
 
 @dataclass(frozen=True)
@@ -32,7 +35,7 @@ class EngineConfig:
         blocks. The default, 262,144 tokens, is 32 GiB of KV cache for a Llama-3.1-8B-like
         model (128 KiB per token: 32 layers x 8 KV heads x 128 dims x 2 (K, V) x 2 bytes).
     block_size
-        Tokens per KV block (vLLM's default is 16).
+        Tokens per KV block, one of :data:`BLOCK_SIZES` (vLLM's default is 16).
     max_num_seqs
         Most requests admitted at once (prefilling or decoding).
     max_num_batched_tokens
@@ -74,6 +77,11 @@ class EngineConfig:
                 raise ServingError(
                     f"engine.{field}: must be true or false, got {getattr(self, field)!r}"
                 )
+        if self.block_size not in BLOCK_SIZES:
+            sizes = ", ".join(map(str, BLOCK_SIZES))
+            raise ServingError(
+                f"engine.block_size: vLLM takes {sizes} tokens per block, got {self.block_size}"
+            )
         if self.kv_capacity_tokens < self.block_size:
             raise ServingError(
                 f"engine.kv_capacity_tokens: must hold at least one block of "

@@ -231,8 +231,9 @@ class Summary:
 
     Attributes
     ----------
-    policy, workload, cost_model
-        What ran.
+    policy, workload, cost_model, hardware
+        What ran: the names of the policy, the workload and the predicted cost model, and
+        the GPU that model describes.
     slo
         The SLO attainment and goodput refer to.
     n_requests, n_finished
@@ -279,6 +280,7 @@ class Summary:
     truncated: bool
     policy_stats: dict[str, int] = field(default_factory=dict)
     peak_kv_tokens: int = 0
+    hardware: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON form (``nan`` becomes ``null``)."""
@@ -297,6 +299,7 @@ def summarize(
     cost_model: str,
     policy_stats: dict[str, int] | None = None,
     peak_kv_tokens: int = 0,
+    hardware: str = "",
 ) -> Summary:
     """Aggregate per-request records into a :class:`Summary`."""
     ttft = np.array([r.ttft_s for r in records], dtype=float)
@@ -328,4 +331,5 @@ def summarize(
         truncated=any(not r.finished for r in records),
         policy_stats=dict(policy_stats or {}),
         peak_kv_tokens=peak_kv_tokens,
+        hardware=hardware,
     )

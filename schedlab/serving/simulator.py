@@ -18,9 +18,24 @@ from schedlab.serving.engine import BatchRecord, Driver, Engine, EngineRun, Iter
 from schedlab.serving.metrics import RequestRecord, Summary, summarize
 from schedlab.serving.prediction import predicted_outputs
 from schedlab.serving.scenario import Scenario
-from schedlab.serving.workloads import MAX_REQUESTS, RequestStream, make_workload
+from schedlab.serving.workloads import (
+    DEFAULT_WORKLOAD,
+    MAX_REQUESTS,
+    RequestStream,
+    make_workload,
+)
 
-__all__ = ["BatchRecord", "EngineRun", "SimulationResult", "run_engine", "simulate"]
+__all__ = [
+    "DEFAULT_WINDOW_S",
+    "BatchRecord",
+    "EngineRun",
+    "SimulationResult",
+    "run_engine",
+    "simulate",
+]
+
+#: The arrival window (seconds) of :func:`simulate` and of each point of a sweep.
+DEFAULT_WINDOW_S = 60.0
 
 
 def run_engine(
@@ -81,11 +96,11 @@ class SimulationResult:
 
 
 def simulate(
-    workload: str | RequestStream = "chat",
+    workload: str | RequestStream = DEFAULT_WORKLOAD,
     scenario: Scenario | None = None,
     *,
     rate: float | None = None,
-    duration_s: float = 60.0,
+    duration_s: float = DEFAULT_WINDOW_S,
     data_dir: str | Path | None = None,
     stop_at_s: float | None = None,
     max_violations: int | None = None,
@@ -102,8 +117,10 @@ def simulate(
     scenario
         Engine, policy, cost models, SLO and seed (default :class:`Scenario`'s defaults).
     rate, duration_s
-        Mean arrival rate (requests/s; for a replay, rescales its timestamps) and
-        arrival window of a generated stream.
+        Mean arrival rate (requests/s) and arrival window of a generated stream. ``None``:
+        :data:`~schedlab.serving.workloads.DEFAULT_RATE_RPS` for a synthetic workload, the
+        recorded timestamps for a replay (a rate given rescales them, and the stream's
+        name says so).
     data_dir
         Where replayed traces are looked up (default ``$SCHEDLAB_DATA``).
     stop_at_s, max_violations, record_batches
@@ -147,5 +164,6 @@ def simulate(
         cost_model=run.cost_model,
         policy_stats=run.policy_stats,
         peak_kv_tokens=run.peak_kv_tokens,
+        hardware=run.hardware,
     )
     return SimulationResult(run.records, summary, run, time.perf_counter() - started)

@@ -45,9 +45,11 @@ import numpy as np
 
 from schedlab.errors import DataNotFoundError, ServingError, UnknownNameError
 from schedlab.llm.lengths import builtin_table
-from schedlab.llm.traces import read_trace
+from schedlab.llm.traces import Trace, check_lengths, check_time_order, read_trace
 
 __all__ = [
+    "DEFAULT_RATE_RPS",
+    "DEFAULT_WORKLOAD",
     "WORKLOADS",
     "EmpiricalLengths",
     "LengthSampler",
@@ -56,6 +58,7 @@ __all__ = [
     "TraceReplay",
     "Workload",
     "WorkloadSpec",
+    "check_trace",
     "data_directory",
     "make_workload",
     "register_workload",
@@ -83,6 +86,15 @@ def _check_size(name: str, expected: float, max_requests: int, what: str) -> Non
             "(--max-requests N; Python: max_requests=N)"
         )
 
+
+#: The workload simulated when none is named.
+DEFAULT_WORKLOAD = "chat"
+
+#: The mean arrival rate (requests/s) of a synthetic workload when none is given: on
+#: ``chat`` with the default cost model and SLO, SLOWeave and fixed 2,048-token chunks
+#: meet it (attainment 1.000) while vLLM's default budget does not (0.115) (README,
+#: "Serving simulator and SLOWeave").
+DEFAULT_RATE_RPS = 15.0
 
 #: Coefficient of variation of the ``bursty`` workload's inter-arrival times.
 BURSTY_CV = 3.0
@@ -192,9 +204,12 @@ class RandomWorkload:
         *,
         max_requests: int = MAX_REQUESTS,
     ) -> RequestStream:
-        """Requests arriving in ``[0, duration_s)`` at mean rate ``rate`` (per second);
-        refused beforehand when ``rate * duration_s`` exceeds ``max_requests``."""
-        rate = _positive(rate, f"workload {self.name!r}: rate")
+        """Requests arriving in ``[0, duration_s)`` at mean rate ``rate`` (per second;
+        ``None``: :data:`DEFAULT_RATE_RPS`); refused beforehand when ``rate * duration_s``
+        exceeds ``max_requests``."""
+        rate = _positive(
+            DEFAULT_RATE_RPS if rate is None else rate, f"workload {self.name!r}: rate"
+        )
         duration_s = _positive(duration_s, f"workload {self.name!r}: duration")
         _check_size(self.name, rate * duration_s, max_requests, f"{rate:g}/s x {duration_s:g} s")
         streams = np.random.SeedSequence(seed).spawn(2 + len(self.mix))
@@ -240,10 +255,11 @@ class TraceReplay:
 
     With ``rate`` given, times are multiplied by ``native_rate / rate`` (native rate =
     requests per second of the trace's span), so the replay keeps the trace's burst
-    structure at the requested mean rate. Requests arriving at or after ``duration_s``
-    are dropped (``None`` keeps the whole trace). Output lengths of 0 (the Azure traces
-    have some) become 1 and prompt lengths of 0 become 1: an engine emits at least one
-    token and prefills at least one.
+    structure at the requested mean rate; the stream's name says so
+    (``azure-code (timestamps x0.31 to 4 req/s)``). Requests arriving at or after
+    ``duration_s`` are dropped (``None`` keeps the whole trace). The trace must list its
+    requests in time order and give each at least one prompt and one output token
+    (:func:`check_trace`).
     """
 
     name: str
@@ -259,28 +275,26 @@ class TraceReplay:
     ) -> RequestStream:
         """The replayed stream; ``seed`` is unused (a replay has no randomness)."""
         del seed
-        trace = read_trace(self.path)
+        trace = check_trace(read_trace(self.path), self.path)
         _check_size(self.name, trace.prompt.size, max_requests, "the trace's")
         if trace.arrival_s is None:
             raise ServingError(f"{self.path}: has no timestamps to replay")
-        order = np.argsort(trace.arrival_s, kind="stable")
-        times = trace.arrival_s[order] - trace.arrival_s.min()
+        times = trace.arrival_s - trace.arrival_s[0]
+        name = self.name
         if rate is not None:
             span = float(times[-1])
             if span <= 0:
                 raise ServingError(f"{self.path}: all requests arrive at once; cannot rescale")
-            times = times * ((times.size / span) / _positive(rate, f"replay {self.name!r}: rate"))
+            factor = (times.size / span) / _positive(rate, f"replay {self.name!r}: rate")
+            times = times * factor
+            name = f"{self.name} (timestamps x{factor:.3g} to {rate:g} req/s)"
         if duration_s is None:  # the whole trace; its span is the arrival window
             keep = np.ones(times.size, dtype=bool)
             duration_s = float(times[-1]) if times[-1] > 0 else 1.0
         else:
             keep = times < _positive(duration_s, f"replay {self.name!r}: duration")
         return RequestStream(
-            self.name,
-            times[keep],
-            np.maximum(trace.prompt[order][keep], 1),
-            np.maximum(trace.output[order][keep], 1),
-            float(duration_s),
+            name, times[keep], trace.prompt[keep], trace.output[keep], float(duration_s)
         )
 
 
@@ -387,12 +401,18 @@ def make_workload(name: str, *, data_dir: str | Path | None = None) -> Workload:
         return WORKLOADS[name].factory(None if data_dir is None else Path(data_dir))
     path = Path(name)
     if path.is_file():
-        trace = read_trace(path)
+        trace = check_trace(read_trace(path), path)
         if trace.arrival_s is not None:
             return TraceReplay(path.stem, path)
-        keep = trace.output >= 1
-        if not keep.any():
-            raise ServingError(f"{path}: no request with an output of at least one token")
-        lengths = EmpiricalLengths(trace.prompt[keep], trace.output[keep])
-        return RandomWorkload(path.stem, ((1.0, lengths),))
+        return RandomWorkload(path.stem, ((1.0, EmpiricalLengths(trace.prompt, trace.output)),))
+    if path.suffix or path.parent != Path("."):  # meant as a file
+        known = ", ".join(WORKLOADS)
+        raise DataNotFoundError(f"{path}: no such trace file (and not a workload: {known})")
     raise UnknownNameError("workload (or a trace path)", name, tuple(WORKLOADS))
+
+
+def check_trace(trace: Trace, path: Path) -> Trace:
+    """``trace`` if it can be served as recorded: every request with a prompt and an
+    output token, in time order (:func:`~schedlab.llm.traces.check_lengths`,
+    :func:`~schedlab.llm.traces.check_time_order`)."""
+    return check_time_order(check_lengths(trace, path, min_prompt=1), path)

@@ -209,7 +209,7 @@ def test_an_fp8_kv_cache_holds_twice_the_tokens(tmp_path):
             r"resolved_config\.scheduler_config: expected an object",
         ),
         (
-            {"hardware": {"device_total_memory_bytes": float("nan")}},
+            {"hardware": {"device_total_memory_bytes": -1}},
             "gpu",
             "device_total_memory_bytes: expected a positive number",
         ),

@@ -80,8 +80,8 @@ def test_replay_bad_input(tmp_path, capsys, flat_model):
     run = write_run(tmp_path / "run", [req(10, 3, 5.0, 5.020, 5.040)])
     assert main(["replay", str(run), "--cost-model", "nonesuch", *LIMITS]) == 2
     assert "nonesuch" in capsys.readouterr().err
-    assert main(["replay", str(run), *LIMITS]) == 2  # no model or hardware recorded
-    assert "records no model or hardware" in capsys.readouterr().err
+    assert main(["replay", str(run), *LIMITS]) == 2  # no file names the model or GPU
+    assert "there is no meta.json or config.json beside it" in capsys.readouterr().err
     assert main(["replay", str(run), "--cost-model", flat_model, "--plot", "x.txt"]) == 2
     assert "--plot" in capsys.readouterr().err
 

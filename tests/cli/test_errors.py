@@ -3,9 +3,12 @@ traceback; errors that cross a process boundary intact."""
 
 from __future__ import annotations
 
+import os
 import pickle
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -32,6 +35,12 @@ def _schedlab(*argv: str) -> subprocess.CompletedProcess[str]:
         (["frobnicate"], "invalid choice: 'frobnicate'"),
         (["simulate", "--rate", "1e9", "--duration", "1s"], "exceed the limit of 2,000,000"),
         (["simulate", "--rate", "1e-9", "--duration", "1s"], "no request arrives"),
+        (["simulate", "--max-num-seqs", "0"], "expected an integer >= 1, got '0'"),
+        (["generate", "mixed", "-n", "0"], "expected an integer >= 1, got '0'"),
+        (["simulate", "--block-size", "7"], "vLLM takes 1, 8, 16, 32, 64, 128, 256"),
+        (["solve", "instances/tiny-1.json", "--option", "max_moves"], "expected KEY=VALUE"),
+        (["solve", "instances/tiny-1.json", "--option", "x=1"], "unknown option(s) x"),
+        (["compare", "instances/tiny-1.json", "--option", "max_moves=1"], "SOLVER.KEY=VALUE"),
     ],
 )
 def test_option_errors_are_one_line(argv, message):
@@ -65,3 +74,46 @@ def test_every_error_class_survives_pickling():
 def test_sweep_refuses_an_unknown_policy_before_the_workers_start():
     with pytest.raises(UnknownNameError, match="magic"):
         sweep("chat", ["vllm", "magic"], [1.0], duration_s=5.0, workers=2)
+
+
+def _alive(pid: str) -> bool:
+    """Whether process ``pid`` still runs (a zombie waiting for its reaper does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT to the group", "SIGKILL"])
+def test_a_stopped_sweep_leaves_no_worker_behind(how):
+    sweep_argv = ["sweep", "--workload", "mixed", "--policies", "sloweave,vllm", "--rates"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "schedlab", *sweep_argv, "20,25", "--duration", "600s",
+         "--quiet", "--workers", "2"],
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own group, as a terminal's foreground job
+    )  # fmt: skip
+    workers: list[str] = []
+    deadline = time.monotonic() + 30
+    while len(workers) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+        children = subprocess.run(["pgrep", "-P", str(process.pid)], capture_output=True)
+        workers = children.stdout.decode().split()
+    assert len(workers) == 2, "the sweep did not start its workers"
+    time.sleep(1.0)  # both busy with a 600 s simulation
+    if how == "SIGTERM":
+        process.send_signal(signal.SIGTERM)
+    elif how == "SIGKILL":
+        process.kill()
+    else:
+        os.killpg(process.pid, signal.SIGINT)
+    err = process.communicate(timeout=30)[1]
+    if how != "SIGKILL":
+        assert process.returncode == 130 and err.strip() == "schedlab: interrupted"
+    deadline = time.monotonic() + 10  # a worker checks for its parent every 0.5 s
+    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(_alive(w) for w in workers)

@@ -1,3 +1,4 @@
+import csv
 import json
 import subprocess
 import sys
@@ -37,7 +38,10 @@ def test_compare_json_and_text(capsys, terminal_stderr):
     code, out, _ = run(capsys, "compare", DEFAULT, "--solvers", "fcfs,mc-sf", "--json")
     rows = json.loads(out)
     assert code == 0 and [r["solver"] for r in rows] == ["fcfs", "mc-sf"]
-    assert all("starts" in r and "gap" in r for r in rows)
+    assert all("gap" in r and "stats" in r and "starts" not in r for r in rows)
+    code, out, _ = run(capsys, "compare", DEFAULT, "--solvers", "fcfs", "--json", "--starts")
+    (row,) = json.loads(out)
+    assert len(row["starts"]) == read_instance(DEFAULT).n
     assert terminal_stderr.getvalue() == ""
     code, out, _ = run(capsys, "compare", DEFAULT, "--time-limit", "2")
     assert code == 0 and "local-search" in out and "gap" in out
@@ -86,7 +90,6 @@ def test_generate(capsys, tmp_path):
         (["solve", "missing.json"], "missing.json: no such instance file"),
         (["solve", DEFAULT, "--solver", "nope"], "unknown solver 'nope'"),
         (["compare", DEFAULT, "--solvers", "fcfs,nope"], "unknown solver 'nope'"),
-        (["generate", "mixed", "-n", "0"], "n: must be >= 1, got 0"),
         (["generate", "backlog", "--source", "nope"], "unknown length table 'nope'"),
         (["bound", DEFAULT, "--method", "nope"], "unknown bound 'nope'"),
     ],
@@ -139,15 +142,57 @@ def test_verify_accepts_pairs_as_lists(capsys, tmp_path):
     assert code == 0 and out.startswith("FEASIBLE")
 
 
-def test_compare_json_uses_the_best_bound_of_the_comparison(capsys):
+def test_compare_json_measures_every_row_against_one_bound(capsys):
     tiny = str(INSTANCES / "tiny-1.json")
     code, out, _ = run(capsys, "compare", tiny, "--solvers", "fcfs,brute-force", "--json")
     rows = {r["solver"]: r for r in json.loads(out)}
     optimum = read_instance(tiny).meta["optimum"]
-    # brute-force proves the optimum; the fcfs row is measured against it too.
+    # brute-force proves the optimum: labelled beside the bound, not mixed into the gaps
     assert code == 0 and rows["fcfs"]["lower_bound"] == rows["brute-force"]["lower_bound"]
-    assert rows["fcfs"]["lower_bound"] == optimum
-    assert rows["fcfs"]["gap"] == pytest.approx((rows["fcfs"]["objective"] - optimum) / optimum)
+    bound = rows["fcfs"]["lower_bound"]
+    assert bound < optimum == rows["fcfs"]["best_proven"]
+    assert rows["fcfs"]["gap"] == pytest.approx((rows["fcfs"]["objective"] - bound) / bound)
+    code, out, _ = run(capsys, "compare", tiny, "--solvers", "fcfs", "--json")
+    assert json.loads(out)[0]["gap"] == rows["fcfs"]["gap"]
+
+
+def test_compare_records_a_refusal_and_finishes(capsys, tmp_path):
+    code, out, _ = run(
+        capsys, "compare", DEFAULT, "--solvers", "dp,fcfs", "--quiet", "--out", str(tmp_path)
+    )
+    assert code == 0 and "refused: dp: n = 50 requests exceeds max_requests = 12" in out
+    rows = list(csv.DictReader((tmp_path / "report.csv").open()))
+    assert [(r["solver"], r["status"]) for r in rows] == [("dp", "refused"), ("fcfs", "FEASIBLE")]
+    assert "max_requests" in rows[0]["reason"]
+
+
+def test_solver_options_on_the_command_line(capsys):
+    tiny = str(INSTANCES / "tiny-1.json")
+    code, out, _ = run(capsys, "solve", tiny, "--solver", "local-search", "--option",
+                       "max_moves=40", "--json")  # fmt: skip
+    assert code == 0 and json.loads(out)["stats"]["moves"] == 40
+    code, out, _ = run(capsys, "compare", tiny, "--solvers", "dp,fcfs", "--option",
+                       "dp.max_requests=3", "--quiet")  # fmt: skip
+    assert code == 0 and "refused: dp: n = 7 requests exceeds max_requests = 3" in out
+
+
+def test_schedule_csv_round_trip(capsys, tmp_path):
+    tiny, other = str(INSTANCES / "tiny-1.json"), str(INSTANCES / "tiny-2.json")
+    path = tmp_path / "s.csv"
+    code, _, _ = run(capsys, "solve", tiny, "--solver", "mc-sf", "--schedule-csv", str(path))
+    rows = list(csv.DictReader(path.open()))
+    inst = read_instance(tiny)
+    assert code == 0 and [int(r["request"]) for r in rows] == list(range(inst.n))
+    for r, request in zip(rows, inst.requests, strict=True):
+        assert int(r["completion"]) == int(r["start"]) + request.output
+        assert (int(r["prompt"]), int(r["output"])) == (request.prompt, request.output)
+    code, out, _ = run(capsys, "verify", tiny, str(path))
+    assert code == 0 and out.startswith("FEASIBLE")
+    code, _, err = run(capsys, "verify", other, str(path))
+    assert code == 2 and "schedule of another instance" in err
+    path.write_text(path.read_text().replace("\n0,,", "\n0,,99999", 1))
+    code, out, _ = run(capsys, "verify", tiny, str(path))
+    assert code == 2  # the completion column no longer matches the changed start
 
 
 def test_malformed_files(capsys, tmp_path):

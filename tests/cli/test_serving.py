@@ -223,7 +223,7 @@ def test_sweep_plot_without_matplotlib(monkeypatch, tmp_path):
         (["--policy", "magic"], UnknownNameError, "sloweave"),
         (["--workload", "nowhere"], UnknownNameError, "mixed"),
         (["--cost-model", "nowhere"], UnknownNameError, "sloweave-default"),
-        (["--max-num-seqs", "0"], SchedlabError, "engine.max_num_seqs"),
+        (["--max-num-batched-tokens", "200"], SchedlabError, "engine.max_num_batched_tokens"),
         (["--prediction-cv", "-1"], SchedlabError, "prediction_cv"),
     ],
 )

@@ -5,7 +5,13 @@ import numpy as np
 import pytest
 
 from schedlab.errors import FormatError, UnknownNameError
-from schedlab.llm.lengths import LengthTable, builtin_table, builtin_table_names, derive_tables
+from schedlab.llm.lengths import (
+    LengthTable,
+    builtin_table,
+    builtin_table_names,
+    derive_tables,
+    main,
+)
 from schedlab.llm.traces import read_trace
 
 
@@ -50,3 +56,16 @@ def test_errors():
     good["output_quantiles"] = good["output_quantiles"][:3]
     with pytest.raises(FormatError, match="output_quantiles must be"):
         LengthTable.from_dict(good)
+
+
+def test_the_maintenance_entry_point(tmp_path, capsys, data_dir):
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0 and "DATA_DIR" in capsys.readouterr().out
+    assert main([str(tmp_path)]) == 2  # no traces there: one line, no traceback
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no such trace file" in err
+    out = tmp_path / "tables.json"
+    assert main([str(data_dir), "-o", str(out)]) == 0
+    shipped = resources.files("schedlab").joinpath("data/length_tables.json").read_text()
+    assert out.read_text() == shipped

@@ -4,7 +4,7 @@ import io
 import pytest
 
 from schedlab import compare, read_instance
-from schedlab.errors import UnknownNameError
+from schedlab.errors import SchedlabError, UnknownNameError, UnknownOptionError
 from schedlab.offline.compare import DEFAULT_SOLVERS
 from schedlab.offline.verify import verify
 from tests.conftest import INSTANCES
@@ -28,15 +28,56 @@ def test_compare_table_on_the_default_instance():
     assert table.to_markdown().count("\n") == len(DEFAULT_SOLVERS) + 1
 
 
-def test_gap_is_measured_against_the_best_bound_of_all_rows():
+def test_a_rows_gap_does_not_depend_on_the_other_solvers():
     inst = read_instance(INSTANCES / "tiny-1.json")
-    table = compare(inst, ["fcfs", "brute-force"])
-    # brute-force proves the optimum, which becomes the bound for every row.
-    assert table.lower_bound == inst.meta["optimum"]
-    records = {r["solver"]: r for r in table.records()}
-    assert records["brute-force"]["gap"] == 0
-    fcfs = records["fcfs"]["objective"]
-    assert records["fcfs"]["gap"] == pytest.approx((fcfs - table.lower_bound) / table.lower_bound)
+    alone = compare(inst, ["fcfs"])
+    with_exact = compare(inst, ["fcfs", "brute-force"])
+    # one bound per instance: brute-force's proven optimum does not move fcfs's gap ...
+    assert alone.lower_bound == with_exact.lower_bound < inst.meta["optimum"]
+    rows = {r["solver"]: r for r in with_exact.records()}
+    assert rows["fcfs"]["gap"] == alone.records()[0]["gap"]
+    fcfs = rows["fcfs"]["objective"]
+    assert rows["fcfs"]["gap"] == pytest.approx((fcfs - alone.lower_bound) / alone.lower_bound)
+    # ... it is reported beside it, labelled
+    assert with_exact.best_proven == inst.meta["optimum"] == rows["fcfs"]["best_proven"]
+    assert alone.best_proven == alone.lower_bound
+    assert "best proven bound 80.0" in with_exact.to_text()
+    assert "best proven" not in alone.to_text()
+
+
+def test_a_refusal_is_recorded_in_its_cell_and_the_rest_runs():
+    inst = read_instance(INSTANCES / "mixed-n50.json")
+    table = compare(inst, ["dp", "fcfs", "brute-force"])
+    assert [r.solver for r in table.results] == ["fcfs"]
+    rows = table.records()
+    assert [(r["solver"], r["status"]) for r in rows] == [
+        ("dp", "refused"),
+        ("fcfs", "FEASIBLE"),
+        ("brute-force", "refused"),
+    ]
+    assert "max_requests = 12" in rows[0]["reason"] and rows[0]["objective"] is None
+    assert rows[1]["reason"] == "" and rows[1]["gap"] is not None
+    text = table.to_text()
+    assert "refused: dp: n = 50 requests exceeds max_requests = 12" in text
+    assert list(csv.DictReader(io.StringIO(table.to_csv())))[2]["status"] == "refused"
+
+
+def test_every_solver_refusing_leaves_no_best():
+    inst = read_instance(INSTANCES / "mixed-n50.json")
+    table = compare(inst, ["dp"])
+    assert table.best() is None and table.results == ()
+
+
+def test_solver_options_are_checked_and_applied():
+    inst = read_instance(INSTANCES / "tiny-1.json")
+    table = compare(inst, ["dp", "fcfs"], options={"dp": {"max_requests": 3}})
+    assert [f.solver for f in table.failures] == ["dp"]
+    with pytest.raises(SchedlabError, match="not among the solvers"):
+        compare(inst, ["fcfs"], options={"dp": {"max_requests": 3}})
+    with pytest.raises(UnknownOptionError, match="unknown option"):
+        compare(inst, ["dp"], options={"dp": {"max_moves": 3}})
+    with pytest.raises(SchedlabError, match="option max_requests: expected int"):
+        compare(inst, ["dp"], options={"dp": {"max_requests": "many"}})
 
 
 def test_names_are_checked_before_anything_runs():

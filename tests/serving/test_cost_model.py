@@ -20,7 +20,9 @@ from schedlab.serving.cost_model import (
     check_monotone,
     cost_model_from_dict,
     cost_model_kinds,
+    cost_model_names,
     get_cost_model,
+    hardware_of,
     load_cost_model,
     register_cost_model_kind,
     require_monotone,
@@ -59,7 +61,12 @@ def test_linear_attention_terms():
 
 def test_json_round_trip(tmp_path):
     model = LinearAttentionCostModel(
-        name="fit", base_s=1e-3, prefill_attention_s=2e-9, margin_s=3e-4, source="unit test"
+        name="fit",
+        base_s=1e-3,
+        prefill_attention_s=2e-9,
+        margin_s=3e-4,
+        source="unit test",
+        hardware="RTX4090",
     )
     path = tmp_path / "model.json"
     save_cost_model(model, path)
@@ -172,3 +179,11 @@ def test_coefficients_validated():
         LinearAttentionCostModel(margin_s=-0.1)
     with pytest.raises(ServingError, match="base_s: expected a number"):
         LinearAttentionCostModel(base_s="1")  # type: ignore[arg-type]
+
+
+def test_every_model_names_its_hardware():
+    assert hardware_of(SLOWEAVE_DEFAULT) == "illustrative, no GPU"
+    assert hardware_of(get_cost_model("rtx4090_llama-3.1-8b")) == "RTX4090"
+    assert hardware_of(LinearAttentionCostModel()) == "hardware not stated"
+    assert cost_model_names()[0] == "sloweave-default"
+    assert "rtxpro6000_llama-3.1-8b" in cost_model_names()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from schedlab.errors import SchedlabError
-from schedlab.serving.engine_config import EngineConfig
+from schedlab.serving.engine_config import BLOCK_SIZES, EngineConfig
 
 CONFIG = EngineConfig(kv_capacity_tokens=1000, block_size=16)
 
@@ -24,3 +24,13 @@ def test_vllm_behaviours_are_on_by_default_but_async_scheduling():
 def test_behaviours_must_be_booleans(field):
     with pytest.raises(SchedlabError, match=f"engine.{field}: must be true or false"):
         EngineConfig(**{field: 1})
+
+
+@pytest.mark.parametrize("size", [2, 7, 12, 512])
+def test_block_size_is_one_vllm_takes(size):
+    with pytest.raises(SchedlabError, match=f"engine.block_size: vLLM takes .* got {size}"):
+        EngineConfig(block_size=size)
+
+
+def test_every_vllm_block_size_is_accepted():
+    assert [EngineConfig(block_size=b).block_size for b in BLOCK_SIZES] == list(BLOCK_SIZES)

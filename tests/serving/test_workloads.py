@@ -7,11 +7,12 @@ import json
 import numpy as np
 import pytest
 
-from schedlab.errors import DataNotFoundError, ServingError, UnknownNameError
+from schedlab.errors import DataNotFoundError, FormatError, ServingError, UnknownNameError
 from schedlab.llm.lengths import builtin_table
 from schedlab.serving.workloads import (
     BLOCK,
     BURSTY_CV,
+    DEFAULT_RATE_RPS,
     RequestStream,
     data_directory,
     make_workload,
@@ -78,11 +79,48 @@ def test_length_trace_file_as_workload(tmp_path):
     }
 
 
-def test_a_length_trace_without_outputs_is_refused(tmp_path):
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        ("100,5\n200,0\n", "request 1 .in file order. has output length 0"),
+        ("0,5\n200,3\n", "request 0 .in file order. has prompt length 0"),
+    ],
+)
+def test_a_request_without_tokens_is_refused_not_raised_to_one(tmp_path, rows, message):
     path = tmp_path / "lengths.csv"
-    path.write_text("num_prefill_tokens,num_decode_tokens\n100,0\n200,0\n")
-    with pytest.raises(ServingError, match="no request with an output of at least one token"):
+    path.write_text("num_prefill_tokens,num_decode_tokens\n" + rows)
+    with pytest.raises(FormatError, match=message):
         make_workload(str(path))
+
+
+def _mooncake(path, rows):
+    path.write_text(
+        "".join(
+            f'{{"timestamp": {t}, "input_length": {p}, "output_length": {o}}}\n'
+            for t, p, o in rows
+        )
+    )
+    return str(path)
+
+
+def test_a_replay_out_of_time_order_is_refused_not_sorted(tmp_path):
+    path = _mooncake(tmp_path / "trace.jsonl", [(0, 10, 3), (4000, 30, 2), (1000, 20, 1)])
+    with pytest.raises(FormatError, match=r"request 2 \(in file order\) arrives before request 1"):
+        make_workload(path).generate(None, None, seed=0)
+
+
+def test_a_missing_trace_file_is_named_as_such():
+    with pytest.raises(DataNotFoundError, match=r"nowhere\.csv: no such trace file"):
+        make_workload("nowhere.csv")
+    with pytest.raises(DataNotFoundError, match="no such trace file"):
+        make_workload("some/dir/trace")
+    with pytest.raises(UnknownNameError, match="unknown workload"):
+        make_workload("chatt")  # a name, not a path
+
+
+def test_a_synthetic_workload_has_a_default_rate():
+    stream = make_workload("chat").generate(None, 100.0, seed=0)
+    assert len(stream) == pytest.approx(DEFAULT_RATE_RPS * 100, rel=0.15)
 
 
 def test_vllm_bench_serve_result_as_workload(tmp_path):
@@ -99,21 +137,16 @@ def test_vllm_bench_serve_result_as_workload(tmp_path):
     assert replayed.arrival_s.tolist() == [0.0, 1.5] and replayed.output.tolist() == [3, 5]
 
 
-def test_replay_rescales_time(tmp_path):
-    path = tmp_path / "trace.jsonl"
-    rows = [(0, 10, 3), (1000, 20, 0), (4000, 30, 2)]  # ms timestamps; one 0-token output
-    path.write_text(
-        "".join(
-            f'{{"timestamp": {t}, "input_length": {p}, "output_length": {o}}}\n'
-            for t, p, o in rows
-        )
-    )
-    w = make_workload(str(path))
+def test_replay_rescales_time_and_says_so(tmp_path):
+    path = _mooncake(tmp_path / "trace.jsonl", [(0, 10, 3), (1000, 20, 1), (4000, 30, 2)])
+    w = make_workload(path)
     native = w.generate(None, None, seed=0)
-    assert native.arrival_s.tolist() == [0.0, 1.0, 4.0]
-    assert native.output.tolist() == [3, 1, 2]  # the 0-token output becomes 1
+    assert native.arrival_s.tolist() == [0.0, 1.0, 4.0] and native.name == "trace"
+    assert native.output.tolist() == [3, 1, 2]
     # Native rate 3 / 4 s = 0.75 req/s; at 1.5 req/s time runs twice as fast.
-    assert w.generate(1.5, None, seed=0).arrival_s.tolist() == [0.0, 0.5, 2.0]
+    fast = w.generate(1.5, None, seed=0)
+    assert fast.arrival_s.tolist() == [0.0, 0.5, 2.0]
+    assert fast.name == "trace (timestamps x0.5 to 1.5 req/s)"
     assert w.generate(None, 2.0, seed=0).arrival_s.tolist() == [0.0, 1.0]
 
 
@@ -135,8 +168,6 @@ def test_bad_inputs():
         make_workload("nope")
     with pytest.raises(ServingError, match="rate"):
         make_workload("chat").generate(0.0, 10.0, seed=0)
-    with pytest.raises(ServingError, match="rate"):
-        make_workload("chat").generate(None, 10.0, seed=0)
     with pytest.raises(ServingError, match="duration"):
         make_workload("chat").generate(1.0, -1.0, seed=0)
 

@@ -26,15 +26,26 @@ before the solver runs. Beyond the signature, every solver
 from __future__ import annotations
 
 import inspect
+import numbers
+import typing
 from collections.abc import Mapping
+from types import NoneType, UnionType
 from typing import Any, Protocol
 
+import numpy as np
+
 from schedlab.budget import UNLIMITED, Budget
-from schedlab.errors import UnknownOptionError
+from schedlab.errors import SchedlabError, UnknownOptionError
 from schedlab.offline.instance import Instance
 from schedlab.offline.result import SolverOutput
 
-__all__ = ["CONTRACT_PARAMETERS", "SolverFn", "accepted_options", "check_options"]
+__all__ = [
+    "CONTRACT_PARAMETERS",
+    "SolverFn",
+    "accepted_options",
+    "check_options",
+    "parse_options",
+]
 
 #: Keyword parameters every solver takes; the rest of its signature are its own options.
 CONTRACT_PARAMETERS = ("budget", "seed")
@@ -58,15 +69,87 @@ def accepted_options(fn: Any) -> tuple[str, ...]:
     )
 
 
+def _option_types(fn: Any) -> dict[str, tuple[type, ...]]:
+    """The types each own option of ``fn`` takes, from its annotations (``int | None``
+    gives ``(int, NoneType)``); options annotated otherwise are not listed."""
+    hints = typing.get_type_hints(fn)
+    types: dict[str, tuple[type, ...]] = {}
+    for key in accepted_options(fn):
+        hint = hints.get(key)
+        members = typing.get_args(hint) if isinstance(hint, UnionType) else (hint,)
+        if members and all(isinstance(m, type) for m in members):
+            types[key] = members
+    return types
+
+
+def _type_names(allowed: tuple[type, ...]) -> str:
+    return " or ".join("None" if t is NoneType else t.__name__ for t in allowed)
+
+
+def _fits(value: Any, allowed: tuple[type, ...]) -> bool:
+    """Whether ``value`` is of one of the ``allowed`` types; NumPy integers count as
+    ``int``, integers as ``float``, and a ``bool`` only as a ``bool``."""
+    if isinstance(value, bool | np.bool_):
+        return bool in allowed
+    if isinstance(value, numbers.Integral) and (int in allowed or float in allowed):
+        return True
+    if isinstance(value, numbers.Real) and float in allowed:
+        return True
+    return isinstance(value, allowed)
+
+
 def check_options(name: str, fn: Any, options: Mapping[str, Any]) -> None:
-    """Refuse options ``fn`` does not accept.
+    """Refuse options ``fn`` does not accept, and values of a type its annotations do not
+    allow (:func:`_fits`).
 
     Raises
     ------
     UnknownOptionError
         (a ``TypeError``) naming the unknown options and listing the accepted ones.
+    SchedlabError
+        Naming the solver, the option, the expected type and the value given.
     """
     known = accepted_options(fn)
     unknown = [key for key in options if key not in known]
     if unknown:
         raise UnknownOptionError(name, unknown, known)
+    for key, allowed in _option_types(fn).items():
+        if key not in options:
+            continue
+        if not _fits(options[key], allowed):
+            raise SchedlabError(
+                f"{name}: option {key}: expected {_type_names(allowed)}, got {options[key]!r}"
+            )
+
+
+def parse_options(name: str, fn: Any, texts: Mapping[str, str]) -> dict[str, Any]:
+    """Options given as text (``--option key=value`` on the command line), each read as
+    the type its annotation names: ``true``/``false``, an integer, a number, ``none``, or
+    else the text itself.
+
+    Raises
+    ------
+    UnknownOptionError, SchedlabError
+        As :func:`check_options`, for an unknown option or a text of none of its types.
+    """
+    types = _option_types(fn)
+    options: dict[str, Any] = {}
+    for key, text in texts.items():
+        options[key] = _read_value(text, types.get(key, (str,)))
+    check_options(name, fn, options)
+    return options
+
+
+def _read_value(text: str, allowed: tuple[type, ...]) -> Any:
+    word = text.strip().lower()
+    if NoneType in allowed and word in ("none", "null"):
+        return None
+    if bool in allowed and word in ("true", "false"):
+        return word == "true"
+    for kind in (int, float):
+        if kind in allowed:
+            try:
+                return kind(text)
+            except ValueError:
+                pass
+    return text  # a str option takes it; any other type is refused by check_options

@@ -8,8 +8,12 @@ wall-clock cap that is honoured and recorded.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import given, settings
@@ -17,7 +21,8 @@ from hypothesis import given, settings
 from schedlab import available_solvers, solve
 from schedlab.budget import STOPPED_BY
 from schedlab.errors import UnknownOptionError
-from schedlab.offline.backlogs import jaillet_instance
+from schedlab.offline.backlogs import jaillet_instance, mixed_backlog
+from schedlab.offline.bounds import lower_bound
 from schedlab.offline.instance import Instance
 from schedlab.offline.instance_io import read_instance
 from schedlab.offline.result import Status
@@ -75,6 +80,39 @@ def test_same_seed_same_schedule(solver: SolverInfo) -> None:
     again = solve(instance, solver.name, seed=3, bound=None)
     assert first.starts.tolist() == again.starts.tolist()
     assert first.stats["stopped_by"] != "time_limit"
+
+
+@contextlib.contextmanager
+def _cpu_load(processes: int = 2) -> Iterator[None]:
+    """Busy processes on every core of this machine while the block runs: a solver whose
+    work depended on the clock would now do less of it."""
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(processes)]
+    try:
+        time.sleep(0.2)  # let them reach the CPU
+        yield
+    finally:
+        for process in busy:
+            process.kill()
+            process.wait()
+
+
+def test_same_seed_same_schedule_under_cpu_load(solver: SolverInfo) -> None:
+    # large enough that a heuristic's phases take a while; exact ones need a small one
+    instance = jaillet_instance(5, n=8) if solver.exact else mixed_backlog(60, seed=4)
+    quiet = solve(instance, solver.name, seed=3, bound=None)
+    with _cpu_load():
+        loaded = solve(instance, solver.name, seed=3, bound=None)
+    assert quiet.starts.tolist() == loaded.starts.tolist()
+    assert quiet.stats["stopped_by"] == loaded.stats["stopped_by"] != "time_limit"
+
+
+def test_the_bound_is_the_same_under_cpu_load() -> None:
+    instance = mixed_backlog(60, seed=4)
+    quiet = lower_bound(instance, "best")
+    with _cpu_load():
+        loaded = lower_bound(instance, "best")
+    assert (quiet.value, quiet.method) == (loaded.value, loaded.method)
+    assert quiet.stats["stopped_by"] != "time_limit"
 
 
 def test_unknown_option_is_refused_by_name(solver: SolverInfo) -> None:

@@ -1,0 +1,138 @@
+"""Schedule files: start rounds written by ``solve`` and read back by ``verify``.
+
+Two forms, told apart by the file's suffix:
+
+``.csv`` (:func:`write_schedule_csv`)
+    One row a request, in request order::
+
+        request,id,start,completion,prompt,output
+        0,,3,7,12,4
+
+    ``completion = start + output`` (``docs/design.md``, "Offline model"); ``id`` is the
+    instance's request id (empty without one). Reading checks that ``prompt``, ``output``
+    and ``completion`` agree with the instance, so a schedule of another instance is
+    refused by name instead of being verified against the wrong requests.
+``.json``
+    A list of start rounds (entry ``i`` is request ``i``'s), an object with a
+    ``"starts"`` list, a list of ``[request, start]`` pairs, or of
+    ``{"request": i, "start": p}`` objects (``solve --json`` writes the object form).
+
+Either reader returns what :func:`schedlab.offline.verify.verify` takes; it reports
+duplicate and missing requests itself. Errors name the file and the row.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+from schedlab.errors import DataNotFoundError, FormatError
+from schedlab.json_files import read_json
+from schedlab.offline.instance import Instance
+from schedlab.offline.schedule import Schedule
+
+__all__ = ["CSV_COLUMNS", "read_starts", "write_schedule_csv"]
+
+#: The columns of a schedule CSV, in order.
+CSV_COLUMNS: tuple[str, ...] = ("request", "id", "start", "completion", "prompt", "output")
+
+
+def write_schedule_csv(schedule: Schedule, path: str | Path) -> Path:
+    """Write ``schedule`` as a CSV of :data:`CSV_COLUMNS`, one row a request."""
+    inst = schedule.instance
+    path = Path(path)
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(CSV_COLUMNS)
+        for i, request in enumerate(inst.requests):
+            start = int(schedule.starts[i])
+            completion = int(schedule.completion[i])
+            writer.writerow(
+                [i, request.id or "", start, completion, request.prompt, request.output]
+            )
+    return path
+
+
+def read_starts(path: str | Path, instance: Instance) -> list[tuple[Any, Any]] | list[Any]:
+    """The start rounds in the schedule file ``path`` (module docs), for ``instance``.
+
+    Raises
+    ------
+    DataNotFoundError
+        If ``path`` does not exist.
+    FormatError
+        On a malformed file, or a CSV row whose lengths or completion disagree with
+        ``instance``; the message names the file and the row.
+    """
+    path = Path(path)
+    if path.suffix.lower() == ".csv":
+        return _read_csv(path, instance)
+    return _read_json(path)
+
+
+def _read_csv(path: Path, instance: Instance) -> list[tuple[Any, Any]]:
+    if path.is_dir():
+        raise FormatError(f"{path}: is a directory (schedule file expected)")
+    if not path.is_file():
+        raise DataNotFoundError(f"{path}: no such schedule file")
+    pairs: list[tuple[Any, Any]] = []
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            missing = [c for c in ("request", "start") if c not in (reader.fieldnames or [])]
+            if missing:
+                raise FormatError(f"{path}:1: missing column(s) {', '.join(missing)}")
+            for row in reader:
+                place = f"{path}:{reader.line_num}"
+                if None in row or None in row.values():
+                    raise FormatError(f"{place}: expected {len(reader.fieldnames or [])} fields")
+                request, start = _int(row["request"]), _int(row["start"])
+                if isinstance(request, int) and 0 <= request < instance.n:
+                    _check_row(row, request, start, instance, place)
+                pairs.append((request, start))
+    except UnicodeDecodeError:
+        raise FormatError(f"{path}: not UTF-8 text") from None
+    return pairs
+
+
+def _int(text: str) -> int | str:
+    """``text`` as an integer; other text is returned for the verifier to report."""
+    try:
+        return int(text.strip())
+    except ValueError:
+        return text
+
+
+def _check_row(row: dict[str, str], i: int, start: int | str, inst: Instance, place: str) -> None:
+    request = inst.requests[i]
+    expected = {"prompt": request.prompt, "output": request.output}
+    if isinstance(start, int):
+        expected["completion"] = start + request.output
+    for column, value in expected.items():
+        given = row.get(column)
+        if given not in (None, "") and _int(given) != value:
+            raise FormatError(
+                f"{place}: request {i}: {column} {given.strip()} differs from the instance's "
+                f"{value}; is this the schedule of another instance?"
+            )
+
+
+def _read_json(path: Path) -> list[Any]:
+    data = read_json(path, "schedule file")
+    if isinstance(data, dict):
+        if "starts" not in data:
+            raise FormatError(f"{path}: expected a list of starts or an object with 'starts'")
+        data = data["starts"]
+    if not isinstance(data, list):
+        raise FormatError(f"{path}: starts: expected a list, got {type(data).__name__}")
+    if data and all(isinstance(x, dict) for x in data):
+        pairs = []
+        for k, entry in enumerate(data):
+            if "request" not in entry or "start" not in entry:
+                raise FormatError(f"{path}: starts[{k}]: expected keys 'request' and 'start'")
+            pairs.append((entry["request"], entry["start"]))
+        return pairs
+    if data and all(isinstance(x, list) and len(x) == 2 for x in data):
+        return [(i, p) for i, p in data]
+    return data
