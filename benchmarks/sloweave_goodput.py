@@ -40,15 +40,16 @@ import csv
 import os
 import statistics
 import time
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from schedlab.calibration.deployment import deployment_of
 from schedlab.calibration.recorded_run import read_recorded_run
 from schedlab.cli.serving import parse_duration
 from schedlab.errors import ServingError
+from schedlab.jobs import Job, run_jobs
 from schedlab.progress import Progress
-from schedlab.serving.capacity import capacity, parallel_map
+from schedlab.serving.capacity import capacity
 from schedlab.serving.cost_model import get_cost_model
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.fluid import FluidLoad, Headroom, headroom
@@ -178,9 +179,20 @@ def _run_all(
     batch = 2 * (workers or os.cpu_count() or 1)
     with Progress("runs", len(todo)) as bar:
         for first in range(0, len(todo), batch):
-            rows = parallel_map(run, todo[first : first + batch], workers=workers)
+            jobs = [Job("cell", asdict(task)) for task in todo[first : first + batch]]
+            outcomes = run_jobs(_run_job, jobs, workers=workers)
+            failed = [o.error for o in outcomes if not o.ok]
+            if failed:
+                raise RuntimeError(f"benchmark cell failed: {failed[0]}")
+            rows = [o.value for o in outcomes]
             bar(first + len(rows), len(todo))
             _store(rows, cache, done)
+
+
+def _run_job(job: Job) -> dict[str, object]:
+    """One cell of the benchmark, its task given as plain data."""
+    params = dict(job.params)
+    return run(Task(**{**params, "engine": EngineConfig(**params["engine"])}))
 
 
 def _store(

@@ -23,8 +23,8 @@ class Progress:
 
     Use it as a context manager; :meth:`doing` says what runs, :meth:`step` counts one
     step done (with an optional note), and calling it as ``progress(done, total)`` sets
-    the count (the callback form of
-    :func:`~schedlab.serving.capacity.parallel_map`).
+    the count and the total (how :func:`~schedlab.jobs.run_jobs` starts a caller's bar,
+    jobs read back from a results file counted done).
     """
 
     def __init__(self, desc: str, total: int | None = None, *, enabled: bool = True) -> None:

@@ -20,6 +20,7 @@ LAYERS = {
     "schedlab.budget": 0,
     "schedlab.progress": 0,
     "schedlab.json_files": 0,
+    "schedlab.jobs": 0,
     "schedlab.llm": 1,
     "schedlab.offline": 2,
     "schedlab.serving": 2,

@@ -54,7 +54,7 @@ def _one_line(message: str) -> str:
 
 def _interrupt(signum: int, frame: object) -> None:
     """SIGTERM as Ctrl-C: the running command unwinds, and worker processes are ended
-    (:func:`schedlab.serving.capacity.parallel_map`) instead of being orphaned."""
+    (:func:`schedlab.jobs.run_jobs`) instead of being orphaned."""
     raise KeyboardInterrupt
 
 

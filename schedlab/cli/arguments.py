@@ -1,10 +1,20 @@
-"""argparse value types shared by the command lines of schedlab."""
+"""argparse value types and option groups shared by the command lines of schedlab."""
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
-__all__ = ["comma_list", "non_negative_int", "positive_int", "positive_seconds"]
+from schedlab.errors import SchedlabError
+
+__all__ = [
+    "add_executor_options",
+    "comma_list",
+    "executor_options",
+    "non_negative_int",
+    "positive_int",
+    "positive_seconds",
+]
 
 
 def comma_list(text: str) -> list[str]:
@@ -48,3 +58,43 @@ def positive_seconds(text: str) -> float:
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
     return value
+
+
+def add_executor_options(parser: argparse.ArgumentParser) -> None:
+    """``--backend``, ``--workers``, ``--address`` and ``--results`` of a command that runs
+    a grid of jobs (:mod:`schedlab.jobs`)."""
+    parser.add_argument(
+        "--backend",
+        choices=("serial", "local", "ray"),
+        default="local",
+        help="where the jobs run: this process, a local process pool (default), or a Ray "
+        "cluster (pip install 'schedlab[ray]'); the results are the same",
+    )
+    parser.add_argument(
+        "--workers", type=positive_int, default=None, help="local processes (default: all cores)"
+    )
+    parser.add_argument(
+        "--address",
+        default=None,
+        metavar="auto|HOST:PORT",
+        help="the Ray cluster of --backend ray (default: start a local instance)",
+    )
+    parser.add_argument(
+        "--results",
+        default=None,
+        metavar="FILE.jsonl",
+        help="stream each finished job to this file; rerunning the command skips the jobs "
+        "found there",
+    )
+
+
+def executor_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The keywords of :func:`schedlab.jobs.run_jobs` the options above give."""
+    if args.address is not None and args.backend != "ray":
+        raise SchedlabError("--address: only with --backend ray")
+    return {
+        "backend": args.backend,
+        "workers": args.workers,
+        "address": args.address,
+        "results": args.results,
+    }

@@ -13,7 +13,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from schedlab.cli.arguments import comma_list, non_negative_int, positive_int, positive_seconds
+from schedlab.cli.arguments import (
+    add_executor_options,
+    comma_list,
+    executor_options,
+    non_negative_int,
+    positive_int,
+    positive_seconds,
+)
 from schedlab.errors import SchedlabError
 
 __all__ = ["register"]
@@ -121,6 +128,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         options=options,
         out_dir=args.out,
         progress=not (args.json or args.quiet),
+        **executor_options(args),
     )
     if args.plot:
         from schedlab.plotting.comparison import plot_report
@@ -320,6 +328,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--starts", action="store_true", help="--json: include every start round")
     p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+    add_executor_options(p)
     common(p)
     p.set_defaults(func=_cmd_compare)
 

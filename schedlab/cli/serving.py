@@ -18,7 +18,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from schedlab.cli.arguments import comma_list, non_negative_int, positive_int
+from schedlab.cli.arguments import (
+    add_executor_options,
+    comma_list,
+    executor_options,
+    non_negative_int,
+    positive_int,
+)
 from schedlab.errors import ServingError
 from schedlab.serving.workloads import MAX_REQUESTS
 
@@ -195,6 +201,11 @@ def _scenario(args: argparse.Namespace) -> Scenario:
     )
 
 
+def _seed_list(text: str) -> list[int]:
+    """Comma-separated seeds, each an integer >= 0, none twice."""
+    return [non_negative_int(s) for s in comma_list(text)]
+
+
 def _ms(seconds: float | None) -> str:
     return "-" if seconds is None or math.isnan(seconds) else f"{seconds * 1e3:.1f}"
 
@@ -239,17 +250,23 @@ def _simulate(args: argparse.Namespace) -> int:
 def _capacity(args: argparse.Namespace) -> int:
     from schedlab.serving.capacity import capacity
 
-    result = capacity(
-        args.workload,
-        _scenario(args),
-        duration_s=parse_duration(args.duration, "--duration"),
-        target=_positive_number(args.target, "--target"),
-        rel_tol=_positive_number(args.tolerance, "--tolerance"),
-        start_rps=_positive_number(args.start_rate, "--start-rate"),
-        max_rps=_positive_number(args.max_rate, "--max-rate"),
-        data_dir=args.data_dir,
-        progress=not (args.json or args.quiet),
-    )
+    search = {
+        "duration_s": parse_duration(args.duration, "--duration"),
+        "target": _positive_number(args.target, "--target"),
+        "rel_tol": _positive_number(args.tolerance, "--tolerance"),
+        "start_rps": _positive_number(args.start_rate, "--start-rate"),
+        "max_rps": _positive_number(args.max_rate, "--max-rate"),
+        "data_dir": args.data_dir,
+        "progress": not (args.json or args.quiet),
+    }
+    if args.policies or args.seeds:
+        return _capacity_grid(args, search)
+    if args.results or args.backend != "local" or args.workers or args.address:
+        raise ServingError(
+            "--backend, --workers, --address, --results: for a grid only "
+            "(give --policies or --seeds)"
+        )
+    result = capacity(args.workload, _scenario(args), **search)
     if args.json:
         print(json.dumps(result.to_dict()))
         return 0
@@ -261,6 +278,41 @@ def _capacity(args: argparse.Namespace) -> int:
         f"TPOT ({result.tpot_slo}) <= {result.tpot_s * 1e3:g} ms; {len(result.probes)} runs)"
     )
     return 0
+
+
+def _capacity_grid(args: argparse.Namespace, search: dict[str, Any]) -> int:
+    from schedlab.serving.capacity import GridError, capacity_grid
+
+    scenario = _scenario(args)
+    policies = args.policies or [scenario.policy]
+    seeds = [int(s) for s in args.seeds] if args.seeds else [scenario.seed]
+    try:
+        found = capacity_grid(
+            args.workload, policies, scenario, seeds=seeds, **search, **executor_options(args)
+        )
+    except GridError as error:  # the searches that ran are shown, then the error
+        _capacity_table(args, error.done)
+        raise
+    _capacity_table(args, found)
+    return 0
+
+
+def _capacity_table(args: argparse.Namespace, found: Sequence[Any]) -> None:
+    if args.json:
+        print(json.dumps([r.to_dict() for r in found]))
+        return
+    if not found:
+        return
+    first = found[0]
+    print(
+        f"capacity on {first.workload} (cost model {first.cost_model}, {first.hardware}), "
+        f"attainment >= {first.target:g} at TTFT <= {first.ttft_s:g} s, TPOT "
+        f"({first.tpot_slo}) <= {first.tpot_s * 1e3:g} ms"
+    )
+    print(f"{'policy':<20}{'seed':>6}{'req/s':>10}{'runs':>6}")
+    for r in found:
+        bound = ">=" if r.saturated else ""
+        print(f"{r.policy:<20}{r.seed:>6}{bound + f'{r.capacity_rps:.3f}':>10}{len(r.probes):>6}")
 
 
 def _headroom(args: argparse.Namespace) -> int:
@@ -319,8 +371,7 @@ def _headroom(args: argparse.Namespace) -> int:
 
 def _sweep(args: argparse.Namespace) -> int:
     from schedlab.plotting.figures import check_figure_path, check_output_path
-    from schedlab.progress import Progress
-    from schedlab.serving.capacity import sweep
+    from schedlab.serving.capacity import GridError, sweep
 
     policies = args.policies
     rates = [_positive_number(r, "--rates") for r in args.rates]
@@ -328,17 +379,27 @@ def _sweep(args: argparse.Namespace) -> int:
         check_output_path(args.csv, "--csv")
     if args.plot:
         check_figure_path(args.plot, "--plot")
-    with Progress("sweep", enabled=not (args.json or args.quiet)) as bar:
+    try:
         points = sweep(
             args.workload,
             policies,
             rates,
             _scenario(args),
             duration_s=parse_duration(args.duration, "--duration"),
-            workers=args.workers,
-            progress=bar,
             data_dir=args.data_dir,
+            progress=not (args.json or args.quiet),
+            **executor_options(args),
         )
+    except GridError as error:  # the points that ran are shown, then the error
+        _sweep_report(args, error.done)
+        raise
+    _sweep_report(args, points)
+    return 0
+
+
+def _sweep_report(args: argparse.Namespace, points: Sequence[Any]) -> None:
+    if not points:
+        return
     rows = [p.row() for p in points]
     if args.csv:
         with Path(args.csv).open("w", newline="", encoding="utf-8") as handle:
@@ -351,10 +412,9 @@ def _sweep(args: argparse.Namespace) -> int:
         plot_sweep(points, args.plot, title=f"SLO {_slo(args).describe()}")
     if args.json:
         print(json.dumps([{k: (None if v != v else v) for k, v in r.items()} for r in rows]))
-        return 0
+        return
     print(f"{_model_label(points)}; SLO {_slo(args).describe()}")
     _print_table(rows)
-    return 0
 
 
 def _model_label(points: Sequence[Any]) -> str:
@@ -427,6 +487,19 @@ def register(subparsers: Any) -> None:
     ):
         default = given[key].default
         cap.add_argument(flag, default=str(default), help=f"{what} (default {default:g})")
+    cap.add_argument(
+        "--policies",
+        type=comma_list,
+        default=None,
+        help="a grid: the capacity of each of these policies (in place of --policy)",
+    )
+    cap.add_argument(
+        "--seeds",
+        type=_seed_list,
+        default=None,
+        help="a grid: the capacity under each of these seeds, e.g. 0,1,2",
+    )
+    add_executor_options(cap)
     cap.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     cap.set_defaults(func=_capacity)
 
@@ -458,9 +531,7 @@ def register(subparsers: Any) -> None:
     swp.add_argument(
         "--rates", type=comma_list, required=True, help="comma-separated rates, requests/s"
     )
-    swp.add_argument(
-        "--workers", type=positive_int, default=None, help="processes (default: all cores)"
-    )
+    add_executor_options(swp)
     swp.add_argument("--csv", default=None, help="write the table as CSV")
     swp.add_argument("--plot", default=None, help="write attainment vs rate (PNG/PDF/SVG)")
     swp.add_argument("--quiet", action="store_true", help="no progress on stderr")

@@ -13,24 +13,30 @@ import csv
 import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TextIO
 
 from schedlab.budget import check_time_limit
 from schedlab.errors import SchedlabError, SolverError, UnknownNameError
+from schedlab.jobs import Job, Outcome, run_jobs
+from schedlab.json_files import nan_to_null
 from schedlab.offline.bounds import Bound, lower_bound
 from schedlab.offline.instance import Instance
+from schedlab.offline.instance_io import instance_from_dict, instance_to_dict
 from schedlab.offline.result import Result, relative_gap
-from schedlab.offline.solve import available_solvers, solve
+from schedlab.offline.solve import available_solvers, solve, with_bound
 from schedlab.offline.solvers import get_solver
 from schedlab.offline.solvers.contract import check_options
-from schedlab.progress import Progress, progress_for
+from schedlab.progress import Progress
 
 __all__ = [
     "DEFAULT_SOLVERS",
     "Comparison",
     "Failure",
     "compare",
+    "compare_all",
     "records_to_csv",
+    "run_offline_job",
     "solver_names",
     "solver_options",
 ]
@@ -245,6 +251,10 @@ def compare(
     bound: str | None = "best",
     options: Mapping[str, Mapping[str, Any]] | None = None,
     progress: bool | Progress = False,
+    backend: str = "serial",
+    workers: int | None = None,
+    address: str | None = None,
+    results: str | Path | None = None,
 ) -> Comparison:
     """Solve ``instance`` with each solver and measure every gap to one lower bound.
 
@@ -253,34 +263,123 @@ def compare(
     refuses the instance (a :class:`~schedlab.errors.SchedlabError`) is recorded as a
     :class:`Failure` and the others go on. ``options``: each solver's own options by
     solver name (``{"local-search": {"max_moves": 5000}}``). ``progress``: show a bar on
-    standard error (:mod:`schedlab.progress`), or step the caller's.
+    standard error (:mod:`schedlab.progress`), or step the caller's. The bound and each
+    solver are jobs of :func:`compare_all` (``backend`` ... ``results``: where they run).
+    """
+    return compare_all(
+        [instance],
+        solvers,
+        time_limit=time_limit,
+        seed=seed,
+        bound=bound,
+        options=options,
+        progress=progress,
+        backend=backend,
+        workers=workers,
+        address=address,
+        results=results,
+    )[0]
+
+
+def compare_all(
+    instances: Sequence[Instance],
+    solvers: Sequence[str] | None = None,
+    *,
+    time_limit: float | None = None,
+    seed: int = 0,
+    bound: str | None = "best",
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    progress: bool | Progress = False,
+    backend: str = "serial",
+    workers: int | None = None,
+    address: str | None = None,
+    results: str | Path | None = None,
+) -> list[Comparison]:
+    """:func:`compare` on every instance, as one grid of jobs (:mod:`schedlab.jobs`): per
+    instance its bound and each solver, run by ``backend`` (``serial``, ``local``,
+    ``ray``) and, with a ``results`` file, resumable. Each solver runs without the bound
+    and is certified against it afterwards (:func:`~schedlab.offline.solve.with_bound`,
+    the same result as :func:`~schedlab.offline.solve.solve` gives with it), so the jobs
+    do not wait for one another and the comparison is the same on every executor.
     """
     names = solver_names(solvers)
     own = solver_options(names, options)
     time_limit = check_time_limit(time_limit)
-    shared: Bound | None = None
-    steps = len(names) + (bound is not None)
-    results: list[Result] = []
-    failures: list[Failure] = []
-    with progress_for(progress, instance.name or "compare", steps) as bar:
+    jobs = []
+    for instance in instances:
+        data = instance_to_dict(instance)
         if bound is not None:
-            bar.doing(f"lower bound ({bound})")
-            shared = lower_bound(instance, bound, time_limit=time_limit)
-            bar.step()
+            params = {"instance": data, "method": bound, "time_limit": time_limit}
+            jobs.append(Job("bound", params))
         for name in names:
-            bar.doing(name)
-            try:
-                found = solve(
-                    instance, name, time_limit=time_limit, seed=seed, bound=shared, **own[name]
-                )
-                results.append(found)
-            except SolverError as exc:
-                failures.append(Failure(name, "error", str(exc)))
-            except SchedlabError as exc:
-                failures.append(Failure(name, "refused", str(exc)))
-            bar.step()
-    value = None if shared is None else shared.value
-    return Comparison(instance, tuple(results), value, tuple(failures), tuple(names))
+            params = {"instance": data, "solver": name, "time_limit": time_limit, "seed": seed}
+            jobs.append(Job("solve", {**params, "options": own[name]}))
+    outcomes = iter(
+        run_jobs(
+            run_offline_job,
+            jobs,
+            backend=backend,
+            workers=workers,
+            address=address,
+            results=results,
+            progress=progress,
+            desc="compare",
+        )
+    )
+    comparisons = []
+    for instance in instances:
+        shared = None if bound is None else _bound(next(outcomes))
+        found: list[Result] = []
+        failures: list[Failure] = []
+        for name in names:
+            outcome = next(outcomes)
+            if not outcome.ok:  # not a refusal: the solver crashed
+                failures.append(Failure(name, "error", outcome.error or ""))
+            elif "failure" in outcome.value:
+                failures.append(Failure(name, outcome.value["failure"], outcome.value["reason"]))
+            else:
+                found.append(with_bound(Result.from_dict(instance, outcome.value), shared))
+        value = None if shared is None else shared.value
+        comparisons.append(
+            Comparison(instance, tuple(found), value, tuple(failures), tuple(names))
+        )
+    return comparisons
+
+
+def _bound(outcome: Outcome) -> Bound:
+    if not outcome.ok:
+        raise SchedlabError(f"lower bound: {outcome.error}")
+    data = outcome.value
+    return Bound(data["value"], data["method"], data["status"], data["runtime_s"], data["stats"])
+
+
+def run_offline_job(job: Job) -> dict[str, Any]:
+    """The runner of offline jobs (:mod:`schedlab.jobs`): kind ``bound`` gives a
+    :class:`~schedlab.offline.bounds.Bound` as JSON, kind ``solve`` a
+    :class:`~schedlab.offline.result.Result`'s :meth:`~Result.to_dict` (solved without a
+    bound), or ``{"failure": "refused" | "error", "reason": ...}`` when the solver refuses
+    the instance or its schedule fails the verifier."""
+    p = job.params
+    instance = instance_from_dict(p["instance"], f"job {job.key}")
+    if job.kind == "bound":
+        found = lower_bound(instance, p["method"], time_limit=p["time_limit"])
+        return {
+            "value": found.value,
+            "method": found.method,
+            "status": found.status,
+            "runtime_s": found.runtime,
+            "stats": nan_to_null(found.stats),
+        }
+    if job.kind != "solve":
+        raise SchedlabError(f"offline job: unknown kind {job.kind!r}")
+    run = {"time_limit": p["time_limit"], "seed": p["seed"], "bound": None}
+    try:
+        result = solve(instance, p["solver"], **run, **p["options"])
+    except SolverError as exc:
+        return {"failure": "error", "reason": str(exc)}
+    except SchedlabError as exc:
+        return {"failure": "refused", "reason": str(exc)}
+    return result.to_dict()
 
 
 def solver_options(

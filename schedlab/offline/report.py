@@ -19,7 +19,7 @@ from typing import Any, TextIO
 from schedlab.errors import FormatError
 from schedlab.offline.compare import (
     Comparison,
-    compare,
+    compare_all,
     records_to_csv,
     solver_names,
     solver_options,
@@ -27,7 +27,6 @@ from schedlab.offline.compare import (
 from schedlab.offline.instance import Instance
 from schedlab.offline.instance_io import read_instance
 from schedlab.offline.result import relative_gap
-from schedlab.progress import Progress
 
 __all__ = ["Report", "load_instances", "run_report"]
 
@@ -128,6 +127,10 @@ def run_report(
     options: Mapping[str, Mapping[str, Any]] | None = None,
     out_dir: str | Path | None = None,
     progress: bool = False,
+    backend: str = "serial",
+    workers: int | None = None,
+    address: str | None = None,
+    results: str | Path | None = None,
 ) -> Report:
     """Compare ``solvers`` on every instance; optionally save the tables.
 
@@ -150,27 +153,28 @@ def run_report(
     progress
         Show one bar on standard error over every instance's bound and solver runs
         (:mod:`schedlab.progress`).
+    backend, workers, address, results
+        Where the jobs (each instance's bound, each solver on it) run, and the results
+        file that makes the run resumable (:func:`schedlab.jobs.run_jobs`); the report is
+        the same on every executor but for the runtimes.
     """
     solvers = solver_names(solvers)
     solver_options(solvers, options)  # checked before any instance is read
     if out_dir is not None:
         Path(out_dir).mkdir(parents=True, exist_ok=True)
-    instances = load_instances(items)
-    comparisons = []
-    steps = len(instances) * (len(solvers) + (bound is not None))
-    with Progress("compare", steps, enabled=progress) as bar:
-        for instance in instances:
-            comparisons.append(
-                compare(
-                    instance,
-                    solvers,
-                    time_limit=time_limit,
-                    seed=seed,
-                    bound=bound,
-                    options=options,
-                    progress=bar,
-                )
-            )
+    comparisons = compare_all(
+        load_instances(items),
+        solvers,
+        time_limit=time_limit,
+        seed=seed,
+        bound=bound,
+        options=options,
+        progress=progress,
+        backend=backend,
+        workers=workers,
+        address=address,
+        results=results,
+    )
     report = Report(tuple(comparisons))
     if out_dir is not None:
         report.save(out_dir)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 import numpy as np
 
+from schedlab.offline.instance import Instance
 from schedlab.offline.schedule import Schedule
 
 __all__ = ["Result", "SolverOutput", "Status", "relative_gap"]
@@ -110,3 +112,17 @@ class Result:
             "starts": self.schedule.starts.tolist(),
             "stats": self.stats,
         }
+
+    @classmethod
+    def from_dict(cls, instance: Instance, data: Mapping[str, Any]) -> Result:
+        """The result :meth:`to_dict` gave, its schedule rebuilt on ``instance``."""
+        return cls(
+            data["solver"],
+            int(data["objective"]),
+            data["lower_bound"],
+            data["gap"],
+            Status(data["status"]),
+            float(data["runtime_s"]),
+            Schedule(instance, data["starts"]),
+            dict(data["stats"]),
+        )

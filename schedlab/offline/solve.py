@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from typing import Any
@@ -16,7 +17,7 @@ from schedlab.offline.solvers import available_solvers, get_solver
 from schedlab.offline.solvers.contract import check_options
 from schedlab.offline.verify import verify
 
-__all__ = ["available_solvers", "solve"]
+__all__ = ["available_solvers", "solve", "with_bound"]
 
 
 def solve(
@@ -74,20 +75,43 @@ def solve(
     problems = verify(instance, schedule.starts)
     if problems:
         raise SolverError(f"{solver} returned an infeasible schedule: {'; '.join(problems[:5])}")
-    stats = dict(output.stats)
-    stats.setdefault("stopped_by", None)
+    stats = {**output.stats, "stopped_by": output.stats.get("stopped_by")}
+    own = Result(
+        solver,
+        schedule.objective,
+        output.lower_bound,
+        relative_gap(schedule.objective, output.lower_bound),
+        output.status,
+        runtime,
+        schedule,
+        stats,
+    )
     if isinstance(bound, str):
         bound = bound_within(instance, bound, Budget(time_limit))
-    best = output.lower_bound
+    return with_bound(own, bound)
+
+
+def with_bound(result: Result, bound: Bound | None) -> Result:
+    """``result`` certified against ``bound`` as well as its own.
+
+    Its lower bound becomes the largest valid one known: its own, ``bound``'s value, and
+    its objective if the solver proved it optimal. An objective that meets that bound
+    (``objective <= ceil(bound)``: objectives are integers) is optimal. Certifying twice,
+    or against ``None`` first, gives the same result, so a bound computed apart from the
+    solver (by another job: :mod:`schedlab.offline.compare`) certifies it exactly as
+    :func:`solve` does.
+    """
+    stats = dict(result.stats)
+    best = result.lower_bound
     if bound is not None:
         stats["bound"] = {"method": bound.method, "value": bound.value, "runtime_s": bound.runtime}
         best = bound.value if best is None else max(best, bound.value)
-    objective = schedule.objective
-    status = output.status
+    objective = result.objective
+    status = result.status
     if status is Status.OPTIMAL:  # a proven optimum is also the best possible bound
         best = objective if best is None else max(best, objective)
     if best is not None and objective <= math.ceil(best - 1e-6):
         status = Status.OPTIMAL  # an integral objective meeting a valid bound is optimal
-    return Result(
-        solver, objective, best, relative_gap(objective, best), status, runtime, schedule, stats
+    return dataclasses.replace(
+        result, lower_bound=best, gap=relative_gap(objective, best), status=status, stats=stats
     )

@@ -24,16 +24,13 @@ Two stop rules make overloaded runs cheap without changing any decision:
 from __future__ import annotations
 
 import math
-import multiprocessing
-import os
-import signal
-import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import Any
 
 from schedlab.errors import ServingError
+from schedlab.jobs import Job, run_jobs
 from schedlab.progress import Progress, progress_for
 from schedlab.serving.cost_model import hardware_of
 from schedlab.serving.metrics import Summary
@@ -45,16 +42,16 @@ __all__ = [
     "CAPACITY_WINDOW_S",
     "DEFAULT_SWEEP_POLICIES",
     "CapacityResult",
+    "GridError",
     "Probe",
     "SweepPoint",
     "capacity",
-    "parallel_map",
+    "capacity_grid",
     "probe",
+    "run_serving_job",
     "sweep",
 ]
 
-T = TypeVar("T")
-R = TypeVar("R")
 
 #: The arrival window (seconds) of each run of a capacity search: longer than a single
 #: simulation's, so that a rate near capacity has time to build its queue.
@@ -152,6 +149,15 @@ class CapacityResult:
             for p in data["probes"]
         ]
         return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CapacityResult:
+        """The result :meth:`to_dict` gave."""
+        probes = tuple(
+            Probe(**{**p, "attainment": math.nan if p["attainment"] is None else p["attainment"]})
+            for p in data["probes"]
+        )
+        return cls(**{**data, "probes": probes})
 
 
 def capacity(
@@ -256,67 +262,6 @@ def _bisect(
     return lo, hi
 
 
-def parallel_map(
-    fn: Callable[[T], R],
-    tasks: Sequence[T],
-    *,
-    workers: int | None = None,
-    progress: Callable[[int, int], None] | None = None,
-) -> list[R]:
-    """``[fn(t) for t in tasks]`` on ``workers`` processes (default: all local cores).
-
-    Results come back in task order, whatever the number of workers, so a run is
-    deterministic; ``progress(done, total)`` is called as tasks complete. ``fn`` and the
-    tasks must be picklable when ``workers > 1``. No worker outlives the call: when a
-    task raises or the caller is interrupted (``KeyboardInterrupt``, which the command
-    line also raises on SIGTERM), the workers are terminated before the error goes on,
-    and a worker whose parent has died exits by itself (:func:`_worker_start`).
-    """
-    workers = (os.cpu_count() or 1) if workers is None else workers
-    if workers < 1:
-        raise ServingError(f"workers: must be >= 1, got {workers}")
-    total = len(tasks)
-    if workers == 1 or total <= 1:
-        results = []
-        for done, task in enumerate(tasks, start=1):
-            results.append(fn(task))
-            if progress:
-                progress(done, total)
-        return results
-    pool = multiprocessing.Pool(
-        min(workers, total), initializer=_worker_start, initargs=(os.getpid(),)
-    )
-    try:
-        out: list[R] = []
-        for done, result in enumerate(pool.imap(fn, tasks), start=1):
-            out.append(result)
-            if progress:
-                progress(done, total)
-    except BaseException:
-        pool.terminate()
-        pool.join()
-        raise
-    pool.close()
-    pool.join()
-    return out
-
-
-def _worker_start(parent: int, every_s: float = 0.5) -> None:
-    """Run in each worker as it starts: leave Ctrl-C to the parent (which terminates the
-    workers), let SIGTERM end the worker at once (a handler inherited from the parent
-    would print a traceback), and end it once ``parent`` is gone (killed without a chance
-    to terminate it), instead of computing on for nobody."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(every_s)
-        os._exit(1)
-
-    threading.Thread(target=watch, daemon=True).start()
-
-
 @dataclass(frozen=True)
 class SweepPoint:
     """One (policy, rate) cell of a sweep (attainment under ``summary.slo``)."""
@@ -346,24 +291,39 @@ class SweepPoint:
         }
 
 
-@dataclass(frozen=True)
-class _SweepTask:
-    workload: str
-    rate: float
-    scenario: Scenario
-    duration_s: float
-    data_dir: str | None
+class GridError(ServingError):
+    """Some jobs of a grid failed; the others' results are in :attr:`done` (and, with a
+    results file, on disk), the failures in :attr:`failed` (one line each)."""
+
+    def __init__(self, what: str, done: list[Any], failed: list[str]) -> None:
+        super().__init__(
+            f"{what}: {len(failed)} of {len(done) + len(failed)} jobs failed; first: {failed[0]}"
+        )
+        self.what = what
+        self.done = done
+        self.failed = failed
+
+    def __reduce__(self) -> tuple[type, tuple[str, list[Any], list[str]]]:
+        return (type(self), (self.what, self.done, self.failed))
 
 
-def _sweep_point(task: _SweepTask) -> SweepPoint:
-    result = simulate(
-        task.workload,
-        task.scenario,
-        rate=task.rate,
-        duration_s=task.duration_s,
-        data_dir=task.data_dir,
-    )
-    return SweepPoint(str(task.scenario.policy), task.rate, result.summary)
+def run_serving_job(job: Job) -> dict[str, Any]:
+    """The runner of serving jobs (:mod:`schedlab.jobs`): kind ``simulate`` gives a
+    :class:`Summary`'s JSON form, kind ``capacity`` a :class:`CapacityResult`'s; the
+    parameters are :func:`simulate`'s and :func:`capacity`'s, with the scenario as
+    :meth:`Scenario.to_dict` gives it."""
+    p = dict(job.params)
+    scenario = Scenario.from_dict(p.pop("scenario"))
+    if job.kind == "simulate":
+        return simulate(p.pop("workload"), scenario, **p).summary.to_dict()
+    if job.kind == "capacity":
+        return capacity(p.pop("workload"), scenario, **p).to_dict()
+    raise ServingError(f"serving job: unknown kind {job.kind!r}")
+
+
+def _checked(base: Scenario, policies: Sequence[str]) -> None:
+    for policy in policies:  # a bad name fails here, not inside a worker process
+        base.with_(policy=policy).build_policy()
 
 
 def sweep(
@@ -373,20 +333,131 @@ def sweep(
     scenario: Scenario | None = None,
     *,
     duration_s: float = DEFAULT_WINDOW_S,
-    workers: int | None = None,
-    progress: Callable[[int, int], None] | None = None,
     data_dir: str | None = None,
+    backend: str = "local",
+    workers: int | None = None,
+    address: str | None = None,
+    results: str | Path | None = None,
+    progress: bool | Progress = False,
 ) -> list[SweepPoint]:
     """Simulate every policy at every rate of ``scenario`` (its policy is replaced by
-    each of ``policies``; same seed: common random numbers)."""
+    each of ``policies``; same seed: common random numbers), one job a point.
+
+    ``backend``, ``workers``, ``address``, ``results`` and ``progress`` are
+    :func:`schedlab.jobs.run_jobs`'s: the points are the same on every executor, and with
+    a results file a rerun computes only the points not yet there.
+
+    Raises
+    ------
+    GridError
+        After every point ran, if some failed (the others in ``error.done``).
+    """
     if not policies or not rates:
         raise ServingError("sweep: give at least one policy and one rate")
     base = scenario or Scenario()
-    for policy in policies:  # a bad name fails here, not inside a worker process
-        base.with_(policy=policy).build_policy()
-    tasks = [
-        _SweepTask(workload, r, base.with_(policy=p), duration_s, data_dir)
+    _checked(base, policies)
+    jobs = [
+        Job(
+            "simulate",
+            {
+                "workload": workload,
+                "scenario": base.with_(policy=p).to_dict(),
+                "rate": float(r),
+                "duration_s": float(duration_s),
+                "data_dir": None if data_dir is None else str(data_dir),
+            },
+        )
         for p in policies
         for r in rates
     ]
-    return parallel_map(_sweep_point, tasks, workers=workers, progress=progress)
+    outcomes = run_jobs(
+        run_serving_job,
+        jobs,
+        backend=backend,
+        workers=workers,
+        address=address,
+        results=results,
+        progress=progress,
+        desc="sweep",
+    )
+    points = []
+    for o in outcomes:
+        if o.ok:
+            policy, rate = o.job.params["scenario"]["policy"], o.job.params["rate"]
+            points.append(SweepPoint(policy, rate, Summary.from_dict(o.value)))
+    failed = [
+        f"{o.job.params['scenario']['policy']} at {o.job.params['rate']:g} req/s: {o.error}"
+        for o in outcomes
+        if not o.ok
+    ]
+    if failed:
+        raise GridError("sweep", points, failed)
+    return points
+
+
+def capacity_grid(
+    workload: str,
+    policies: Sequence[str],
+    scenario: Scenario | None = None,
+    *,
+    seeds: Sequence[int] = (0,),
+    duration_s: float = CAPACITY_WINDOW_S,
+    target: float = 0.9,
+    rel_tol: float = 0.02,
+    start_rps: float = 1.0,
+    max_rps: float = 1000.0,
+    data_dir: str | None = None,
+    backend: str = "local",
+    workers: int | None = None,
+    address: str | None = None,
+    results: str | Path | None = None,
+    progress: bool | Progress = False,
+) -> list[CapacityResult]:
+    """:func:`capacity` of every policy under every seed, one job a search, in the order
+    policy by policy, seed by seed. The search parameters are :func:`capacity`'s; the
+    executor's are :func:`schedlab.jobs.run_jobs`'s.
+
+    Raises
+    ------
+    GridError
+        After every search ran, if some failed.
+    """
+    if not policies or not seeds:
+        raise ServingError("capacity grid: give at least one policy and one seed")
+    base = scenario or Scenario()
+    _checked(base, policies)
+    search = {
+        "duration_s": float(duration_s),
+        "target": float(target),
+        "rel_tol": float(rel_tol),
+        "start_rps": float(start_rps),
+        "max_rps": float(max_rps),
+        "data_dir": None if data_dir is None else str(data_dir),
+    }
+    jobs = [
+        Job(
+            "capacity",
+            {"workload": workload, "scenario": base.with_(policy=p, seed=s).to_dict(), **search},
+        )
+        for p in policies
+        for s in seeds
+    ]
+    outcomes = run_jobs(
+        run_serving_job,
+        jobs,
+        backend=backend,
+        workers=workers,
+        address=address,
+        results=results,
+        progress=progress,
+        desc="capacity",
+    )
+    found = [CapacityResult.from_dict(o.value) for o in outcomes if o.ok]
+    failed = [
+        f"{o.job.params['scenario']['policy']} seed {o.job.params['scenario']['seed']}: {o.error}"
+        for o in outcomes
+        if not o.ok
+    ]
+    if failed:
+        raise GridError("capacity grid", found, failed)
+    return found

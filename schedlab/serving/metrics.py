@@ -32,7 +32,7 @@ gaps of all requests, is Sarathi-Serve's latency metric (Agrawal et al., OSDI 20
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -285,6 +285,20 @@ class Summary:
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON form (``nan`` becomes ``null``)."""
         return nan_to_null(asdict(self))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Summary:
+        """The summary :meth:`to_dict` gave (``null`` back to ``nan``)."""
+
+        def number(value: Any) -> Any:
+            return math.nan if value is None else value
+
+        distributions = {
+            name: Distribution(**{k: number(v) for k, v in data[name].items()})
+            for name in ("ttft", "tpot", "itl", "latency")
+        }
+        rates = {k: number(data[k]) for k in ("attainment", "goodput_rps", "output_tokens_per_s")}
+        return cls(**{**data, **distributions, **rates, "slo": SLO(**data["slo"])})
 
 
 def summarize(

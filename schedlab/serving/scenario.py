@@ -9,11 +9,12 @@ its defaults are the command line's (``schedlab simulate --help``).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from schedlab.errors import ServingError
-from schedlab.serving.cost_model import CostModel, get_cost_model
+from schedlab.serving.cost_model import CostModel, cost_model_from_dict, get_cost_model
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.metrics import SLO
 from schedlab.serving.policies import Policy, PolicyContext, make_policy
@@ -116,3 +117,44 @@ class Scenario:
     def with_(self, **changes: Any) -> Scenario:
         """A copy with some fields changed."""
         return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON data (a job's parameters: :mod:`schedlab.jobs`); cost-model objects
+        become their JSON form. :meth:`from_dict` rebuilds an equal scenario.
+
+        Raises
+        ------
+        ServingError
+            If the policy is an object, not a name.
+        """
+        if not isinstance(self.policy, str):
+            raise ServingError("scenario.policy: a job needs the policy by name")
+
+        def model(spec: str | CostModel | None) -> Any:
+            return spec if spec is None or isinstance(spec, str) else spec.to_dict()
+
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        data |= {
+            "cost_model": model(self.cost_model),
+            "actual_cost_model": model(self.actual_cost_model),
+            "slo": dataclasses.asdict(self.slo),
+            "engine": dataclasses.asdict(self.engine),
+        }
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Scenario:
+        """The scenario :meth:`to_dict` described."""
+
+        def model(spec: Any) -> str | CostModel | None:
+            return cost_model_from_dict(spec, "scenario") if isinstance(spec, Mapping) else spec
+
+        return cls(
+            **{
+                **data,
+                "cost_model": model(data["cost_model"]),
+                "actual_cost_model": model(data["actual_cost_model"]),
+                "slo": SLO(**data["slo"]),
+                "engine": EngineConfig(**data["engine"]),
+            }
+        )

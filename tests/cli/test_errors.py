@@ -88,14 +88,14 @@ def _alive(pid: str) -> bool:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGINT to the group", "SIGKILL"])
 def test_a_stopped_sweep_leaves_no_worker_behind(how):
-    sweep_argv = ["sweep", "--workload", "mixed", "--policies", "sloweave,vllm", "--rates"]
+    grid = ["--workload", "mixed", "--policies", "sloweave,vllm", "--rates", "20,25"]
+    rest = ["--duration", "600s", "--quiet", "--workers", "2"]
     process = subprocess.Popen(
-        [sys.executable, "-m", "schedlab", *sweep_argv, "20,25", "--duration", "600s",
-         "--quiet", "--workers", "2"],
+        [sys.executable, "-m", "schedlab", "sweep", *grid, *rest],
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own group, as a terminal's foreground job
-    )  # fmt: skip
+    )
     workers: list[str] = []
     deadline = time.monotonic() + 30
     while len(workers) < 2 and time.monotonic() < deadline:

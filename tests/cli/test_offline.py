@@ -45,8 +45,7 @@ def test_compare_json_and_text(capsys, terminal_stderr):
     assert terminal_stderr.getvalue() == ""
     code, out, _ = run(capsys, "compare", DEFAULT, "--time-limit", "2")
     assert code == 0 and "local-search" in out and "gap" in out
-    shown = terminal_stderr.getvalue()
-    assert "8/8" in shown and "local-search" in shown  # the bound and 7 solvers
+    assert "8/8" in terminal_stderr.getvalue()  # the bound and 7 solvers
 
 
 def test_compare_a_folder(capsys, tmp_path):
@@ -168,11 +167,11 @@ def test_compare_records_a_refusal_and_finishes(capsys, tmp_path):
 
 def test_solver_options_on_the_command_line(capsys):
     tiny = str(INSTANCES / "tiny-1.json")
-    code, out, _ = run(capsys, "solve", tiny, "--solver", "local-search", "--option",
-                       "max_moves=40", "--json")  # fmt: skip
+    argv = ["solve", tiny, "--solver", "local-search", "--option", "max_moves=40", "--json"]
+    code, out, _ = run(capsys, *argv)
     assert code == 0 and json.loads(out)["stats"]["moves"] == 40
-    code, out, _ = run(capsys, "compare", tiny, "--solvers", "dp,fcfs", "--option",
-                       "dp.max_requests=3", "--quiet")  # fmt: skip
+    argv = ["compare", tiny, "--solvers", "dp,fcfs", "--option", "dp.max_requests=3", "--quiet"]
+    code, out, _ = run(capsys, *argv)
     assert code == 0 and "refused: dp: n = 7 requests exceeds max_requests = 3" in out
 
 

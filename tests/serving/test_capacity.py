@@ -7,7 +7,7 @@ import math
 import pytest
 
 from schedlab.errors import ServingError
-from schedlab.serving.capacity import capacity, parallel_map, probe, sweep
+from schedlab.serving.capacity import capacity, probe, sweep
 from schedlab.serving.metrics import SLO
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import simulate
@@ -68,24 +68,6 @@ def test_early_failure_is_a_lower_bound():
 def test_capacity_validation(kwargs, message):
     with pytest.raises(ServingError, match=message):
         capacity("chat", VLLM, **kwargs)
-
-
-def _square(x: int) -> int:
-    return x * x
-
-
-def test_parallel_map_order_and_progress():
-    seen = []
-    assert parallel_map(
-        _square, [3, 1, 2], workers=2, progress=lambda d, t: seen.append((d, t))
-    ) == [
-        9,
-        1,
-        4,
-    ]
-    assert seen == [(1, 3), (2, 3), (3, 3)]
-    with pytest.raises(ServingError, match="workers"):
-        parallel_map(_square, [1], workers=0)
 
 
 def test_sweep_is_deterministic_across_worker_counts():

@@ -1,0 +1,349 @@
+"""Grids of independent jobs, run by one of three executors, resumable from a results file.
+
+A :class:`Job` is plain data: a ``kind`` and JSON-ready ``params`` (a seed travels in
+them), so the same job gives the same answer wherever it runs. A *runner* — a
+module-level function ``runner(job) -> JSON-ready value``, so that every executor can ship
+it by reference — says what each kind does; :mod:`schedlab.serving.capacity` (simulations,
+capacity searches) and :mod:`schedlab.offline.report` (bounds, solver runs) keep theirs,
+so this module knows nothing of either.
+
+:func:`run_jobs` runs a grid on an executor chosen by name (:data:`BACKENDS`):
+
+``serial``
+    In this process, one job after another.
+``local``
+    A process pool on this machine (all cores by default): PyJobShop and PyVRP run their
+    benchmark suites the same way.
+``ray``
+    An existing Ray cluster (``address="auto"`` or ``"HOST:PORT"``; without an address, a
+    local instance), for grids beyond one machine. Ray is an optional extra
+    (``pip install 'schedlab[ray]'``), imported only here and only when asked for.
+
+Every job's outcome (its value, or its error) is the same whatever the executor and the
+number of workers: outcomes come back in job order. Guarantees beyond the pure map:
+
+* **Failures are recorded, not fatal**: a job that raises gets an :class:`Outcome` with
+  the error's type and message, and the others run on. A worker process that dies (a
+  crash, the out-of-memory killer) costs the jobs it was running one attempt; each job
+  gets :data:`ATTEMPTS` of them (Ray retries with ``max_retries``).
+* **Resumable**: with ``results=FILE.jsonl``, each outcome is appended to the file as it
+  arrives (one JSON object a line: key, kind, params, value or error, seconds), and a
+  job whose key already has a value there is not run again — rerunning an interrupted
+  command completes it without redoing anything finished. A failed job is run again.
+* **No orphans**: on Ctrl-C (or SIGTERM through the command line) the pool's workers are
+  terminated and Ray's tasks cancelled before the interrupt goes on; a local worker whose
+  parent died anyway exits by itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from schedlab.errors import SchedlabError
+from schedlab.json_files import nan_to_null, parse_json
+from schedlab.progress import Progress, progress_for
+
+__all__ = [
+    "ATTEMPTS",
+    "BACKENDS",
+    "Job",
+    "Outcome",
+    "ResultsFile",
+    "Runner",
+    "run_jobs",
+]
+
+#: Executors by name.
+BACKENDS: tuple[str, ...] = ("serial", "local", "ray")
+
+#: Attempts a job gets when the worker running it dies (a job that raises is not retried:
+#: it would raise again).
+ATTEMPTS = 2
+
+#: ``runner(job) -> value``: a module-level function, JSON-ready values.
+Runner = Callable[["Job"], Any]
+
+#: What an executor yields: ``(index of the job in its list, outcome)``, as jobs finish.
+_Stream = Generator[tuple[int, "Outcome"], None, None]
+
+
+@dataclass(frozen=True)
+class Job:
+    """One independent unit of work: what to do (``kind``) and with what (``params``,
+    JSON-ready: numbers, strings, lists, objects)."""
+
+    kind: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """A digest of ``kind`` and ``params``: equal jobs have equal keys, in any run."""
+        text = json.dumps([self.kind, self.params], sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one job gave: its ``value``, or ``error`` (``"Type: message"``).
+
+    ``seconds`` is the wall time of its last attempt (``0`` when read back from a results
+    file); ``resumed`` says it was read back instead of run.
+    """
+
+    job: Job
+    value: Any = None
+    error: str | None = None
+    seconds: float = 0.0
+    resumed: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def line(self) -> str:
+        """The results file's line for this outcome."""
+        data = {
+            "key": self.job.key,
+            "kind": self.job.kind,
+            "params": self.job.params,
+            "value": self.value,
+            "error": self.error,
+            "seconds": self.seconds,
+        }
+        return json.dumps(nan_to_null(data), separators=(",", ":"))
+
+
+class ResultsFile:
+    """The JSONL file outcomes stream to (:meth:`append`), and the finished jobs it holds
+    (:meth:`done`), so that a rerun skips them."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        if self.path.is_dir():
+            raise SchedlabError(f"{self.path}: is a directory (results file expected)")
+
+    def done(self) -> dict[str, Any]:
+        """Values of the jobs finished without error, by key. A last line cut short (the
+        run was killed while writing it) is removed from the file: that job runs again."""
+        if not self.path.is_file():
+            return {}
+        data = self.path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            with self.path.open("r+b") as handle:
+                handle.truncate(data.rfind(b"\n") + 1)
+            data = data[: data.rfind(b"\n") + 1]
+        values: dict[str, Any] = {}
+        try:
+            lines = data.decode("utf-8").splitlines()
+        except UnicodeDecodeError:
+            raise SchedlabError(f"{self.path}: not UTF-8 text") from None
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            row = parse_json(line, str(self.path), number)
+            if not isinstance(row, dict) or "key" not in row:
+                raise SchedlabError(f"{self.path}:{number}: not a line of a results file")
+            if row.get("error") is None:
+                values[row["key"]] = row.get("value")
+        return values
+
+    def append(self, outcome: Outcome) -> None:
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(outcome.line() + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+
+
+def _attempt(runner: Runner, job: Job) -> Outcome:
+    """Run ``job``; an exception becomes the outcome's error."""
+    began = time.perf_counter()
+    try:
+        value = runner(job)
+    except Exception as exc:  # recorded with the job; the grid goes on
+        return Outcome(job, error=_describe(exc), seconds=time.perf_counter() - began)
+    return Outcome(job, value=value, seconds=time.perf_counter() - began)
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+
+
+def _serial(runner: Runner, jobs: Sequence[Job], workers: int) -> _Stream:
+    del workers
+    for index, job in enumerate(jobs):
+        yield index, _attempt(runner, job)
+
+
+def _worker_start(parent: int, every_s: float = 0.5) -> None:
+    """Run in each local worker as it starts: leave Ctrl-C to the parent (which
+    terminates the workers), let SIGTERM end the worker at once, and end it once
+    ``parent`` is gone, instead of computing on for nobody."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every_s)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _new_pool(workers: int) -> ProcessPoolExecutor:
+    return ProcessPoolExecutor(workers, initializer=_worker_start, initargs=(os.getpid(),))
+
+
+def _terminate(pool: ProcessPoolExecutor) -> None:
+    """Stop ``pool`` now: cancel what has not started and end its workers (Python 3.11's
+    executor has no public way to end a running call; ``_processes`` is its own table)."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
+    pool.shutdown(wait=True)
+
+
+def _local(runner: Runner, jobs: Sequence[Job], workers: int) -> _Stream:
+    """A process pool. When a worker dies the pool breaks and every unfinished job comes
+    back unrun; those first in line (as many as the pool has workers: the ones running,
+    in submission order) lose an attempt, and all go on in a fresh pool."""
+    attempts = dict.fromkeys(range(len(jobs)), 0)
+    todo = list(range(len(jobs)))
+    while todo:
+        size = min(workers, len(todo))
+        pool = _new_pool(size)
+        broken: list[int] = []
+        try:
+            index_of = {pool.submit(_attempt, runner, jobs[i]): i for i in todo}
+            pending = set(index_of)
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    try:
+                        outcome = future.result()
+                    except BrokenProcessPool:
+                        broken.append(index_of[future])
+                        continue
+                    yield index_of[future], outcome
+        except BaseException:
+            _terminate(pool)
+            raise
+        pool.shutdown(wait=True)
+        todo = []
+        for rank, index in enumerate(sorted(broken)):
+            attempts[index] += rank < size
+            if attempts[index] < ATTEMPTS:
+                todo.append(index)
+            else:
+                why = f"WorkerDied: the process running it died {ATTEMPTS} times"
+                yield index, Outcome(jobs[index], error=why)
+
+
+def _ray(runner: Runner, jobs: Sequence[Job], workers: int, address: str | None) -> _Stream:
+    """Tasks on a Ray cluster, each retried once by Ray if its worker dies."""
+    try:
+        import ray
+    except ImportError:
+        raise SchedlabError(
+            "backend ray: Ray is not installed; pip install 'schedlab[ray]'"
+        ) from None
+    if not ray.is_initialized():
+        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+    remote = ray.remote(max_retries=ATTEMPTS - 1, retry_exceptions=False)(_attempt)
+    del workers  # the cluster's size decides
+    refs = {remote.remote(runner, job): index for index, job in enumerate(jobs)}
+    pending = list(refs)
+    try:
+        while pending:
+            finished, pending = ray.wait(pending, num_returns=1)
+            for ref in finished:
+                index = refs[ref]
+                try:
+                    yield index, ray.get(ref)
+                except ray.exceptions.RayError as exc:  # the worker died twice
+                    yield index, Outcome(jobs[index], error=f"WorkerDied: {_describe(exc)}")
+    except BaseException:
+        for ref in pending:
+            ray.cancel(ref, force=True)
+        raise
+
+
+def run_jobs(
+    runner: Runner,
+    jobs: Iterable[Job],
+    *,
+    backend: str = "local",
+    workers: int | None = None,
+    address: str | None = None,
+    results: str | Path | None = None,
+    progress: bool | Progress = False,
+    desc: str = "jobs",
+) -> list[Outcome]:
+    """Run every job with ``runner`` on ``backend``; the outcomes, in job order.
+
+    Parameters
+    ----------
+    runner
+        A module-level function ``runner(job) -> JSON-ready value``.
+    jobs
+        The grid.
+    backend
+        ``"serial"``, ``"local"`` or ``"ray"`` (module docs).
+    workers
+        Processes of ``local`` (default: all cores).
+    address
+        The Ray cluster (``"auto"``, ``"HOST:PORT"``; ``None``: a local instance).
+    results
+        A JSONL file: finished jobs found there are not run again, and every outcome is
+        appended as it arrives.
+    progress
+        A bar on standard error with jobs done of the total, elapsed and estimated
+        remaining time (:mod:`schedlab.progress`), or the caller's to step.
+
+    Raises
+    ------
+    SchedlabError
+        For an unknown backend, a bad worker count, or Ray missing.
+    """
+    jobs = list(jobs)
+    if backend not in BACKENDS:
+        raise SchedlabError(f"backend: expected one of {', '.join(BACKENDS)}, got {backend!r}")
+    workers = (os.cpu_count() or 1) if workers is None else workers
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise SchedlabError(f"workers: must be an integer >= 1, got {workers!r}")
+    store = None if results is None else ResultsFile(results)
+    done = {} if store is None else store.done()
+    outcomes: list[Outcome | None] = [
+        Outcome(job, value=done[job.key], resumed=True) if job.key in done else None
+        for job in jobs
+    ]
+    todo = [i for i, o in enumerate(outcomes) if o is None]
+    chosen = [jobs[i] for i in todo]
+    with progress_for(progress, desc, len(jobs)) as bar:
+        bar(len(jobs) - len(todo), len(jobs))
+        if backend == "serial" or (backend == "local" and (workers == 1 or len(todo) <= 1)):
+            stream = _serial(runner, chosen, workers)
+        elif backend == "local":
+            stream = _local(runner, chosen, workers)
+        else:
+            stream = _ray(runner, chosen, workers, address)
+        try:
+            for k, outcome in stream:
+                outcomes[todo[k]] = outcome
+                if store is not None:
+                    store.append(outcome)
+                bar.step()
+        finally:
+            stream.close()  # an interrupt here ends the workers now, not at collection
+    return [o for o in outcomes if o is not None]

@@ -1,0 +1,184 @@
+"""The task layer (``schedlab/jobs.py``): the same outcomes on every executor, failures
+recorded, dead workers retried, runs resumable from the results file."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from schedlab.errors import SchedlabError
+from schedlab.jobs import ATTEMPTS, Job, ResultsFile, run_jobs
+from tests.conftest import INSTANCES
+
+
+def square(job: Job) -> int:
+    """A runner: squares ``x``; raises for ``boom``; for ``die``, kills its own process the
+    first ``die`` times it runs (counted in files under ``marks``)."""
+    params = job.params
+    if params.get("boom"):
+        raise ValueError(f"boom {params['x']}")
+    if params.get("die"):
+        marks = Path(params["marks"])
+        runs = len(list(marks.glob(f"{params['x']}-*")))
+        (marks / f"{params['x']}-{runs}").touch()
+        if runs < params["die"]:
+            os._exit(9)
+    return params["x"] ** 2
+
+
+def test_a_job_s_key_depends_on_its_content_only():
+    assert Job("a", {"x": 1, "y": [2]}).key == Job("a", {"y": [2], "x": 1}).key
+    assert Job("a", {"x": 1}).key != Job("a", {"x": 2}).key != Job("b", {"x": 2}).key
+
+
+@pytest.mark.parametrize("backend", ["serial", "local"])
+def test_outcomes_in_job_order_with_errors_recorded(backend):
+    jobs = [Job("sq", {"x": x, "boom": x == 3}) for x in range(7)]
+    outcomes = run_jobs(square, jobs, backend=backend, workers=2)
+    assert [o.job for o in outcomes] == jobs
+    assert [o.value for o in outcomes] == [0, 1, 4, None, 16, 25, 36]
+    assert [o.ok for o in outcomes] == [True] * 3 + [False] + [True] * 3
+    assert outcomes[3].error == "ValueError: boom 3"
+
+
+def test_a_worker_that_dies_is_retried_once(tmp_path):
+    # job 2 kills its worker once (then succeeds), job 4 every time it runs
+    jobs = [
+        Job("sq", {"x": x, "die": {2: 1, 4: 99}.get(x, 0), "marks": str(tmp_path)})
+        for x in range(6)
+    ]
+    outcomes = run_jobs(square, jobs, backend="local", workers=2)
+    assert [o.value for o in outcomes] == [0, 1, 4, 9, None, 25]
+    assert outcomes[4].error.startswith("WorkerDied")
+    assert len(list(tmp_path.glob("4-*"))) == ATTEMPTS  # tried twice, no more
+    assert len(list(tmp_path.glob("2-*"))) == 2
+
+
+def test_the_results_file_makes_a_rerun_skip_finished_jobs(tmp_path):
+    results = tmp_path / "r.jsonl"
+    jobs = [Job("sq", {"x": x, "boom": x == 1}) for x in range(3)]
+    run_jobs(square, jobs, backend="serial", results=results)
+    lines = [json.loads(line) for line in results.read_text().splitlines()]
+    assert [(r["params"]["x"], r["value"], r["error"]) for r in lines] == [
+        (0, 0, None),
+        (1, None, "ValueError: boom 1"),
+        (2, 4, None),
+    ]
+    # the same grid and one job more: the finished ones are read back, the failed one
+    # runs again (and fails again), the new one runs
+    outcomes = run_jobs(square, [*jobs, Job("sq", {"x": 3})], backend="serial", results=results)
+    assert [o.resumed for o in outcomes] == [True, False, True, False]
+    assert [o.value for o in outcomes] == [0, None, 4, 9]
+    assert len(results.read_text().splitlines()) == 5  # two more lines, nothing redone
+
+
+def test_a_line_cut_short_by_a_kill_is_run_again(tmp_path):
+    results = tmp_path / "r.jsonl"
+    run_jobs(square, [Job("sq", {"x": 5})], backend="serial", results=results)
+    whole = results.read_text()
+    results.write_text(whole + '{"key": "abc", "val')
+    assert list(ResultsFile(results).done().values()) == [25]
+    assert results.read_text() == whole  # the next line will not be glued to it
+    results.write_text('{"key": "abc", "val\n' + whole)
+    with pytest.raises(SchedlabError, match=r"r\.jsonl:1:16: invalid JSON"):
+        ResultsFile(results).done()  # a broken line inside is not a kill's: refused
+
+
+def test_bad_executor_settings_are_refused():
+    with pytest.raises(SchedlabError, match="backend: expected one of serial, local, ray"):
+        run_jobs(square, [], backend="cloud")
+    with pytest.raises(SchedlabError, match="workers: must be an integer >= 1"):
+        run_jobs(square, [], workers=0)
+
+
+def _schedlab(*argv: str) -> list[str]:
+    return [sys.executable, "-m", "schedlab", *argv]
+
+
+def test_a_sweep_killed_half_way_completes_on_rerun_without_redoing(tmp_path):
+    results = tmp_path / "sweep.jsonl"
+    grid = ["--policies", "vllm,fixed:256", "--rates", "2,4,6,8", "--duration", "40s"]
+    rest = ["--workers", "1", "--quiet", "--results", str(results), "--json"]
+    argv = _schedlab("sweep", *grid, *rest)
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if results.is_file() and len(results.read_text().splitlines()) >= 2:
+            break
+        time.sleep(0.05)
+    process.kill()
+    process.communicate()
+    finished = [json.loads(line)["key"] for line in results.read_text().splitlines()]
+    assert 2 <= len(finished) < 8, "kill the run half-way"
+    done = subprocess.run(argv, capture_output=True, text=True, check=True)
+    keys = [json.loads(line)["key"] for line in results.read_text().splitlines()]
+    assert len(keys) == len(set(keys)) == 8  # each job ran once over both runs
+    assert keys[: len(finished)] == finished
+    rerun = subprocess.run(argv, capture_output=True, text=True, check=True)
+    assert json.loads(rerun.stdout) == json.loads(done.stdout)  # all from the file now
+    assert len(results.read_text().splitlines()) == 8
+
+
+# --- Ray: a local instance started by the test ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def ray_instance():
+    """A local Ray instance of two CPUs for the module's Ray tests."""
+    ray = pytest.importorskip("ray", reason="Ray is an optional extra: schedlab[ray]")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def _no_timings(rows):
+    """``rows`` without their wall times (the only fields an executor may change)."""
+    drop = {"runtime_s", "seconds", "wall_s", "moves_per_s"}
+    if isinstance(rows, dict):
+        return {k: _no_timings(v) for k, v in rows.items() if k not in drop}
+    if isinstance(rows, list):
+        return [_no_timings(v) for v in rows]
+    return rows
+
+
+def test_ray_runs_the_grid_with_failures_and_retries(ray_instance, tmp_path):
+    jobs = [
+        Job("sq", {"x": x, "boom": x == 1, "die": 1 if x == 2 else 0, "marks": str(tmp_path)})
+        for x in range(4)
+    ]
+    outcomes = run_jobs(square, jobs, backend="ray")
+    assert [o.value for o in outcomes] == [0, None, 4, 9]
+    assert outcomes[1].error == "ValueError: boom 1"
+
+
+def test_sweep_and_compare_are_the_same_on_every_executor(ray_instance, tmp_path):
+    from schedlab.offline.instance_io import read_instance
+    from schedlab.offline.report import run_report
+    from schedlab.serving.capacity import sweep
+    from schedlab.serving.scenario import Scenario
+
+    grid = {"duration_s": 10.0, "workers": 2}
+
+    def sweep_rows(backend: str):
+        base = Scenario(seed=3)
+        points = sweep("chat", ["vllm", "sloweave"], [4.0, 9.0], base, backend=backend, **grid)
+        return [p.row() for p in points]
+
+    def compare_rows(backend: str):
+        instances = [read_instance(INSTANCES / "tiny-1.json"), INSTANCES / "jaillet-s1.json"]
+        report = run_report(instances, ["fcfs", "dp", "local-search"], backend=backend, workers=2)
+        rows = [r for c in report.comparisons for r in c.records()]
+        starts = [r.starts.tolist() for c in report.comparisons for r in c.results]
+        stats = [r.stats for c in report.comparisons for r in c.results]
+        return _no_timings(rows), starts, _no_timings(stats)
+
+    for rows in (sweep_rows, compare_rows):
+        serial = rows("serial")
+        assert rows("local") == serial
+        assert rows("ray") == serial
