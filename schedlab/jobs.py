@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import signal
 import threading
@@ -259,7 +260,18 @@ def _ray(runner: Runner, jobs: Sequence[Job], workers: int, address: str | None)
             "backend ray: Ray is not installed; pip install 'schedlab[ray]'"
         ) from None
     if not ray.is_initialized():
-        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        # ray.init puts its own SIGTERM handler in place (it logs and exits at once);
+        # the caller's (the command line's: a clean interrupt, exit 130) is kept
+        keep = threading.current_thread() is threading.main_thread()
+        previous = signal.getsignal(signal.SIGTERM) if keep else None
+        ray.init(
+            address=address,
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level=logging.ERROR,  # stderr is for progress and errors
+        )
+        if keep:
+            signal.signal(signal.SIGTERM, previous)
     remote = ray.remote(max_retries=ATTEMPTS - 1, retry_exceptions=False)(_attempt)
     del workers  # the cluster's size decides
     refs = {remote.remote(runner, job): index for index, job in enumerate(jobs)}

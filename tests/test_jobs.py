@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -182,3 +183,57 @@ def test_sweep_and_compare_are_the_same_on_every_executor(ray_instance, tmp_path
         serial = rows("serial")
         assert rows("local") == serial
         assert rows("ray") == serial
+
+
+def _descendants(pid: int) -> set[str]:
+    found: set[str] = set()
+    todo = [str(pid)]
+    while todo:
+        children = subprocess.run(["pgrep", "-P", todo.pop()], capture_output=True, text=True)
+        new = set(children.stdout.split()) - found
+        found |= new
+        todo += new
+    return found
+
+
+def _running(pid: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _runs_a_job(pid: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return b"ray::_attempt" in handle.read()
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_ray_sweep_stopped_by_sigterm_leaves_nothing_behind(tmp_path):
+    pytest.importorskip("ray", reason="Ray is an optional extra: schedlab[ray]")
+    grid = ["--workload", "mixed", "--policies", "sloweave,vllm", "--rates", "20,25"]
+    process = subprocess.Popen(
+        _schedlab("sweep", *grid, "--duration", "5000s", "--quiet", "--backend", "ray"),
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    spawned: set[str] = set()
+    deadline = time.monotonic() + 120
+    while not any(_runs_a_job(p) for p in spawned) and time.monotonic() < deadline:
+        time.sleep(0.5)  # Ray's daemons start, then its workers take the jobs
+        spawned |= _descendants(process.pid)
+    assert any(_runs_a_job(p) for p in spawned), "Ray did not start the jobs"
+    time.sleep(2.0)
+    spawned |= _descendants(process.pid)
+    process.send_signal(signal.SIGTERM)
+    err = process.communicate(timeout=60)[1]
+    assert process.returncode == 130 and err.strip() == "schedlab: interrupted"
+    deadline = time.monotonic() + 20
+    while any(_running(p) for p in spawned) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not [p for p in spawned if _running(p)]

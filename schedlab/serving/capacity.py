@@ -321,9 +321,11 @@ def run_serving_job(job: Job) -> dict[str, Any]:
     raise ServingError(f"serving job: unknown kind {job.kind!r}")
 
 
-def _checked(base: Scenario, policies: Sequence[str]) -> None:
-    for policy in policies:  # a bad name fails here, not inside a worker process
+def _checked(base: Scenario, policies: Sequence[str], workload: str, data_dir: Any) -> None:
+    """Refuse a bad policy name or workload here, not once per job in the workers."""
+    for policy in policies:
         base.with_(policy=policy).build_policy()
+    make_workload(workload, data_dir=data_dir)
 
 
 def sweep(
@@ -355,7 +357,7 @@ def sweep(
     if not policies or not rates:
         raise ServingError("sweep: give at least one policy and one rate")
     base = scenario or Scenario()
-    _checked(base, policies)
+    _checked(base, policies, workload, data_dir)
     jobs = [
         Job(
             "simulate",
@@ -425,7 +427,7 @@ def capacity_grid(
     if not policies or not seeds:
         raise ServingError("capacity grid: give at least one policy and one seed")
     base = scenario or Scenario()
-    _checked(base, policies)
+    _checked(base, policies, workload, data_dir)
     search = {
         "duration_s": float(duration_s),
         "target": float(target),

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import math
 
 import pytest
 
-from schedlab.errors import ServingError
-from schedlab.serving.capacity import capacity, probe, sweep
+from schedlab.errors import ServingError, UnknownNameError
+from schedlab.serving.capacity import GridError, capacity, capacity_grid, probe, sweep
 from schedlab.serving.metrics import SLO
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import simulate
@@ -82,3 +83,45 @@ def test_sweep_is_deterministic_across_worker_counts():
         ("fixed:256", 8.0),
     ]
     assert not math.isnan(one[0].summary.attainment)
+
+
+def test_a_capacity_grid_is_each_search_in_order():
+    base = VLLM.with_(policy="fixed:256")
+    grid = capacity_grid(
+        "chat", ["fixed:256", "vllm"], base, seeds=[0, 2], duration_s=10.0, max_rps=30.0
+    )
+    assert [(r.policy, r.seed) for r in grid] == [
+        ("fixed:256", 0),
+        ("fixed:256", 2),
+        ("vllm", 0),
+        ("vllm", 2),
+    ]
+    alone = capacity("chat", base.with_(seed=2), duration_s=10.0, max_rps=30.0)
+    assert grid[1].to_dict() == alone.to_dict()
+
+
+def test_a_failed_point_is_reported_after_the_others_ran(monkeypatch):
+    # the module, not the function schedlab.serving re-exports under its name
+    capacity_module = importlib.import_module("schedlab.serving.capacity")
+    real = capacity_module.simulate
+
+    def flaky(workload, scenario, **kwargs):
+        if kwargs["rate"] == 3.0:
+            raise RuntimeError("the simulator broke")
+        return real(workload, scenario, **kwargs)
+
+    monkeypatch.setattr(capacity_module, "simulate", flaky)
+    with pytest.raises(GridError, match=r"2 of 4 jobs failed; first: vllm at 3 req/s") as info:
+        sweep("chat", ["vllm", "fixed:256"], [2.0, 3.0], VLLM, duration_s=5.0, backend="serial")
+    assert [(p.policy, p.rate_rps) for p in info.value.done] == [
+        ("vllm", 2.0),
+        ("fixed:256", 2.0),
+    ]
+    assert info.value.failed[1:] == ["fixed:256 at 3 req/s: RuntimeError: the simulator broke"]
+
+
+def test_bad_names_are_refused_before_any_job_runs():
+    with pytest.raises(UnknownNameError, match="unknown policy"):
+        capacity_grid("chat", ["vllm", "magic"], VLLM)
+    with pytest.raises(UnknownNameError, match="workload"):
+        sweep("chatt", ["vllm"], [1.0], VLLM)
