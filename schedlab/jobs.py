@@ -186,12 +186,14 @@ def _serial(runner: Runner, jobs: Sequence[Job], workers: int) -> _Stream:
         yield index, _attempt(runner, job)
 
 
-def _worker_start(parent: int, every_s: float = 0.5) -> None:
+def _worker_start(every_s: float = 0.5) -> None:
     """Run in each local worker as it starts: leave Ctrl-C to the parent (which
-    terminates the workers), let SIGTERM end the worker at once, and end it once
-    ``parent`` is gone, instead of computing on for nobody."""
+    terminates the workers), let SIGTERM end the worker at once, and end it once its
+    parent is gone (the caller under ``fork`` and ``spawn``, the fork server, which ends
+    with the caller, under ``forkserver``), instead of computing on for nobody."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    parent = os.getppid()
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -202,7 +204,7 @@ def _worker_start(parent: int, every_s: float = 0.5) -> None:
 
 
 def _new_pool(workers: int) -> ProcessPoolExecutor:
-    return ProcessPoolExecutor(workers, initializer=_worker_start, initargs=(os.getpid(),))
+    return ProcessPoolExecutor(workers, initializer=_worker_start)
 
 
 def _terminate(pool: ProcessPoolExecutor) -> None:

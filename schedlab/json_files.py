@@ -42,17 +42,27 @@ def parse_json(text: str, where: str, first_line: int = 1) -> Any:
     FormatError
         Naming ``where`` (and line and column where the parser knows them, counting
         ``text``'s first line as ``first_line``: a JSONL file's line number), also for
-        nesting too deep to parse.
+        nesting too deep to parse and for a string holding half of a UTF-16 surrogate
+        pair (``"\\ud800"``: valid JSON syntax, but no text: it cannot be written out).
     """
+    # a one-line text (a JSONL line) is wholly on its line; in a file, the parser's hooks
+    # do not know where they are
+    place = f"{where}:{first_line}" if "\n" not in text.strip() else where
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+        data = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         line = first_line + exc.lineno - 1
         raise FormatError(f"{where}:{line}:{exc.colno}: invalid JSON ({exc.msg})") from None
     except ValueError as exc:  # a duplicate key or a non-JSON constant
-        raise FormatError(f"{where}:{first_line}: invalid JSON ({exc})") from None
+        raise FormatError(f"{place}: invalid JSON ({exc})") from None
     except RecursionError:
-        raise FormatError(f"{where}:{first_line}: invalid JSON (nested too deeply)") from None
+        raise FormatError(f"{place}: invalid JSON (nested too deeply)") from None
+    if "\\u" in text:  # only an escape can make a lone surrogate
+        try:
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise FormatError(f"{place}: invalid JSON (a string holds a lone surrogate)") from None
+    return data
 
 
 def read_json(path: str | Path, what: str = "file") -> Any:

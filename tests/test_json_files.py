@@ -48,3 +48,15 @@ def test_jsonl_errors_count_the_file_s_lines(tmp_path):
     path.write_text('{"a": 1}\n{"a": \n')
     with pytest.raises(FormatError, match=r"t.jsonl:2:7: invalid JSON"):
         list(jsonl_rows(path, ("a",)))
+
+
+def test_positions_the_parser_does_not_know_are_not_made_up():
+    # a key twice on line 3 of a file: the hook cannot tell the line, so none is named
+    with pytest.raises(FormatError, match=r"^f\.json: invalid JSON \(key 'b' given twice"):
+        parse_json('{"a": 1,\n "x": {"b": 1,\n "b": 2}}', "f.json")
+
+
+def test_a_lone_surrogate_is_refused_a_pair_is_text():
+    with pytest.raises(FormatError, match="lone surrogate"):
+        parse_json('{"name": "\\ud800"}', "f.json")
+    assert parse_json('{"name": "\\ud83d\\ude00"}', "f.json") == {"name": "\U0001f600"}

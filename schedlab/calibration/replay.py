@@ -229,6 +229,7 @@ class ReplayReport:
             "iterations": self.iterations,
             "policy": self.policy,
             "cost_model": self.cost_model,
+            "hardware": self.hardware,
             "async_scheduling": engine.async_scheduling,
             "engine": dataclasses.asdict(engine),
             "deployment": {

@@ -58,6 +58,11 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         from schedlab.plotting.figures import check_output_path
 
         check_output_path(args.schedule_csv, "--schedule-csv")
+        target = Path(args.schedule_csv)
+        if target.suffix.lower() != ".csv":
+            raise SchedlabError(f"--schedule-csv: {target} must end in .csv (verify reads it so)")
+        if target.exists() and target.resolve() == Path(args.file).resolve():
+            raise SchedlabError(f"--schedule-csv: {target} is the instance file itself")
     instance = read_instance(args.file)
     options = _solver_options(args.solver, _key_values(args.option, "--option"))
     result = solve(
@@ -82,7 +87,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         None: "",
         "work": ", stopped by its work budget",
         "time_limit": ", stopped by the time limit",
-    }[stopped]
+    }.get(stopped, f", stopped by {stopped}")
     print(f"{instance.name or args.file}: n = {instance.n}, M = {instance.memory:,} tokens")
     print(f"solver        {result.solver} ({result.status}, {result.runtime:.3f} s{ended})")
     print(f"objective     {result.objective:,} (mean latency {s.mean_latency:,.1f} rounds)")
@@ -154,6 +159,11 @@ def _compare_json(report: Any, *, starts: bool) -> list[dict[str, Any]]:
         for record in comp.records():
             result = done.get(record["solver"])
             if result is not None:
+                schedule = result.schedule
+                record |= {
+                    "peak_memory": schedule.peak_memory,
+                    "utilisation": schedule.utilisation,
+                }
                 record["stats"] = result.stats
                 if starts:
                     record["starts"] = result.starts.tolist()

@@ -316,14 +316,16 @@ def _capacity_table(args: argparse.Namespace, found: Sequence[Any]) -> None:
 
 
 def _headroom(args: argparse.Namespace) -> int:
-    from schedlab.serving.cost_model import get_cost_model, hardware_of
+    from schedlab.serving.cost_model import get_cost_model
     from schedlab.serving.fluid import FluidLoad, headroom
-    from schedlab.serving.workloads import make_workload
+    from schedlab.serving.workloads import TraceReplay, make_workload
 
     model = get_cost_model(args.cost_model)
-    stream = make_workload(args.workload, data_dir=args.data_dir).generate(
-        None if args.workload.startswith("azure") else 100.0, 1000.0, args.seed
-    )
+    workload = make_workload(args.workload, data_dir=args.data_dir)
+    if isinstance(workload, TraceReplay):  # its own lengths, all of them, unscaled
+        stream = workload.generate(None, None, args.seed)
+    else:
+        stream = workload.generate(100.0, 1000.0, args.seed)
     margin = (
         None if args.margin is None else parse_duration(args.margin, "--margin", allow_zero=True)
     )
@@ -342,7 +344,7 @@ def _headroom(args: argparse.Namespace) -> int:
     load = result.load
     print(
         f"fluid headroom of {result.workload} (cost model {result.cost_model}, "
-        f"{hardware_of(model)}), per-token deadline "
+        f"{result.hardware}), per-token deadline "
         f"{result.tpot_s * 1e3:g} ms, margin {result.margin_s * 1e3:g} ms; "
         f"mean prompt {load.mean_prompt:.0f}, mean output {load.mean_output:.0f} "
         f"({load.n_requests} requests)"
@@ -398,6 +400,8 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _sweep_report(args: argparse.Namespace, points: Sequence[Any]) -> None:
+    from schedlab.serving.capacity import sweep_title
+
     if not points:
         return
     rows = [p.row() for p in points]
@@ -413,14 +417,8 @@ def _sweep_report(args: argparse.Namespace, points: Sequence[Any]) -> None:
     if args.json:
         print(json.dumps([{k: (None if v != v else v) for k, v in r.items()} for r in rows]))
         return
-    print(f"{_model_label(points)}; SLO {_slo(args).describe()}")
+    print(f"{sweep_title(points)}; SLO {_slo(args).describe()}")
     _print_table(rows)
-
-
-def _model_label(points: Sequence[Any]) -> str:
-    """``workload, cost model NAME (HARDWARE)`` of a sweep, for its table and plot title."""
-    s = points[0].summary
-    return f"{s.workload}, cost model {s.cost_model} ({s.hardware})"
 
 
 def _print_table(rows: Sequence[dict[str, Any]]) -> None:

@@ -121,7 +121,7 @@ def _float_field(value: object, where: str, column: str, *, text: bool = False) 
 
 def _csv_rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[str, dict[str, str]]]:
     """Yield ``(place, row)`` for each data row of a CSV file with the required columns."""
-    with path.open(newline="", encoding="utf-8") as handle:
+    with path.open(newline="", encoding="utf-8-sig") as handle:  # a BOM, as Excel saves it
         reader = csv.DictReader(handle)
         header = reader.fieldnames or []
         missing = [c for c in required if c not in header]
@@ -343,7 +343,7 @@ def detect_kind(path: str | Path) -> str:
     path = Path(path)
     if path.suffix == ".json":
         return "vllm-bench-serve"
-    with path.open(encoding="utf-8") as handle:
+    with path.open(encoding="utf-8-sig") as handle:
         first = handle.readline()
     if first.startswith("TIMESTAMP,ContextTokens"):
         return "azure"
@@ -379,3 +379,5 @@ def read_trace(path: str | Path, kind: str | None = None) -> Trace:
         return _READERS[kind](path)
     except UnicodeDecodeError:
         raise FormatError(f"{path}: not UTF-8 text") from None
+    except csv.Error as exc:  # e.g. a field beyond the csv module's size limit
+        raise FormatError(f"{path}: not a CSV file ({exc})") from None

@@ -305,6 +305,7 @@ def compare_all(
     names = solver_names(solvers)
     own = solver_options(names, options)
     time_limit = check_time_limit(time_limit)
+    _try_options(own)
     jobs = []
     for instance in instances:
         data = instance_to_dict(instance)
@@ -344,6 +345,22 @@ def compare_all(
             Comparison(instance, tuple(found), value, tuple(failures), tuple(names))
         )
     return comparisons
+
+
+#: One request: every solver takes it, so an option it refuses here is refused for itself.
+_ONE_REQUEST = Instance.from_arrays(2, [1], [1], name="option check")
+
+
+def _try_options(options: Mapping[str, Mapping[str, Any]]) -> None:
+    """Run each solver given options on a one-request instance, so that an option value
+    it refuses (``max_moves=-5``) stops the comparison before it starts, instead of
+    reading as the solver refusing every instance."""
+    for name, own in options.items():
+        if own:
+            try:
+                solve(_ONE_REQUEST, name, bound=None, **own)
+            except SchedlabError as exc:
+                raise SchedlabError(f"{name}: options {dict(own)}: {exc}") from None
 
 
 def _bound(outcome: Outcome) -> Bound:

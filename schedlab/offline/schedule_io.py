@@ -78,11 +78,15 @@ def _read_csv(path: Path, instance: Instance) -> list[tuple[Any, Any]]:
         raise DataNotFoundError(f"{path}: no such schedule file")
     pairs: list[tuple[Any, Any]] = []
     try:
-        with path.open(newline="", encoding="utf-8") as handle:
+        with path.open(newline="", encoding="utf-8-sig") as handle:  # as Excel saves it
             reader = csv.DictReader(handle)
-            missing = [c for c in ("request", "start") if c not in (reader.fieldnames or [])]
+            header = list(reader.fieldnames or [])
+            missing = [c for c in ("request", "start") if c not in header]
             if missing:
                 raise FormatError(f"{path}:1: missing column(s) {', '.join(missing)}")
+            twice = sorted({c for c in header if header.count(c) > 1})
+            if twice:
+                raise FormatError(f"{path}:1: column(s) {', '.join(twice)} given twice")
             for row in reader:
                 place = f"{path}:{reader.line_num}"
                 if None in row or None in row.values():
@@ -93,6 +97,8 @@ def _read_csv(path: Path, instance: Instance) -> list[tuple[Any, Any]]:
                 pairs.append((request, start))
     except UnicodeDecodeError:
         raise FormatError(f"{path}: not UTF-8 text") from None
+    except csv.Error as exc:  # e.g. a field beyond the csv module's size limit
+        raise FormatError(f"{path}: not a CSV file ({exc})") from None
     return pairs
 
 
@@ -106,16 +112,23 @@ def _int(text: str) -> int | str:
 
 def _check_row(row: dict[str, str], i: int, start: int | str, inst: Instance, place: str) -> None:
     request = inst.requests[i]
-    expected = {"prompt": request.prompt, "output": request.output}
-    if isinstance(start, int):
-        expected["completion"] = start + request.output
-    for column, value in expected.items():
+    for column, value in (("prompt", request.prompt), ("output", request.output)):
         given = row.get(column)
         if given not in (None, "") and _int(given) != value:
             raise FormatError(
                 f"{place}: request {i}: {column} {given.strip()} differs from the instance's "
                 f"{value}; is this the schedule of another instance?"
             )
+    given = row.get("completion")
+    if (
+        isinstance(start, int)
+        and given not in (None, "")
+        and _int(given) != start + request.output
+    ):
+        raise FormatError(
+            f"{place}: request {i}: completion {given.strip()} is not start + output "
+            f"({start} + {request.output}); was the start or the completion edited?"
+        )
 
 
 def _read_json(path: Path) -> list[Any]:

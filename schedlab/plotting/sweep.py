@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from schedlab.plotting.figures import pyplot, save_figure
-from schedlab.serving.capacity import SweepPoint
+from schedlab.serving.capacity import SweepPoint, sweep_title
 
 __all__ = ["plot_sweep"]
 
@@ -30,8 +30,7 @@ def plot_sweep(points: Sequence[SweepPoint], path: str | Path, *, title: str = "
     ax.axhline(0.9, color="grey", linestyle=":", linewidth=1)
     ax.set_xlabel("arrival rate (req/s)")
     ax.set_ylabel("SLO attainment")
-    s = points[0].summary
-    what = f"{s.workload}, cost model {s.cost_model} ({s.hardware})"
+    what = sweep_title(points).replace(", cost model", "\ncost model", 1)  # fits the width
     ax.set_title(f"{what}\n{title}" if title else what, fontsize=9)
     ax.set_ylim(0, 1.02)
     ax.legend()

@@ -50,6 +50,7 @@ __all__ = [
     "probe",
     "run_serving_job",
     "sweep",
+    "sweep_title",
 ]
 
 
@@ -264,11 +265,14 @@ def _bisect(
 
 @dataclass(frozen=True)
 class SweepPoint:
-    """One (policy, rate) cell of a sweep (attainment under ``summary.slo``)."""
+    """One (policy, rate) cell of a sweep (attainment under ``summary.slo``); ``workload``
+    is the name the sweep was asked for (``summary.workload`` may add a replay's
+    rescaling to this point's rate)."""
 
     policy: str
     rate_rps: float
     summary: Summary
+    workload: str = ""
 
     def row(self) -> dict[str, Any]:
         """Flat row for tables and CSV."""
@@ -319,6 +323,13 @@ def run_serving_job(job: Job) -> dict[str, Any]:
     if job.kind == "capacity":
         return capacity(p.pop("workload"), scenario, **p).to_dict()
     raise ServingError(f"serving job: unknown kind {job.kind!r}")
+
+
+def sweep_title(points: Sequence[SweepPoint]) -> str:
+    """``WORKLOAD, cost model NAME (HARDWARE)``: what every table and figure of a sweep is
+    headed by."""
+    s = points[0].summary
+    return f"{points[0].workload or s.workload}, cost model {s.cost_model} ({s.hardware})"
 
 
 def _checked(base: Scenario, policies: Sequence[str], workload: str, data_dir: Any) -> None:
@@ -386,7 +397,7 @@ def sweep(
     for o in outcomes:
         if o.ok:
             policy, rate = o.job.params["scenario"]["policy"], o.job.params["rate"]
-            points.append(SweepPoint(policy, rate, Summary.from_dict(o.value)))
+            points.append(SweepPoint(policy, rate, Summary.from_dict(o.value), workload))
     failed = [
         f"{o.job.params['scenario']['policy']} at {o.job.params['rate']:g} req/s: {o.error}"
         for o in outcomes

@@ -57,7 +57,7 @@ import numpy as np
 
 from schedlab.errors import ServingError
 from schedlab.json_files import nan_to_null
-from schedlab.serving.cost_model import CostModel, LinearAttentionCostModel
+from schedlab.serving.cost_model import CostModel, LinearAttentionCostModel, hardware_of
 
 __all__ = ["FixedChunkHeadroom", "FluidLoad", "Headroom", "headroom"]
 
@@ -167,6 +167,7 @@ class Headroom:
     kv_capacity_tokens: int | None
     kv_bound_rps: float
     kv_bound_prefill_share: float
+    hardware: str = ""
 
     def ratio(self, chunk: int) -> float:
         r""":math:`\lambda^* / \lambda_C` for a reported chunk."""
@@ -326,6 +327,7 @@ def headroom(
             )
         kv_rate, kv_share = _best_rate(linear, load, deadline, kv_capacity_tokens)
     return Headroom(
+        hardware=hardware_of(model),
         cost_model=model.name,
         workload=workload,
         tpot_s=tpot_s,

@@ -117,3 +117,23 @@ def test_a_stopped_sweep_leaves_no_worker_behind(how):
     while any(_alive(w) for w in workers) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not any(_alive(w) for w in workers)
+
+
+def test_cpsat_stops_at_sigterm_and_ctrl_c(tmp_path):
+    # n = 20 (Jaillet's protocol): far from proven within the test's seconds
+    from schedlab.offline.backlogs import jaillet_instance
+    from schedlab.offline.instance_io import write_instance
+
+    path = tmp_path / "hard.json"
+    write_instance(jaillet_instance(3, n=20), path)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        argv = ["solve", str(path), "--solver", "cpsat", "--no-bound"]
+        process = subprocess.Popen(
+            [sys.executable, "-m", "schedlab", *argv], stderr=subprocess.PIPE, text=True
+        )
+        time.sleep(6.0)  # into CP-SAT's search, past the warm start and the posted bound
+        began = time.monotonic()
+        process.send_signal(sig)
+        err = process.communicate(timeout=30)[1]
+        assert process.returncode == 130 and err.strip() == "schedlab: interrupted", sig
+        assert time.monotonic() - began < 5.0

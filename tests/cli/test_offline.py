@@ -232,3 +232,42 @@ def test_python_dash_m_works_and_prints_no_traceback():
         check=False,
     )
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+def test_schedule_csv_must_be_a_csv_and_not_the_instance(capsys, tmp_path):
+    copy = tmp_path / "tiny.json"
+    copy.write_text((INSTANCES / "tiny-1.json").read_text())
+    code, _, err = run(capsys, "solve", str(copy), "--schedule-csv", str(tmp_path / "s.txt"))
+    assert code == 2 and "must end in .csv" in err
+    same = tmp_path / "tiny.csv"
+    same.write_text("x")
+    code, _, err = run(capsys, "solve", str(same), "--schedule-csv", str(same))
+    assert code == 2 and same.read_text() == "x"
+
+
+def test_schedule_csv_reader_names_what_is_wrong(capsys, tmp_path):
+    tiny = str(INSTANCES / "tiny-1.json")
+    path = tmp_path / "s.csv"
+    run(capsys, "solve", tiny, "--schedule-csv", str(path))
+    good = path.read_text()
+    path.write_text("\ufeff" + good, encoding="utf-8")  # as Excel saves it
+    code, out, _ = run(capsys, "verify", tiny, str(path))
+    assert code == 0 and out.startswith("FEASIBLE")
+    path.write_text(good.replace("request,id,start", "request,start,start", 1))
+    code, _, err = run(capsys, "verify", tiny, str(path))
+    assert code == 2 and "column(s) start given twice" in err
+    lines = good.splitlines()
+    fields = lines[1].split(",")
+    fields[2] = str(int(fields[2]) + 1)  # the start moved, the completion not
+    path.write_text("\n".join([lines[0], ",".join(fields), *lines[2:]]) + "\n")
+    code, _, err = run(capsys, "verify", tiny, str(path))
+    assert code == 2 and "is not start + output" in err and "edited" in err
+    path.write_text(lines[0] + "\n0,," + "9" * 200_000 + ",1,1,1\n")
+    code, _, err = run(capsys, "verify", tiny, str(path))
+    assert code == 2 and err.count("\n") == 1 and "not a CSV file" in err
+
+
+def test_compare_refuses_an_option_value_before_running(capsys):
+    argv = ["compare", DEFAULT, "--solvers", "fcfs,local-search", "--quiet"]
+    code, out, err = run(capsys, *argv, "--option", "local-search.max_moves=-5")
+    assert code == 2 and out == "" and "local-search: options {'max_moves': -5}" in err

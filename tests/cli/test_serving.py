@@ -239,3 +239,19 @@ def test_cli_module_imports_no_heavy_libraries():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_replay_sweep_is_titled_by_its_workload_not_one_rate(capsys, tmp_path):
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text(
+        "".join(
+            f'{{"timestamp": {1000 * k}, "input_length": 50, "output_length": 4}}\n'
+            for k in range(12)
+        )
+    )
+    argv = ["sweep", "--workload", str(trace), "--policies", "vllm", "--rates", "1,2"]
+    main([*argv, "--duration", "20s", "--workers", "1", "--quiet"])
+    title = capsys.readouterr().out.splitlines()[0]
+    # the name asked for, not the first point's rescaled stream ("... x0.5 to 1 req/s")
+    assert title.startswith(f"{trace}, cost model sloweave-default (illustrative, no GPU)")
+    assert "timestamps" not in title

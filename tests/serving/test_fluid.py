@@ -122,3 +122,11 @@ def test_simulated_capacity_agrees_with_the_fluid_one(workload):
         scenario = Scenario(policy, slo=SLO(1.0, 0.010), engine=engine)
         simulated = capacity(workload, scenario, duration_s=60.0, rel_tol=0.02).capacity_rps
         assert simulated / rate == pytest.approx(1.0, abs=0.10), policy
+
+
+def test_the_headroom_names_its_hardware():
+    from schedlab.serving.cost_model import SLOWEAVE_DEFAULT
+    from schedlab.serving.fluid import FluidLoad, headroom
+
+    result = headroom(SLOWEAVE_DEFAULT, FluidLoad.of([100, 200], [10, 20]), 0.025)
+    assert result.to_dict()["hardware"] == "illustrative, no GPU"

@@ -39,7 +39,7 @@ from schedlab.offline.solvers import (
     rules,
     sorted_f,
 )
-from schedlab.offline.solvers.contract import SolverFn, accepted_options
+from schedlab.offline.solvers.contract import RESERVED_OPTIONS, SolverFn, accepted_options
 
 __all__ = [
     "BUILTIN_SOLVERS",
@@ -115,6 +115,12 @@ def register_solver(name: str, fn: SolverFn, *, exact: bool = False) -> None:
     """
     if name in SOLVERS:
         raise SchedlabError(f"register_solver: solver {name!r} is already registered")
+    clash = sorted(set(accepted_options(fn)) & set(RESERVED_OPTIONS))
+    if clash:
+        raise SchedlabError(
+            f"register_solver: {name!r} has option(s) {', '.join(clash)}, which schedlab.solve "
+            "takes itself; rename them"
+        )
     SOLVERS[name] = SolverInfo(name, fn, exact)
 
 

@@ -41,6 +41,7 @@ from schedlab.offline.result import SolverOutput
 
 __all__ = [
     "CONTRACT_PARAMETERS",
+    "RESERVED_OPTIONS",
     "SolverFn",
     "accepted_options",
     "check_options",
@@ -49,6 +50,10 @@ __all__ = [
 
 #: Keyword parameters every solver takes; the rest of its signature are its own options.
 CONTRACT_PARAMETERS = ("budget", "seed")
+
+#: Names no option may have: :func:`schedlab.solve` takes them itself, so an option of
+#: that name could never reach the solver.
+RESERVED_OPTIONS = ("instance", "solver", "time_limit", "bound")
 
 
 class SolverFn(Protocol):
@@ -72,11 +77,15 @@ def accepted_options(fn: Any) -> tuple[str, ...]:
 def _option_types(fn: Any) -> dict[str, tuple[type, ...]]:
     """The types each own option of ``fn`` takes, from its annotations (``int | None``
     gives ``(int, NoneType)``); options annotated otherwise are not listed."""
-    hints = typing.get_type_hints(fn)
+    try:
+        hints = typing.get_type_hints(fn)
+    except (NameError, TypeError):  # a name only imported for type checking; a partial
+        return {}
     types: dict[str, tuple[type, ...]] = {}
     for key in accepted_options(fn):
         hint = hints.get(key)
-        members = typing.get_args(hint) if isinstance(hint, UnionType) else (hint,)
+        union = isinstance(hint, UnionType) or typing.get_origin(hint) is typing.Union
+        members = typing.get_args(hint) if union else (hint,)
         if members and all(isinstance(m, type) for m in members):
             types[key] = members
     return types

@@ -39,25 +39,69 @@ from __future__ import annotations
 
 import itertools
 import math
+import signal
+import threading
 from typing import Any
 
 import numpy as np
 
 from schedlab.budget import UNLIMITED, Budget
-from schedlab.errors import SolverError
+from schedlab.errors import SchedlabError, SolverError
 from schedlab.offline.bounds import bound_within
 from schedlab.offline.bounds.volume import start_slack
 from schedlab.offline.instance import Instance
 from schedlab.offline.priority import best_rule_schedule
 from schedlab.offline.result import SolverOutput, Status
 
-__all__ = ["DEFAULT_WORKERS", "pair_offsets", "solve_cpsat"]
+__all__ = ["DEFAULT_DETERMINISTIC_TIME", "DEFAULT_WORKERS", "pair_offsets", "solve_cpsat"]
 
 #: CP-SAT search workers by default (the development machine has 2 cores).
 DEFAULT_WORKERS = 2
 
 #: Share of the wall-clock cap spent on the lower bound posted to the model.
 _BOUND_SHARE = 0.1
+
+#: CP-SAT's work budget by default, in its deterministic time: about ten minutes of one
+#: core, far beyond any proof of the sizes it proves (n = 12 takes about 11 s), so that a
+#: call without a wall-clock cap still ends, the same way on every machine.
+DEFAULT_DETERMINISTIC_TIME = 600.0
+
+
+def _interruptible_solve(solver: Any, model: Any) -> Any:
+    """``solver.solve(model)`` in a thread of its own, while this thread waits in Python.
+
+    In the calling thread, CP-SAT's C++ solve would hold a signal back until it ended.
+    Here Ctrl-C and SIGTERM are noted by a handler of this call's own (an exception
+    raised inside the wait would leave the solving thread for the interpreter to kill at
+    exit, which aborts the process); then CP-SAT's search is stopped, the thread joined,
+    and ``KeyboardInterrupt`` raised. Off the main thread, no handler can be set, and the
+    solve simply runs to its end.
+    """
+    solver.parameters.catch_sigint_signal = False
+    done: list[Any] = []
+    worker = threading.Thread(target=lambda: done.append(solver.solve(model)), daemon=True)
+    if threading.current_thread() is not threading.main_thread():
+        worker.start()
+        worker.join()
+        return done[0]
+    caught: list[int] = []
+    kinds = (signal.SIGINT, signal.SIGTERM)
+    previous = {
+        kind: signal.signal(kind, lambda number, _: caught.append(number)) for kind in kinds
+    }
+    try:
+        worker.start()
+        while worker.is_alive() and not caught:
+            worker.join(0.1)
+        if caught:
+            solver.stop_search()
+            worker.join()
+    finally:
+        for kind, handler in previous.items():
+            signal.signal(kind, handler)
+    if caught:
+        raise KeyboardInterrupt
+    return done[0]
 
 
 def pair_offsets(instance: Instance) -> list[tuple[int, int, int, int]]:
@@ -86,8 +130,8 @@ def solve_cpsat(
     budget: Budget = UNLIMITED,
     seed: int = 0,
     num_workers: int = DEFAULT_WORKERS,
-    bound: str | None = "best",
-    max_deterministic_time: float | None = None,
+    posted_bound: str | None = "best",
+    max_deterministic_time: float = DEFAULT_DETERMINISTIC_TIME,
 ) -> SolverOutput:
     """Minimise total latency exactly with CP-SAT (see module docs).
 
@@ -101,14 +145,27 @@ def solve_cpsat(
         CP-SAT search workers (``num_workers``). With more than one, the workers' search
         is interleaved (``interleave_search``), which makes CP-SAT deterministic: the
         same seed gives the same schedule whatever the load.
-    bound
+    posted_bound
         Lower-bound method posted as a constraint (``None``: none), given a tenth of the
-        wall-clock cap.
+        wall-clock cap (named apart from :func:`schedlab.solve`'s ``bound``, the bound a
+        result is certified against).
     max_deterministic_time
         The work budget: CP-SAT's deterministic time (its own reproducible measure of
-        work, about a second each on a typical core); ``None``: until proven.
+        work, about a second each on a typical core), :data:`DEFAULT_DETERMINISTIC_TIME`
+        by default.
+
+    Raises
+    ------
+    SchedlabError
+        For fewer than one worker or a work budget that is not a positive number.
     """
     from ortools.sat.python import cp_model
+
+    if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
+        raise SchedlabError(f"cpsat: num_workers must be an integer >= 1, got {num_workers!r}")
+    work = max_deterministic_time
+    if not (math.isfinite(work) and work > 0):
+        raise SchedlabError(f"cpsat: max_deterministic_time must be a positive number, got {work}")
 
     prompt = instance.prompt.tolist()
     output = instance.output.tolist()
@@ -117,8 +174,8 @@ def solve_cpsat(
     upper = int((warm + instance.output - instance.arrival).sum())
     slack = start_slack(instance, upper)
     proven_lb: float | None = None
-    if bound is not None:
-        proven_lb = bound_within(instance, bound, budget.share(_BOUND_SHARE)).value
+    if posted_bound is not None:
+        proven_lb = bound_within(instance, posted_bound, budget.share(_BOUND_SHARE)).value
 
     model = cp_model.CpModel()
     starts = [
@@ -155,9 +212,8 @@ def solve_cpsat(
     seconds = budget.seconds(floor=0.01)
     if seconds is not None:
         solver.parameters.max_time_in_seconds = seconds
-    if max_deterministic_time is not None:
-        solver.parameters.max_deterministic_time = max_deterministic_time
-    code = solver.solve(model)
+    solver.parameters.max_deterministic_time = max_deterministic_time
+    code = _interruptible_solve(solver, model)
     stats: dict[str, Any] = {
         "warm_start": rule,
         "warm_objective": upper,
@@ -178,8 +234,6 @@ def solve_cpsat(
     lb = max(candidates) if candidates else None
     if code == cp_model.INFEASIBLE:  # only possible if the posted bound were wrong
         raise SolverError("cpsat: model infeasible although the warm start satisfies it")
-    out_of_work = (
-        max_deterministic_time is not None and solver.deterministic_time >= max_deterministic_time
-    )
+    out_of_work = solver.deterministic_time >= max_deterministic_time
     stats["stopped_by"] = "work" if out_of_work else "time_limit"
     return SolverOutput(found, Status.TIME_LIMIT, lb, stats)

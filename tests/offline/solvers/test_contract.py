@@ -14,20 +14,22 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from typing import Optional
 
 import pytest
 from hypothesis import given, settings
 
 from schedlab import available_solvers, solve
 from schedlab.budget import STOPPED_BY
-from schedlab.errors import UnknownOptionError
+from schedlab.errors import SchedlabError, UnknownOptionError
 from schedlab.offline.backlogs import jaillet_instance, mixed_backlog
 from schedlab.offline.bounds import lower_bound
 from schedlab.offline.instance import Instance
 from schedlab.offline.instance_io import read_instance
 from schedlab.offline.result import Status
-from schedlab.offline.solvers import SolverInfo, get_solver
+from schedlab.offline.solvers import SolverInfo, get_solver, register_solver
 from schedlab.offline.solvers.brute_force import MAX_REQUESTS as BRUTE_FORCE_MAX
+from schedlab.offline.solvers.contract import RESERVED_OPTIONS, check_options, parse_options
 from schedlab.offline.solvers.dp import MAX_DP_REQUESTS
 from schedlab.offline.verify import verify
 from tests.conftest import INSTANCES
@@ -173,3 +175,37 @@ def test_time_limit_is_honoured_and_recorded(solver: SolverInfo) -> None:
     assert result.stats["stopped_by"] in STOPPED_BY
     if result.stats["stopped_by"] == "time_limit" and solver.exact:
         assert result.status is Status.TIME_LIMIT
+
+
+def test_no_option_is_named_like_solve_s_own_keywords(solver: SolverInfo) -> None:
+    # such an option could never reach the solver (cpsat's posted bound was one)
+    assert not set(solver.options) & set(RESERVED_OPTIONS)
+
+
+def test_a_plug_in_solver_with_a_reserved_option_is_refused() -> None:
+    def rogue(instance, *, budget, seed=0, bound="x"):  # type: ignore[no-untyped-def]
+        raise AssertionError("never run")
+
+    with pytest.raises(SchedlabError, match=r"option\(s\) bound, which schedlab\.solve takes"):
+        register_solver("rogue", rogue)
+
+
+def test_options_of_a_plug_in_without_resolvable_annotations_are_untyped() -> None:
+    # annotations naming what only a type checker imports cannot be resolved: the
+    # options are then passed as given, not refused
+    namespace: dict = {}
+    exec(
+        "from __future__ import annotations\n"
+        "def fn(instance, *, budget, seed=0, width: Unknown = 3): ...\n",
+        namespace,
+    )
+    check_options("plug", namespace["fn"], {"width": 5})
+    assert parse_options("plug", namespace["fn"], {"width": "5"}) == {"width": "5"}
+
+
+def test_optional_is_read_like_a_union() -> None:
+    def fn(instance, *, budget, seed=0, limit: Optional[int] = None):  # noqa: UP045
+        ...
+
+    assert parse_options("plug", fn, {"limit": "7"}) == {"limit": 7}
+    assert parse_options("plug", fn, {"limit": "none"}) == {"limit": None}
