@@ -119,6 +119,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from schedlab.offline.report import run_report
     from schedlab.plotting.figures import check_figure_path
 
+    if args.starts and not args.json:
+        raise SchedlabError("--starts: only with --json (the table shows no start rounds)")
     names = solver_names(args.solvers)  # names and options are checked before anything runs
     options = _compare_options(args.option, names)
     if args.out:  # a new output folder may also hold the figure

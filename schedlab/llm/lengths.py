@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from schedlab.errors import FormatError, SchedlabError, UnknownNameError
+from schedlab.json_files import parse_json
 from schedlab.llm.traces import Trace, read_trace
 
 __all__ = ["LengthTable", "builtin_table", "builtin_table_names"]
@@ -151,16 +152,16 @@ class LengthTable:
         return table
 
 
-#: The shipped tables' file.
-_SHIPPED = Path(str(resources.files("schedlab").joinpath("data/length_tables.json")))
+#: The shipped tables' file, inside the package.
+_SHIPPED_NAME = "data/length_tables.json"
 
 
 @cache
 def _builtin_tables() -> dict[str, LengthTable]:
-    text = _SHIPPED.read_text("utf-8")
+    text = resources.files("schedlab").joinpath(_SHIPPED_NAME).read_text("utf-8")
     return {
         name: LengthTable.from_dict(entry, f"length_tables.json[{name}]")
-        for name, entry in json.loads(text)["tables"].items()
+        for name, entry in parse_json(text, "length_tables.json")["tables"].items()
     }
 
 
@@ -205,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "-o", "--output", default=None, help="write here (default: the shipped table file)"
     )
     args = parser.parse_args(argv)
-    out = Path(args.output) if args.output else _SHIPPED
+    out = Path(args.output or str(resources.files("schedlab").joinpath(_SHIPPED_NAME)))
     try:
         tables = derive_tables(args.data_dir)
     except SchedlabError as exc:

@@ -233,12 +233,16 @@ def records_to_csv(records: Sequence[dict[str, Any]], handle: TextIO | None = No
 
 
 def solver_names(solvers: Sequence[str] | None) -> list[str]:
-    """``solvers`` (or :data:`DEFAULT_SOLVERS`) after checking every name is known."""
+    """``solvers`` (or :data:`DEFAULT_SOLVERS`) after checking every name is known and
+    none is given twice (a row per solver)."""
     names = list(DEFAULT_SOLVERS if solvers is None else solvers)
     known = available_solvers()
     for name in names:
         if name not in known:
             raise UnknownNameError("solver", name, known)
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise SchedlabError(f"solvers: {', '.join(twice)} given twice")
     return names
 
 

@@ -15,6 +15,9 @@ import pytest
 import schedlab.errors as errors
 from schedlab.errors import SchedlabError, UnknownNameError, UnknownOptionError
 from schedlab.serving.capacity import sweep
+from tests.conftest import INSTANCES
+
+TINY = str(INSTANCES / "tiny-1.json")
 
 
 def _schedlab(*argv: str) -> subprocess.CompletedProcess[str]:
@@ -28,8 +31,8 @@ def _schedlab(*argv: str) -> subprocess.CompletedProcess[str]:
     [
         (["simulate", "--max-num-seqs"], "expected one argument"),
         (["simulate", "--tpot-slo", "p95"], "invalid choice: 'p95'"),
-        (["solve", "instances/tiny-1.json", "--time-limit", "-1"], "--time-limit"),
-        (["compare", "instances/tiny-1.json", "--solvers", "fcfs,,svf"], "empty items"),
+        (["solve", TINY, "--time-limit", "-1"], "--time-limit"),
+        (["compare", TINY, "--solvers", "fcfs,,svf"], "empty items"),
         (["sweep", "--policies", "vllm,vllm", "--rates", "1"], "vllm given twice"),
         (["simulate", "--tpot", "25"], "'25' has no unit"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),
@@ -38,9 +41,9 @@ def _schedlab(*argv: str) -> subprocess.CompletedProcess[str]:
         (["simulate", "--max-num-seqs", "0"], "expected an integer >= 1, got '0'"),
         (["generate", "mixed", "-n", "0"], "expected an integer >= 1, got '0'"),
         (["simulate", "--block-size", "7"], "vLLM takes 1, 8, 16, 32, 64, 128, 256"),
-        (["solve", "instances/tiny-1.json", "--option", "max_moves"], "expected KEY=VALUE"),
-        (["solve", "instances/tiny-1.json", "--option", "x=1"], "unknown option(s) x"),
-        (["compare", "instances/tiny-1.json", "--option", "max_moves=1"], "SOLVER.KEY=VALUE"),
+        (["solve", TINY, "--option", "max_moves"], "expected KEY=VALUE"),
+        (["solve", TINY, "--option", "x=1"], "unknown option(s) x"),
+        (["compare", TINY, "--option", "max_moves=1"], "SOLVER.KEY=VALUE"),
     ],
 )
 def test_option_errors_are_one_line(argv, message):

@@ -84,3 +84,9 @@ def test_names_are_checked_before_anything_runs():
     inst = read_instance(INSTANCES / "tiny-1.json")
     with pytest.raises(UnknownNameError, match="unknown solver 'fsfc'"):
         compare(inst, ["fcfs", "fsfc"])
+
+
+def test_a_solver_named_twice_is_refused():
+    inst = read_instance(INSTANCES / "tiny-1.json")
+    with pytest.raises(SchedlabError, match="solvers: fcfs given twice"):
+        compare(inst, ["fcfs", "svf", "fcfs"])

@@ -26,6 +26,7 @@ before the solver runs. Beyond the signature, every solver
 from __future__ import annotations
 
 import inspect
+import math
 import numbers
 import typing
 from collections.abc import Mapping
@@ -97,13 +98,14 @@ def _type_names(allowed: tuple[type, ...]) -> str:
 
 def _fits(value: Any, allowed: tuple[type, ...]) -> bool:
     """Whether ``value`` is of one of the ``allowed`` types; NumPy integers count as
-    ``int``, integers as ``float``, and a ``bool`` only as a ``bool``."""
+    ``int``, integers as ``float`` (a float only when finite), and a ``bool`` only as a
+    ``bool``."""
     if isinstance(value, bool | np.bool_):
         return bool in allowed
     if isinstance(value, numbers.Integral) and (int in allowed or float in allowed):
         return True
     if isinstance(value, numbers.Real) and float in allowed:
-        return True
+        return math.isfinite(value)  # nan would pass every comparison with a limit
     return isinstance(value, allowed)
 
 

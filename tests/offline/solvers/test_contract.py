@@ -209,3 +209,13 @@ def test_optional_is_read_like_a_union() -> None:
 
     assert parse_options("plug", fn, {"limit": "7"}) == {"limit": 7}
     assert parse_options("plug", fn, {"limit": "none"}) == {"limit": None}
+
+
+def test_a_float_option_must_be_finite() -> None:
+    fn = get_solver("cpsat").fn
+    for text in ("nan", "inf", "-inf"):
+        with pytest.raises(SchedlabError, match="max_deterministic_time: expected float"):
+            parse_options("cpsat", fn, {"max_deterministic_time": text})
+    assert parse_options("cpsat", fn, {"max_deterministic_time": "5"}) == {
+        "max_deterministic_time": 5.0
+    }
