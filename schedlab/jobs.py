@@ -4,8 +4,10 @@ A :class:`Job` is plain data: a ``kind`` and JSON-ready ``params`` (a seed trave
 them), so the same job gives the same answer wherever it runs. A *runner* — a
 module-level function ``runner(job) -> JSON-ready value``, so that every executor can ship
 it by reference — says what each kind does; :mod:`schedlab.serving.capacity` (simulations,
-capacity searches) and :mod:`schedlab.offline.report` (bounds, solver runs) keep theirs,
-so this module knows nothing of either.
+capacity searches) and :mod:`schedlab.offline.compare` (bounds, solver runs) keep theirs,
+so this module knows nothing of either. A worker imports the runner's module afresh under
+``ray`` (and under the ``spawn`` start method), so solvers, policies or workloads
+registered at run time in the caller exist there only if that module registers them.
 
 :func:`run_jobs` runs a grid on an executor chosen by name (:data:`BACKENDS`):
 
@@ -23,9 +25,10 @@ Every job's outcome (its value, or its error) is the same whatever the executor 
 number of workers: outcomes come back in job order. Guarantees beyond the pure map:
 
 * **Failures are recorded, not fatal**: a job that raises gets an :class:`Outcome` with
-  the error's type and message, and the others run on. A worker process that dies (a
-  crash, the out-of-memory killer) costs the jobs it was running one attempt; each job
-  gets :data:`ATTEMPTS` of them (Ray retries with ``max_retries``).
+  the error's type and message, and the others run on. A job whose worker process dies
+  (a crash, the out-of-memory killer) is run again, alone, up to :data:`ATTEMPTS` times
+  (Ray retries it once with ``max_retries``). ``local`` runs every job in a
+  worker process, even with one worker, so that no job can take the caller down.
 * **Resumable**: with ``results=FILE.jsonl``, each outcome is appended to the file as it
   arrives (one JSON object a line: key, kind, params, value or error, seconds), and a
   job whose key already has a value there is not run again — rerunning an interrupted
@@ -51,6 +54,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from schedlab.errors import SchedlabError
 from schedlab.json_files import nan_to_null, parse_json
 from schedlab.progress import Progress, progress_for
@@ -68,8 +73,8 @@ __all__ = [
 #: Executors by name.
 BACKENDS: tuple[str, ...] = ("serial", "local", "ray")
 
-#: Attempts a job gets when the worker running it dies (a job that raises is not retried:
-#: it would raise again).
+#: Times a job is run alone after a worker died under it, before it is given up (a job
+#: that raises is not retried: it would raise again).
 ATTEMPTS = 2
 
 #: ``runner(job) -> value``: a module-level function, JSON-ready values.
@@ -77,6 +82,16 @@ Runner = Callable[["Job"], Any]
 
 #: What an executor yields: ``(index of the job in its list, outcome)``, as jobs finish.
 _Stream = Generator[tuple[int, "Outcome"], None, None]
+
+
+def _plain(value: Any) -> Any:
+    """NumPy scalars and arrays as the JSON values they stand for (``json.dumps``'s
+    ``default``); anything else is refused as not JSON-ready."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON-ready")
 
 
 @dataclass(frozen=True)
@@ -90,7 +105,9 @@ class Job:
     @property
     def key(self) -> str:
         """A digest of ``kind`` and ``params``: equal jobs have equal keys, in any run."""
-        text = json.dumps([self.kind, self.params], sort_keys=True, separators=(",", ":"))
+        text = json.dumps(
+            [self.kind, self.params], sort_keys=True, separators=(",", ":"), default=_plain
+        )
         return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
@@ -122,7 +139,7 @@ class Outcome:
             "error": self.error,
             "seconds": self.seconds,
         }
-        return json.dumps(nan_to_null(data), separators=(",", ":"))
+        return json.dumps(nan_to_null(data), separators=(",", ":"), default=_plain)
 
 
 class ResultsFile:
@@ -133,30 +150,40 @@ class ResultsFile:
         self.path = Path(path)
         if self.path.is_dir():
             raise SchedlabError(f"{self.path}: is a directory (results file expected)")
+        if not self.path.parent.is_dir():
+            raise SchedlabError(f"{self.path}: no folder {self.path.parent} to write it in")
 
     def done(self) -> dict[str, Any]:
-        """Values of the jobs finished without error, by key. A last line cut short (the
-        run was killed while writing it) is removed from the file: that job runs again."""
+        """Values of the jobs finished without error, by key.
+
+        Every complete line must be a results line, or the file is refused untouched
+        (it is not a results file). A last line cut short (the run was killed while
+        writing it) is then removed from the file, so that the next line is not glued
+        to it: that job runs again.
+        """
         if not self.path.is_file():
             return {}
         data = self.path.read_bytes()
-        if data and not data.endswith(b"\n"):
-            with self.path.open("r+b") as handle:
-                handle.truncate(data.rfind(b"\n") + 1)
-            data = data[: data.rfind(b"\n") + 1]
-        values: dict[str, Any] = {}
+        complete = data[: data.rfind(b"\n") + 1]
         try:
-            lines = data.decode("utf-8").splitlines()
+            lines = complete.decode("utf-8").splitlines()
         except UnicodeDecodeError:
             raise SchedlabError(f"{self.path}: not UTF-8 text") from None
+        values: dict[str, Any] = {}
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             row = parse_json(line, str(self.path), number)
-            if not isinstance(row, dict) or "key" not in row:
+            key = row.get("key") if isinstance(row, dict) else None
+            if not isinstance(key, str) or "value" not in row or "error" not in row:
                 raise SchedlabError(f"{self.path}:{number}: not a line of a results file")
-            if row.get("error") is None:
-                values[row["key"]] = row.get("value")
+            if row["error"] is None:
+                values[key] = row["value"]
+        if len(complete) < len(data):
+            if not values and not lines:  # no results line at all: not ours to cut
+                raise SchedlabError(f"{self.path}: not a results file (one unfinished line)")
+            with self.path.open("r+b") as handle:
+                handle.truncate(len(complete))
         return values
 
     def append(self, outcome: Outcome) -> None:
@@ -218,39 +245,48 @@ def _terminate(pool: ProcessPoolExecutor) -> None:
 
 
 def _local(runner: Runner, jobs: Sequence[Job], workers: int) -> _Stream:
-    """A process pool. When a worker dies the pool breaks and every unfinished job comes
-    back unrun; those first in line (as many as the pool has workers: the ones running,
-    in submission order) lose an attempt, and all go on in a fresh pool."""
-    attempts = dict.fromkeys(range(len(jobs)), 0)
-    todo = list(range(len(jobs)))
-    while todo:
-        size = min(workers, len(todo))
-        pool = _new_pool(size)
-        broken: list[int] = []
-        try:
-            index_of = {pool.submit(_attempt, runner, jobs[i]): i for i in todo}
-            pending = set(index_of)
-            while pending:
-                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    try:
-                        outcome = future.result()
-                    except BrokenProcessPool:
-                        broken.append(index_of[future])
-                        continue
-                    yield index_of[future], outcome
-        except BaseException:
-            _terminate(pool)
-            raise
-        pool.shutdown(wait=True)
-        todo = []
-        for rank, index in enumerate(sorted(broken)):
-            attempts[index] += rank < size
-            if attempts[index] < ATTEMPTS:
-                todo.append(index)
-            else:
-                why = f"WorkerDied: the process running it died {ATTEMPTS} times"
-                yield index, Outcome(jobs[index], error=why)
+    """A process pool of ``workers``.
+
+    When a worker dies the pool breaks, and every job it had not finished comes back
+    unrun, with no word of which one killed it. Those jobs are then run again one at a
+    time, each in a process of its own, where a death is the job's own: an innocent job
+    simply finishes, and a job whose process dies alone :data:`ATTEMPTS` times is given
+    up as ``WorkerDied``.
+    """
+    broken = yield from _pooled(runner, jobs, range(len(jobs)), workers)
+    for index in broken:
+        for _ in range(ATTEMPTS):
+            if not (yield from _pooled(runner, jobs, [index], 1)):
+                break
+        else:
+            why = f"WorkerDied: the process running it alone died {ATTEMPTS} times"
+            yield index, Outcome(jobs[index], error=why)
+
+
+def _pooled(
+    runner: Runner, jobs: Sequence[Job], chosen: Sequence[int], workers: int
+) -> Generator[tuple[int, Outcome], None, list[int]]:
+    """Run ``jobs[i]`` for ``i`` in ``chosen`` on a fresh pool; yields outcomes as they
+    come and returns the jobs left unrun when the pool broke, in job order."""
+    pool = _new_pool(min(workers, len(chosen)))
+    broken: list[int] = []
+    try:
+        index_of = {pool.submit(_attempt, runner, jobs[i]): i for i in chosen}
+        pending = set(index_of)
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                try:
+                    outcome = future.result()
+                except BrokenProcessPool:
+                    broken.append(index_of[future])
+                    continue
+                yield index_of[future], outcome
+    except BaseException:
+        _terminate(pool)
+        raise
+    pool.shutdown(wait=True)
+    return sorted(broken)
 
 
 def _ray(runner: Runner, jobs: Sequence[Job], workers: int, address: str | None) -> _Stream:
@@ -266,12 +302,15 @@ def _ray(runner: Runner, jobs: Sequence[Job], workers: int, address: str | None)
         # the caller's (the command line's: a clean interrupt, exit 130) is kept
         keep = threading.current_thread() is threading.main_thread()
         previous = signal.getsignal(signal.SIGTERM) if keep else None
-        ray.init(
-            address=address,
-            include_dashboard=False,
-            log_to_driver=False,
-            logging_level=logging.ERROR,  # stderr is for progress and errors
-        )
+        try:
+            ray.init(
+                address=address,
+                include_dashboard=False,
+                log_to_driver=False,
+                logging_level=logging.ERROR,  # stderr is for progress and errors
+            )
+        except (ValueError, ConnectionError) as exc:  # a malformed or unreachable address
+            raise SchedlabError(f"--address {address}: {_describe(exc)}") from None
         if keep:
             signal.signal(signal.SIGTERM, previous)
     remote = ray.remote(max_retries=ATTEMPTS - 1, retry_exceptions=False)(_attempt)
@@ -346,7 +385,7 @@ def run_jobs(
     chosen = [jobs[i] for i in todo]
     with progress_for(progress, desc, len(jobs)) as bar:
         bar(len(jobs) - len(todo), len(jobs))
-        if backend == "serial" or (backend == "local" and (workers == 1 or len(todo) <= 1)):
+        if backend == "serial" or not todo:
             stream = _serial(runner, chosen, workers)
         elif backend == "local":
             stream = _local(runner, chosen, workers)

@@ -249,18 +249,19 @@ def _cmd_generate(args: argparse.Namespace) -> int:
             raise SchedlabError(f"{flag}: does not apply to generate {args.kind}")
     n = 200 if args.n is None and args.kind != "jaillet" else args.n
     memory = DEFAULT_MEMORY if args.memory is None else args.memory
+    limit = {"max_requests": args.max_requests}
     if args.kind == "mixed":
         fraction = 0.5 if args.long_fraction is None else args.long_fraction
-        inst = mixed_backlog(n, memory, fraction, args.seed, name=args.name)
+        inst = mixed_backlog(n, memory, fraction, args.seed, name=args.name, **limit)
     elif args.kind == "jaillet":
-        inst = jaillet_instance(args.seed, n, name=args.name)
+        inst = jaillet_instance(args.seed, n, name=args.name, **limit)
     else:
         source: Any = args.source or "sharegpt"
         if Path(source).is_file():
             from schedlab.llm.traces import read_trace
 
             source = read_trace(source)
-        inst = sample_backlog(n, memory, source, args.seed, name=args.name)
+        inst = sample_backlog(n, memory, source, args.seed, name=args.name, **limit)
     if args.output:
         write_instance(inst, args.output)
         print(f"wrote {args.output}: n = {inst.n}, M = {inst.memory:,}", file=sys.stderr)
@@ -272,7 +273,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     """Add the offline subcommands to an argparse subparsers object; the names each
     option takes are listed in its help, from the registries."""
-    from schedlab.offline.backlogs import DEFAULT_MEMORY
+    from schedlab.offline.backlogs import DEFAULT_MEMORY, MAX_REQUESTS
     from schedlab.offline.bounds import available_bounds
     from schedlab.offline.compare import DEFAULT_SOLVERS
     from schedlab.offline.solvers import available_solvers
@@ -389,6 +390,12 @@ def register(sub: Any) -> None:
     p.add_argument("--seed", type=non_negative_int, default=0)
     p.add_argument("--name", default=None)
     p.add_argument("-o", "--output", default=None, help="write to this file (default stdout)")
+    p.add_argument(
+        "--max-requests",
+        type=positive_int,
+        default=MAX_REQUESTS,
+        help=f"refuse more requests than this (default {MAX_REQUESTS:,})",
+    )
     p.set_defaults(func=_cmd_generate)
 
     p = sub.add_parser("export", help="write the exact time-indexed model as LP or MPS")

@@ -115,8 +115,8 @@ class LengthTable:
         lo = np.floor(pos).astype(int)
         hi = np.minimum(lo + 1, OUTPUT_LEVELS.size - 1)
         frac = pos - lo
-        rows = self.output_quantiles[which]
-        output = rows[np.arange(n), lo] * (1 - frac) + rows[np.arange(n), hi] * frac
+        table = self.output_quantiles  # indexed pointwise: O(n) memory, not n rows of it
+        output = table[which, lo] * (1 - frac) + table[which, hi] * frac
         return (
             np.rint(prompt).astype(np.int64),
             np.maximum(np.rint(output), 1).astype(np.int64),

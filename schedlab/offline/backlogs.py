@@ -29,6 +29,7 @@ from schedlab.offline.instance import Instance, check_int
 
 __all__ = [
     "DEFAULT_MEMORY",
+    "MAX_REQUESTS",
     "LengthSource",
     "jaillet_instance",
     "mixed_backlog",
@@ -37,6 +38,24 @@ __all__ = [
 ]
 
 LengthSource = str | LengthTable | Trace
+
+#: The most requests a generated backlog may have unless the caller raises it
+#: (``max_requests``): an instance costs about 0.3 KB a request in memory, and every
+#: solver more, so the default keeps one near a gigabyte.
+MAX_REQUESTS = 2_000_000
+
+
+def _count(n: Any, max_requests: int) -> int:
+    """``n`` checked, and refused beyond ``max_requests`` before anything is drawn."""
+    n = check_int(n, "n", 1)
+    if n > max_requests:
+        raise InstanceError(
+            f"n: {n:,} requests exceed the limit of {max_requests:,} (about "
+            f"{0.3e-6 * n:,.1f} GB for the instance alone); raise it with --max-requests N "
+            "(Python: max_requests=N)"
+        )
+    return n
+
 
 #: KV budget of the shipped backlogs: Llama-3.1-8B (bf16, 128 KiB of KV per token) on a
 #: 24 GiB GPU (NVIDIA L4 / RTX 4090 class) at vLLM's default gpu_memory_utilization 0.9,
@@ -86,9 +105,12 @@ def sample_backlog(
     source: LengthSource = "sharegpt",
     seed: int = 0,
     name: str | None = None,
+    *,
+    max_requests: int = MAX_REQUESTS,
 ) -> Instance:
-    """A backlog of ``n`` requests released at round 0, lengths drawn from ``source``."""
-    n = check_int(n, "n", 1)
+    """A backlog of ``n`` requests released at round 0, lengths drawn from ``source``
+    (refused beyond ``max_requests``)."""
+    n = _count(n, max_requests)
     memory = check_int(memory, "memory", 1)
     if isinstance(source, Trace):
         check_lengths(source, source.name, min_prompt=0)
@@ -109,12 +131,15 @@ def mixed_backlog(
     chat: LengthSource = "sharegpt",
     long: LengthSource = "arxiv",
     name: str | None = None,
+    *,
+    max_requests: int = MAX_REQUESTS,
 ) -> Instance:
     """Short chat and long summarization requests, shuffled, released at round 0.
 
-    ``round(long_fraction * n)`` requests come from ``long`` and the rest from ``chat``.
+    ``round(long_fraction * n)`` requests come from ``long`` and the rest from ``chat``
+    (refused beyond ``max_requests``).
     """
-    n = check_int(n, "n", 1)
+    n = _count(n, max_requests)
     memory = check_int(memory, "memory", 1)
     if not 0.0 <= long_fraction <= 1.0:
         raise InstanceError(f"long_fraction: must be in [0, 1], got {long_fraction}")
@@ -138,7 +163,12 @@ def mixed_backlog(
 
 
 def jaillet_instance(
-    seed: int = 0, n: int | None = None, name: str | None = None, *, shared_prompt: bool = False
+    seed: int = 0,
+    n: int | None = None,
+    name: str | None = None,
+    *,
+    shared_prompt: bool = False,
+    max_requests: int = MAX_REQUESTS,
 ) -> Instance:
     """One instance of Jaillet et al.'s synthetic protocol (``n`` drawn if ``None``).
 
@@ -152,7 +182,7 @@ def jaillet_instance(
     """
     rng = np.random.default_rng(seed)
     memory = int(rng.integers(30, 51))
-    count = int(rng.integers(40, 61)) if n is None else check_int(n, "n", 1)
+    count = int(rng.integers(40, 61)) if n is None else _count(n, max_requests)
     if shared_prompt:
         shared = int(rng.integers(1, 6))
         prompt = np.full(count, shared, dtype=np.int64)

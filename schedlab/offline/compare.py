@@ -398,6 +398,8 @@ def run_offline_job(job: Job) -> dict[str, Any]:
         result = solve(instance, p["solver"], **run, **p["options"])
     except SolverError as exc:
         return {"failure": "error", "reason": str(exc)}
+    except UnknownNameError:  # a solver registered in the caller only: not a refusal
+        raise
     except SchedlabError as exc:
         return {"failure": "refused", "reason": str(exc)}
     return result.to_dict()

@@ -96,10 +96,11 @@ def with_bound(result: Result, bound: Bound | None) -> Result:
 
     Its lower bound becomes the largest valid one known: its own, ``bound``'s value, and
     its objective if the solver proved it optimal. An objective that meets that bound
-    (``objective <= ceil(bound)``: objectives are integers) is optimal. Certifying twice,
-    or against ``None`` first, gives the same result, so a bound computed apart from the
-    solver (by another job: :mod:`schedlab.offline.compare`) certifies it exactly as
-    :func:`solve` does.
+    (``objective <= ceil(bound)``: objectives are integers) is optimal, and its bound is
+    then the objective. Certifying twice, or against ``None`` first, gives the same
+    result, so a bound computed apart from the solver (by another job:
+    :mod:`schedlab.offline.compare`) certifies it exactly as :func:`solve` does
+    (``tests/offline/test_solve.py``).
     """
     stats = dict(result.stats)
     best = result.lower_bound
@@ -111,7 +112,8 @@ def with_bound(result: Result, bound: Bound | None) -> Result:
     if status is Status.OPTIMAL:  # a proven optimum is also the best possible bound
         best = objective if best is None else max(best, objective)
     if best is not None and objective <= math.ceil(best - 1e-6):
-        status = Status.OPTIMAL  # an integral objective meeting a valid bound is optimal
+        status = Status.OPTIMAL  # an integral objective meeting a valid bound is optimal,
+        best = max(best, objective)  # and then the optimum itself is the best bound
     return dataclasses.replace(
         result, lower_bound=best, gap=relative_gap(objective, best), status=status, stats=stats
     )

@@ -23,6 +23,8 @@ Two stop rules make overloaded runs cheap without changing any decision:
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -317,6 +319,7 @@ def run_serving_job(job: Job) -> dict[str, Any]:
     parameters are :func:`simulate`'s and :func:`capacity`'s, with the scenario as
     :meth:`Scenario.to_dict` gives it."""
     p = dict(job.params)
+    p.pop("inputs", None)  # digests that key the job by content (:func:`_inputs`)
     scenario = Scenario.from_dict(p.pop("scenario"))
     if job.kind == "simulate":
         return simulate(p.pop("workload"), scenario, **p).summary.to_dict()
@@ -332,11 +335,37 @@ def sweep_title(points: Sequence[SweepPoint]) -> str:
     return f"{points[0].workload or s.workload}, cost model {s.cost_model} ({s.hardware})"
 
 
-def _checked(base: Scenario, policies: Sequence[str], workload: str, data_dir: Any) -> None:
-    """Refuse a bad policy name or workload here, not once per job in the workers."""
+def _checked(
+    base: Scenario, policies: Sequence[str], workload: str, data_dir: Any
+) -> dict[str, str | None]:
+    """Refuse a bad policy name or workload here, not once per job in the workers; the
+    digests of what the jobs read (:func:`_inputs`)."""
+    twice = sorted({p for p in policies if list(policies).count(p) > 1})
+    if twice:
+        raise ServingError(f"policies: {', '.join(twice)} given twice")
     for policy in policies:
         base.with_(policy=policy).build_policy()
-    make_workload(workload, data_dir=data_dir)
+    load = make_workload(workload, data_dir=data_dir)
+    path = getattr(load, "path", None) or (Path(workload) if Path(workload).is_file() else None)
+    return _inputs(path, base)
+
+
+def _inputs(path: Path | None, scenario: Scenario) -> dict[str, str | None]:
+    """SHA-256 digests of the trace file a workload reads (``None`` for a synthetic one)
+    and of the cost models' JSON: a job's key then changes with their content, so a
+    results file never hands back a point computed from another trace or model found
+    under the same name or path."""
+
+    def digest(data: bytes) -> str:
+        return hashlib.sha256(data).hexdigest()[:24]
+
+    models = [scenario.predicted(), scenario.actual()]
+    return {
+        "trace": None if path is None else digest(Path(path).read_bytes()),
+        "cost_models": digest(
+            json.dumps([m.to_dict() for m in models if m is not None], sort_keys=True).encode()
+        ),
+    }
 
 
 def sweep(
@@ -368,11 +397,14 @@ def sweep(
     if not policies or not rates:
         raise ServingError("sweep: give at least one policy and one rate")
     base = scenario or Scenario()
-    _checked(base, policies, workload, data_dir)
+    inputs = _checked(base, policies, workload, data_dir)
+    if len(set(rates)) < len(rates):
+        raise ServingError(f"rates: a rate given twice in {list(rates)}")
     jobs = [
         Job(
             "simulate",
             {
+                "inputs": inputs,
                 "workload": workload,
                 "scenario": base.with_(policy=p).to_dict(),
                 "rate": float(r),
@@ -438,8 +470,11 @@ def capacity_grid(
     if not policies or not seeds:
         raise ServingError("capacity grid: give at least one policy and one seed")
     base = scenario or Scenario()
-    _checked(base, policies, workload, data_dir)
+    inputs = _checked(base, policies, workload, data_dir)
+    if len(set(seeds)) < len(seeds):
+        raise ServingError(f"seeds: a seed given twice in {list(seeds)}")
     search = {
+        "inputs": inputs,
         "duration_s": float(duration_s),
         "target": float(target),
         "rel_tol": float(rel_tol),

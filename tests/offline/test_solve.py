@@ -4,6 +4,7 @@ from schedlab import Status, available_solvers, read_instance, solve
 from schedlab.errors import SchedlabError, UnknownNameError
 from schedlab.offline.bounds import Bound
 from schedlab.offline.instance import Instance, Request
+from schedlab.offline.solve import with_bound
 from schedlab.offline.solvers.rules import RULES
 from schedlab.offline.verify import verify
 from tests.conftest import INSTANCES
@@ -69,3 +70,19 @@ def test_brute_force_refuses_large_instances():
 
 def test_available_solvers():
     assert {"fcfs", "sof", "total-size", "svf", "mc-sf", "brute-force"} <= set(available_solvers())
+
+
+def test_certifying_against_a_separate_bound_is_solving_with_it():
+    # sorted-lp proves this optimal by its own fractional LP bound; certified again (as
+    # compare does with a bound computed by another job) it must not change
+    inst = Instance.from_arrays(55, [5, 16, 11, 6, 16, 3], [3, 2, 4, 5, 10, 4])
+    for solver in ("sorted-lp", "lp-swap", "fcfs", "dp"):
+        for bound in (None, Bound(20.0, "given"), Bound(29.0, "given")):
+            once = solve(inst, solver, bound=bound)
+            twice = with_bound(solve(inst, solver, bound=None), bound)
+            assert (once.status, once.lower_bound, once.gap) == (
+                twice.status,
+                twice.lower_bound,
+                twice.gap,
+            )
+            assert with_bound(once, bound) == once

@@ -125,3 +125,30 @@ def test_bad_names_are_refused_before_any_job_runs():
         capacity_grid("chat", ["vllm", "magic"], VLLM)
     with pytest.raises(UnknownNameError, match="workload"):
         sweep("chatt", ["vllm"], [1.0], VLLM)
+
+
+def test_a_point_is_keyed_by_the_trace_it_reads_not_its_path(tmp_path):
+    trace = tmp_path / "trace.jsonl"
+    rows = [(1000 * k, 50, 4) for k in range(10)]
+
+    def write(rows):
+        trace.write_text(
+            "".join(
+                f'{{"timestamp": {t}, "input_length": {p}, "output_length": {o}}}\n'
+                for t, p, o in rows
+            )
+        )
+
+    write(rows)
+    results = tmp_path / "r.jsonl"
+    first = sweep(str(trace), ["vllm"], [1.0], VLLM, duration_s=20.0, results=results)
+    write(rows[:5])  # the same path, another trace: the stored point must not come back
+    second = sweep(str(trace), ["vllm"], [1.0], VLLM, duration_s=20.0, results=results)
+    assert first[0].summary.n_requests == 10 and second[0].summary.n_requests == 5
+
+
+def test_a_rate_or_seed_given_twice_is_refused():
+    with pytest.raises(ServingError, match="rate given twice"):
+        sweep("chat", ["vllm"], [4.0, 4.0], VLLM)
+    with pytest.raises(ServingError, match="seed given twice"):
+        capacity_grid("chat", ["vllm"], VLLM, seeds=[0, 0])

@@ -74,18 +74,26 @@ def _interruptible_solve(solver: Any, model: Any) -> Any:
     Here Ctrl-C and SIGTERM are noted by a handler of this call's own (an exception
     raised inside the wait would leave the solving thread for the interpreter to kill at
     exit, which aborts the process); then CP-SAT's search is stopped, the thread joined,
-    and ``KeyboardInterrupt`` raised. Off the main thread, no handler can be set, and the
-    solve simply runs to its end.
+    and ``KeyboardInterrupt`` raised. Signals left at their default (a pool worker's
+    SIGTERM) or ignored are left alone, and off the main thread no handler can be set: the
+    solve then runs to its end or the signal ends the process.
     """
     solver.parameters.catch_sigint_signal = False
     done: list[Any] = []
     worker = threading.Thread(target=lambda: done.append(solver.solve(model)), daemon=True)
-    if threading.current_thread() is not threading.main_thread():
+    # only signals someone turns into an interrupt (the command line does, Python does
+    # for Ctrl-C); a pool worker's SIGTERM must end it at once, as its pool means it to
+    kinds = [
+        kind
+        for kind in (signal.SIGINT, signal.SIGTERM)
+        if threading.current_thread() is threading.main_thread()
+        and callable(signal.getsignal(kind))
+    ]
+    if not kinds:
         worker.start()
         worker.join()
         return done[0]
     caught: list[int] = []
-    kinds = (signal.SIGINT, signal.SIGTERM)
     previous = {
         kind: signal.signal(kind, lambda number, _: caught.append(number)) for kind in kinds
     }

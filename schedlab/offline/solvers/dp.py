@@ -75,15 +75,21 @@ import time
 import numpy as np
 
 from schedlab.budget import UNLIMITED, Budget
-from schedlab.errors import InstanceError
+from schedlab.errors import InstanceError, SchedlabError
 from schedlab.offline.instance import Instance
 from schedlab.offline.priority import best_rule_schedule
 from schedlab.offline.result import SolverOutput, Status
 
-__all__ = ["MAX_DP_REQUESTS", "solve_dp"]
+__all__ = ["MAX_DP_REQUESTS", "MAX_START_SETS", "solve_dp"]
 
 #: Largest instance the DP accepts by default (``max_requests=`` overrides it).
 MAX_DP_REQUESTS = 12
+
+#: The most start sets one state may have (every subset of the ready requests that fits
+#: is one, with the running set it leads to: up to tens of kilobytes with long outputs),
+#: so that one expansion cannot take the machine's memory; :func:`solve_dp` refuses the
+#: instance instead. The 4,096 subsets of 12 requests stay far below it.
+MAX_START_SETS = 20_000
 
 Running = tuple[tuple[int, int], ...]
 #: ``(min(t, a_max + 1), U, R, spare, due)``: see the module docs.
@@ -345,6 +351,12 @@ class _Model:
                     and max(self.rise(current)[:o], default=0) < limit
                 ):  # ``i`` fits iff load(d) + s_i + d + 1 <= M for d < o_i
                     sets.append(([*chosen, i], self.grown(current, i)))
+                    if len(sets) > MAX_START_SETS:
+                        raise SchedlabError(
+                            f"dp: a state has more than {MAX_START_SETS:,} start sets "
+                            f"({len(ready)} requests ready at once, many fitting together): "
+                            "too many for dp, whose memory would run out; use cpsat"
+                        )
         if not running and ready and self.amax == 0:
             sets.pop(0)  # a backlog never idles with nothing running
         return sets

@@ -8,15 +8,17 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import given, settings
 
-from schedlab.errors import InstanceError
+from schedlab.errors import InstanceError, SchedlabError
 from schedlab.offline.backlogs import jaillet_instance
 from schedlab.offline.instance import Instance
+from schedlab.offline.instance_io import read_instance
 from schedlab.offline.result import Status
 from schedlab.offline.schedule import Schedule
 from schedlab.offline.solve import solve
 from schedlab.offline.solvers import dp
 from schedlab.offline.solvers.dp import Running, _Model, _SubsetOptima
 from schedlab.offline.verify import verify
+from tests.conftest import INSTANCES
 from tests.strategies import instances
 
 
@@ -266,3 +268,10 @@ def test_dp_matches_brute_force_where_rounds_fill_up(inst: Instance) -> None:
     assert verify(inst, result.starts) == []
     assert result.status == Status.OPTIMAL
     assert result.objective == solve(inst, "brute-force", bound=None).objective
+
+
+def test_an_instance_too_wide_for_dp_is_refused_before_memory_runs_out():
+    # 50 requests ready at once: their fitting subsets would fill the machine's memory
+    inst = read_instance(INSTANCES / "mixed-n50.json")
+    with pytest.raises(SchedlabError, match="more than 20,000 start sets"):
+        solve(inst, "dp", max_requests=60, bound=None)
