@@ -52,3 +52,13 @@ def terminal_stderr(monkeypatch: pytest.MonkeyPatch) -> TerminalText:
         schedlab.progress, "_make_bar", lambda **kw: tqdm(**{**kw, "file": stream})
     )
     return stream
+
+
+def process_alive(pid: str) -> bool:
+    """Whether process ``pid`` still runs (Linux ``/proc``; a zombie waiting for its
+    reaper does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

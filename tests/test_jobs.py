@@ -16,7 +16,7 @@ import pytest
 
 from schedlab.errors import SchedlabError
 from schedlab.jobs import ATTEMPTS, Job, ResultsFile, run_jobs
-from tests.conftest import INSTANCES
+from tests.conftest import INSTANCES, process_alive
 
 
 def square(job: Job) -> int:
@@ -226,14 +226,6 @@ def _descendants(pid: int) -> set[str]:
     return found
 
 
-def _running(pid: str) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 def _runs_a_job(pid: str) -> bool:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as handle:
@@ -264,6 +256,6 @@ def test_a_ray_sweep_stopped_by_sigterm_leaves_nothing_behind(tmp_path):
     err = process.communicate(timeout=60)[1]
     assert process.returncode == 130 and err.strip() == "schedlab: interrupted"
     deadline = time.monotonic() + 20
-    while any(_running(p) for p in spawned) and time.monotonic() < deadline:
+    while any(process_alive(p) for p in spawned) and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert not [p for p in spawned if _running(p)]
+    assert not [p for p in spawned if process_alive(p)]

@@ -29,7 +29,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from schedlab.errors import ServingError
 from schedlab.jobs import Job, run_jobs
@@ -55,6 +55,8 @@ __all__ = [
     "sweep_title",
 ]
 
+
+T = TypeVar("T")
 
 #: The arrival window (seconds) of each run of a capacity search: longer than a single
 #: simulation's, so that a rate near capacity has time to build its queue.
@@ -328,6 +330,25 @@ def run_serving_job(job: Job) -> dict[str, Any]:
     raise ServingError(f"serving job: unknown kind {job.kind!r}")
 
 
+def _run_grid(
+    what: str,
+    jobs: list[Job],
+    read: Callable[[Job, Any], T],
+    where: Callable[[Job], str],
+    progress: bool | Progress,
+    executor: dict[str, Any],
+) -> list[T]:
+    """Run serving ``jobs`` (:func:`schedlab.jobs.run_jobs` with ``executor``'s settings),
+    ``read`` each value back; after every job ran, a :class:`GridError` if some failed,
+    each named by ``where``."""
+    outcomes = run_jobs(run_serving_job, jobs, progress=progress, desc=what, **executor)
+    done = [read(o.job, o.value) for o in outcomes if o.ok]
+    failed = [f"{where(o.job)}: {o.error}" for o in outcomes if not o.ok]
+    if failed:
+        raise GridError(what, done, failed)
+    return done
+
+
 def sweep_title(points: Sequence[SweepPoint]) -> str:
     """``WORKLOAD, cost model NAME (HARDWARE)``: what every table and figure of a sweep is
     headed by."""
@@ -415,29 +436,16 @@ def sweep(
         for p in policies
         for r in rates
     ]
-    outcomes = run_jobs(
-        run_serving_job,
-        jobs,
-        backend=backend,
-        workers=workers,
-        address=address,
-        results=results,
-        progress=progress,
-        desc="sweep",
-    )
-    points = []
-    for o in outcomes:
-        if o.ok:
-            policy, rate = o.job.params["scenario"]["policy"], o.job.params["rate"]
-            points.append(SweepPoint(policy, rate, Summary.from_dict(o.value), workload))
-    failed = [
-        f"{o.job.params['scenario']['policy']} at {o.job.params['rate']:g} req/s: {o.error}"
-        for o in outcomes
-        if not o.ok
-    ]
-    if failed:
-        raise GridError("sweep", points, failed)
-    return points
+
+    def point(job: Job, value: Any) -> SweepPoint:
+        policy, rate = job.params["scenario"]["policy"], job.params["rate"]
+        return SweepPoint(policy, rate, Summary.from_dict(value), workload)
+
+    def where(job: Job) -> str:
+        return f"{job.params['scenario']['policy']} at {job.params['rate']:g} req/s"
+
+    executor = {"backend": backend, "workers": workers, "address": address, "results": results}
+    return _run_grid("sweep", jobs, point, where, progress, executor)
 
 
 def capacity_grid(
@@ -490,22 +498,16 @@ def capacity_grid(
         for p in policies
         for s in seeds
     ]
-    outcomes = run_jobs(
-        run_serving_job,
+
+    def where(job: Job) -> str:
+        return f"{job.params['scenario']['policy']} seed {job.params['scenario']['seed']}"
+
+    executor = {"backend": backend, "workers": workers, "address": address, "results": results}
+    return _run_grid(
+        "capacity grid",
         jobs,
-        backend=backend,
-        workers=workers,
-        address=address,
-        results=results,
-        progress=progress,
-        desc="capacity",
+        lambda job, value: CapacityResult.from_dict(value),
+        where,
+        progress,
+        executor,
     )
-    found = [CapacityResult.from_dict(o.value) for o in outcomes if o.ok]
-    failed = [
-        f"{o.job.params['scenario']['policy']} seed {o.job.params['scenario']['seed']}: {o.error}"
-        for o in outcomes
-        if not o.ok
-    ]
-    if failed:
-        raise GridError("capacity grid", found, failed)
-    return found

@@ -15,7 +15,7 @@ import pytest
 import schedlab.errors as errors
 from schedlab.errors import SchedlabError, UnknownNameError, UnknownOptionError
 from schedlab.serving.capacity import sweep
-from tests.conftest import INSTANCES
+from tests.conftest import INSTANCES, process_alive
 
 TINY = str(INSTANCES / "tiny-1.json")
 
@@ -79,15 +79,6 @@ def test_sweep_refuses_an_unknown_policy_before_the_workers_start():
         sweep("chat", ["vllm", "magic"], [1.0], duration_s=5.0, workers=2)
 
 
-def _alive(pid: str) -> bool:
-    """Whether process ``pid`` still runs (a zombie waiting for its reaper does not)."""
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGINT to the group", "SIGKILL"])
 def test_a_stopped_sweep_leaves_no_worker_behind(how):
@@ -117,9 +108,9 @@ def test_a_stopped_sweep_leaves_no_worker_behind(how):
     if how != "SIGKILL":
         assert process.returncode == 130 and err.strip() == "schedlab: interrupted"
     deadline = time.monotonic() + 10  # a worker checks for its parent every 0.5 s
-    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+    while any(process_alive(w) for w in workers) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not any(_alive(w) for w in workers)
+    assert not any(process_alive(w) for w in workers)
 
 
 def test_cpsat_stops_at_sigterm_and_ctrl_c(tmp_path):
