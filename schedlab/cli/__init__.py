@@ -1,11 +1,12 @@
 """The ``schedlab`` command line.
 
-Subcommands come from three modules, one per part of the package:
+Subcommands come from four modules, one per part of the package:
 :mod:`schedlab.cli.offline` (``solve``, ``compare``, ``verify``, ``bound``, ``generate``,
-``export``), :mod:`schedlab.cli.serving` (``simulate``, ``capacity``, ``sweep``) and
-:mod:`schedlab.cli.calibration` (``calibrate``, ``replay``). Every
-:class:`~schedlab.errors.SchedlabError` (and unreadable files) becomes one line on stderr
-and exit code 2; ``verify`` exits 1 when the schedule is infeasible.
+``export``), :mod:`schedlab.cli.serving` (``simulate``, ``capacity``, ``sweep``),
+:mod:`schedlab.cli.cluster` (``cluster``) and :mod:`schedlab.cli.calibration`
+(``calibrate``, ``replay``). Every :class:`~schedlab.errors.SchedlabError` (and unreadable
+files) becomes one line on stderr and exit code 2; ``verify`` exits 1 when the schedule
+is infeasible.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import threading
 from collections.abc import Sequence
 from typing import NoReturn
 
-from schedlab.cli import calibration, offline, serving
+from schedlab.cli import calibration, cluster, offline, serving
 from schedlab.errors import SchedlabError
 
 __all__ = ["build_parser", "main"]
@@ -42,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version="schedlab 0.1.0")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for part in (offline, serving, calibration):
+    for part in (offline, serving, cluster, calibration):
         part.register(sub)
     return parser
 

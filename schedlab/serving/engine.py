@@ -118,9 +118,21 @@ from schedlab.serving.policies import Policy
 from schedlab.serving.view import Plan, RequestView
 from schedlab.serving.workloads import RequestStream
 
-__all__ = ["BatchRecord", "Driver", "Engine", "EngineRun", "IterationTime", "least_loaded"]
+__all__ = [
+    "EVENT_KINDS",
+    "BatchRecord",
+    "Driver",
+    "Engine",
+    "EngineRun",
+    "IterationTime",
+    "check_capacity",
+    "least_loaded",
+]
 
-_END, _ARRIVAL, _START = 0, 1, 2
+_END, _ARRIVAL, _START = 0, 1, 3
+#: Event kinds, in their order at equal times: a subclass's own kinds take the free
+#: numbers (a cluster's KV transfer ends, 2, come after arrivals, before starts).
+EVENT_KINDS = {"end": _END, "arrival": _ARRIVAL, "start": _START}
 _NOISE_BLOCK = 4096
 #: The largest coefficient of variation of the iteration-time noise (a lognormal factor
 #: of CV 10 already has a median of 1/10 of its mean).
@@ -148,6 +160,13 @@ class BatchRecord:
         Requests admitted, and arrived but waiting, once the iteration was planned.
     used_blocks
         KV blocks held by requests while it ran.
+    handed_off
+        Requests whose prefill completed in it and that left for another node (a
+        prefill-only node of a cluster, :mod:`schedlab.serving.cluster`): no token was
+        emitted for them, and they keep their blocks until :meth:`Engine.release`.
+    received
+        ``(request index, tokens)``: KV tokens an admitted request brought from another
+        node (a transfer), allocated here without being computed here.
     """
 
     start_s: float
@@ -159,6 +178,8 @@ class BatchRecord:
     running: int = 0
     waiting: int = 0
     used_blocks: int = 0
+    handed_off: tuple[int, ...] = ()
+    received: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -246,22 +267,30 @@ class _Request:
         "done",
         "epoch",
         "finish_s",
+        "first_chunk_s",
+        "first_decode_s",
         "first_token_s",
         "gen_at_join",
         "generated",
+        "hand_off",
         "index",
         "join_iter",
         "kv_offset",
         "output",
         "predicted_output",
         "preemptions",
+        "prefill_end_s",
+        "prefill_exec_s",
+        "prefill_side_exec_s",
         "prefilled",
         "prompt",
+        "received",
         "replica",
         "seg_start",
         "segments",
         "seq",
         "target",
+        "transferred",
         "violated",
     )
 
@@ -292,6 +321,19 @@ class _Request:
         self.prefilled = 0
         self.replica = 0  # the engine serving it
         self.violated = False
+        # Clusters (schedlab.serving.cluster): the prefill leaves for another node, and
+        # KV tokens that came from one; the times of the TTFT breakdown: seconds of the
+        # iterations that ran its prefill chunks before its first token (those on its
+        # prefill node, up to the hand-off), and of the iteration that emitted its first
+        # token after a transfer.
+        self.hand_off = False
+        self.received = 0
+        self.transferred = False
+        self.first_chunk_s = math.nan
+        self.prefill_end_s = math.nan
+        self.prefill_exec_s = 0.0
+        self.prefill_side_exec_s = 0.0
+        self.first_decode_s = 0.0
 
     def record(self) -> RequestRecord:
         return RequestRecord(
@@ -445,6 +487,13 @@ class Engine:
         self._pending: tuple[float, tuple[int, ...], tuple[tuple[int, int], ...]] | None = None
         self._preempted: list[int] = []
         self._reused: list[tuple[int, int]] = []
+        self._received: list[tuple[int, int]] = []
+        # Clusters: the running iteration (its start and batch), and the requests whose
+        # prefill completed and left in the last one (the driver takes them).
+        self.started_s = 0.0
+        self.shape: BatchShape | None = None
+        self.handed_off: list[_Request] = []
+        self.held_off = 0  # handed-off requests still holding blocks here
 
     # -- what the driver sees ----------------------------------------------------------------
     @property
@@ -471,7 +520,7 @@ class Engine:
         of it the prefix cache still holds (its ``done``)."""
         kv, size = self.kv, self.config.block_size
         for req in self.waiting:
-            if req.preemptions and kv.prefix_caching:
+            if req.preemptions and kv.prefix_caching and not req.received:
                 req.done = kv.cached_prefix(req.index, req.target) * size
             yield req
 
@@ -516,13 +565,16 @@ class Engine:
                 # nothing runs: vLLM's next scheduling pass, right away, admits again
                 admitting = True
                 continue
-            if self.waiting:
+            if self.waiting and not self.held_off:
                 raise ServingError(
                     f"policy {self.policy.name!r}: empty batch at t={now:.6f} s with "
                     f"{len(self.waiting)} request(s) waiting and none running"
                 )
-            return None  # idle until the next arrival
+            return None  # idle until the next arrival (or a hand-off's blocks come back)
         chunks = self._apply(plan, i, phase, admitting)
+        for req, _ in self.batch:
+            if math.isnan(req.first_chunk_s):
+                req.first_chunk_s = now
         self.peak_blocks = max(self.peak_blocks, kv.used_blocks)
         if config.async_scheduling:
             self._release_lagged()
@@ -535,7 +587,9 @@ class Engine:
         kv_max = kv_min = None
         if self.spread and n:
             kv_max, kv_min = self._decode_extremes(i)
-        return BatchShape(n, self.kv_sum + n * i, tuple(chunks), kv_max, kv_min)
+        self.started_s = now
+        self.shape = BatchShape(n, self.kv_sum + n * i, tuple(chunks), kv_max, kv_min)
+        return self.shape
 
     def duration(self, shape: BatchShape, group: Sequence[BatchShape] = ()) -> float:
         """How long this replica's batch ``shape`` takes (predicted, actual, or noisy);
@@ -647,7 +701,8 @@ class Engine:
                 if not req.admitted:
                     break  # it preempted itself
             else:
-                if req.preemptions and kv.prefix_caching:  # earlier chunks may have evicted
+                if req.preemptions and kv.prefix_caching and not req.received:
+                    # earlier chunks may have evicted its cached blocks
                     req.done = kv.cached_prefix(req.index, req.target) * config.block_size
                 cost = config.blocks(req.done + c)
                 if not (cost <= kv.free_blocks and self.view.admissible(req, kv.free_blocks)):
@@ -657,8 +712,12 @@ class Engine:
                         f"only {kv.free_blocks} free"
                     )
                 self._admit(req)
-                hits = req.done // config.block_size
-                if hits:
+                hits = 0 if req.received else req.done // config.block_size
+                if req.received:  # KV from another node: new blocks, not computed here
+                    if self.record_batches:
+                        self._received.append((req.index, req.received))
+                    req.received = 0
+                elif hits:
                     kv.reuse(req.index, hits)
                     self.reused_tokens += req.done
                     if self.record_batches:
@@ -760,9 +819,12 @@ class Engine:
                     len(self.running),
                     len(self.waiting),
                     self.kv.used_blocks,
+                    tuple(r.index for r, _ in self.batch if r.hand_off and r.done == r.target),
+                    tuple(self._received),
                 )
             )
             self._reused = []
+            self._received = []
         self._preempted.clear()
         finishing = self.finish_at.pop(i, None)
         if finishing:
@@ -770,10 +832,19 @@ class Engine:
                 if req.epoch == epoch:
                     self._forget_decode(req)
                     self._finish(req, now, i, req.prompt + req.output - 1)
+        seconds = now - self.started_s
         for req, _ in self.batch:
+            if math.isnan(req.first_token_s):  # the TTFT breakdown (cluster module)
+                if req.transferred and req.done == req.target:
+                    req.first_decode_s = seconds  # it emits its first token now
+                else:
+                    req.prefill_exec_s += seconds
             if req.done < req.target:
                 continue
             del self.partials[req.seq]
+            if req.hand_off:
+                self._hand_off(req, now)
+                continue
             req.generated += 1
             req.seg_start = i
             if math.isnan(req.first_token_s):
@@ -802,6 +873,23 @@ class Engine:
                 heapq.heappush(self.kv_low, offset)
             self.finish_at.setdefault(i + req.output - req.generated, []).append((req, req.epoch))
         self.batch = []
+
+    def _hand_off(self, req: _Request, now: float) -> None:
+        """A prefill-only node's request finished its prefill: it leaves its seat, emits
+        nothing here, and keeps its ``target`` KV tokens until :meth:`release`."""
+        del self.running[req.seq]
+        req.admitted = False
+        req.hand_off = False
+        req.prefill_end_s = now
+        req.prefill_side_exec_s = req.prefill_exec_s
+        self.handed_off.append(req)
+        self.held_off += 1
+
+    def release(self, req: _Request) -> None:
+        """Free the blocks of a request handed off to another node, once its KV has left
+        (the end of its transfer)."""
+        self.kv.free(req.index, req.prompt, keep=False)
+        self.held_off -= 1
 
     def _finish(self, req: _Request, now: float, i: int, tokens: int) -> None:
         del self.running[req.seq]
@@ -861,6 +949,28 @@ def _checked(seconds: float, shape: BatchShape) -> float:
     return seconds
 
 
+def check_capacity(stream: RequestStream, config: EngineConfig, where: str = "") -> None:
+    """Refuse a stream with a request whose prompt and output, :math:`P + O - 1` KV
+    tokens at its last decode, exceed ``config``'s KV cache: it could never run.
+
+    Raises
+    ------
+    ServingError
+        Naming the largest such request, and ``where`` (e.g. ``node 2``) if given.
+    """
+    if not len(stream):
+        return
+    sizes = stream.prompt + stream.output - 1
+    i = int(np.argmax(sizes))
+    if config.blocks(int(sizes[i])) > config.total_blocks:
+        place = f" of {where}" if where else ""
+        raise ServingError(
+            f"request {i}: prompt + output = {int(sizes[i]) + 1} tokens exceeds the KV "
+            f"capacity{place} ({config.total_blocks} blocks of {config.block_size}); it "
+            "could never run"
+        )
+
+
 def least_loaded(engines: list[Engine]) -> Engine:
     """The replica of least ``4 * waiting + running``, the first on ties (vLLM's score)."""
     return min(engines, key=lambda engine: engine.load)
@@ -908,14 +1018,10 @@ class Driver:
                 zip(stream.arrival_s, stream.prompt, stream.output, predicted, strict=True)
             )
         ]
-        config = engines[0].config
-        for req in self.requests:
-            if config.blocks(req.prompt + req.output - 1) > config.total_blocks:
-                raise ServingError(
-                    f"request {req.index}: prompt + output = {req.prompt + req.output} tokens "
-                    f"exceeds the KV capacity of {config.total_blocks} blocks of "
-                    f"{config.block_size}; it could never run"
-                )
+        configs = [e.config for e in engines]
+        for k, config in enumerate(configs):
+            if config not in configs[:k]:
+                check_capacity(stream, config, f"node {k}" if len(engines) > 1 else "")
         self.stop_at_s = math.inf if stop_at_s is None else stop_at_s
         self.max_violations = len(self.requests) if max_violations is None else max_violations
         self.heap: list[tuple[float, int, int, int]] = []
@@ -948,18 +1054,29 @@ class Driver:
                     break
             elif kind == _ARRIVAL:
                 req = requests[next_arrival]
-                engine = engines[0] if len(engines) == 1 else least_loaded(engines)
-                req.replica = engine.index
-                engine.arrive(req)
                 next_arrival += 1
                 if next_arrival < total:
                     self._push(requests[next_arrival].arrival_s, _ARRIVAL, -1)
-                self._wake(t, engine)
-            else:
+                self._arrive(t, req)
+            elif kind == _START:
                 self._start(t, index)
+            else:
+                self._event(t, kind, index)
         for engine in engines:
             engine.close_open_segments()
         return now
+
+    def _arrive(self, t: float, req: _Request) -> None:
+        """A request arrives: to the least loaded replica (vLLM's balancer)."""
+        engines = self.engines
+        engine = engines[0] if len(engines) == 1 else least_loaded(engines)
+        req.replica = engine.index
+        engine.arrive(req)
+        self._wake(t, engine)
+
+    def _event(self, t: float, kind: int, index: int) -> None:
+        """An event of a kind a subclass adds (:data:`EVENT_KINDS`); none here."""
+        raise ServingError(f"driver: unknown event kind {kind}")
 
     def _wake(self, t: float, engine: Engine) -> None:
         """An arrival: start an idle replica (or the idle group)."""

@@ -1,0 +1,204 @@
+"""The ``cluster`` subcommand: a cluster of engines, one router or a grid of routers x rates.
+
+``schedlab cluster --nodes 2P2D --router deflect --workload bursty --rate 8`` simulates
+one cluster (:mod:`schedlab.serving.cluster`) and prints its TTFT breakdown;
+``--routers a,b`` and/or ``--rates x,y`` run every pair (serially, in this process) and
+print one row each; ``--plot FILE.png`` draws the breakdown per router
+(:func:`schedlab.plotting.cluster.plot_breakdown`). ``--json`` prints one object (a grid:
+a list of them). As in :mod:`schedlab.cli.serving`, the simulator is imported when the
+command runs, and bad input is a :class:`~schedlab.errors.SchedlabError`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from schedlab.cli.arguments import comma_list, positive_int
+from schedlab.cli.serving import _common, _ms, _positive_number, _scenario, parse_duration
+from schedlab.serving.workloads import MAX_REQUESTS
+
+__all__ = ["register"]
+
+
+def _cluster(args: argparse.Namespace) -> int:
+    from schedlab.errors import ServingError
+    from schedlab.plotting.figures import check_figure_path
+    from schedlab.serving.cluster import (
+        DEFAULT_LINK,
+        DEFAULT_MODEL,
+        DEFAULT_PREFILL_POLICY,
+        Cluster,
+        kv_link,
+        parse_nodes,
+        simulate_cluster,
+    )
+    from schedlab.serving.routers import get_router
+    from schedlab.serving.scenario import DEFAULT_POLICY
+
+    nodes = parse_nodes(args.nodes)
+    routers = args.routers or [args.router]
+    for name in routers:
+        get_router(name)
+    colocated = nodes[0].role == "colocated"
+    given = {  # options given that this kind of cluster does not use
+        "--policy": not colocated and args.policy is not None,
+        "--prefill-policy": colocated and args.prefill_policy is not None,
+        "--decode-policy": colocated and args.decode_policy is not None,
+        "--link": colocated and args.link is not None,
+        "--model": colocated and args.model is not None,
+        "--pipelined": colocated and args.pipelined,
+    }
+    for flag, unused in given.items():
+        if unused:
+            kind = "prefill/decode" if not colocated else "colocated"
+            other = "--prefill-policy/--decode-policy" if flag == "--policy" else "--policy"
+            raise ServingError(
+                f"{flag}: does not apply to the {kind} cluster {args.nodes!r}"
+                + (f" (give {other})" if "policy" in flag else "")
+            )
+    args.policy = args.policy or DEFAULT_POLICY
+    rate_texts = args.rates or ([args.rate] if args.rate is not None else [None])
+    rates = [None if r is None else _positive_number(r, "--rates/--rate") for r in rate_texts]
+    link = kv_link(args.link or DEFAULT_LINK, args.model or DEFAULT_MODEL, args.pipelined)
+    duration = parse_duration(args.duration, "--duration")
+    if args.plot:
+        check_figure_path(args.plot, "--plot")
+    scenario = _scenario(args)
+    results = []
+    for rate in rates:
+        for name in routers:
+            cluster = Cluster(
+                nodes,
+                name,
+                scenario,
+                link,
+                prefill_policy=args.prefill_policy or DEFAULT_PREFILL_POLICY,
+                decode_policy=args.decode_policy,
+            )
+            result = simulate_cluster(
+                args.workload,
+                cluster,
+                rate=rate,
+                duration_s=duration,
+                data_dir=args.data_dir,
+                max_requests=args.max_requests,
+                time_routing=True,
+            )
+            results.append((rate, result))
+    if args.plot:
+        from schedlab.plotting.cluster import plot_breakdown
+
+        plot_breakdown(
+            [(f"{r.label}" + ("" if rate is None else f" {rate:g}/s"), r) for rate, r in results],
+            args.plot,
+            title=f"SLO {scenario.slo.describe()}",
+        )
+    grid = bool(args.routers or args.rates)
+    if args.json:
+        rows = [{"rate_rps": rate, **r.to_dict()} for rate, r in results]
+        print(json.dumps(rows if grid else rows[0]))
+        return 0
+    _report(results, scenario)
+    return 0
+
+
+def _report(results: list[tuple[float | None, Any]], scenario: Any) -> None:
+    from schedlab.serving.cluster import BREAKDOWN
+
+    first = results[0][1].summary
+    print(
+        f"{first.workload} on {first.cost_model} ({first.hardware}); SLO "
+        f"{scenario.slo.describe()}; TTFT breakdown means, and shares of the TTFT of requests "
+        "at or above the P95 TTFT"
+    )
+    print(
+        f"{'cluster':<22}{'rate':>6}{'attain':>8}{'TTFT':>8}{'p95':>8}{'lat':>8}"
+        f"{'queue':>8}{'prefill':>8}{'xfer':>8}{'1st dec':>8}  {'tail shares q/p/x/d':<20}"
+        f"{'route us':>9}"
+    )
+    for rate, r in results:
+        s, d = r.summary, r.to_dict()
+        shares = "/".join("-" if v is None else f"{v:.0%}" for v in d["tail_share"].values())
+        route = d["routing_median_s"]
+        print(
+            f"{r.label:<22}{'-' if rate is None else f'{rate:g}':>6}{s.attainment:>8.3f}"
+            f"{_ms(s.ttft.mean):>8}{_ms(s.ttft.p95):>8}{_ms(s.latency.mean):>8}"
+            + "".join(f"{_ms(r.breakdown[k].mean):>8}" for k in BREAKDOWN)
+            + f"  {shares:<20}{'-' if route is None else f'{route * 1e6:.0f}':>9}"
+        )
+    print("(times in ms; route us: median microseconds per router call)")
+
+
+def register(subparsers: Any) -> None:
+    """Add ``cluster`` to an argparse subparsers object."""
+    from schedlab.serving.cluster import DEFAULT_LINK, DEFAULT_MODEL, DEFAULT_PREFILL_POLICY
+    from schedlab.serving.routers import ROUTERS
+    from schedlab.serving.simulator import DEFAULT_WINDOW_S
+
+    routers = "; ".join(f"{name}: {spec.description}" for name, spec in ROUTERS.items())
+    cmd = subparsers.add_parser(
+        "cluster",
+        help="simulate a cluster of engines (colocated or prefill/decode) behind a router",
+        description="Simulate a cluster of engines behind a router and show where the time "
+        "to the first token goes (queue, prefill, KV transfer, first decode). Give "
+        "--routers and/or --rates for a grid of routers x rates. Routers: " + routers + ".",
+    )
+    from schedlab.serving.policies import policy_names
+    from schedlab.serving.scenario import DEFAULT_POLICY
+
+    _common(cmd, policy=False, duration=DEFAULT_WINDOW_S)
+    cmd.add_argument(
+        "--policy",
+        default=None,
+        help=f"policy of colocated nodes: {', '.join(policy_names())} (default "
+        f"{DEFAULT_POLICY}); refused on a prefill/decode cluster",
+    )
+    cmd.add_argument(
+        "--nodes",
+        default="2P2D",
+        help="node counts and roles: 2P2D (2 prefill + 2 decode), 4C (4 colocated), ... "
+        "(default 2P2D)",
+    )
+    cmd.add_argument(
+        "--router", default="disaggregated", help="the router (default disaggregated)"
+    )
+    cmd.add_argument(
+        "--routers", type=comma_list, default=None, help="a grid: these routers, e.g. a,b"
+    )
+    cmd.add_argument("--rate", default=None, help="mean arrival rate, requests/s")
+    cmd.add_argument("--rates", type=comma_list, default=None, help="a grid: these rates")
+    cmd.add_argument(
+        "--link",
+        default=None,
+        help=f"each prefill node's KV link, BANDWIDTH,LATENCY (default {DEFAULT_LINK})",
+    )
+    cmd.add_argument(
+        "--model",
+        default=None,
+        help=f"model whose KV bytes per token cross the link (default {DEFAULT_MODEL})",
+    )
+    cmd.add_argument(
+        "--pipelined", action="store_true", help="layer-wise KV transfer, overlapping prefill"
+    )
+    cmd.add_argument(
+        "--prefill-policy",
+        default=None,
+        help=f"policy of prefill nodes (default {DEFAULT_PREFILL_POLICY}); --policy is the "
+        "colocated nodes'",
+    )
+    cmd.add_argument(
+        "--decode-policy",
+        default=None,
+        help="policy of decode nodes (default sangam for hybrid, else sloweave; deflect "
+        "needs sloweave or sloweave-kv, which its estimate and proofs/deflect.md assume)",
+    )
+    cmd.add_argument("--plot", default=None, help="write the TTFT breakdown per router (PNG...)")
+    cmd.add_argument(
+        "--max-requests",
+        type=positive_int,
+        default=MAX_REQUESTS,
+        help=f"refuse a stream of more requests than this (default {MAX_REQUESTS:,})",
+    )
+    cmd.set_defaults(func=_cluster)

@@ -1,0 +1,483 @@
+r"""Routers of a cluster: which node serves an arriving request (:mod:`schedlab.serving.cluster`).
+
+A router is a plain function ``router(request, cluster) -> Route`` called once per
+arrival. What it gets is what a real router knows, and nothing else:
+
+* the request as an :class:`Arrival`: its index, arrival time, prompt length and
+  *predicted* output length (:mod:`schedlab.serving.prediction`, drawn with the
+  scenario's ``prediction_cv``; with ``prediction_cv = 0`` the prediction *is* the true
+  length, an oracle router, and a benchmark says which it uses);
+* the cluster's state now through :class:`ClusterView`: per node the known sizes of what
+  it holds and what is routed to it (queued prefill tokens, outstanding tokens, KV
+  tokens committed to its requests at their predicted final sizes), its running decodes,
+  free KV blocks, its running iteration's predicted end, its link's queue, and its
+  predicted cost model.
+
+No view holds a handle on an engine or a request (the true output lengths, the actual
+iteration times stay inside the simulator). A :class:`Route` names the node that
+prefills the request and, for a prefill-only node, the decode node its KV goes to.
+
+==================  ==============================================================
+name                rule
+==================  ==============================================================
+``round-robin``     request ``k`` to node ``k mod N`` (on a prefill/decode cluster,
+                    prefill node ``k mod N_P`` and decode node ``k mod N_D``)
+``least-tokens``    the node of least outstanding tokens (below), lowest index on ties;
+                    per side on a prefill/decode cluster
+``p2c``             power of two choices: two distinct nodes drawn by the cluster's
+                    seeded generator, the one of fewer outstanding tokens (the first
+                    drawn on ties); per side on a prefill/decode cluster
+``disaggregated``   every prefill on a prefill node (least estimated queueing, below),
+                    then its KV to the decode node of least outstanding tokens
+``deflect``         ``disaggregated``'s route, or the whole request on a decode node
+                    when the estimated TTFT is lower there (below)
+``hybrid``          ``disaggregated``'s route, but when every prefill node is backed up
+                    the whole request goes to the decode node of least outstanding
+                    tokens, whose Sangam deficit budget admits it (below)
+==================  ==============================================================
+
+Loads of a node (derived from its requests when a router asks, so exact at every
+moment; ``tests/serving/audit.py`` checks them against its own replay). A request here
+with :math:`t - d` tokens of its (re)start's prefill target left, :math:`g` tokens
+generated and predicted output :math:`\hat o` has :math:`e = \max(\hat o - g, 1)`
+predicted tokens left to emit (at least one, since it has not finished) and a predicted
+final size of :math:`P + g + e - 1` KV tokens. Then
+
+* *queued prefill tokens* :math:`Q`: :math:`\sum (t - d)` over its waiting and running
+  requests (the running iteration's chunks are done already: they are not queued);
+* *outstanding tokens*: :math:`Q` plus :math:`\sum e`, and for each request bound for it
+  (prefilled elsewhere, KV not yet arrived) :math:`1 + \hat o`;
+* *committed KV tokens*: the growth still to come, :math:`\sum \max(\text{final} - h, 0)`
+  over its requests holding :math:`h` KV tokens now (0 while waiting), plus
+  :math:`P + \hat o - 1` for each request bound for it. A request handed off from a
+  prefill node emits nothing there and its final size there is its prompt.
+
+A preemption sends a request back to the waiting queue with a new target (prompt plus
+tokens generated) and nothing done, so its recomputation is queued work again.
+
+Estimates (all from the predicted cost model :math:`\hat T(n, K, \text{chunks})`, module
+:mod:`schedlab.serving.cost_model`)
+    * A prefill node's *queueing* :math:`W_p`: the rest of its running iteration (its
+      predicted end minus now) plus :math:`\lfloor Q/T\rfloor \hat T(0,0,(T,0)) +
+      \hat T(0,0,(Q \bmod T, 0))` for its :math:`Q` queued prefill tokens in batches of
+      its token budget :math:`T` (``max_num_batched_tokens``).
+    * The *prefill* of a prompt of :math:`P` tokens alone: :math:`\sum_j \hat T(0, 0,
+      (c_j, p_j))` over its chunks :math:`c_j \le T` at priors :math:`p_j`.
+    * Disaggregated TTFT: prefill node :math:`p^* = \arg\min W_p`; the prefill ends at
+      :math:`r = \text{now} + W_{p^*} + \text{prefill}(P)`; its KV arrives at
+      :math:`x = \max(r, f_{p^*}) + \tau(P-1)` (:mod:`schedlab.serving.kv_transfer`; the
+      link's queue as it is now). The decode node :math:`d^*` of least outstanding
+      tokens first works through its queue, :math:`\lceil Q_d / c^*_d \rceil` iterations
+      of :func:`deflect_chunk`'s batch from its running iteration's end :math:`b_d`
+      (infinite when :math:`c^*_d = 0` and :math:`Q_d > 0`); the request's one-token
+      iteration starts at :math:`\max(x + \hat T(n_d, K_d), b_d + \text{that})` (after
+      :math:`x`, an iteration in progress ends first) and lasts
+      :math:`\hat T(n_d, K_d, (1, P-1))`. Not modelled: a wait for free blocks or seats
+      at the decode node.
+    * Deflected TTFT on decode node :math:`d`: the SLOWeave chunk
+      (:func:`~schedlab.serving.sloweave.choose_chunk`) of its next iteration, the largest
+      :math:`c^*` with :math:`\hat T(n_d, K_d, (c^*, 0)) + \delta \le D` (iterations run
+      back to back, so the budget is the TPOT target :math:`D`), and from its running
+      iteration's predicted end :math:`\lceil (Q_d + P)/c^* \rceil` iterations of that
+      batch's predicted time, :math:`Q_d` being its queued prefill tokens (first come
+      first served). :math:`c^*` is chosen once per node and iteration, with no prior
+      context and the decodes as they are: later chunks of a long prompt attend to more
+      context and its in-flight decodes grow, so the estimate is optimistic for long
+      prompts. Infinite when :math:`c^* = 0` (even one token would break the deadline) or
+      when the node's free blocks do not hold the request's predicted final size on top
+      of its committed KV tokens (the running decodes' growth, its waiting requests and
+      the KV bound for it), all at their predicted sizes.
+
+``deflect``'s rule: the smallest estimate wins; a tie goes to the disaggregated route, and
+between decode nodes to the lowest index. What it guarantees about the in-flight decodes:
+``proofs/deflect.md``.
+
+``hybrid``'s "backed up" (our reading of Sangam's overflow condition): every prefill
+node's queued prefill tokens are at least its token budget :math:`T`, so the request could
+not start in the next iteration anywhere on the prefill side. The decode node's
+``sangam`` policy (:class:`~schedlab.serving.policies.SangamPolicy`) then protects its
+decodes: decodes first, whole prompts only when the deficit budget covers them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from schedlab.errors import ServingError, UnknownNameError
+from schedlab.serving.cost_model import CostModel
+from schedlab.serving.engine_config import EngineConfig
+from schedlab.serving.sloweave import SLOWeaveState, choose_chunk
+
+__all__ = [
+    "ROLES",
+    "ROUTERS",
+    "Arrival",
+    "ClusterView",
+    "NodeView",
+    "Route",
+    "Router",
+    "RouterSpec",
+    "deflect_chunk",
+    "deflected_ttft_s",
+    "disaggregated_ttft_s",
+    "get_router",
+    "prefill_seconds",
+    "queued_seconds",
+    "router_names",
+]
+
+#: Roles of a cluster's nodes.
+ROLES = ("colocated", "prefill", "decode")
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """Where a request goes: ``node`` prefills it; ``then`` is its decode node after a KV
+    transfer (``None``: ``node`` serves it whole)."""
+
+    node: int
+    then: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    """An arriving request as a router sees it: no true output length.
+
+    Attributes
+    ----------
+    index
+        Its number in the stream (arrival order).
+    arrival_s
+        Its arrival time, seconds.
+    prompt
+        Its prompt length, tokens.
+    predicted_output
+        Its predicted output length (:mod:`schedlab.serving.prediction`, with the
+        scenario's ``prediction_cv``; the true length when that is 0).
+    """
+
+    index: int
+    arrival_s: float
+    prompt: int
+    predicted_output: int
+
+
+class NodeView(Protocol):
+    """What a router may read of one node, now."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def config(self) -> EngineConfig: ...
+    @property
+    def model(self) -> CostModel:
+        """The node's predicted cost model."""
+        ...
+
+    @property
+    def tpot_s(self) -> float: ...
+    @property
+    def margin_s(self) -> float: ...
+    @property
+    def iteration(self) -> int:
+        """Iterations it has run (its state changes only between iterations)."""
+        ...
+
+    @property
+    def n_decode(self) -> int: ...
+    @property
+    def decode_kv(self) -> int: ...
+    @property
+    def free_blocks(self) -> int: ...
+    @property
+    def queued_prefill_tokens(self) -> int:
+        """Prefill tokens its requests still need (not the running iteration's chunks)."""
+        ...
+
+    @property
+    def outstanding_tokens(self) -> int:
+        """Tokens routed here and not computed yet (module docstring)."""
+        ...
+
+    @property
+    def committed_kv_tokens(self) -> int:
+        """KV tokens its requests, and those bound for it, will still need at their
+        predicted final sizes (module docstring)."""
+        ...
+
+    @property
+    def busy_until_s(self) -> float:
+        """Predicted end of its running iteration (``-inf`` when idle)."""
+        ...
+
+    @property
+    def link_free_s(self) -> float:
+        """When its outgoing link's queued transfers end (prefill nodes)."""
+        ...
+
+
+class ClusterView(Protocol):
+    """What a router may read of the cluster."""
+
+    @property
+    def now_s(self) -> float: ...
+    @property
+    def nodes(self) -> Sequence[NodeView]: ...
+    @property
+    def prefill_nodes(self) -> Sequence[NodeView]: ...
+    @property
+    def decode_nodes(self) -> Sequence[NodeView]: ...
+    @property
+    def rng(self) -> np.random.Generator:
+        """The router's own seeded generator."""
+        ...
+
+    @property
+    def memo(self) -> dict[Hashable, Any]:
+        """Scratch space for a router's caches over one run (keys name their owner)."""
+        ...
+
+    def transfer_s(self, tokens: int) -> float:
+        """Seconds a transfer of ``tokens`` KV tokens takes on an idle link."""
+        ...
+
+
+class Router(Protocol):
+    """Picks the route of each arriving request."""
+
+    def __call__(self, request: Arrival, cluster: ClusterView) -> Route: ...
+
+
+def prefill_seconds(model: CostModel, config: EngineConfig, tokens: int, prior: int = 0) -> float:
+    r"""Predicted seconds to prefill ``tokens`` tokens of one prompt alone, after
+    ``prior`` of its tokens, in chunks of the token budget :math:`T`:
+    :math:`\sum_j \hat T(0, 0, (c_j, p_j))`."""
+    budget = config.max_num_batched_tokens
+    seconds = 0.0
+    done = 0
+    while done < tokens:
+        c = min(budget, tokens - done)
+        seconds += model.iteration_time(0, 0, ((c, prior + done),))
+        done += c
+    return seconds
+
+
+def queued_seconds(node: NodeView, cluster: ClusterView) -> float:
+    r"""A prefill node's queueing :math:`W_p` (module docstring): the rest of its running
+    iteration plus its queued prefill tokens in full batches."""
+    budget = node.config.max_num_batched_tokens
+    queued = node.queued_prefill_tokens
+    full, rest = divmod(queued, budget)
+    seconds = max(0.0, node.busy_until_s - cluster.now_s)
+    if full:
+        key = ("full-batch", node.index)
+        batch = cluster.memo.get(key)
+        if batch is None:
+            batch = cluster.memo[key] = node.model.iteration_time(0, 0, ((budget, 0),))
+        seconds += full * batch
+    if rest:
+        seconds += node.model.iteration_time(0, 0, ((rest, 0),))
+    return seconds
+
+
+def _least(nodes: Sequence[NodeView], key: Callable[[NodeView], float]) -> NodeView:
+    return min(nodes, key=key)  # min keeps the first (lowest index) of equal keys
+
+
+def _least_tokens(nodes: Sequence[NodeView]) -> NodeView:
+    return _least(nodes, lambda node: node.outstanding_tokens)
+
+
+def disaggregated_ttft_s(
+    request: Arrival, cluster: ClusterView
+) -> tuple[float, NodeView, NodeView]:
+    """The disaggregated route's estimated TTFT (module docstring), its prefill node and
+    its decode node."""
+    now = cluster.now_s
+    waits = [(queued_seconds(node, cluster), node) for node in cluster.prefill_nodes]
+    wait, prefill = min(waits, key=lambda pair: pair[0])
+    decode = _least_tokens(cluster.decode_nodes)
+    prompt = request.prompt
+    ready = now + wait + prefill_seconds(prefill.model, prefill.config, prompt)
+    arrives = max(ready, prefill.link_free_s) + cluster.transfer_s(prompt - 1)
+    model, n, kv = decode.model, decode.n_decode, decode.decode_kv
+    free = max(now, decode.busy_until_s)  # its queue drains from here
+    queued = decode.queued_prefill_tokens
+    if queued:
+        chunk, seconds = deflect_chunk(decode, cluster)
+        free = free + -(-queued // chunk) * seconds if chunk else math.inf
+    begin = max(arrives + (model.iteration_time(n, kv, ()) if n else 0.0), free)
+    first = model.iteration_time(n, kv, ((1, prompt - 1),))
+    return begin + first - now, prefill, decode
+
+
+def deflect_chunk(node: NodeView, cluster: ClusterView) -> tuple[int, float]:
+    r"""The SLOWeave chunk :math:`c^*` a new prompt gets on decode node ``node`` in its
+    next iteration (prior context 0), and that iteration's predicted seconds; ``(0, inf)``
+    when even one token would break the in-flight decodes' deadline. It depends only on
+    the node's state, so it is computed once per node and iteration
+    (:attr:`ClusterView.memo`)."""
+    key = ("deflect-chunk", node.index)
+    found = cluster.memo.get(key)
+    if found is not None and found[0] == node.iteration:
+        return found[1]
+    config, model = node.config, node.model
+    n, kv = node.n_decode, node.decode_kv
+    cap = min(config.max_num_batched_tokens - n, _C_MAX)
+    if cap < 1:
+        result = (0, math.inf)
+    elif n == 0:
+        result = (cap, model.iteration_time(0, 0, ((cap, 0),)))
+    else:
+        t = max(cluster.now_s, node.busy_until_s)
+        state = SLOWeaveState(t, t + node.tpot_s, n, kv, cap)
+        decision = choose_chunk(state, model, c_max=_C_MAX, margin_s=node.margin_s)
+        result = (decision.chunk, decision.predicted_s) if decision.chunk else (0, math.inf)
+    cluster.memo[key] = (node.iteration, result)
+    return result
+
+
+#: The largest chunk the deflection estimate considers (``sloweave``'s default C_max).
+_C_MAX = 4096
+
+
+def deflected_ttft_s(request: Arrival, node: NodeView, cluster: ClusterView) -> float:
+    r"""The estimated TTFT of ``request`` prefilled whole on decode node ``node`` among its
+    in-flight decodes (module docstring): from the node's running iteration's predicted
+    end, :math:`\lceil (Q_d + P) / c^* \rceil` iterations of the predicted time of
+    :func:`deflect_chunk`'s batch; ``inf`` when it cannot start."""
+    config = node.config
+    final = request.prompt + request.predicted_output - 1
+    if config.blocks(node.committed_kv_tokens + final) > node.free_blocks:
+        return math.inf
+    chunk, seconds = deflect_chunk(node, cluster)
+    if chunk == 0:
+        return math.inf
+    now = cluster.now_s
+    iterations = -(-(node.queued_prefill_tokens + request.prompt) // chunk)
+    return max(now, node.busy_until_s) - now + iterations * seconds
+
+
+def _split(cluster: ClusterView, name: str) -> tuple[Sequence[NodeView], Sequence[NodeView]]:
+    prefill, decode = cluster.prefill_nodes, cluster.decode_nodes
+    if not (prefill and decode):
+        raise ServingError(f"router {name!r}: needs prefill and decode nodes (e.g. --nodes 2P2D)")
+    return prefill, decode
+
+
+def _per_side(
+    request: Arrival, cluster: ClusterView, pick: Callable[[Sequence[NodeView]], NodeView]
+) -> Route:
+    """A balancing rule applied to the colocated nodes, or to each side of a
+    prefill/decode cluster."""
+    if cluster.prefill_nodes:
+        return Route(pick(cluster.prefill_nodes).index, pick(cluster.decode_nodes).index)
+    return Route(pick(cluster.nodes).index)
+
+
+def round_robin(request: Arrival, cluster: ClusterView) -> Route:
+    """Request ``k`` to node ``k mod N`` (per side on a prefill/decode cluster)."""
+    return _per_side(request, cluster, lambda nodes: nodes[request.index % len(nodes)])
+
+
+def least_tokens(request: Arrival, cluster: ClusterView) -> Route:
+    """The node of least outstanding tokens, lowest index on ties (per side)."""
+    return _per_side(request, cluster, _least_tokens)
+
+
+def power_of_two(request: Arrival, cluster: ClusterView) -> Route:
+    """Of two distinct nodes drawn at random, the one of fewer outstanding tokens (the
+    first drawn on ties; per side)."""
+
+    def pick(nodes: Sequence[NodeView]) -> NodeView:
+        if len(nodes) == 1:
+            return nodes[0]
+        a, b = cluster.rng.choice(len(nodes), size=2, replace=False)
+        first, second = nodes[int(a)], nodes[int(b)]
+        return second if second.outstanding_tokens < first.outstanding_tokens else first
+
+    return _per_side(request, cluster, pick)
+
+
+def disaggregated(request: Arrival, cluster: ClusterView) -> Route:
+    """Prefill on the prefill node of least estimated queueing, then the KV to the
+    decode node of least outstanding tokens."""
+    _split(cluster, "disaggregated")
+    _, prefill, decode = disaggregated_ttft_s(request, cluster)
+    return Route(prefill.index, decode.index)
+
+
+def deflect(request: Arrival, cluster: ClusterView) -> Route:
+    """The disaggregated route, or a decode node whose SLOWeave schedule gives a smaller
+    estimated TTFT (ties: the disaggregated route, then the lowest index)."""
+    _split(cluster, "deflect")
+    best, prefill, decode = disaggregated_ttft_s(request, cluster)
+    route = Route(prefill.index, decode.index)
+    for node in cluster.decode_nodes:
+        estimate = deflected_ttft_s(request, node, cluster)
+        if estimate < best:
+            best, route = estimate, Route(node.index)
+    return route
+
+
+def hybrid(request: Arrival, cluster: ClusterView) -> Route:
+    """The disaggregated route, unless every prefill node has a full token budget of
+    prefill queued: then the whole request to the decode node of least outstanding
+    tokens (its ``sangam`` policy admits it within the deficit budget)."""
+    prefill, decode = _split(cluster, "hybrid")
+    if all(n.queued_prefill_tokens >= n.config.max_num_batched_tokens for n in prefill):
+        return Route(_least_tokens(decode).index)
+    return disaggregated(request, cluster)
+
+
+@dataclass(frozen=True)
+class RouterSpec:
+    """A named router: the function, a one-line description, whether it needs prefill
+    and decode nodes, and the policy its decode nodes run unless told otherwise."""
+
+    router: Router
+    description: str
+    disaggregated: bool = False
+    decode_policy: str = "sloweave"
+
+
+#: The routers by name.
+ROUTERS: dict[str, RouterSpec] = {
+    "round-robin": RouterSpec(round_robin, "request k to node k mod N (per side)"),
+    "least-tokens": RouterSpec(least_tokens, "least outstanding tokens (per side)"),
+    "p2c": RouterSpec(power_of_two, "power of two choices, seeded (per side)"),
+    "disaggregated": RouterSpec(
+        disaggregated, "every prefill on a prefill node, then transfer", disaggregated=True
+    ),
+    "deflect": RouterSpec(
+        deflect, "disaggregated, or deflected to a decode node if faster", disaggregated=True
+    ),
+    "hybrid": RouterSpec(
+        hybrid, "overflow to decode nodes when prefill is backed up", True, "sangam"
+    ),
+}
+
+
+def router_names() -> tuple[str, ...]:
+    """The names :func:`get_router` knows."""
+    return tuple(ROUTERS)
+
+
+def get_router(name: str) -> RouterSpec:
+    """The router registered as ``name``.
+
+    Raises
+    ------
+    UnknownNameError
+        Listing the known names.
+    """
+    if name not in ROUTERS:
+        raise UnknownNameError("router", name, router_names())
+    return ROUTERS[name]
