@@ -11,6 +11,11 @@ Checked, and reported in words:
 * starts are integers with ``p_i >= a_i`` (release),
 * in every round ``t`` the active requests hold at most ``M`` tokens, where request ``i``
   holds ``s_i + (t - p_i + 1)`` tokens in rounds ``p_i .. p_i + o_i - 1``.
+
+An integer array of one start per request is first checked by the same sweep in
+``int64`` NumPy (:func:`_array_is_feasible`, used only where no sum can overflow); if
+that finds nothing wrong the schedule is feasible, and otherwise the exact sweep below
+describes every violation. So ``10^6`` requests take about a second, not ten.
 """
 
 from __future__ import annotations
@@ -64,6 +69,8 @@ def verify(instance: Instance, starts: StartsLike) -> list[str]:
         are detected too).
     """
     n = instance.n
+    if isinstance(starts, np.ndarray) and _array_is_feasible(instance, starts):
+        return []
     problems: list[str] = []
     chosen: dict[int, int] = {}
     malformed: set[int] = set()
@@ -92,6 +99,32 @@ def verify(instance: Instance, starts: StartsLike) -> list[str]:
     if chosen:
         problems.extend(_memory_violations(instance, chosen))
     return problems
+
+
+def _array_is_feasible(instance: Instance, starts: np.ndarray) -> bool:
+    """Whether ``starts`` (one integer per request) is certainly feasible: releases and the
+    sweep of :func:`_memory_violations` in ``int64``. ``False`` also when the array is not
+    of that form or a load could exceed ``2^62`` (the exact sweep then decides)."""
+    if starts.shape != (instance.n,) or starts.dtype.kind not in "iu":
+        return False
+    p = starts.astype(np.int64)
+    prompt, output, memory = instance.prompt, instance.output, instance.memory
+    scale = int(np.abs(p).max()) + int(prompt.max()) + int(output.max()) + 2
+    if instance.n * scale >= 2**62 or (p < instance.arrival).any():
+        return False
+    rounds = np.concatenate([p, p + output])
+    order = np.argsort(rounds, kind="stable")
+    rounds = rounds[order]
+    offset = prompt - p + 1
+    count_step = np.concatenate([np.ones_like(p), -np.ones_like(p)])[order]
+    weight_step = np.concatenate([offset, -offset])[order]
+    first = np.flatnonzero(np.diff(rounds, prepend=rounds[0] - 1))  # first event of a round
+    count = np.cumsum(np.add.reduceat(count_step, first))
+    weight = np.cumsum(np.add.reduceat(weight_step, first))
+    here = rounds[first]
+    last = np.append(here[1:], here[-1] + 1) - 1  # the last round before the next change
+    # load(tau) = weight + tau * count rises within a stretch: its last round is the peak
+    return bool(((count == 0) | (weight + last * count <= memory)).all())
 
 
 def _memory_violations(instance: Instance, chosen: dict[int, int]) -> list[str]:

@@ -131,3 +131,17 @@ def test_verifier_rejects_each_kind_of_corruption(inst, data):
     else:
         starts[i] = float(starts[i]) + 0.5
         assert any("must be an integer round" in x for x in verify(inst, starts))
+
+
+@settings(max_examples=300, deadline=None)
+@given(instances(max_n=8, max_arrival=6), st.data())
+def test_the_array_check_agrees_with_the_exact_sweep(inst, data):
+    # An int64 array goes through the NumPy sweep first; a list only through the exact
+    # Python sweep. Random starts (mostly infeasible) and list-scheduled ones (feasible).
+    if data.draw(st.booleans()):
+        starts = list_schedule(inst, list(range(inst.n)))
+    else:
+        starts = np.array(
+            data.draw(st.lists(st.integers(-2, 30), min_size=inst.n, max_size=inst.n))
+        )
+    assert verify(inst, starts) == verify(inst, starts.tolist())

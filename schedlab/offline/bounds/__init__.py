@@ -9,6 +9,10 @@ bound's validity is proven in ``proofs/``.
     ``sum_i o_i``: request ``i`` is active for ``o_i`` rounds, so ``C_i - a_i >= o_i``.
 ``volume`` (:mod:`schedlab.offline.bounds.volume`)
     Memory-time area and output lengths of the k first completions, ``O(n log n)``.
+``tall-chain`` (:mod:`schedlab.offline.bounds.tall_chain`)
+    Completions of requests that hold more than half the memory at their peak lie
+    apart; the best order of up to 14 of them by a Held–Karp programme over subsets.
+    Strong on Jaillet-parameter backlogs, nothing on ones without such requests.
 ``mean-busy-time`` (:mod:`schedlab.offline.bounds.mean_busy_time`)
     The volume bound with each request's memory profile (mean busy times and parallel
     inequalities), ``O(n log n)``: the fluid relaxation's value, as tight as the LP on
@@ -46,6 +50,7 @@ from schedlab.offline.bounds import (
     completion_spacing,
     lagrangian,
     mean_busy_time,
+    tall_chain,
     time_indexed,
     volume,
 )
@@ -106,6 +111,7 @@ class BoundMethod:
 BUILTIN_BOUNDS: tuple[BoundMethod, ...] = (
     BoundMethod("trivial", trivial_bound),
     BoundMethod("volume", volume.volume_bound),
+    BoundMethod("tall-chain", tall_chain.tall_chain_bound),
     BoundMethod("mean-busy-time", mean_busy_time.mean_busy_time_bound),
     BoundMethod(
         "lp", time_indexed.lp_bound, lambda instance: SPACING_MAX_N < instance.n < LARGE_N

@@ -14,6 +14,7 @@ solver                    exact  module
 ``fcfs`` ... ``mc-sf``    no     :mod:`~schedlab.offline.solvers.rules` (list-scheduling rules)
 ``sorted-f(-seq)``        no     :mod:`~schedlab.offline.solvers.sorted_f`
 ``local-search``          no     :mod:`~schedlab.offline.solvers.local_search`
+``alns``                  no     :mod:`~schedlab.offline.solvers.alns`
 ``sorted-lp``, ``lp-*``   no     :mod:`~schedlab.offline.solvers.lp_guided`
 ``receding-horizon``      no     :mod:`~schedlab.offline.solvers.receding_horizon`
 ``dp``                    yes    :mod:`~schedlab.offline.solvers.dp`
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 
 from schedlab.errors import SchedlabError, UnknownNameError
 from schedlab.offline.solvers import (
+    alns,
     brute_force,
     cpsat,
     dp,
@@ -82,6 +84,7 @@ BUILTIN_SOLVERS: tuple[SolverInfo, ...] = (
     SolverInfo("sorted-f", sorted_f.sorted_f),
     SolverInfo("sorted-f-seq", sorted_f.sorted_f_seq),
     SolverInfo("local-search", local_search.local_search),
+    SolverInfo("alns", alns.alns),
     SolverInfo("sorted-lp", lp_guided.sorted_lp),
     SolverInfo("lp-swap", lp_guided.lp_swap),
     SolverInfo("lp-search", lp_guided.lp_search),

@@ -35,7 +35,10 @@ requests with the same remaining rounds and tokens held). Both orders hold the s
 requests from ``p`` on and the decoder is invariant under shifts in time, so every
 later start moves by exactly ``delta``: the new total is the old one plus the start
 changes on ``lo..p-1`` plus ``delta (n - p)``. Evaluation is exact; its cost is the
-number of positions decoded until the two runs meet again, not ``n``.
+number of positions decoded until the two runs meet again, not ``n``. The decoding runs
+in the compiled kernel :func:`~schedlab.offline.compiled_decoder.evaluate_kernel`, the
+same procedure as ``StrictDecoder`` (``proofs/list_scheduling.md``, §3–4); its
+objectives equal full reference decodes in ``tests/offline/test_compiled_decoder.py``.
 
 The strict decode is chaotic, though: a changed start shifts later fits by a round or
 two, which shift others, and on the mixed backlogs the two runs seldom meet again
@@ -60,13 +63,7 @@ import numpy as np
 
 from schedlab.budget import UNLIMITED, Budget
 from schedlab.errors import SchedlabError
-from schedlab.offline.decoder import (
-    DecoderState,
-    StrictDecoder,
-    check_order,
-    decode_best,
-    list_schedule,
-)
+from schedlab.offline.decoder import decode_best, list_schedule, order_array
 from schedlab.offline.instance import Instance
 from schedlab.offline.priority import RULES, priority_order
 from schedlab.offline.result import SolverOutput
@@ -87,8 +84,9 @@ __all__ = [
 STRATEGIES: tuple[str, ...] = ("first", "best", "late")
 
 #: Moves ``local-search`` makes when ``max_moves`` is not given (about 10 s on a 200-request
-#: mixed backlog on the development machine; ``benchmarks/local_search_speed.py``).
-DEFAULT_MOVES = 15_000
+#: mixed backlog on the development machine with the compiled evaluator: 15,000 moves took
+#: about 2 s, 7,000 moves/s; ``benchmarks/local_search_speed.py``).
+DEFAULT_MOVES = 60_000
 
 #: Objective given to a move the screen cut off (worse than any schedule).
 _SCREENED = 2**62
@@ -109,22 +107,28 @@ class Move:
         Rounds by which every start from ``stop`` on moves.
     starts
         New starts of positions ``base .. stop - 1``.
-    states
-        New decoder states at the checkpoints in ``base .. stop - 1``.
     total
         Sum of the new order's starts.
+    serial
+        Which evaluation of its evaluator produced it: the new decoder states are kept
+        by the evaluator until the next evaluation, and :meth:`OrderEvaluator.accept`
+        decodes them again for an older move.
     """
 
     base: int
     stop: int
     delta: int
-    starts: list[int]
-    states: list[DecoderState]
+    starts: np.ndarray
     total: int
+    serial: int
 
 
 class OrderEvaluator:
     """Strict list scheduling of orders on a backlog, evaluated incrementally (module docs).
+
+    The decoding runs in :func:`~schedlab.offline.compiled_decoder.evaluate_kernel`;
+    the saved decoder states (:class:`~schedlab.offline.decoder.DecoderState`'s round,
+    ``remaining`` and ``held``) lie in flat arrays, one segment per checkpoint.
 
     Parameters
     ----------
@@ -143,25 +147,77 @@ class OrderEvaluator:
             raise SchedlabError("OrderEvaluator: needs a backlog (every release round 0)")
         n = instance.n
         self.every = max(1, n // 1000) if checkpoint is None else max(1, int(checkpoint))
-        self.order = check_order(order, n)
+        self.order = order_array(order, n)
         self.output_total = int(instance.output.sum())
-        self.decoder = StrictDecoder(instance)
-        self.starts: list[int] = []
-        self.states: list[DecoderState] = []
-        for position, i in enumerate(self.order):
-            if position % self.every == 0:
-                self.states.append(self.decoder.state())
-            self.starts.append(self.decoder.place(i))
-        self.total = sum(self.starts)
+        self._memory = instance.memory
+        self._lengths = np.stack([instance.prompt, instance.output]).astype(np.int64)
+        checkpoints = -(-n // self.every)
+        self.starts = np.zeros(n, dtype=np.int64)  # by position
+        self._index = np.zeros((2, checkpoints + 1), dtype=np.int64)  # rounds, pool offsets
+        self._pool = np.zeros((2, 0), dtype=np.int64)  # C_j - t and w_j + t of each state
+        # numba (and through it scipy) loads on the first evaluator, not with the package
+        from schedlab.offline import compiled_decoder
+
+        self._kernel = compiled_decoder.evaluate_kernel
+        self._running = compiled_decoder.new_running(n)
+        self._new_starts = np.empty(n, dtype=np.int64)
+        self._new_index = np.empty_like(self._index)
+        self._new_pool = np.empty((2, 4 * n), dtype=np.int64)
+        self._result = np.zeros(6, dtype=np.int64)
+        self._serial = 0
+        self.total = 0
         self.decoded = 0  # positions decoded by evaluate, all moves together
         self.met = 0  # evaluations that stopped where the two runs met
+        full = self._decode(self.order, 0, n - 1, -1, -1)  # no screen: never cut
+        assert full is not None
+        self.accept(self.order, full)
+        self.decoded = 0
 
     def objective(self) -> int:
         """Total latency of the current order's strict schedule."""
         return self.total + self.output_total
 
+    def _decode(self, order: np.ndarray, lo: int, hi: int, screen: int, allow: int) -> Move | None:
+        """Run the kernel (growing the state buffer until it fits); ``None`` if cut."""
+        result = self._result
+        while True:
+            self._kernel(
+                self._lengths,
+                self._memory,
+                order,
+                lo,
+                hi,
+                self.every,
+                self.starts,
+                self._index,
+                self._pool,
+                screen,
+                allow,
+                self._running,
+                self._new_starts,
+                self._new_index,
+                self._new_pool,
+                result,
+            )
+            if result[0] >= 0:
+                break
+            self._new_pool = np.empty((2, 2 * self._new_pool.shape[1]), dtype=np.int64)
+        self._serial += 1
+        self.decoded += int(result[4])
+        if result[0] == 0:
+            return None
+        self.met += int(result[0] == 1)
+        base, stop = lo - lo % self.every, int(result[1])
+        starts = self._new_starts[: stop - base].copy()
+        return Move(base, stop, int(result[2]), starts, self.total + int(result[3]), self._serial)
+
     def evaluate(
-        self, order: list[int], lo: int, hi: int, screen: int | None = None, allow: int = -1
+        self,
+        order: list[int] | np.ndarray,
+        lo: int,
+        hi: int,
+        screen: int | None = None,
+        allow: int = -1,
     ) -> Move | None:
         """Decode ``order``, equal to the current order outside ``lo..hi``, incrementally.
 
@@ -170,60 +226,39 @@ class OrderEvaluator:
         and that change plus the last start change times the positions left, are both
         at most ``allow`` (``-1``: the move must look improving).
         """
-        every, starts, states = self.every, self.starts, self.states
-        n = len(order)
-        base = lo - lo % every
-        decoder = self.decoder
-        decoder.restore(states[base // every])
-        new_starts: list[int] = []
-        new_states: list[DecoderState] = []
-        change = 0
-        cuts: set[int] = set()
-        while screen is not None and hi + 1 + screen * 4 ** len(cuts) < n:
-            cuts.add(hi + 1 + screen * 4 ** len(cuts))
-        position = base
-        for position in range(base, n):
-            if position % every == 0:
-                state = decoder.state()
-                if position > hi:
-                    old = states[position // every]
-                    if state.same_running(old):
-                        self.decoded += position - base
-                        self.met += 1
-                        delta = state.round - old.round
-                        total = self.total + change + delta * (n - position)
-                        return Move(base, position, delta, new_starts, new_states, total)
-                new_states.append(state)
-            if (
-                position in cuts
-                and max(change, change + (new_starts[-1] - starts[position - 1]) * (n - position))
-                > allow
-            ):
-                self.decoded += position - base
-                return None
-            t = decoder.place(order[position])
-            new_starts.append(t)
-            change += t - starts[position]
-        self.decoded += n - base
-        return Move(base, n, 0, new_starts, new_states, self.total + change)
+        array = np.ascontiguousarray(order, dtype=np.int64)  # the kernel's signature
+        return self._decode(array, lo, hi, -1 if screen is None else screen, allow)
 
     def try_move(
-        self, order: list[int], lo: int, hi: int, screen: int | None = None
+        self, order: list[int] | np.ndarray, lo: int, hi: int, screen: int | None = None
     ) -> Move | None:
         """:meth:`evaluate` the move; the :class:`Move` if it lowers the total, else ``None``."""
         move = self.evaluate(order, lo, hi, screen)
         return move if move is not None and move.total < self.total else None
 
-    def accept(self, order: list[int], move: Move) -> None:
-        """Make ``order`` (evaluated by :meth:`evaluate`) the current order."""
-        every, stop, delta = self.every, move.stop, move.delta
-        self.order = order
-        self.starts[move.base : stop] = move.starts
-        first = move.base // every
-        self.states[first : first + len(move.states)] = move.states
+    def accept(self, order: list[int] | np.ndarray, move: Move) -> None:
+        """Make ``order`` (evaluated by :meth:`evaluate`, no move accepted since) the
+        current order."""
+        array = np.ascontiguousarray(order, dtype=np.int64)
+        base, stop, delta = move.base, move.stop, move.delta
+        if move.serial != self._serial:  # its states were overwritten: decode them again
+            decoded = self.decoded
+            self._decode(array, base, stop - 1, -1, -1)
+            self.decoded = decoded
+        first, count = base // self.every, int(self._result[5])
+        index, new_index = self._index, self._new_index
+        begin, end, used = int(index[1, first]), int(index[1, first + count]), new_index[1, count]
+        self._pool = np.concatenate(
+            [self._pool[:, :begin], self._new_pool[:, :used], self._pool[:, end:]], axis=1
+        )
+        index[1, first + count + 1 :] += used - (end - begin)
+        index[0, first : first + count] = new_index[0, :count]
+        index[1, first : first + count + 1] = begin + new_index[1, : count + 1]
+        self.starts[base:stop] = move.starts
         if delta:
-            self.starts[stop:] = [t + delta for t in self.starts[stop:]]
-            self.states[stop // every :] = [s.shifted(delta) for s in self.states[stop // every :]]
+            self.starts[stop:] += delta
+            index[0, stop // self.every :] += delta
+        self.order = array
         self.total = move.total
 
     def schedule(self) -> np.ndarray:
@@ -294,21 +329,27 @@ class SearchSettings:
             raise SchedlabError("local-search: window, neighbours and history must be >= 1")
         if self.max_moves is not None and self.max_moves < 0:
             raise SchedlabError(f"local-search: max_moves must be >= 0, got {self.max_moves}")
+        if self.screen is not None and self.screen < 1:
+            raise SchedlabError(f"local-search: screen must be >= 1 or None, got {self.screen}")
 
 
 def _neighbour(
-    order: list[int], rng: np.random.Generator, window: int
-) -> tuple[list[int], int, int]:
+    order: np.ndarray, rng: np.random.Generator, window: int
+) -> tuple[np.ndarray, int, int]:
     n = len(order)
     i = int(rng.integers(n))
-    j = int(np.clip(i + rng.integers(-window, window + 1), 0, n - 1))
+    j = min(max(i + int(rng.integers(-window, window + 1)), 0), n - 1)
     if j == i:
         j = (i + 1) % n
-    new = list(order)
+    new = order.copy()
     if rng.random() < 0.5:
-        new[i], new[j] = new[j], new[i]
-    else:
-        new.insert(j, new.pop(i))
+        new[i], new[j] = order[j], order[i]
+    else:  # take the request at i out and put it at j
+        if i < j:
+            new[i:j] = order[i + 1 : j + 1]
+        else:
+            new[j + 1 : i + 1] = order[j:i]
+        new[j] = order[i]
     return new, min(i, j), max(i, j)
 
 
@@ -338,21 +379,19 @@ def improve_order(
     began = time.perf_counter()
     stop = budget.stop(settings.max_moves)
     n = instance.n
-    current = check_order(order, n)
+    current = order_array(order, n)
     moves = full = accepted = 0
     if n < 2:
-        return np.array(current), {
+        return current, {
             "moves": 0,
             "accepted": 0,
             "full_evaluations": 0,
             "stopped_by": None,
         }
     backlog = int(instance.arrival.max()) == 0
-    evaluator = (
-        OrderEvaluator(instance, np.array(current), settings.checkpoint) if backlog else None
-    )
+    evaluator = OrderEvaluator(instance, current, settings.checkpoint) if backlog else None
 
-    def evaluate(candidate: list[int], lo: int, hi: int, allow: int) -> tuple[int, Move | None]:
+    def evaluate(candidate: np.ndarray, lo: int, hi: int, allow: int) -> tuple[int, Move | None]:
         """Objective of ``candidate`` (``inf``-like when screened out) and its move."""
         nonlocal full
         if evaluator is None:
@@ -388,7 +427,7 @@ def improve_order(
             moves += 1
             continue
         tries = 1 if strategy == "first" else settings.neighbours
-        best: tuple[int, list[int], Move | None] | None = None
+        best: tuple[int, np.ndarray, Move | None] | None = None
         for _ in range(tries):
             if stop():
                 break
@@ -404,7 +443,7 @@ def improve_order(
             accepted += 1
             best_value, best_order = value, current
     elapsed = time.perf_counter() - began
-    return np.array(best_order, dtype=np.int64), {
+    return best_order, {
         "moves": moves,
         "accepted": accepted,
         "decoded_per_move": evaluator.decoded / moves if evaluator and moves else float(n),

@@ -10,7 +10,10 @@ is returned as the solver's lower bound.
     schedule is returned. The list-scheduling analogue of LP-order rounding for total
     completion time (Hall, Schulz, Shmoys, Wein 1997).
 ``lp-swap``
-    Starts from the ``sorted-lp`` order and repairs it where it disagrees most with the
+    Starts from the ``sorted-lp`` order (or from the best rule's order,
+    :func:`~schedlab.offline.solvers.local_search.best_start_order`, when its strict
+    decode is better: so a relaxation cut short by the time limit costs no more than the
+    rule) and repairs it where it disagrees most with the
     LP: requests are visited by decreasing *lateness* ``p_i - bar p_i`` (decoded start
     minus LP mean start); each is tried ``1, 2, 4, ...`` positions earlier (up to
     ``window``), and the first insertion that lowers the strict-decode objective is
@@ -18,7 +21,8 @@ is returned as the solver's lower bound.
     evaluated incrementally with :class:`~schedlab.offline.solvers.local_search.OrderEvaluator`
     on backlogs, by full decoding otherwise.
 ``lp-search``
-    ``lp-swap``'s repaired order, improved further by late-acceptance hill climbing
+    ``lp-swap``'s repaired order (from the same better start), improved further by
+    late-acceptance hill climbing
     (:func:`~schedlab.offline.solvers.local_search.improve_order` with ``strategy="late"``,
     moves within ``neighbourhood`` positions, exact incremental evaluation) for
     ``moves`` moves; the strict decode of the best order is then compacted by
@@ -48,7 +52,12 @@ from schedlab.offline.instance import Instance
 from schedlab.offline.result import SolverOutput
 from schedlab.offline.schedule import total_latency
 from schedlab.offline.solvers.left_shift import left_shift
-from schedlab.offline.solvers.local_search import OrderEvaluator, SearchSettings, improve_order
+from schedlab.offline.solvers.local_search import (
+    OrderEvaluator,
+    SearchSettings,
+    best_start_order,
+    improve_order,
+)
 
 __all__ = ["lp_order", "lp_swap_repair"]
 
@@ -61,6 +70,16 @@ def lp_order(instance: Instance, relaxation: LPRelaxation) -> np.ndarray:
 
 def _relax(instance: Instance, budget: Budget) -> LPRelaxation:
     return lp_relaxation(instance, budget=budget, max_rounds=LP_ROUNDS)
+
+
+def _start(instance: Instance, relaxation: LPRelaxation, budget: Budget) -> tuple[np.ndarray, str]:
+    """The LP order, or the best rule's order when its strict decode is better."""
+    order = lp_order(instance, relaxation)
+    rule_order, rule = best_start_order(instance, budget=budget)
+    lp_value = total_latency(instance, list_schedule(instance, order))
+    if total_latency(instance, list_schedule(instance, rule_order)) < lp_value:
+        return rule_order, rule
+    return order, "lp"
 
 
 def _lp_stats(relaxation: LPRelaxation) -> dict[str, Any]:
@@ -141,9 +160,10 @@ def lp_swap(
 ) -> SolverOutput:
     """Sorted-LP followed by the LP-guided insertion repair (module docs). ``seed`` unused."""
     relaxation = _relax(instance, budget.share(0.5))
+    order, start = _start(instance, relaxation, budget.share(0.1))
     order, repair = lp_swap_repair(
         instance,
-        lp_order(instance, relaxation),
+        order,
         relaxation.mean_start,
         budget=budget.share(0.85),
         window=window,
@@ -153,7 +173,7 @@ def lp_swap(
     return SolverOutput(
         starts,
         lower_bound=relaxation.value,
-        stats={**stats, **repair, **_lp_stats(relaxation), "stopped_by": stopped},
+        stats={**stats, **repair, **_lp_stats(relaxation), "start": start, "stopped_by": stopped},
     )
 
 
@@ -188,8 +208,8 @@ def lp_search(
         "late", window=neighbourhood, history=history, screen=None, max_moves=moves
     )
     relaxation = _relax(instance, budget.share(0.25))
+    order, start = _start(instance, relaxation, budget.share(0.1))
     lp_done = time.perf_counter()
-    order = lp_order(instance, relaxation)
     order, repair = lp_swap_repair(
         instance, order, relaxation.mean_start, budget=budget.share(1 / 3), window=window
     )
@@ -205,6 +225,7 @@ def lp_search(
         stats={
             **stats,
             **_lp_stats(relaxation),
+            "start": start,
             "repair": repair,
             "repaired_objective": repaired,
             "repair_s": repair_done - lp_done,

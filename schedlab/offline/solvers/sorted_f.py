@@ -66,7 +66,10 @@ from schedlab.offline.result import SolverOutput
 
 __all__ = [
     "BACKFILL_MAX_N",
+    "COMPILED_MAX_MEMORY",
+    "ENGINES",
     "EXACT_WORK_LIMIT",
+    "FAST_CHUNK",
     "batch_order",
     "exact_min_f_batch",
     "f_value",
@@ -83,6 +86,16 @@ EXACT_WORK_LIMIT = 20_000_000
 BACKFILL_MAX_N = 20_000
 
 _METHODS = ("auto", "exact", "fast")
+
+#: Engines of the ``fast`` selection (:func:`sorted_f_batches`).
+ENGINES: tuple[str, ...] = ("compiled", "python")
+
+#: Batches per call of the compiled selection (the budget is checked between calls).
+FAST_CHUNK = 256
+
+#: Largest ``M`` the compiled selection takes: ``M^3 < 2^63``, so its products fit in
+#: ``int64`` (module docs of :mod:`schedlab.offline.solvers.compiled_sorted_f`).
+COMPILED_MAX_MEMORY = 2_097_151
 
 
 def f_value(output: np.ndarray, members: np.ndarray) -> float:
@@ -166,10 +179,47 @@ class _FastSelector:
         for j in np.unique(cls).tolist():
             members = np.flatnonzero(cls == j)
             self.classes.append(members[np.lexsort((members, output[members], weight[members]))])
-        self.pointer = [0] * len(self.classes)
+        self.pointer = np.zeros(len(self.classes), dtype=np.int64)
+        # the kernel's form of the classes (flat members, offsets) and its room
+        self._flat: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def remove(self, members: np.ndarray) -> None:
         self.alive[members] = False
+
+    def take(self, left: int, limit: int, stop_left: int) -> list[np.ndarray]:
+        """``select``, ``prune_batch`` and ``remove`` up to ``limit`` times while more
+        than ``stop_left`` of the ``left`` live requests remain, compiled
+        (:func:`~schedlab.offline.solvers.compiled_sorted_f.select_batches`; needs
+        ``M <= COMPILED_MAX_MEMORY``). Returns the batches."""
+        from schedlab.offline.solvers import compiled_sorted_f  # numba loads here
+
+        if self._flat is None:
+            self._flat = (
+                np.concatenate(self.classes),
+                np.cumsum([0] + [len(c) for c in self.classes], dtype=np.int64),
+                np.empty((3, len(self.weight)), dtype=np.int64),
+            )
+        classes, class_start, room = self._flat
+        pool, members, sizes = room
+        made = compiled_sorted_f.select_batches(
+            self.weight,
+            self.output,
+            self.memory,
+            classes,
+            class_start,
+            self.pointer,
+            self.alive,
+            left,
+            limit,
+            stop_left,
+            pool,
+            members,
+            sizes,
+        )
+        ends = np.cumsum(sizes[:made])
+        return [
+            members[end - size : end].copy() for end, size in zip(ends, sizes[:made], strict=True)
+        ]
 
     def _head(self, c: int) -> np.ndarray:
         """Alive members of class ``c``: the shortest peak-sorted prefix fitting in ``M``."""
@@ -222,7 +272,11 @@ def fast_min_f_batch(weight: np.ndarray, output: np.ndarray, memory: int) -> np.
 
 
 def sorted_f_batches(
-    instance: Instance, *, method: str = "auto", budget: Budget | None = None
+    instance: Instance,
+    *,
+    method: str = "auto",
+    budget: Budget | None = None,
+    engine: str = "compiled",
 ) -> tuple[list[np.ndarray], dict[str, Any]]:
     """Sorted-F's batches, in order of selection (non-decreasing ``F``).
 
@@ -235,46 +289,72 @@ def sorted_f_batches(
         into batches by next-fit in order of ``o`` (no guarantee;
         ``stats["stopped_by"] == "time_limit"`` says so). The work is the same for every
         run: one selection per batch, each method's cost fixed by the instance.
+    engine
+        How ``fast`` selections run: ``"compiled"``, :data:`FAST_CHUNK` batches per call
+        of the numba kernel of :mod:`schedlab.offline.solvers.compiled_sorted_f` (the
+        budget is checked between calls), where ``M <= COMPILED_MAX_MEMORY`` (else as
+        ``"python"``); ``"python"``, the reference, one batch at a time. Both select the
+        same batches (``tests/offline/solvers/test_sorted_f.py``).
 
     Returns
     -------
     batches, stats
         Request indices of each batch (members by increasing ``o``), and counts of the
         batches each method chose.
+
+    Raises
+    ------
+    SchedlabError
+        On an unknown method or engine.
     """
     if method not in _METHODS:
         raise SchedlabError(
             f"sorted-f: method must be one of {', '.join(_METHODS)}, got {method!r}"
         )
+    if engine not in ENGINES:
+        raise SchedlabError(
+            f"sorted-f: engine must be one of {', '.join(ENGINES)}, got {engine!r}"
+        )
     budget = budget or Budget()
     weight = (instance.prompt + instance.output).astype(np.int64)
     output = instance.output.astype(np.int64)
     memory = instance.memory
+    compiled = engine == "compiled" and memory <= COMPILED_MAX_MEMORY
     selector = _FastSelector(weight, output, memory)
-    remaining = np.arange(instance.n)
+    left = instance.n  # requests not yet batched
+    # "auto" may choose the exact method once at most this many requests are left
+    exact_from = instance.n if method == "exact" else 0
+    if method == "auto":
+        exact_from = EXACT_WORK_LIMIT // (memory + 1)
     batches: list[np.ndarray] = []
     counts = {"exact": 0, "fast": 0, "fallback": 0}
-    while len(remaining):
-        if budget.expired():
+    while left:
+        # the remaining indices cost O(n) to list, so only where the exact method may run
+        expired = budget.expired()
+        small = left <= exact_from
+        remaining = np.flatnonzero(selector.alive) if small or expired else None
+        if remaining is not None and expired:
             rest = remaining[np.lexsort((remaining, output[remaining]))]
             batches.extend(_next_fit(rest, weight, memory))
             counts["fallback"] += len(batches) - sum(counts.values())
             break
-        use_exact = method == "exact" or (
-            method == "auto"
-            and len(remaining) * (memory + 1) <= EXACT_WORK_LIMIT
-            and len(remaining) * _max_cardinality(weight[remaining], memory) * (memory + 1)
+        use_exact = remaining is not None and (
+            method == "exact"
+            or _max_cardinality(weight[remaining], memory) * left * (memory + 1)
             <= EXACT_WORK_LIMIT
         )
-        if use_exact:
+        if remaining is not None and use_exact:
             local = exact_min_f_batch(weight[remaining], output[remaining], memory)
-            batch = prune_batch(output, remaining[local])
+            new = [prune_batch(output, remaining[local])]
+            selector.remove(new[0])
+        elif compiled:  # up to FAST_CHUNK batches, or one where "auto" may turn exact
+            new = selector.take(left, 1 if small else FAST_CHUNK, 0 if small else exact_from)
         else:
-            batch = prune_batch(output, selector.select())
-        counts["exact" if use_exact else "fast"] += 1
-        batches.append(batch)
-        selector.remove(batch)
-        remaining = remaining[selector.alive[remaining]]
+            new = [prune_batch(output, selector.select())]
+            selector.remove(new[0])
+        counts["exact" if use_exact else "fast"] += len(new)
+        batches.extend(new)
+        left -= sum(len(batch) for batch in new)
     stopped = "time_limit" if counts["fallback"] else None
     return batches, {"batches": len(batches), **counts, "stopped_by": stopped}
 
@@ -297,14 +377,18 @@ def sequential_starts(instance: Instance, batches: list[np.ndarray]) -> np.ndarr
     """Start every batch when the previous one has finished (and its members are released).
 
     ``T_b = max(T_{b-1} + max_{i in X_{b-1}} o_i, max_{i in X_b} a_i)``, ``T_0 = max a``
-    over the first batch; every member of ``X_b`` starts in round ``T_b``.
+    over the first batch; every member of ``X_b`` starts in round ``T_b``. Unrolled, with
+    ``S_b`` the sum of the batch durations ``max o`` before ``b`` and ``A_b`` the batch's
+    latest release, ``T_b = S_b + max_{j <= b} (A_j - S_j)``: one cumulative maximum.
     """
+    order = batch_order(batches)
+    sizes = np.array([len(batch) for batch in batches], dtype=np.int64)
+    firsts = np.cumsum(sizes) - sizes
+    latest = np.maximum.reduceat(instance.arrival[order].astype(np.int64), firsts)
+    duration = np.maximum.reduceat(instance.output[order].astype(np.int64), firsts)
+    before = np.cumsum(duration) - duration  # S_b
     starts = np.zeros(instance.n, dtype=np.int64)
-    ready = 0
-    for batch in batches:
-        begin = max(ready, int(instance.arrival[batch].max()))
-        starts[batch] = begin
-        ready = begin + int(instance.output[batch].max())
+    starts[order] = np.repeat(before + np.maximum.accumulate(latest - before), sizes)
     return starts
 
 

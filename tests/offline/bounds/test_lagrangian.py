@@ -47,6 +47,7 @@ def test_best_chooses_methods_by_size() -> None:
     assert lower_bound(mixed_backlog(10, seed=0), time_limit=5).stats["values"].keys() == {
         "trivial",
         "volume",
+        "tall-chain",
         "mean-busy-time",
         "completion-spacing",
     }

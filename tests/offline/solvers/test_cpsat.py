@@ -9,16 +9,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from schedlab.errors import SchedlabError
 from schedlab.offline.backlogs import jaillet_instance
 from schedlab.offline.instance import Instance
+from schedlab.offline.instance_io import read_instance
 from schedlab.offline.result import Status
 from schedlab.offline.solve import solve
 from schedlab.offline.solvers.cpsat import (
     best_rule_schedule,
     pair_offsets,
     start_slack,
+    start_windows,
 )
 from schedlab.offline.verify import verify
+from tests.conftest import ROOT
 from tests.strategies import instances
 
 
@@ -51,6 +55,29 @@ def test_start_windows_hold_the_warm_start(inst: Instance) -> None:
     assert (warm - inst.arrival <= slack).all()
 
 
+@settings(max_examples=40, deadline=None)
+@given(instances(max_n=6, max_memory=14, max_output=10, max_arrival=3))
+def test_start_windows_hold_every_schedule_as_good_as_the_warm_start(inst: Instance) -> None:
+    # the windows with the chain bound (proofs/cpsat_horizon.md, proofs/tall_chain.md) hold
+    # the warm start and a brute-force optimum, and are never wider than the volume ones
+    warm, _ = best_rule_schedule(inst)
+    upper = int((warm + inst.output - inst.arrival).sum())
+    slack = np.array(start_windows(inst, upper))
+    assert (slack <= np.array(start_slack(inst, upper))).all()
+    assert (warm - inst.arrival <= slack).all()
+    optimum = solve(inst, "brute-force", bound=None)
+    assert verify(inst, optimum.starts) == []
+    assert (optimum.starts - inst.arrival <= slack).all()
+
+
+def test_chain_windows_are_narrower_on_a_jaillet_backlog() -> None:
+    # 11 of the 15 requests are tall: the chain bound of N \ {i} beats the volume bound
+    inst = jaillet_instance(0, n=15)
+    warm, _ = best_rule_schedule(inst)
+    upper = int((warm + inst.output).sum())
+    assert sum(start_windows(inst, upper)) < sum(start_slack(inst, upper)) / 2
+
+
 def test_time_limit_gives_time_limit_status_and_valid_bound() -> None:
     inst = jaillet_instance(3)  # n in [40, 60]: not proven in 3 s on this machine
     began = time.perf_counter()
@@ -72,3 +99,12 @@ def test_same_seed_same_schedule() -> None:
     a = solve(inst, "cpsat", seed=3, time_limit=30, num_workers=1)
     b = solve(inst, "cpsat", seed=3, time_limit=30, num_workers=1)
     assert a.starts.tolist() == b.starts.tolist()
+
+
+def test_a_model_too_large_to_pay_is_refused_in_one_line() -> None:
+    inst = read_instance(ROOT / "instances" / "mixed-n200.json")
+    with pytest.raises(SchedlabError, match=r"85,351 round intervals .* use alns or lp-search"):
+        solve(inst, "cpsat", bound=None)
+    # the option lifts it: a short run then returns at least its warm start
+    result = solve(inst, "cpsat", bound=None, time_limit=3, max_intervals=100_000)
+    assert verify(inst, result.starts) == []

@@ -64,7 +64,7 @@ def test_evaluation_stops_where_the_runs_meet() -> None:
     # Swapping the identical r0 and r1 leaves the state before position 2 as it was
     # (round 2, the second one running with 2 rounds left, 5 tokens): the runs meet there, shift 0.
     move = evaluator.evaluate([1, 0, 2, 3], 0, 1)
-    assert move is not None and (move.stop, move.delta, move.starts) == (2, 0, [0, 2])
+    assert move is not None and (move.stop, move.delta, move.starts.tolist()) == (2, 0, [0, 2])
     assert evaluator.met == 1
 
 

@@ -11,6 +11,7 @@ from schedlab.offline.backlogs import mixed_backlog
 from schedlab.offline.bounds.time_indexed import LPRelaxation
 from schedlab.offline.decoder import list_schedule
 from schedlab.offline.instance import Instance
+from schedlab.offline.solvers.local_search import best_start_order
 from schedlab.offline.solvers.lp_guided import lp_order, lp_swap_repair
 from tests.conftest import INSTANCES
 
@@ -104,3 +105,16 @@ def test_lp_search_stops_at_its_time_limit() -> None:
     assert verify(inst, result.starts) == []
     assert result.stats["search"]["moves"] < 10**7
     assert result.runtime < 2 + 3  # the final decodes and left shift run after the search
+
+
+@pytest.mark.parametrize("solver", ["lp-swap", "lp-search"])
+def test_a_relaxation_cut_short_costs_no_more_than_the_best_rule(solver: str) -> None:
+    # at 1 s the LP of 1,500 requests stops after a round or two: its order is poor, and
+    # the solver starts from the best rule's order instead
+    inst = mixed_backlog(1500, seed=4)
+    result = solve(inst, solver, time_limit=1.0, bound=None)
+    assert verify(inst, result.starts) == []
+    assert result.stats["lp_stopped_by"] == "time_limit"
+    assert result.stats["start"] != "lp"
+    order, _ = best_start_order(inst)
+    assert result.objective <= int((list_schedule(inst, order) + inst.output).sum())

@@ -184,3 +184,60 @@ def test_continuous_returns_the_best_candidate_and_follows_the_size_rule(
     assert set(small.stats["objectives"]) == {"sequential", "strict"}
     assert small.objective == min(small.stats["objectives"].values())
     assert verify(inst, small.starts) == []
+
+
+def _same_batches(inst: Instance, method: str) -> None:
+    compiled, compiled_stats = sorted_f_batches(inst, method=method)
+    reference, reference_stats = sorted_f_batches(inst, method=method, engine="python")
+    assert [b.tolist() for b in compiled] == [b.tolist() for b in reference]
+    assert compiled_stats == reference_stats
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    instances(max_n=40, max_memory=60, max_arrival=0, max_output=40),
+    st.sampled_from(["fast", "auto"]),
+)
+def test_compiled_fast_selection_equals_reference(inst: Instance, method: str) -> None:
+    # proofs/sorted_f.md, "Compiled selection": the kernel takes the same batches as
+    # _FastSelector.select + prune_batch, one after another (ties included: small M and
+    # outputs make many equal peaks and outputs)
+    _same_batches(inst, method)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_compiled_fast_selection_equals_reference_on_larger_backlogs(seed: int) -> None:
+    # hundreds of requests, many output classes, FAST_CHUNK-sized calls of the kernel
+    rng = np.random.default_rng(seed)
+    n, memory = int(rng.integers(100, 700)), int(rng.integers(50, 3000))
+    output = rng.integers(1, memory // 2 + 1, n)
+    prompt = np.array([rng.integers(0, memory - o + 1) for o in output])
+    _same_batches(Instance.from_arrays(memory, prompt, output), "fast")
+
+
+def test_compiled_selection_above_its_memory_limit_runs_the_reference() -> None:
+    memory = sorted_f_module.COMPILED_MAX_MEMORY + 1  # M^3 would overflow int64
+    inst = Instance.from_arrays(memory, [memory // 2, 10, 0], [memory // 2, 5, 7])
+    _same_batches(inst, "fast")
+
+
+def test_unknown_sorted_f_engine() -> None:
+    with pytest.raises(SchedlabError, match="sorted-f: engine must be one of compiled, python"):
+        sorted_f_batches(hand_instance(), engine="cython")
+
+
+@settings(max_examples=100, deadline=None)
+@given(instances(max_n=12, max_memory=30, max_arrival=20))
+def test_sequential_starts_follow_the_recurrence(inst: Instance) -> None:
+    # T_b = max(T_{b-1} + max o over X_{b-1}, max a over X_b), batch by batch
+    batches, _ = sorted_f_batches(inst, method="fast")
+    expected = np.zeros(inst.n, dtype=np.int64)
+    ready = 0
+    for batch in batches:
+        begin = max(ready, int(inst.arrival[batch].max()))
+        expected[batch] = begin
+        ready = begin + int(inst.output[batch].max())
+    starts = sequential_starts(inst, batches)
+    assert starts.tolist() == expected.tolist()
+    assert verify(inst, starts) == []

@@ -1,0 +1,204 @@
+"""Every row of the offline-performance table (issue 13) in one run, each next to its target.
+
+Run: ``python benchmarks/offline_targets.py`` (all rows, about 75 minutes on a 2-core
+machine), or some rows: ``--rows gap200,moves`` ; ``--scale 0.1`` divides every time
+limit by ten for a smoke run (the targets then do not apply). Rows:
+
+``gap200``
+    Certified gap on the shipped mixed n = 200 backlog and two fresh seeds
+    (``mixed_backlog(200, seed=1, 2)``), 60 s per solver: ``lp-search``, ``alns`` (work
+    budget) and ``alns`` governed by the time limit (``evaluations=None``). Target <= 1.0 %.
+``gap1000``
+    Mixed n = 1,000 (shipped) at 30 s and 300 s: ``local-search``, ``lp-swap``,
+    ``lp-search``, ``alns``. Targets: <= 1.5 % at 300 s; no solver worse than
+    ``local-search`` at either limit.
+``gap10000``
+    ``mixed_backlog(10_000, seed=0)`` at 600 s: ``local-search``, ``alns``. Target <= 3 %.
+``moves``
+    ``improve_order`` with exact evaluations (``screen=None``) from the best rule's
+    order on mixed n = 1,000 with no work budget, at 30 s and 120 s: moves per second
+    (target >= 30,000) and the strict objective (target: lower at 120 s than at 30 s).
+``exact``
+    ``cpsat`` on ``jaillet_instance(seed, n)``, seeds 0..4, n = 15 and 20, 60 s each:
+    median time (a run cut by the limit counts as 60 s), proven count, median gap of
+    unproven runs. Target: n = 15 median <= 60 s with every seed proven.
+``rules``
+    Every list rule and ``sorted-f`` on ``mixed_backlog(10**6, seed=1)``, one run each
+    (solver runtime, without the bound). Targets: rules <= 5 s, sorted-f <= 10 s.
+``cpsat``
+    ``cpsat`` on the shipped mixed n = 200 backlog at 30 s (its size refusal lifted)
+    against ``svf``, its warm start.
+
+The gap of a row is ``objective / B - 1`` with ``B`` the larger of the instance's
+``best`` lower bound (computed once, without a time limit) and the solver's own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from schedlab import read_instance, solve
+from schedlab.budget import Budget
+from schedlab.offline.backlogs import jaillet_instance, mixed_backlog
+from schedlab.offline.bounds import lower_bound
+from schedlab.offline.instance import Instance
+from schedlab.offline.result import Status
+from schedlab.offline.solvers.local_search import SearchSettings, best_start_order, improve_order
+from schedlab.offline.solvers.rules import RULES
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _shipped(n: int) -> Instance:
+    return read_instance(ROOT / "instances" / f"mixed-n{n}.json")
+
+
+def _gap_rows(
+    instances: list[Instance],
+    runs: list[tuple[str, str, dict[str, Any]]],
+    limits: list[float],
+    target: str,
+) -> dict[tuple[str, str, float], float]:
+    """Print solver x instance x limit gaps; return them by (instance, label, limit)."""
+    gaps = {}
+    print(
+        f"{'instance':<16}{'solver':<18}{'limit s':>8}{'objective':>14}{'bound':>14}"
+        f"{'gap %':>8}{'time s':>8}  stopped_by"
+    )
+    for inst in instances:
+        bound = lower_bound(inst, method="best")
+        for limit in limits:
+            for label, solver, options in runs:
+                result = solve(inst, solver, time_limit=limit, bound=None, **options)
+                best = max(bound.value, result.lower_bound or 0.0)
+                gap = 100 * (result.objective / best - 1)
+                gaps[inst.name, label, limit] = gap
+                print(
+                    f"{inst.name:<16}{label:<18}{limit:>8.0f}{result.objective:>14,}"
+                    f"{best:>14,.0f}{gap:>8.2f}{result.runtime:>8.1f}  "
+                    f"{result.stats.get('stopped_by')}",
+                    flush=True,
+                )
+    print(f"target: {target}")
+    return gaps
+
+
+def gap200(scale: float) -> None:
+    instances = [_shipped(200), mixed_backlog(200, seed=1), mixed_backlog(200, seed=2)]
+    runs = [
+        ("lp-search", "lp-search", {}),
+        ("alns", "alns", {}),
+        ("alns (time)", "alns", {"evaluations": None}),
+    ]
+    _gap_rows(instances, runs, [60 * scale], "<= 1.0 % in 60 s")
+
+
+def gap1000(scale: float) -> None:
+    runs = [(s, s, {}) for s in ("local-search", "lp-swap", "lp-search", "alns")]
+    limits = [30 * scale, 300 * scale]
+    gaps = _gap_rows([_shipped(1000)], runs, limits, "<= 1.5 % in 300 s")
+    for limit in limits:
+        ls = gaps["mixed-n1000", "local-search", limit]
+        worse = [label for (_, label, at), gap in gaps.items() if at == limit and gap > ls]
+        print(f"at {limit:.0f} s, worse than local-search ({ls:.2f} %): {worse or 'none'}")
+
+
+def gap10000(scale: float) -> None:
+    runs = [("local-search", "local-search", {}), ("alns", "alns", {"evaluations": None})]
+    _gap_rows([mixed_backlog(10_000, seed=0)], runs, [600 * scale], "<= 3 % in 600 s")
+
+
+def moves(scale: float) -> None:
+    inst = _shipped(1000)
+    order, _ = best_start_order(inst)
+    settings = SearchSettings("first", screen=None, max_moves=None)
+    for limit in (30 * scale, 120 * scale):
+        _, stats = improve_order(inst, order, settings, budget=Budget(limit), seed=0)
+        print(
+            f"local search, exact moves, {limit:.0f} s: {stats['moves_per_s']:,.0f} moves/s "
+            f"(target >= 30,000), objective {stats['objective_strict']:,}",
+            flush=True,
+        )
+    print("target: still improving between 30 s and 120 s")
+
+
+def exact(scale: float) -> None:
+    limit = 60 * scale
+    for n in (15, 20):
+        times, gaps, proven = [], [], 0
+        for seed in range(5):
+            result = solve(jaillet_instance(seed, n=n), "cpsat", time_limit=limit, bound=None)
+            if result.status == Status.OPTIMAL:
+                proven += 1
+                times.append(result.runtime)
+            else:
+                times.append(limit)
+                if result.lower_bound:
+                    gaps.append(100 * (result.objective / result.lower_bound - 1))
+        gap = f"{statistics.median(gaps):.1f} %" if gaps else "-"
+        print(
+            f"cpsat jaillet n = {n}: median {statistics.median(times):.1f} s, proven "
+            f"{proven}/5, median gap of the unproven {gap}",
+            flush=True,
+        )
+    print("target: n = 15 proven in <= 60 s median (5 seeds)")
+
+
+def rules(scale: float) -> None:
+    inst = mixed_backlog(10**6, seed=1)
+    for name in (*RULES, "sorted-f"):
+        began = time.perf_counter()
+        result = solve(inst, name, bound=None)
+        target = 10 if name == "sorted-f" else 5
+        print(
+            f"{name:<16} n = 10^6: solver {result.runtime:6.1f} s, call "
+            f"{time.perf_counter() - began:6.1f} s (target <= {target} s)",
+            flush=True,
+        )
+
+
+def cpsat(scale: float) -> None:
+    inst = _shipped(200)
+    svf = solve(inst, "svf", bound=None)
+    # cpsat refuses a model this large by default (MAX_INTERVALS); lifted to measure it
+    result = solve(inst, "cpsat", time_limit=30 * scale, bound=None, max_intervals=10**6)
+    print(
+        f"cpsat mixed-n200 at {30 * scale:.0f} s: {result.objective:,} "
+        f"(svf, its warm start: {svf.objective:,}); improved: {result.objective < svf.objective}"
+    )
+
+
+ROWS: dict[str, Callable[[float], None]] = {
+    "gap200": gap200,
+    "gap1000": gap1000,
+    "gap10000": gap10000,
+    "moves": moves,
+    "exact": exact,
+    "rules": rules,
+    "cpsat": cpsat,
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--rows", default=",".join(ROWS), help="comma-separated, of: " + ", ".join(ROWS)
+    )
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply every time limit")
+    args = parser.parse_args()
+    chosen = args.rows.split(",")
+    unknown = [r for r in chosen if r not in ROWS]
+    if unknown:
+        parser.error(f"unknown rows {unknown}; choose among {', '.join(ROWS)}")
+    for row in chosen:
+        print(f"\n== {row} ==", flush=True)
+        ROWS[row](args.scale)
+
+
+if __name__ == "__main__":
+    main()

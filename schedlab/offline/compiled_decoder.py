@@ -1,0 +1,505 @@
+"""The list-scheduling engine compiled with numba: the same procedure on flat ``int64`` arrays.
+
+:mod:`schedlab.offline.decoder` is the reference: its module docstring and
+``proofs/list_scheduling.md`` state and prove the procedure (event jumping by the
+deficit, the slack ``S_t(o)`` from suffix sums and prefix maxima of ``h(C_j - 1)``, the
+min-tree over priority positions for backfilling, resumable strict decoding on a
+backlog). The kernels here implement that procedure step for step, with these
+representation changes only:
+
+* the running set ``_Running`` is four arrays of length ``2n + 2`` (``C_j``, ``w_j``,
+  suffix weight, peak ``h(C_j - 1)``), live in ``[head, tail)``. Completed requests
+  are dropped by moving ``head`` right; a start shifts the entries before its sorted
+  position one place left while adding its weight and one token a round (the update
+  ``_Running.add`` makes to exactly those entries), so nothing after it moves.
+  ``head`` starts at ``n + 1`` and falls by at most one per start, so it stays in range;
+* the prefix maximum of the peaks up to the last completion inside the window is read
+  off directly (``O(m)`` for ``m`` running requests) instead of being cached, and the
+  slack is not memoised;
+* ``inf`` is :data:`INF` (``2^62``; every round and load stays below ``2^60``, see
+  :data:`~schedlab.offline.instance.MAX_VALUE`);
+* the waiting heap and the min-tree's search stack are arrays.
+
+:func:`strict_kernel` and :func:`backfill_kernel` (called by :func:`schedule`, which
+allocates their room) return the same starts as the reference's ``_strict_schedule``
+and ``_Engine.run``; :func:`evaluate_kernel` is ``StrictDecoder`` driven the way the
+incremental evaluator of :mod:`schedlab.offline.solvers.local_search` drives it (restore
+a saved state, place, compare states up to a shift, screen). Agreement is checked
+schedule for schedule by ``tests/offline/test_compiled_decoder.py`` (hypothesis, with
+and without releases, both modes, and moves evaluated incrementally against full
+reference decodes).
+
+The kernels have explicit signatures and allocate nothing (:mod:`schedlab.offline.jit`),
+so each helper is compiled once and no NumPy constructor is: they compile when this
+module is first imported (by the first compiled decode; 7-10 s on the development
+machine with an empty cache, against 16-22 s when they were compiled per call with
+``inline="always"`` helpers and in-kernel allocation; ``benchmarks/list_scheduling_speed.py
+--compile``), and later processes load them from numba's cache (about 1 s).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import types
+
+from schedlab.offline.jit import INT, MATRIX, READ, READ_MATRIX, VECTOR, kernel
+
+__all__ = ["INF", "evaluate_kernel", "new_running", "schedule"]
+
+#: "Never": larger than every round, prompt and load the engine meets.
+INF = 1 << 62
+
+#: The ``C_j``, suffix weight and peak rows of the running set, as the helpers take them.
+_RUN = (VECTOR, VECTOR, VECTOR)
+
+
+def new_running(n: int) -> np.ndarray:
+    """Room for a running set of decodes of at most ``n`` starts (rows ``C_j``, ``w_j``,
+    suffix weight, peak)."""
+    return np.zeros((4, 2 * n + 2), dtype=np.int64)
+
+
+def schedule(
+    prompt: np.ndarray,
+    output: np.ndarray,
+    arrival: np.ndarray,
+    memory: int,
+    order: np.ndarray,
+    *,
+    backfill: bool,
+) -> np.ndarray:
+    """The starts of list scheduling ``order`` (reference: ``decoder.list_schedule``).
+
+    Allocates the kernels' room here, so that the kernels use no NumPy constructor
+    (each would be one more function for numba to compile).
+    """
+    n = len(order)
+    order = np.ascontiguousarray(order, dtype=np.int64)
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n)
+    # a backlog releases everything at once, in priority order
+    releases = order if int(arrival.max()) == 0 else np.lexsort((rank, arrival))
+    lengths = [np.ascontiguousarray(a, dtype=np.int64) for a in (prompt, output, arrival)]
+    starts = np.full(n, -1, dtype=np.int64)
+    run = new_running(n)
+    if backfill:
+        width = 1 << max(n - 1, 0).bit_length()
+        tree = np.full((2, 2 * width), INF, dtype=np.int64)
+        stack = np.empty((3, 256), dtype=np.int64)
+        backfill_kernel(*lengths, memory, order, releases, rank, run, starts, tree, stack)
+    else:
+        heap = np.empty(n, dtype=np.int64)
+        strict_kernel(*lengths, memory, order, releases, rank, run, starts, heap)
+    return starts
+
+
+@kernel(INT(VECTOR, INT, INT, INT))
+def _bisect_right(a: np.ndarray, lo: int, hi: int, x: int) -> int:
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if x < a[mid]:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+@kernel(INT(VECTOR, INT, INT, INT))
+def _finish_until(comp: np.ndarray, head: int, tail: int, t: int) -> int:
+    """``_Running.finish_until``: the new ``head`` once the requests with ``C_j <= t``
+    are dropped (few leave at a time, so a scan)."""
+    while head < tail and comp[head] <= t:
+        head += 1
+    return head
+
+
+@kernel(INT(*_RUN, VECTOR, INT, INT, INT, INT, INT))
+def _add(
+    comp: np.ndarray,
+    wt: np.ndarray,
+    suf: np.ndarray,
+    peak: np.ndarray,
+    head: int,
+    tail: int,
+    start: int,
+    prompt: int,
+    output: int,
+) -> int:
+    """``_Running.add``: start a request in round ``start``; returns the new ``head``."""
+    done, weight = start + output, prompt - start + 1
+    pos = _bisect_right(comp, head, tail, done)
+    while pos > head and comp[pos - 1] == done and wt[pos - 1] > weight:
+        pos -= 1
+    for j in range(head, pos):  # entries before the new one: one place left, updated
+        comp[j - 1] = comp[j]
+        wt[j - 1] = wt[j]
+        suf[j - 1] = suf[j] + weight
+        peak[j - 1] = peak[j] + weight + comp[j] - 1
+    q = pos - 1
+    comp[q] = done
+    wt[q] = weight
+    suf[q] = suf[pos] + weight
+    peak[q] = suf[q] + (done - 1) * (tail - q + 1)
+    return head - 1
+
+
+@kernel(INT(*_RUN, INT, INT, INT, INT, INT))
+def _slack(
+    comp: np.ndarray,
+    suf: np.ndarray,
+    peak: np.ndarray,
+    head: int,
+    tail: int,
+    memory: int,
+    t: int,
+    output: int,
+) -> int:
+    """``_Running.slack``: ``S_t(o)``, for ``t`` before the next completion."""
+    end = t + output - 1
+    q = _bisect_right(comp, head, tail, end)
+    value = suf[q] + end * (tail - q + 1)  # h(t + o - 1)
+    crit = q
+    while crit < tail and comp[crit] <= end + 1:
+        crit += 1
+    for j in range(head, crit):  # h(C_j - 1) for C_j <= t + o
+        value = max(value, peak[j])
+    return memory - 1 + t - value
+
+
+@kernel(INT(*_RUN, INT, INT, INT, INT, INT, INT, INT))
+def _earliest_fit(
+    comp: np.ndarray,
+    suf: np.ndarray,
+    peak: np.ndarray,
+    head: int,
+    tail: int,
+    memory: int,
+    t: int,
+    prompt: int,
+    output: int,
+    until: int,
+) -> int:
+    """``_Running.earliest_fit``: first round in ``[t, until)`` where it fits, else INF."""
+    while t < until:
+        deficit = prompt - _slack(comp, suf, peak, head, tail, memory, t, output)
+        if deficit <= 0:
+            return t
+        t += deficit
+    return INF
+
+
+@kernel(types.UniTuple(INT, 2)(*_RUN, INT, INT, INT, INT, INT, INT, INT))
+def _first_fit(
+    comp: np.ndarray,
+    suf: np.ndarray,
+    peak: np.ndarray,
+    head: int,
+    tail: int,
+    memory: int,
+    t: int,
+    prompt: int,
+    output: int,
+    until: int,
+) -> tuple[int, int]:
+    """``_Running.first_fit``: as :func:`_earliest_fit`, passing completions; returns the
+    round and the new ``head``."""
+    head = _finish_until(comp, head, tail, t)
+    while True:
+        nxt = min(comp[head] if head < tail else INF, until)
+        fit = _earliest_fit(comp, suf, peak, head, tail, memory, t, prompt, output, nxt)
+        if fit < INF or nxt >= until:
+            return fit, head
+        t = nxt
+        head = _finish_until(comp, head, tail, t)
+
+
+@kernel(types.void(READ, READ, READ, INT, READ, READ, READ, MATRIX, VECTOR, VECTOR))
+def strict_kernel(
+    prompt: np.ndarray,
+    output: np.ndarray,
+    arrival: np.ndarray,
+    memory: int,
+    order: np.ndarray,
+    releases: np.ndarray,
+    rank: np.ndarray,
+    run: np.ndarray,
+    starts: np.ndarray,
+    heap: np.ndarray,
+) -> None:
+    """Strict list scheduling (reference: ``decoder._strict_schedule``).
+
+    ``releases`` lists the requests by ``(a_i, priority position)``, ``rank`` is the
+    position of each request in ``order``; ``run`` is room for the running set
+    (:func:`new_running`), ``heap`` for the min-heap of waiting priority positions.
+    Writes the starts into ``starts``.
+    """
+    n = len(order)
+    comp, wt, suf, peak = run[0], run[1], run[2], run[3]
+    head = tail = n + 1
+    size = 0
+    released = 0
+    t = arrival[releases[0]]
+    while released < n or size:
+        while released < n and arrival[releases[released]] <= t:
+            value = rank[releases[released]]
+            child = size
+            size += 1
+            while child:
+                parent = (child - 1) >> 1
+                if heap[parent] <= value:
+                    break
+                heap[child] = heap[parent]
+                child = parent
+            heap[child] = value
+            released += 1
+        pending = arrival[releases[released]] if released < n else INF
+        if size:
+            i = order[heap[0]]
+            fit, head = _first_fit(
+                comp, suf, peak, head, tail, memory, t, prompt[i], output[i], pending
+            )
+            if fit < INF:
+                t = fit
+                starts[i] = t
+                head = _add(comp, wt, suf, peak, head, tail, t, prompt[i], output[i])
+                size -= 1
+                last = heap[size]
+                node = 0
+                while True:
+                    child = 2 * node + 1
+                    if child >= size:
+                        break
+                    if child + 1 < size and heap[child + 1] < heap[child]:
+                        child += 1
+                    if heap[child] >= last:
+                        break
+                    heap[node] = heap[child]
+                    node = child
+                heap[node] = last
+                continue
+        t = pending
+
+
+@kernel(types.void(VECTOR, VECTOR, INT, INT, INT, INT))
+def _tree_put(min_s: np.ndarray, min_o: np.ndarray, width: int, pos: int, s: int, o: int) -> None:
+    """``_WaitingTree.put``: set leaf ``pos`` (``INF`` removes it), update its ancestors."""
+    node = pos + width
+    min_s[node] = s
+    min_o[node] = o
+    node >>= 1
+    while node:
+        least_s = min(min_s[2 * node], min_s[2 * node + 1])
+        least_o = min(min_o[2 * node], min_o[2 * node + 1])
+        if min_s[node] == least_s and min_o[node] == least_o:
+            break
+        min_s[node] = least_s
+        min_o[node] = least_o
+        node >>= 1
+
+
+@kernel(types.void(READ, READ, READ, INT, READ, READ, READ, MATRIX, VECTOR, MATRIX, MATRIX))
+def backfill_kernel(
+    prompt: np.ndarray,
+    output: np.ndarray,
+    arrival: np.ndarray,
+    memory: int,
+    order: np.ndarray,
+    releases: np.ndarray,
+    rank: np.ndarray,
+    run: np.ndarray,
+    starts: np.ndarray,
+    tree: np.ndarray,
+    stack: np.ndarray,
+) -> None:
+    """Backfilling list scheduling (reference: ``decoder._Engine``).
+
+    Arguments as :func:`strict_kernel`; ``tree`` is the min-tree over priority positions
+    (rows: least prompt, least output; ``2 width`` nodes, all ``INF``), ``stack`` the
+    search stack (rows: node, first leaf, leaves under it). Writes the starts into
+    ``starts``.
+    """
+    n = len(order)
+    min_s, min_o = tree[0], tree[1]
+    width = tree.shape[1] // 2
+    count = 0
+    comp, wt, suf, peak = run[0], run[1], run[2], run[3]
+    head = tail = n + 1
+    next_release = 0
+    t = arrival[releases[0]]
+    while next_release < n or count:
+        while next_release < n and arrival[releases[next_release]] <= t:
+            i = releases[next_release]
+            _tree_put(min_s, min_o, width, rank[i], prompt[i], output[i])
+            count += 1
+            next_release += 1
+        head = _finish_until(comp, head, tail, t)
+        free = memory - (suf[head] + t * (tail - head))
+        pending = arrival[releases[next_release]] if next_release < n else INF
+        # search 0 starts, left to right, every request that fits now (admissions only
+        # tighten the test, so one pass suffices); search 1 moves the wake-up round to the
+        # earliest later fit, looking only where the deficit is below wake - t - 1
+        wake = INF
+        for search in range(2):
+            margin = 0 if search == 0 else wake - t - 1
+            if search == 1 and margin <= 0:
+                break
+            stack[0, 0], stack[1, 0], stack[2, 0] = 1, 0, width
+            top = 1
+            while top:
+                top -= 1
+                node, lo, leaves = stack[0, top], stack[1, top], stack[2, top]
+                least = min_s[node]
+                if least >= free or least > (
+                    _slack(comp, suf, peak, head, tail, memory, t, min_o[node]) + margin
+                ):
+                    continue
+                if leaves == 1:
+                    i = order[lo]
+                    if search == 1:
+                        later = _earliest_fit(
+                            comp, suf, peak, head, tail, memory, t + 1, prompt[i], output[i], wake
+                        )
+                        if later < wake:
+                            wake = later
+                            margin = later - t - 1
+                    elif prompt[i] < free and prompt[i] <= _slack(
+                        comp, suf, peak, head, tail, memory, t, output[i]
+                    ):
+                        starts[i] = t
+                        head = _add(comp, wt, suf, peak, head, tail, t, prompt[i], output[i])
+                        free -= prompt[i] + 1
+                        _tree_put(min_s, min_o, width, lo, INF, INF)
+                        count -= 1
+                    continue
+                half = leaves >> 1
+                stack[0, top], stack[1, top], stack[2, top] = 2 * node + 1, lo + half, half
+                stack[0, top + 1], stack[1, top + 1], stack[2, top + 1] = 2 * node, lo, half
+                top += 2
+            if search == 0:
+                # wake at the next release or completion (admissions may have moved it)
+                wake = min(pending, comp[head] if head < tail else INF)
+        if wake < INF:
+            t = wake
+
+
+@kernel(
+    types.void(
+        READ_MATRIX,
+        INT,
+        READ,
+        INT,
+        INT,
+        INT,
+        READ,
+        READ_MATRIX,
+        READ_MATRIX,
+        INT,
+        INT,
+        MATRIX,
+        VECTOR,
+        MATRIX,
+        MATRIX,
+        VECTOR,
+    )
+)
+def evaluate_kernel(
+    lengths: np.ndarray,
+    memory: int,
+    order: np.ndarray,
+    lo: int,
+    hi: int,
+    every: int,
+    starts: np.ndarray,
+    index: np.ndarray,
+    pool: np.ndarray,
+    screen: int,
+    allow: int,
+    run: np.ndarray,
+    new_starts: np.ndarray,
+    new_index: np.ndarray,
+    new_pool: np.ndarray,
+    result: np.ndarray,
+) -> None:
+    """Strict decode of ``order`` from the saved state at or before ``lo`` (module docs of
+    :mod:`schedlab.offline.solvers.local_search`, "Incremental evaluation").
+
+    Saved states: checkpoint ``k`` (position ``k * every``) has round ``index[0, k]`` and
+    its running requests at ``pool[:, index[1, k] : index[1, k + 1]]``, rows ``C_j - t``
+    and ``w_j + t`` (``DecoderState.remaining`` / ``held``). ``starts`` holds the old
+    starts by position; ``lengths`` the prompts and outputs; ``run`` is room for the
+    running set (:func:`new_running`). ``screen < 0``: no screen.
+
+    Writes the new starts of positions ``base ..`` into ``new_starts[0 ..]``, the new
+    states in the same layout into ``new_index`` / ``new_pool``, and ``result`` =
+    (code, stop, delta, change of the total, positions decoded, new states): code 1 met,
+    2 decoded to the end, 0 cut by the screen, -1 ``new_pool`` too small.
+    """
+    prompt, output = lengths[0], lengths[1]
+    comp, wt, suf, peak = run[0], run[1], run[2], run[3]
+    n = len(order)
+    base = lo - lo % every
+    k0 = base // every
+    # restore the saved state: C_j = remaining + t, w_j = held - t, sorted by (C_j, w_j)
+    t = index[0, k0]
+    first, last = index[1, k0], index[1, k0 + 1]
+    tail = n + 1
+    head = tail - (last - first)
+    suf[tail] = 0
+    for j in range(tail - 1, head - 1, -1):
+        comp[j] = pool[0, first + j - head] + t
+        wt[j] = pool[1, first + j - head] - t
+        suf[j] = suf[j + 1] + wt[j]
+        peak[j] = suf[j] + (comp[j] - 1) * (tail - j + 1)
+    change = 0
+    cuts = 0
+    cut_at = hi + 1 + screen if screen >= 0 and hi + 1 + screen < n else INF
+    states = 0
+    used = 0
+    new_index[1, 0] = 0
+    latest = 0
+    for p in range(base, n):
+        if p % every == 0:
+            head = _finish_until(comp, head, tail, t)
+            m = tail - head
+            if p > hi:  # the runs meet if the old state here is this one shifted
+                k = p // every
+                first = index[1, k]
+                same = index[1, k + 1] - first == m
+                j = 0
+                while same and j < m:
+                    same = (
+                        pool[0, first + j] == comp[head + j] - t
+                        and pool[1, first + j] == wt[head + j] + t
+                    )
+                    j += 1
+                if same:
+                    delta = t - index[0, k]
+                    result[0], result[1], result[2] = 1, p, delta
+                    result[3], result[4], result[5] = change + delta * (n - p), p - base, states
+                    return
+            if used + m > new_pool.shape[1]:
+                result[0] = -1
+                return
+            new_index[0, states] = t
+            for j in range(m):
+                new_pool[0, used + j] = comp[head + j] - t
+                new_pool[1, used + j] = wt[head + j] + t
+            used += m
+            states += 1
+            new_index[1, states] = used
+        if p == cut_at:
+            if max(change, change + (latest - starts[p - 1]) * (n - p)) > allow:
+                result[0], result[4] = 0, p - base
+                return
+            cuts += 1
+            cut_at = hi + 1 + screen * 4**cuts
+            if cut_at >= n:
+                cut_at = INF
+        i = order[p]
+        t, head = _first_fit(comp, suf, peak, head, tail, memory, t, prompt[i], output[i], INF)
+        head = _add(comp, wt, suf, peak, head, tail, t, prompt[i], output[i])
+        new_starts[p - base] = t
+        latest = t
+        change += t - starts[p]
+    result[0], result[1], result[2] = 2, n, 0
+    result[3], result[4], result[5] = change, n - base, states

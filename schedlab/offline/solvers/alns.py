@@ -1,0 +1,433 @@
+r"""Adaptive large-neighbourhood search over priority orders (``alns``).
+
+A solution is a priority order, valued, as in :mod:`~schedlab.offline.solvers.local_search`,
+by the total latency of its strict list schedule. Each iteration *destroys* part of the
+current order and *repairs* it, by one of :data:`OPERATORS`, chosen by roulette wheel
+over adaptive weights:
+
+``move``
+    One swap or insertion of two positions at most ``window`` apart (local search's move).
+``block``
+    A block of 2 to ``block`` consecutive requests moved, in its order, at most
+    ``window`` positions away.
+``permute``
+    The ``permute`` consecutive requests from a random position are re-sequenced
+    *exactly*: all :math:`k! - 1` other orders of the window are evaluated, the best kept
+    (the rest of the order fixed, the window's optimum for the strict decode).
+``reinsert``
+    ``remove`` requests drawn from ``window`` consecutive positions are taken out and
+    put back one at a time, each at its best position of that window (greedy repair,
+    every position evaluated).
+
+An operator returns its best candidate. The candidate of value :math:`v` replaces the
+current order, of value :math:`c`, by the simulated-annealing criterion of Ropke and
+Pisinger ("An adaptive large neighborhood search heuristic for the pickup and delivery
+problem with time windows", Transportation Science 40(4), 2006): always when
+:math:`v \le c`, else with probability :math:`e^{-(v - c)/T}`, where the temperature
+falls geometrically with the fraction :math:`f` of the work budget spent,
+
+.. math:: T = c_0 \, \tau_0 \left(\tau_1 / \tau_0\right)^{f},
+
+:math:`c_0` the start objective, :math:`\tau_0` = ``start_temperature`` and
+:math:`\tau_1` = ``end_temperature`` (relative). With no work budget (``evaluations=None``)
+:math:`f` is the fraction of the wall-clock cap spent instead, so that a longer cap
+anneals more slowly; the run then depends on the machine (``stats["stopped_by"]``).
+Weights follow the same paper: an operator scores :math:`\sigma_1 = 33` for a new best
+order, :math:`\sigma_2 = 9` for an improvement of the current one, :math:`\sigma_3 = 13`
+for an accepted worse one; every ``segment`` iterations its weight becomes
+:math:`(1 - r) w + r \cdot \text{score}/\text{uses}` (reaction ``r``), never below 1.
+
+Work (:mod:`schedlab.budget`): the unit is one evaluated order (a strict decode, done
+incrementally on backlogs by :class:`~schedlab.offline.solvers.local_search.OrderEvaluator`),
+:data:`DEFAULT_EVALUATIONS` by default; an operator that would overrun the budget is not
+run. All randomness comes from one ``numpy.random.Generator`` seeded by ``seed``, so the
+same instance, settings and seed give the same order. The best order ever seen is
+returned: never worse than the start.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from itertools import permutations
+from typing import Any
+
+import numpy as np
+
+from schedlab.budget import UNLIMITED, Budget
+from schedlab.errors import SchedlabError
+from schedlab.offline.decoder import check_order, decode_best, list_schedule
+from schedlab.offline.instance import Instance
+from schedlab.offline.priority import priority_order
+from schedlab.offline.result import SolverOutput
+from schedlab.offline.schedule import total_latency
+from schedlab.offline.solvers.left_shift import left_shift
+from schedlab.offline.solvers.local_search import Move, OrderEvaluator, best_start_order
+
+__all__ = ["DEFAULT_EVALUATIONS", "OPERATORS", "ALNSSettings", "alns", "improve_alns"]
+
+#: The destroy-and-repair operators (module docs).
+OPERATORS: tuple[str, ...] = ("move", "block", "permute", "reinsert")
+
+#: Orders ``alns`` evaluates when ``evaluations`` is not given.
+DEFAULT_EVALUATIONS = 40_000
+
+#: Scores of an operator's outcome (Ropke and Pisinger 2006): new best, better, accepted.
+_SCORES = (33.0, 9.0, 13.0)
+
+#: The largest ``permute`` window (``k!`` orders per iteration).
+MAX_PERMUTE = 7
+
+
+@dataclass(frozen=True)
+class ALNSSettings:
+    """How :func:`improve_alns` searches (module docs).
+
+    Attributes
+    ----------
+    evaluations
+        The work budget: orders evaluated (``None``: only the wall-clock cap ends it).
+    window
+        Positions within which ``move``, ``block`` and ``reinsert`` act.
+    block
+        Longest block ``block`` moves.
+    permute
+        Requests ``permute`` re-sequences exactly (``k!`` orders), 2 to :data:`MAX_PERMUTE`.
+    remove
+        Requests ``reinsert`` takes out, at most ``window``.
+    start_temperature, end_temperature
+        Annealing temperatures relative to the start objective, ``start >= end > 0``.
+    segment
+        Iterations between weight updates.
+    reaction
+        Weight reaction factor in ``[0, 1]``.
+    operators
+        The operators drawn from, a non-empty subset of :data:`OPERATORS`.
+
+    Raises
+    ------
+    SchedlabError
+        On a value out of range.
+    """
+
+    evaluations: int | None = DEFAULT_EVALUATIONS
+    window: int = 16
+    block: int = 6
+    permute: int = 4
+    remove: int = 3
+    start_temperature: float = 1e-3
+    end_temperature: float = 1e-5
+    segment: int = 100
+    reaction: float = 0.2
+    operators: tuple[str, ...] = OPERATORS
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.operators) - set(OPERATORS))
+        if unknown or not self.operators or len(set(self.operators)) < len(self.operators):
+            raise SchedlabError(
+                f"alns: operators must be distinct names among {', '.join(OPERATORS)}, "
+                f"got {self.operators!r}"
+            )
+        if self.evaluations is not None and self.evaluations < 0:
+            raise SchedlabError(f"alns: evaluations must be >= 0, got {self.evaluations}")
+        for name in ("window", "segment"):
+            if getattr(self, name) < 1:
+                raise SchedlabError(f"alns: {name} must be >= 1, got {getattr(self, name)}")
+        if self.block < 2:
+            raise SchedlabError(f"alns: block must be >= 2, got {self.block}")
+        if not 2 <= self.permute <= MAX_PERMUTE:
+            raise SchedlabError(
+                f"alns: permute must be in 2..{MAX_PERMUTE} ({MAX_PERMUTE}! orders per "
+                f"iteration at most), got {self.permute}"
+            )
+        if not 1 <= self.remove <= self.window:
+            raise SchedlabError(
+                f"alns: remove must be in 1..window ({self.window}), got {self.remove}"
+            )
+        if not 0 < self.end_temperature <= self.start_temperature:
+            raise SchedlabError(
+                "alns: temperatures must satisfy 0 < end_temperature <= start_temperature, "
+                f"got {self.start_temperature} and {self.end_temperature}"
+            )
+        if not 0 <= self.reaction <= 1:
+            raise SchedlabError(f"alns: reaction must be in [0, 1], got {self.reaction}")
+
+
+#: An operator: the current order, a generator and the settings in; candidate orders
+#: with the first and last positions they change out, lazily.
+Operator = Callable[
+    [list[int], np.random.Generator, "ALNSSettings"], Iterator[tuple[list[int], int, int]]
+]
+
+
+def _move(
+    order: list[int], rng: np.random.Generator, s: ALNSSettings
+) -> Iterator[tuple[list[int], int, int]]:
+    n = len(order)
+    i = int(rng.integers(n))
+    j = int(np.clip(i + rng.integers(-s.window, s.window + 1), 0, n - 1))
+    if j == i:
+        j = (i + 1) % n
+    new = list(order)
+    if rng.random() < 0.5:
+        new[i], new[j] = new[j], new[i]
+    else:
+        new.insert(j, new.pop(i))
+    yield new, min(i, j), max(i, j)
+
+
+def _block(
+    order: list[int], rng: np.random.Generator, s: ALNSSettings
+) -> Iterator[tuple[list[int], int, int]]:
+    n = len(order)
+    length = int(rng.integers(2, min(s.block, n - 1) + 1))
+    i = int(rng.integers(n - length + 1))
+    rest = order[:i] + order[i + length :]
+    j = int(np.clip(i + rng.integers(-s.window, s.window + 1), 0, len(rest)))
+    if j == i:
+        j = i + 1 if i < len(rest) else i - 1
+    new = rest[:j] + order[i : i + length] + rest[j:]
+    yield new, min(i, j), max(i, j) + length - 1
+
+
+def _permute(
+    order: list[int], rng: np.random.Generator, s: ALNSSettings
+) -> Iterator[tuple[list[int], int, int]]:
+    k = min(s.permute, len(order))
+    lo = int(rng.integers(len(order) - k + 1))
+    window = order[lo : lo + k]
+    for perm in permutations(window):
+        if list(perm) != window:
+            yield order[:lo] + list(perm) + order[lo + k :], lo, lo + k - 1
+
+
+def _permute_cost(s: ALNSSettings, n: int) -> int:
+    return math.factorial(min(s.permute, n)) - 1
+
+
+#: Operators by name, and the most evaluations one iteration of each costs.
+_OPERATORS: dict[str, Operator] = {"move": _move, "block": _block, "permute": _permute}
+
+
+@dataclass
+class _Search:
+    """The current order, its evaluator (backlogs) and the count of evaluations."""
+
+    instance: Instance
+    order: list[int]
+    evaluator: OrderEvaluator | None
+    value: int
+    evaluations: int = 0
+
+    @classmethod
+    def start(cls, instance: Instance, order: list[int]) -> _Search:
+        if int(instance.arrival.max()) == 0:
+            evaluator = OrderEvaluator(instance, np.array(order))
+            return cls(instance, order, evaluator, evaluator.objective())
+        value = total_latency(instance, list_schedule(instance, order))
+        return cls(instance, order, None, value)
+
+    def evaluate(self, order: list[int], lo: int, hi: int) -> tuple[int, Move | None]:
+        """Exact objective of ``order`` (equal to the current one outside ``lo..hi``)."""
+        self.evaluations += 1
+        if self.evaluator is None:
+            return total_latency(self.instance, list_schedule(self.instance, order)), None
+        move = self.evaluator.evaluate(order, lo, hi)
+        assert move is not None  # no screen: every evaluation is exact
+        return move.total + self.evaluator.output_total, move
+
+    def accept(self, order: list[int], value: int, move: Move | None) -> None:
+        if self.evaluator is not None and move is not None:
+            self.evaluator.accept(order, move)
+        self.order, self.value = order, value
+
+    def reinsert(
+        self, rng: np.random.Generator, s: ALNSSettings
+    ) -> tuple[list[int], int, Move | None]:
+        """``reinsert``'s candidate (module docs), each put-back evaluated exactly."""
+        n = len(self.order)
+        width = min(s.window, n)
+        lo = int(rng.integers(n - width + 1))
+        taken = sorted(rng.choice(width, size=min(s.remove, width), replace=False).tolist())
+        removed = [self.order[lo + k] for k in taken]
+        partial = [x for k, x in enumerate(self.order[lo : lo + width]) if k not in taken]
+        best: tuple[int, list[int], Move | None] = (self.value, self.order, None)
+        for r, request in enumerate(removed):
+            candidates = []
+            for at in range(len(partial) + 1):
+                trial = [*partial[:at], request, *partial[at:]]
+                # the window holds the requests still out at its end while others go back
+                candidates.append(trial + removed[r + 1 :])
+            scored = []
+            for window_order in candidates:
+                order = self.order[:lo] + window_order + self.order[lo + width :]
+                value, move = self.evaluate(order, lo, lo + width - 1)
+                scored.append((value, window_order, order, move))
+            value, window_order, order, move = min(scored, key=lambda x: x[0])
+            partial = window_order[: len(partial) + 1]
+            best = (value, order, move)
+        return best[1], best[0], best[2]
+
+
+def _reinsert_cost(s: ALNSSettings, n: int) -> int:
+    width = min(s.window, n)
+    r = min(s.remove, width)
+    return sum(width - r + k + 1 for k in range(r))
+
+
+def improve_alns(
+    instance: Instance,
+    order: np.ndarray,
+    settings: ALNSSettings,
+    *,
+    budget: Budget = UNLIMITED,
+    seed: int = 0,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Improve ``order`` by adaptive large-neighbourhood search (module docs).
+
+    Stops when ``settings.evaluations`` orders were evaluated or when ``budget``'s cap
+    passes, whichever comes first; at least one of them must be set. Returns the best
+    order seen and statistics: iterations, evaluations, accepted and improving
+    iterations, per-operator uses and final weights, the objective at the start and the
+    best, and ``stopped_by``.
+    """
+    if not budget.limited and settings.evaluations is None:
+        raise SchedlabError(
+            "alns: set time_limit or evaluations (the search has no end otherwise)"
+        )
+    n = instance.n
+    current = check_order(order, n)
+    began = time.perf_counter()
+    search = _Search.start(instance, current)
+    start_value = best_value = search.value
+    best_order = current
+    # a block of two or more moved elsewhere needs three requests
+    names = tuple(name for name in settings.operators if name != "block" or n >= 3)
+    uses = dict.fromkeys(names, 0)
+    stats: dict[str, Any] = {"start_objective": start_value}
+    if n < 2 or not names:
+        return np.array(best_order), {
+            **stats,
+            "iterations": 0,
+            "evaluations": 0,
+            "objective_strict": best_value,
+            "stopped_by": None,
+        }
+    rng = np.random.default_rng(seed)
+    weights = np.ones(len(names))
+    scores = np.zeros(len(names))
+    counts = np.zeros(len(names))
+    costs = {
+        "move": 1,
+        "block": 1,
+        "permute": _permute_cost(settings, n),
+        "reinsert": _reinsert_cost(settings, n),
+    }
+    ratio = settings.end_temperature / settings.start_temperature
+    limit = settings.evaluations
+    iterations = accepted = improved = 0
+    stopped: str | None = None
+    while True:
+        if budget.expired():
+            stopped = "time_limit"
+            break
+        if limit is not None and search.evaluations >= limit:
+            stopped = "work"
+            break
+        affordable = [
+            k
+            for k, name in enumerate(names)
+            if limit is None or search.evaluations + costs[name] <= limit
+        ]
+        if not affordable:
+            stopped = "work"
+            break
+        w = weights[affordable]
+        k = affordable[int(rng.choice(len(affordable), p=w / w.sum()))]
+        name = names[k]
+        if limit is not None:
+            spent = search.evaluations / limit
+        else:
+            spent = min(1.0, (time.perf_counter() - began) / max(budget.time_limit or 1.0, 1e-9))
+        temperature = start_value * settings.start_temperature * ratio**spent
+        threshold = -temperature * math.log(1.0 - rng.random())  # accept v <= c + threshold
+        if name == "reinsert":
+            candidate, value, move = search.reinsert(rng, settings)
+        else:
+            value, candidate, move = search.value + 1, search.order, None
+            found = False
+            for trial, lo, hi in _OPERATORS[name](search.order, rng, settings):
+                v, m = search.evaluate(trial, lo, hi)
+                if not found or v < value:
+                    value, candidate, move, found = v, trial, m, True
+        uses[name] += 1
+        counts[k] += 1
+        iterations += 1
+        if value <= search.value + threshold and candidate != search.order:
+            score = _SCORES[2]
+            if value < search.value:
+                improved += 1
+                score = _SCORES[1]
+            search.accept(candidate, value, move)
+            accepted += 1
+            if value < best_value:
+                best_value, best_order = value, candidate
+                score = _SCORES[0]
+            scores[k] += score
+        if iterations % settings.segment == 0:
+            used = counts > 0
+            weights[used] = (1 - settings.reaction) * weights[used] + settings.reaction * (
+                scores[used] / counts[used]
+            )
+            weights = np.maximum(weights, 1.0)
+            scores[:] = 0
+            counts[:] = 0
+    elapsed = time.perf_counter() - began
+    return np.array(best_order, dtype=np.int64), {
+        **stats,
+        "iterations": iterations,
+        "evaluations": search.evaluations,
+        "evaluations_per_s": search.evaluations / elapsed if elapsed > 0 else 0.0,
+        "accepted": accepted,
+        "improved": improved,
+        "uses": uses,
+        "weights": dict(zip(names, (round(float(x), 3) for x in weights), strict=True)),
+        "objective_strict": best_value,
+        "stopped_by": stopped,
+    }
+
+
+def alns(
+    instance: Instance,
+    *,
+    budget: Budget = UNLIMITED,
+    seed: int = 0,
+    evaluations: int | None = DEFAULT_EVALUATIONS,
+    window: int = 16,
+    block: int = 6,
+    permute: int = 4,
+    remove: int = 3,
+    start_temperature: float = 1e-3,
+    end_temperature: float = 1e-5,
+) -> SolverOutput:
+    """Adaptive large-neighbourhood search from the best rule's order (module docs).
+
+    The start is the order, among the rules' and Sorted-F's, with the best strict
+    schedule; the search's best order is decoded strict (then compacted by
+    :func:`~schedlab.offline.solvers.left_shift.left_shift`) and backfilling, and the
+    best of those and the ``mc-sf-backfill`` schedule is returned, so never worse than
+    the best rule. Options are the fields of :class:`ALNSSettings`.
+    """
+    settings = ALNSSettings(
+        evaluations, window, block, permute, remove, start_temperature, end_temperature
+    )
+    order, start = best_start_order(instance, budget=budget.share(0.25))
+    order, stats = improve_alns(instance, order, settings, budget=budget.share(0.95), seed=seed)
+    shifted, _ = left_shift(instance, list_schedule(instance, order))
+    mc_sf = list_schedule(instance, priority_order(instance, "mc-sf-backfill"), backfill=True)
+    starts, chosen = decode_best(
+        instance, order, {"strict+left-shift": shifted, "mc-sf-backfill": mc_sf}
+    )
+    return SolverOutput(starts, stats={**stats, "start": start, **chosen})

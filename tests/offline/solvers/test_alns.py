@@ -1,0 +1,129 @@
+"""ALNS: exact evaluations, exact window repair, work budget, never worse than its start."""
+
+from __future__ import annotations
+
+from itertools import permutations
+from math import factorial
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from schedlab import solve, verify
+from schedlab.budget import Budget
+from schedlab.errors import SchedlabError
+from schedlab.offline.backlogs import mixed_backlog
+from schedlab.offline.decoder import list_schedule
+from schedlab.offline.instance import Instance
+from schedlab.offline.schedule import total_latency
+from schedlab.offline.solvers.alns import OPERATORS, ALNSSettings, improve_alns
+from schedlab.offline.solvers.local_search import best_start_order
+from tests.strategies import instances
+
+
+def strict_value(inst: Instance, order: np.ndarray | list[int]) -> int:
+    return total_latency(inst, list_schedule(inst, order))
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    instances(max_n=10, max_memory=30),
+    st.integers(0, 2**16),
+    st.sampled_from([*((name,) for name in OPERATORS), OPERATORS]),
+)
+def test_the_best_order_is_what_its_strict_decode_says_and_no_worse_than_the_start(
+    inst: Instance, seed: int, operators: tuple[str, ...]
+) -> None:
+    # with releases the search decodes in full, on backlogs incrementally: either way the
+    # objective it reports is the full strict decode's, and the start is never lost
+    start = np.arange(inst.n)
+    config = ALNSSettings(evaluations=60, window=4, remove=2, operators=operators)
+    order, stats = improve_alns(inst, start, config, seed=seed)
+    assert sorted(order.tolist()) == list(range(inst.n))
+    assert stats["objective_strict"] == strict_value(inst, order)
+    assert stats["objective_strict"] <= strict_value(inst, start)
+    assert stats["evaluations"] <= 60
+    assert verify(inst, list_schedule(inst, order)) == []
+
+
+@settings(max_examples=40, deadline=None)
+@given(instances(max_n=5, max_memory=25, max_arrival=0), st.integers(0, 99))
+def test_one_permute_window_over_the_whole_order_finds_the_best_order(
+    inst: Instance, seed: int
+) -> None:
+    # permute re-sequences k requests exactly: with k = n one iteration sees every order
+    k = inst.n
+    config = ALNSSettings(evaluations=factorial(k) - 1, permute=max(k, 2), operators=("permute",))
+    order, stats = improve_alns(inst, np.arange(k), config, seed=seed)
+    best = min(strict_value(inst, list(p)) for p in permutations(range(k)))
+    assert stats["objective_strict"] == best == strict_value(inst, order)
+    assert stats["iterations"] == (1 if k > 1 else 0)
+
+
+def test_same_seed_same_search_and_the_work_budget_is_kept() -> None:
+    inst = mixed_backlog(60, memory=6000, seed=3)
+    order, _ = best_start_order(inst)
+    config = ALNSSettings(evaluations=1500)
+    a, stats_a = improve_alns(inst, order, config, seed=7)
+    b, stats_b = improve_alns(inst, order, config, seed=7)
+    assert a.tolist() == b.tolist()
+    assert {k: v for k, v in stats_a.items() if k != "evaluations_per_s"} == {
+        k: v for k, v in stats_b.items() if k != "evaluations_per_s"
+    }
+    assert stats_a["stopped_by"] == "work" and stats_a["evaluations"] <= 1500
+    assert stats_a["objective_strict"] < strict_value(inst, order)  # it does improve
+    _, other = improve_alns(inst, order, config, seed=8)
+    assert (
+        other["uses"] != stats_a["uses"]
+        or other["objective_strict"] != stats_a["objective_strict"]
+    )
+
+
+def test_a_longer_budget_is_never_worse_on_a_mixed_backlog() -> None:
+    inst = mixed_backlog(80, memory=8000, seed=1)
+    order, _ = best_start_order(inst)
+    values = [
+        improve_alns(inst, order, ALNSSettings(evaluations=e), seed=0)[1]["objective_strict"]
+        for e in (0, 400, 4000)
+    ]
+    assert values[0] == strict_value(inst, order)
+    assert values[2] <= values[1] <= values[0]
+    assert values[2] < values[0]
+
+
+def test_the_solver_is_verified_never_worse_than_mc_sf_backfill_and_records_its_stop() -> None:
+    inst = mixed_backlog(50, memory=5000, seed=2)
+    result = solve(inst, "alns", evaluations=800)
+    assert verify(inst, result.starts) == []
+    rule = solve(inst, "mc-sf-backfill")
+    assert result.objective <= rule.objective
+    assert result.stats["stopped_by"] == "work"
+    capped = solve(inst, "alns", evaluations=None, time_limit=0.5)
+    assert verify(inst, capped.starts) == []
+    assert capped.stats["stopped_by"] == "time_limit"
+
+
+def test_no_budget_at_all_is_refused() -> None:
+    inst = mixed_backlog(10, memory=3000, seed=0)
+    with pytest.raises(SchedlabError, match="set time_limit or evaluations"):
+        improve_alns(inst, np.arange(10), ALNSSettings(evaluations=None), budget=Budget())
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("evaluations", -1, "evaluations must be >= 0"),
+        ("window", 0, "window must be >= 1"),
+        ("block", 1, "block must be >= 2"),
+        ("permute", 8, "permute must be in 2..7"),
+        ("remove", 17, "remove must be in 1..window"),
+        ("end_temperature", 0.0, "temperatures must satisfy"),
+        ("reaction", 1.5, "reaction must be in"),
+        ("operators", ("move", "move"), "operators must be distinct"),
+        ("operators", ("split",), "operators must be distinct"),
+    ],
+)
+def test_bad_settings_are_refused(field: str, value: object, message: str) -> None:
+    with pytest.raises(SchedlabError, match=message):
+        ALNSSettings(**{field: value})  # type: ignore[arg-type]
