@@ -415,19 +415,26 @@ def alns(
     """Adaptive large-neighbourhood search from the best rule's order (module docs).
 
     The start is the order, among the rules' and Sorted-F's, with the best strict
-    schedule; the search's best order is decoded strict (then compacted by
-    :func:`~schedlab.offline.solvers.left_shift.left_shift`) and backfilling, and the
-    best of those and the ``mc-sf-backfill`` schedule is returned, so never worse than
+    schedule. Returned is the best of: the search's best order decoded strict, strict then
+    compacted by :func:`~schedlab.offline.solvers.left_shift.left_shift`, and
+    backfilling; the same three decodes of the start order; and the ``mc-sf-backfill``
+    schedule. So the search never returns worse than its own start's schedules, nor than
     the best rule. Options are the fields of :class:`ALNSSettings`.
     """
     settings = ALNSSettings(
         evaluations, window, block, permute, remove, start_temperature, end_temperature
     )
-    order, start = best_start_order(instance, budget=budget.share(0.25))
-    order, stats = improve_alns(instance, order, settings, budget=budget.share(0.95), seed=seed)
-    shifted, _ = left_shift(instance, list_schedule(instance, order))
-    mc_sf = list_schedule(instance, priority_order(instance, "mc-sf-backfill"), backfill=True)
-    starts, chosen = decode_best(
-        instance, order, {"strict+left-shift": shifted, "mc-sf-backfill": mc_sf}
-    )
+    first, start = best_start_order(instance, budget=budget.share(0.25))
+    order, stats = improve_alns(instance, first, settings, budget=budget.share(0.95), seed=seed)
+    first_strict = list_schedule(instance, first)
+    others = {
+        "strict+left-shift": left_shift(instance, list_schedule(instance, order))[0],
+        "start-strict": first_strict,
+        "start-strict+left-shift": left_shift(instance, first_strict)[0],
+        "start-backfill": list_schedule(instance, first, backfill=True),
+        "mc-sf-backfill": list_schedule(
+            instance, priority_order(instance, "mc-sf-backfill"), backfill=True
+        ),
+    }
+    starts, chosen = decode_best(instance, order, others)
     return SolverOutput(starts, stats={**stats, "start": start, **chosen})

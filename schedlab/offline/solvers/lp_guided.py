@@ -10,7 +10,8 @@ is returned as the solver's lower bound.
     schedule is returned. The list-scheduling analogue of LP-order rounding for total
     completion time (Hall, Schulz, Shmoys, Wein 1997).
 ``lp-swap``
-    Starts from the ``sorted-lp`` order (or from the best rule's order,
+    Starts from the ``sorted-lp`` order (or from the best of the rules' and Sorted-F's
+    orders,
     :func:`~schedlab.offline.solvers.local_search.best_start_order`, when its strict
     decode is better: so a relaxation cut short by the time limit costs no more than the
     rule) and repairs it where it disagrees most with the
@@ -73,7 +74,8 @@ def _relax(instance: Instance, budget: Budget) -> LPRelaxation:
 
 
 def _start(instance: Instance, relaxation: LPRelaxation, budget: Budget) -> tuple[np.ndarray, str]:
-    """The LP order, or the best rule's order when its strict decode is better."""
+    """The LP order, or the best of the rules' and Sorted-F's orders when its strict decode
+    is better."""
     order = lp_order(instance, relaxation)
     rule_order, rule = best_start_order(instance, budget=budget)
     lp_value = total_latency(instance, list_schedule(instance, order))

@@ -108,3 +108,5 @@ def test_a_model_too_large_to_pay_is_refused_in_one_line() -> None:
     # the option lifts it: a short run then returns at least its warm start
     result = solve(inst, "cpsat", bound=None, time_limit=3, max_intervals=100_000)
     assert verify(inst, result.starts) == []
+    with pytest.raises(SchedlabError, match="max_intervals must be an integer >= 1"):
+        solve(jaillet_instance(0, n=4), "cpsat", bound=None, max_intervals=0)
