@@ -64,7 +64,12 @@ from schedlab.offline.priority import priority_order
 from schedlab.offline.result import SolverOutput
 from schedlab.offline.schedule import total_latency
 from schedlab.offline.solvers.left_shift import left_shift
-from schedlab.offline.solvers.local_search import Move, OrderEvaluator, best_start_order
+from schedlab.offline.solvers.local_search import (
+    Move,
+    OrderEvaluator,
+    best_start_order,
+    random_move,
+)
 
 __all__ = ["DEFAULT_EVALUATIONS", "OPERATORS", "ALNSSettings", "alns", "improve_alns"]
 
@@ -165,17 +170,8 @@ Operator = Callable[
 def _move(
     order: list[int], rng: np.random.Generator, s: ALNSSettings
 ) -> Iterator[tuple[list[int], int, int]]:
-    n = len(order)
-    i = int(rng.integers(n))
-    j = int(np.clip(i + rng.integers(-s.window, s.window + 1), 0, n - 1))
-    if j == i:
-        j = (i + 1) % n
-    new = list(order)
-    if rng.random() < 0.5:
-        new[i], new[j] = new[j], new[i]
-    else:
-        new.insert(j, new.pop(i))
-    yield new, min(i, j), max(i, j)
+    new, lo, hi = random_move(np.asarray(order, dtype=np.int64), rng, s.window)
+    yield new.tolist(), lo, hi
 
 
 def _block(

@@ -78,6 +78,7 @@ __all__ = [
     "SearchSettings",
     "best_start_order",
     "improve_order",
+    "random_move",
 ]
 
 #: Acceptance rules of :func:`improve_order` (module docs).
@@ -333,9 +334,13 @@ class SearchSettings:
             raise SchedlabError(f"local-search: screen must be >= 1 or None, got {self.screen}")
 
 
-def _neighbour(
+def random_move(
     order: np.ndarray, rng: np.random.Generator, window: int
 ) -> tuple[np.ndarray, int, int]:
+    """A swap or an insertion (even odds) of two positions at most ``window`` apart.
+
+    Returns the moved copy of ``order`` and the first and last positions it changes.
+    """
     n = len(order)
     i = int(rng.integers(n))
     j = min(max(i + int(rng.integers(-window, window + 1)), 0), n - 1)
@@ -413,7 +418,7 @@ def improve_order(
         if strategy == "late":
             if stop():
                 break
-            candidate, lo, hi = _neighbour(current, rng, window)
+            candidate, lo, hi = random_move(current, rng, window)
             threshold = max(late[moves % history], value)
             total, move = evaluate(candidate, lo, hi, threshold - value)
             if total <= threshold:
@@ -431,7 +436,7 @@ def improve_order(
         for _ in range(tries):
             if stop():
                 break
-            candidate, lo, hi = _neighbour(current, rng, window)
+            candidate, lo, hi = random_move(current, rng, window)
             moves += 1
             total, move = evaluate(candidate, lo, hi, -1)
             if total < value and (best is None or total < best[0]):
