@@ -28,7 +28,7 @@ def _load_kernels() -> None:
     the solver's time limit. Later calls in the process cost nothing.
     """
     from schedlab.offline import compiled_decoder  # noqa: F401
-    from schedlab.offline.solvers import compiled_sorted_f  # noqa: F401
+    from schedlab.offline.solvers import compiled_left_shift, compiled_sorted_f  # noqa: F401
 
 
 def solve(

@@ -30,8 +30,9 @@ makes the bound separable again:
 With ``ν = 0`` the inner minimum is ``0`` (``m = ℓ``) and ``L^+ = L(μ)``; so with the LP's
 prices and the best ``ν`` (``L^+`` is concave in ``ν``; golden-section search) the bound is
 never below the LP's certificate. The minimum over ``τ`` is taken over every start in
-``[a_i, max(a_i, T)]`` (later starts only cost more), so this bound is meant for a few
-hundred requests (``n (T + 1)`` start costs per evaluation).
+``[a_i, max(a_i, T)]`` (later starts only cost more), so this bound is meant for up to
+about a thousand requests (``n (T + 1)`` start costs per evaluation: 6 s an evaluation
+on the shipped mixed n = 1,000, ``T = 20,662``).
 
 Proof and tests: ``proofs/completion_spacing.md``. The Lagrangian is that of the
 time-indexed relaxation (Sousa & Wolsey 1992; van den Akker, Hurkens & Savelsbergh 2000);

@@ -56,7 +56,7 @@ from typing import Any
 
 import numpy as np
 
-from schedlab.budget import UNLIMITED, Budget
+from schedlab.budget import UNLIMITED, Budget, stopped_by
 from schedlab.errors import SchedlabError
 from schedlab.offline.decoder import check_order, decode_best, list_schedule
 from schedlab.offline.instance import Instance
@@ -423,14 +423,21 @@ def alns(
     first, start = best_start_order(instance, budget=budget.share(0.25))
     order, stats = improve_alns(instance, first, settings, budget=budget.share(0.95), seed=seed)
     first_strict = list_schedule(instance, first)
+    # the search's own order first: under a short cap the start's shift gets what is left
+    shifted, shift = left_shift(instance, list_schedule(instance, order), budget=budget)
+    shifted_start, shift_start = left_shift(instance, first_strict, budget=budget)
     others = {
-        "strict+left-shift": left_shift(instance, list_schedule(instance, order))[0],
+        "strict+left-shift": shifted,
         "start-strict": first_strict,
-        "start-strict+left-shift": left_shift(instance, first_strict)[0],
+        "start-strict+left-shift": shifted_start,
         "start-backfill": list_schedule(instance, first, backfill=True),
         "mc-sf-backfill": list_schedule(
             instance, priority_order(instance, "mc-sf-backfill"), backfill=True
         ),
     }
     starts, chosen = decode_best(instance, order, others)
+    chosen = {**chosen, "left_shift": shift, "start_left_shift": shift_start}
+    stats["stopped_by"] = stopped_by(
+        stats["stopped_by"], shift["stopped_by"], shift_start["stopped_by"]
+    )
     return SolverOutput(starts, stats={**stats, "start": start, **chosen})

@@ -3,11 +3,12 @@
 Given a feasible schedule, the requests are visited by increasing start (ties by
 index). Request ``i`` is taken out, every other request stays where it is, and ``i`` is
 put back at the least round ``t >= a_i`` in which it fits; ``t <= p_i`` because ``p_i``
-itself fits. Passes repeat until one moves nothing (or ``max_passes``). No start ever
-increases, so the objective ``sum_i (p_i + o_i - a_i)`` never increases, and every
-intermediate schedule is feasible (``proofs/left_shift.md``). The result may be one that
-no strict list decode produces: a request may move before requests of higher priority
-into a gap they left.
+itself fits. Passes repeat until one moves nothing (or ``max_passes``, or the wall-clock
+cap: it is checked between blocks of :data:`BLOCK` requests, and the schedule reached so
+far is returned). No start ever increases, so the objective ``sum_i (p_i + o_i - a_i)``
+never increases, and every intermediate schedule is feasible (``proofs/left_shift.md``).
+The result may be one that no strict list decode produces: a request may move before
+requests of higher priority into a gap they left.
 
 Earliest fit
 ------------
@@ -23,7 +24,9 @@ The left side for every ``t`` in ``[a_i, p_i]`` is one sliding-window maximum of
 (:func:`scipy.ndimage.maximum_filter1d`, linear time), so a request costs
 ``O(p_i - a_i + o_i)`` array operations, a pass ``O(n * makespan)`` at most. The load
 profile comes from :attr:`schedlab.offline.schedule.Schedule.memory_profile` and is updated in
-place after every move.
+place after every move. That is the reference (``engine="python"``); the default
+engine, :mod:`schedlab.offline.solvers.compiled_left_shift`, finds the same round by one
+integer sweep over the same range, in compiled code.
 """
 
 from __future__ import annotations
@@ -32,11 +35,16 @@ from typing import Any
 
 import numpy as np
 
-from schedlab.errors import ScheduleError
+from schedlab.budget import UNLIMITED, Budget
+from schedlab.errors import SchedlabError, ScheduleError
+from schedlab.offline.decoder import ENGINES, decode_best, list_schedule
 from schedlab.offline.instance import Instance
 from schedlab.offline.schedule import Schedule
 
-__all__ = ["earliest_start", "left_shift"]
+__all__ = ["BLOCK", "decode_compacted", "earliest_start", "left_shift"]
+
+#: Requests shifted between two looks at the wall-clock cap.
+BLOCK = 256
 
 
 def earliest_start(
@@ -61,7 +69,12 @@ def earliest_start(
 
 
 def left_shift(
-    instance: Instance, starts: np.ndarray, *, max_passes: int | None = None
+    instance: Instance,
+    starts: np.ndarray,
+    *,
+    max_passes: int | None = None,
+    budget: Budget = UNLIMITED,
+    engine: str = "compiled",
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Left-shift every request of a feasible schedule until none moves (module docs).
 
@@ -73,45 +86,136 @@ def left_shift(
         A feasible schedule of it (start round of each request).
     max_passes
         Stop after this many passes (``None``: until a pass moves nothing).
+    budget
+        Wall-clock cap, checked every :data:`BLOCK` requests.
+    engine
+        ``"compiled"`` (default) or ``"python"``, the reference; same schedule.
 
     Returns
     -------
     tuple
-        The new starts (each ``<=`` the old one) and ``{"passes", "moved", "gain"}``:
-        passes made, request moves made, and the objective decrease.
+        The new starts (each ``<=`` the old one) and ``{"passes", "moved", "gain",
+        "stopped_by"}``: passes begun, request moves made, the objective decrease, and
+        ``"time_limit"`` if the cap ended it (else ``None``).
 
     Raises
     ------
     ScheduleError
-        If some request does not fit at its own start beside the others (``starts``
-        is not feasible).
+        If some request starts before its release or does not fit at its own start
+        beside the others (``starts`` is not feasible).
+    SchedlabError
+        On an unknown engine (:data:`~schedlab.offline.decoder.ENGINES`).
     """
+    if engine not in ENGINES:
+        raise SchedlabError(
+            f"left_shift: engine must be one of {', '.join(ENGINES)}, got {engine!r}"
+        )
     schedule = Schedule(instance, starts)
-    new = schedule.starts.copy()
-    memory = instance.memory
-    prompt, output = instance.prompt.tolist(), instance.output.tolist()
-    arrival = instance.arrival.tolist()
-    load = schedule.memory_profile.astype(np.int64)  # a copy, updated in place
+    early = np.flatnonzero(schedule.starts < instance.arrival)
+    if len(early):
+        i = int(early[0])
+        raise ScheduleError(
+            f"left_shift: request {i} starts in round {int(schedule.starts[i])}, before its "
+            f"release {int(instance.arrival[i])} (the schedule is infeasible)"
+        )
+    new = schedule.starts.astype(np.int64)  # a copy, updated in place
+    load = schedule.memory_profile.astype(np.int64)  # likewise
+    shift = _compiled_block if engine == "compiled" else _python_block
     passes = moved = 0
+    stopped = None
     while max_passes is None or passes < max_passes:
         passes += 1
         moved_now = 0
-        for i in np.lexsort((np.arange(instance.n), new)).tolist():
-            p, s, o = int(new[i]), prompt[i], output[i]
-            held = np.arange(s + 1, s + o + 1)
-            load[p : p + o] -= held
-            t = earliest_start(load, memory, s, o, arrival[i], p)
-            if t is None:
-                raise ScheduleError(
-                    f"left_shift: request {i} does not fit at its start round {p} "
-                    "beside the others (the schedule is infeasible)"
-                )
-            load[t : t + o] += held
-            if t < p:
-                new[i] = t
-                moved_now += 1
+        visit = np.lexsort((np.arange(instance.n), new))
+        for lo in range(0, instance.n, BLOCK):
+            if budget.expired():
+                stopped = "time_limit"
+                break
+            moved_now += shift(instance, visit, lo, min(lo + BLOCK, instance.n), new, load)
         moved += moved_now
-        if not moved_now:
+        if not moved_now or stopped:
             break
     gain = int(schedule.starts.sum() - new.sum())
-    return new, {"passes": passes, "moved": moved, "gain": gain}
+    return new, {"passes": passes, "moved": moved, "gain": gain, "stopped_by": stopped}
+
+
+def decode_compacted(
+    instance: Instance,
+    order: np.ndarray,
+    others: dict[str, np.ndarray] | None = None,
+    *,
+    budget: Budget = UNLIMITED,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """The best of ``order``'s strict and backfilling decodes, the strict one left-shifted,
+    and ``others``: the searches' last step.
+
+    Parameters
+    ----------
+    instance
+        The instance.
+    order
+        A priority order of its requests.
+    others
+        More candidate schedules, by name.
+    budget
+        Wall-clock cap of the left shift (:func:`left_shift`).
+
+    Returns
+    -------
+    tuple
+        The chosen starts and :func:`~schedlab.offline.decoder.decode_best`'s statistics
+        (every candidate's objective, the name chosen, ``"strict+left-shift"`` among
+        them), with ``"left_shift"``: :func:`left_shift`'s.
+    """
+    shifted, shift = left_shift(instance, list_schedule(instance, order), budget=budget)
+    starts, stats = decode_best(instance, order, {"strict+left-shift": shifted, **(others or {})})
+    return starts, {**stats, "left_shift": shift}
+
+
+def _refuse(request: int, start: int) -> ScheduleError:
+    return ScheduleError(
+        f"left_shift: request {request} does not fit at its start round {start} "
+        "beside the others (the schedule is infeasible)"
+    )
+
+
+def _python_block(
+    instance: Instance, visit: np.ndarray, lo: int, hi: int, new: np.ndarray, load: np.ndarray
+) -> int:
+    """Shift ``visit[lo:hi]`` in turn with :func:`earliest_start`; returns the moves."""
+    moved = 0
+    for i in visit[lo:hi].tolist():
+        p, s, o = int(new[i]), int(instance.prompt[i]), int(instance.output[i])
+        held = np.arange(s + 1, s + o + 1)
+        load[p : p + o] -= held
+        t = earliest_start(load, instance.memory, s, o, int(instance.arrival[i]), p)
+        if t is None:
+            raise _refuse(i, p)
+        load[t : t + o] += held
+        if t < p:
+            new[i] = t
+            moved += 1
+    return moved
+
+
+def _compiled_block(
+    instance: Instance, visit: np.ndarray, lo: int, hi: int, new: np.ndarray, load: np.ndarray
+) -> int:
+    """The same with the compiled kernel (numba loads on first use)."""
+    from schedlab.offline.solvers import compiled_left_shift
+
+    moved = compiled_left_shift.shift_requests(
+        instance.prompt,
+        instance.output,
+        instance.arrival,
+        instance.memory,
+        visit,
+        lo,
+        hi,
+        new,
+        load,
+    )
+    if moved < 0:
+        request = -1 - moved
+        raise _refuse(request, int(new[request]))
+    return int(moved)

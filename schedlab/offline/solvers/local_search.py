@@ -18,7 +18,9 @@ order seen is returned. The ``local-search`` solver starts from the best of the
 list-scheduling rules (and Sorted-F's batch order), stops after ``max_moves`` moves (its
 work budget, :data:`DEFAULT_MOVES` by default: local search has no natural end) or when
 the wall-clock cap binds, and returns the best of the strict and backfilling decodes of
-the best order and the ``mc-sf-backfill`` schedule (so it is never worse than the best
+the best order, its strict decode compacted by
+:func:`~schedlab.offline.solvers.left_shift.left_shift`, and the ``mc-sf-backfill``
+schedule (so it is never worse than the best
 rule). The settings of a search travel together as one :class:`SearchSettings`.
 
 Incremental evaluation
@@ -61,13 +63,14 @@ from typing import Any
 
 import numpy as np
 
-from schedlab.budget import UNLIMITED, Budget
+from schedlab.budget import UNLIMITED, Budget, stopped_by
 from schedlab.errors import SchedlabError
-from schedlab.offline.decoder import decode_best, list_schedule, order_array
+from schedlab.offline.decoder import list_schedule, order_array
 from schedlab.offline.instance import Instance
 from schedlab.offline.priority import RULES, priority_order
 from schedlab.offline.result import SolverOutput
 from schedlab.offline.schedule import total_latency
+from schedlab.offline.solvers.left_shift import decode_compacted
 from schedlab.offline.solvers.sorted_f import batch_order, sorted_f_batches
 
 __all__ = [
@@ -483,5 +486,6 @@ def local_search(
     order, stats = improve_order(instance, order, settings, budget=budget.share(0.9), seed=seed)
     # the backfilling MC-SF schedule is often the best rule's; never return worse than it
     mc_sf = list_schedule(instance, priority_order(instance, "mc-sf-backfill"), backfill=True)
-    starts, chosen = decode_best(instance, order, {"mc-sf-backfill": mc_sf})
-    return SolverOutput(starts, stats={**stats, "start": start, **chosen})
+    starts, chosen = decode_compacted(instance, order, {"mc-sf-backfill": mc_sf}, budget=budget)
+    stopped = stopped_by(stats["stopped_by"], chosen["left_shift"]["stopped_by"])
+    return SolverOutput(starts, stats={**stats, "start": start, **chosen, "stopped_by": stopped})

@@ -20,7 +20,9 @@ is returned as the solver's lower bound.
     ``window``), and the first insertion that lowers the strict-decode objective is
     kept. Passes repeat until one changes nothing or the time is up. Moves are
     evaluated incrementally with :class:`~schedlab.offline.solvers.local_search.OrderEvaluator`
-    on backlogs, by full decoding otherwise.
+    on backlogs, by full decoding otherwise. The best of the repaired order's strict,
+    left-shifted strict and backfilling decodes is returned
+    (:func:`~schedlab.offline.solvers.left_shift.decode_compacted`).
 ``lp-search``
     ``lp-swap``'s repaired order (from the same better start), improved further by
     late-acceptance hill climbing
@@ -52,7 +54,7 @@ from schedlab.offline.decoder import decode_best, list_schedule
 from schedlab.offline.instance import Instance
 from schedlab.offline.result import SolverOutput
 from schedlab.offline.schedule import total_latency
-from schedlab.offline.solvers.left_shift import left_shift
+from schedlab.offline.solvers.left_shift import decode_compacted
 from schedlab.offline.solvers.local_search import (
     OrderEvaluator,
     SearchSettings,
@@ -170,8 +172,10 @@ def lp_swap(
         budget=budget.share(0.85),
         window=window,
     )
-    starts, stats = decode_best(instance, order)
-    stopped = stopped_by(relaxation.stats["stopped_by"], repair["stopped_by"])
+    starts, stats = decode_compacted(instance, order, budget=budget)
+    stopped = stopped_by(
+        relaxation.stats["stopped_by"], repair["stopped_by"], stats["left_shift"]["stopped_by"]
+    )
     return SolverOutput(
         starts,
         lower_bound=relaxation.value,
@@ -219,8 +223,7 @@ def lp_search(
     repair_done = time.perf_counter()
     order, search = improve_order(instance, order, settings, budget=budget.share(0.8), seed=seed)
     search_done = time.perf_counter()
-    shifted, shift = left_shift(instance, list_schedule(instance, order))
-    starts, stats = decode_best(instance, order, {"strict+left-shift": shifted})
+    starts, stats = decode_compacted(instance, order, budget=budget)
     return SolverOutput(
         starts,
         lower_bound=relaxation.value,
@@ -233,9 +236,11 @@ def lp_search(
             "repair_s": repair_done - lp_done,
             "search": search,
             "search_s": search_done - repair_done,
-            "left_shift": shift,
             "stopped_by": stopped_by(
-                relaxation.stats["stopped_by"], repair["stopped_by"], search["stopped_by"]
+                relaxation.stats["stopped_by"],
+                repair["stopped_by"],
+                search["stopped_by"],
+                stats["left_shift"]["stopped_by"],
             ),
         },
     )
