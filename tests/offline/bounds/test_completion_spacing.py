@@ -45,7 +45,7 @@ def _spacing_weights(inst: Instance, starts: np.ndarray) -> np.ndarray:
 @settings(max_examples=40, deadline=None)
 @given(
     instances(max_n=6, max_memory=20, max_output=8, max_arrival=4),
-    st.sampled_from(["fcfs", "sof", "total-size", "svf", "mc-sf", "brute-force"]),
+    st.sampled_from(["fcfs", "sof", "total-size", "svf", "mc-sf", "dp"]),
 )
 def test_spacing_lemma_on_schedules(inst: Instance, solver: str) -> None:
     # the lemma behind the bound: M - load(t) >= |A(t)| (e(t) - t) in every round of any
@@ -75,7 +75,7 @@ def _pieces(inst: Instance, starts: np.ndarray, step: int) -> list[tuple[int, in
 @settings(max_examples=40, deadline=None)
 @given(
     instances(max_n=6, max_memory=20, max_output=10, max_arrival=4),
-    st.sampled_from(["fcfs", "svf", "mc-sf", "brute-force"]),
+    st.sampled_from(["fcfs", "svf", "mc-sf", "dp"]),
     st.integers(1, 6),
 )
 def test_piece_slack_and_completion_budget(inst: Instance, solver: str, step: int) -> None:
