@@ -19,6 +19,7 @@ LAYERS = {
     "schedlab.errors": 0,
     "schedlab.budget": 0,
     "schedlab.progress": 0,
+    "schedlab.interrupts": 0,
     "schedlab.json_files": 0,
     "schedlab.jobs": 0,
     "schedlab.llm": 1,

@@ -9,6 +9,7 @@ from typing import Any
 
 from schedlab.budget import Budget
 from schedlab.errors import SolverError
+from schedlab.interrupts import held_interrupts
 from schedlab.offline.bounds import Bound, bound_within
 from schedlab.offline.instance import Instance
 from schedlab.offline.result import Result, Status, relative_gap
@@ -25,10 +26,16 @@ def _load_kernels() -> None:
 
     They compile when imported, the first time on a machine (seconds: ``schedlab.offline.jit``),
     and load from numba's cache after that; neither is the solver's time, nor may it eat
-    the solver's time limit. Later calls in the process cost nothing.
+    the solver's time limit. Later calls in the process cost nothing. Ctrl-C or SIGTERM
+    during a compile is held until it ends, then raised
+    (:func:`schedlab.interrupts.held_interrupts`): raised inside numba's compiler it would
+    be lost.
     """
-    from schedlab.offline import compiled_decoder  # noqa: F401
-    from schedlab.offline.solvers import compiled_left_shift, compiled_sorted_f  # noqa: F401
+    with held_interrupts() as caught:
+        from schedlab.offline import compiled_decoder  # noqa: F401
+        from schedlab.offline.solvers import compiled_left_shift, compiled_sorted_f  # noqa: F401
+    if caught:
+        raise KeyboardInterrupt
 
 
 def solve(

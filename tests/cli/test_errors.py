@@ -120,6 +120,10 @@ def test_cpsat_stops_at_sigterm_and_ctrl_c(tmp_path):
 
     path = tmp_path / "hard.json"
     write_instance(jaillet_instance(3, n=20), path)
+    # compile the kernels first (a clean clone has no numba cache): a signal during the
+    # compile is held until it ends (schedlab.interrupts), past this test's 5 s
+    warm = [sys.executable, "-m", "schedlab", "solve", str(path), "--solver", "fcfs"]
+    subprocess.run([*warm, "--no-bound"], capture_output=True, check=True, timeout=300)
     for sig in (signal.SIGTERM, signal.SIGINT):
         argv = ["solve", str(path), "--solver", "cpsat", "--no-bound"]
         process = subprocess.Popen(

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import signal
 import threading
 from typing import Any
 
@@ -51,6 +50,7 @@ import numpy as np
 
 from schedlab.budget import UNLIMITED, Budget
 from schedlab.errors import SchedlabError, SolverError
+from schedlab.interrupts import held_interrupts
 from schedlab.offline.bounds import bound_within
 from schedlab.offline.bounds.tall_chain import tall_chain_bound, tall_chain_without
 from schedlab.offline.bounds.volume import start_slack
@@ -102,32 +102,13 @@ def _interruptible_solve(solver: Any, model: Any) -> Any:
     solver.parameters.catch_sigint_signal = False
     done: list[Any] = []
     worker = threading.Thread(target=lambda: done.append(solver.solve(model)), daemon=True)
-    # only signals someone turns into an interrupt (the command line does, Python does
-    # for Ctrl-C); a pool worker's SIGTERM must end it at once, as its pool means it to
-    kinds = [
-        kind
-        for kind in (signal.SIGINT, signal.SIGTERM)
-        if threading.current_thread() is threading.main_thread()
-        and callable(signal.getsignal(kind))
-    ]
-    if not kinds:
-        worker.start()
-        worker.join()
-        return done[0]
-    caught: list[int] = []
-    previous = {
-        kind: signal.signal(kind, lambda number, _: caught.append(number)) for kind in kinds
-    }
-    try:
+    with held_interrupts() as caught:
         worker.start()
         while worker.is_alive() and not caught:
             worker.join(0.1)
         if caught:
             solver.stop_search()
             worker.join()
-    finally:
-        for kind, handler in previous.items():
-            signal.signal(kind, handler)
     if caught:
         raise KeyboardInterrupt
     return done[0]
