@@ -23,6 +23,25 @@ the best order, its strict decode compacted by
 schedule (so it is never worse than the best
 rule). The settings of a search travel together as one :class:`SearchSettings`.
 
+Defaults
+--------
+``late`` acceptance with ``window = 5`` (the defaults of :class:`SearchSettings` and of
+the solver) against ``first`` improvement with ``window = 20`` (the defaults before), in
+``python benchmarks/offline_targets.py --rows search`` (2026-12-02): at 60,000 and at
+300,000 moves ``late``/5 ended lower on 11 of 13 runs, on every seed of the mixed
+n = 1,000 by 0.25 to 0.6 % (shipped: 4,580,021 against 4,596,658 at 60,000 moves) and
+on ``mixed_backlog(10_000, seed=0)`` by 0.24 % (469,710,557 against 470,855,881); it
+lost only on the shipped n = 200, by 35 and by 20 (254,807 against 254,772 at 60,000).
+First improvement is stuck once every nearby move is worse; late acceptance keeps
+walking through equal and slightly worse orders, and moves of at most 5 positions are
+cheap to screen. A long run wants a longer ``history``: in trials on the shipped
+n = 1,000 at 300 s with no work budget (``max_moves=None``, 2026-12-02) ``history`` 150
+reached 2.25 % above the best bound, 1,000 reached 2.00 %, 5,000 2.39 % (too slow to
+settle in that time); the long runs of the benchmark's
+``LONG_SEARCH`` use 1,000 at n = 1,000 and 300 at n = 10,000 (there, in 120 s trials
+with ``window = 20``, 1,000 let too few moves be screened out: 2,500 moves/s against
+10,400 with 150).
+
 Incremental evaluation
 ----------------------
 On a backlog (all releases 0) strict list scheduling starts the requests in order, each
@@ -87,9 +106,10 @@ __all__ = [
 #: Acceptance rules of :func:`improve_order` (module docs).
 STRATEGIES: tuple[str, ...] = ("first", "best", "late")
 
-#: Moves ``local-search`` makes when ``max_moves`` is not given (about 10 s on a 200-request
-#: mixed backlog on the development machine with the compiled evaluator: 15,000 moves took
-#: about 2 s, 7,000 moves/s; ``benchmarks/local_search_speed.py``).
+#: Moves ``local-search`` makes when ``max_moves`` is not given: about 3 s on the shipped
+#: mixed n = 200 backlog on the development machine (its row of the README's quickstart
+#: table, 2026-12-02), about 9 s on the shipped n = 1,000 and 24 s on a mixed n = 10,000
+#: (``benchmarks/offline_targets.py``, rows gap1000 and gap10000).
 DEFAULT_MOVES = 60_000
 
 #: Objective given to a move the screen cut off (worse than any schedule).
@@ -315,8 +335,8 @@ class SearchSettings:
         On an unknown strategy or a count below 1.
     """
 
-    strategy: str = "first"
-    window: int = 20
+    strategy: str = "late"
+    window: int = 5
     neighbours: int = 20
     history: int = 150
     screen: int | None = 8
@@ -468,8 +488,8 @@ def local_search(
     *,
     budget: Budget = UNLIMITED,
     seed: int = 0,
-    strategy: str = "first",
-    window: int = 20,
+    strategy: str = "late",
+    window: int = 5,
     neighbours: int = 20,
     history: int = 150,
     screen: int | None = 8,

@@ -102,7 +102,7 @@ def test_search_never_worsens_and_is_seeded() -> None:
         improve_order(
             inst,
             start,
-            SearchSettings(max_moves=150, screen=8, window=20),
+            SearchSettings("first", max_moves=150, screen=8, window=20),
             budget=Budget(60),
             seed=7,
         )
