@@ -1,4 +1,5 @@
-"""Certified gaps on mixed backlogs: volume, mean-busy-time, Lagrangian, LP and ``best``.
+"""Certified gaps on mixed backlogs: volume, mean-busy-time, fluid- and completion-spacing,
+Lagrangian, LP and ``best``.
 
 Targets (issue 3): mixed ``n = 200`` (the shipped instance and fresh seeds): best bound
 within 2 minutes certifying the best heuristic within 2%; mixed ``n = 1,000`` within 10
@@ -62,7 +63,7 @@ def main() -> None:
         "--spacing-max-n", type=int, default=1000, help="run completion-spacing up to this n"
     )
     parser.add_argument(
-        "--methods", default="mean-busy-time,completion-spacing,lagrangian,lp,best"
+        "--methods", default="mean-busy-time,fluid-spacing,completion-spacing,lagrangian,lp,best"
     )
     args = parser.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]

@@ -17,6 +17,13 @@ bound's validity is proven in ``proofs/``.
     The volume bound with each request's memory profile (mean busy times and parallel
     inequalities), ``O(n log n)``: the fluid relaxation's value, as tight as the LP on
     large backlogs.
+``fluid-spacing`` (:mod:`schedlab.offline.bounds.fluid_spacing`)
+    The completion-spacing waste term (below) on the mean-busy-time bound's own prices,
+    which are convex in time, so each request's best start is found by bisection and
+    the starts are taken in blocks: ``O(T + n log T)`` and about 20 start blocks a request,
+    2 s at ``n = 10^4``. ``best`` runs it up to ``n = FLUID_SPACING_MAX_N`` and horizons
+    of ``fluid_spacing.MAX_HORIZON`` rounds.
+    Above mean busy time by about 0.2 % on mixed backlogs of 1,000 requests and more.
 ``lp`` (:mod:`schedlab.offline.bounds.time_indexed`)
     Time-indexed LP relaxation (rows aggregated into at most a few hundred blocks) by
     column generation, certified by the Lagrangian value of its duals for any horizon;
@@ -29,7 +36,10 @@ bound's validity is proven in ``proofs/``.
 ``lagrangian`` (:mod:`schedlab.offline.bounds.lagrangian`)
     The same Lagrangian bound with prices from the volume bound's fluid schedule and
     subgradient steps, no LP: cheap per step; ``best`` runs it from
-    ``n > SPACING_MAX_N`` on, and from ``n >= LARGE_N`` on it replaces ``lp``.
+    ``n > SPACING_MAX_N`` on, and from ``n >= LARGE_N`` on it replaces ``lp``. Below
+    ``fluid-spacing`` on the mixed, ShareGPT and Jaillet backlogs measured, but above it
+    where a few long requests stand among many short ones (229,198 against 220,444 on
+    1,600 requests, nine in ten of output 1, the rest of 400; 2026-12-02).
 
 Work and time (:mod:`schedlab.budget`): each method counts its work in its own units with
 fixed defaults, so the value depends only on the instance; ``time_limit`` is a
@@ -48,6 +58,7 @@ from schedlab.budget import UNLIMITED, Budget, stopped_by
 from schedlab.errors import SchedlabError, UnknownNameError
 from schedlab.offline.bounds import (
     completion_spacing,
+    fluid_spacing,
     lagrangian,
     mean_busy_time,
     tall_chain,
@@ -60,6 +71,7 @@ from schedlab.offline.instance import Instance
 __all__ = [
     "BOUNDS",
     "BUILTIN_BOUNDS",
+    "FLUID_SPACING_MAX_N",
     "LARGE_N",
     "SPACING_MAX_N",
     "Bound",
@@ -79,6 +91,12 @@ LARGE_N = 1500
 #: 4,468,244 in 138 s, against 4,461,310 (``lagrangian``) and 4,459,794 (``lp``) in 121 s
 #: for the two (2026-12-01).
 SPACING_MAX_N = 1000
+
+
+#: Up to this many requests ``best`` runs ``fluid-spacing``: its arrays grow with the
+#: horizon, its work with ``n log T``. On ``mixed_backlog(100_000)`` it took 16 s and 0.3 GB
+#: (2026-12-02).
+FLUID_SPACING_MAX_N = 100_000
 
 
 def trivial_bound(instance: Instance, *, budget: Budget = UNLIMITED) -> Bound:
@@ -115,6 +133,14 @@ BUILTIN_BOUNDS: tuple[BoundMethod, ...] = (
     BoundMethod("volume", volume.volume_bound),
     BoundMethod("tall-chain", tall_chain.tall_chain_bound),
     BoundMethod("mean-busy-time", mean_busy_time.mean_busy_time_bound),
+    BoundMethod(
+        "fluid-spacing",
+        fluid_spacing.fluid_spacing,
+        lambda instance: (
+            instance.n <= FLUID_SPACING_MAX_N
+            and fluid_spacing.price_horizon(instance) <= fluid_spacing.MAX_HORIZON
+        ),
+    ),
     BoundMethod(
         "lp", time_indexed.lp_bound, lambda instance: SPACING_MAX_N < instance.n < LARGE_N
     ),

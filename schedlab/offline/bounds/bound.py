@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import math
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from schedlab.budget import UNLIMITED, Budget
 from schedlab.offline.instance import Instance
 
-__all__ = ["Bound", "BoundFn"]
+__all__ = ["Bound", "BoundFn", "integer_bound"]
 
 
 @dataclass(frozen=True)
@@ -42,3 +45,13 @@ class BoundFn(Protocol):
     """A bound method: ``fn(instance, *, budget) -> Bound``, deterministic in its work."""
 
     def __call__(self, instance: Instance, *, budget: Budget = UNLIMITED) -> Bound: ...
+
+
+def integer_bound(method: str, value: float, stats: Mapping[str, Any], began: float) -> Bound:
+    """The :class:`Bound` of a method's real ``value``: rounded up, ``ceil(value - 1e-6)``
+    (the optimum is an integer), ``"stopped"`` when ``stats["stopped_by"]`` is set, timed
+    from ``began`` (a ``time.perf_counter`` instant)."""
+    status = "stopped" if stats["stopped_by"] else "proven"
+    return Bound(
+        float(math.ceil(value - 1e-6)), method, status, time.perf_counter() - began, dict(stats)
+    )

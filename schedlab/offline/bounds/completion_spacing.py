@@ -43,18 +43,22 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 
 from schedlab.budget import UNLIMITED, Budget
 from schedlab.errors import SchedlabError
-from schedlab.offline.bounds.bound import Bound
+from schedlab.offline.bounds.bound import Bound, integer_bound
 from schedlab.offline.bounds.time_indexed import LP_ROUNDS, lp_relaxation, start_costs
 from schedlab.offline.instance import Instance
 
 __all__ = [
+    "MultiplierSearch",
     "piece_slack",
     "piece_waste",
+    "search_multiplier",
     "spacing_bound_search",
     "spacing_value",
     "start_brackets",
@@ -206,6 +210,72 @@ def _spacing_value(
     return total - instance.memory * float(mu @ np.diff(bounds)) - nu * instance.memory * n
 
 
+class MultiplierSearch(NamedTuple):
+    """What :func:`search_multiplier` found."""
+
+    #: The largest value evaluated (``-inf``: none was).
+    value: float
+    #: The multiplier ``ν`` that gave it (``0.0``: none).
+    nu: float
+    #: Values evaluated.
+    evaluations: int
+    #: Seconds taken by the last complete evaluation (the estimate given, if none was).
+    seconds_per_evaluation: float
+    #: Whether the deadline ended the search before its :data:`_NU_STEPS` steps.
+    cut: bool
+
+
+def search_multiplier(
+    evaluate: Callable[[float, float], float], scale: float, deadline: float, seconds: float = 0.0
+) -> MultiplierSearch:
+    """The largest ``evaluate(ν, deadline)`` found by golden-section search over ``log ν``.
+
+    For a bound concave in ``ν`` (a minimum of functions affine in ``ν``), hence unimodal
+    in ``log ν``: :data:`_NU_STEPS` steps on ``[scale · 1e-6, scale]``, nothing when
+    ``scale <= 0``. An evaluation starts only when the previous one's time (``seconds``
+    for the first: an estimate) fits before ``deadline`` (a ``time.perf_counter``
+    instant); ``evaluate`` may itself raise
+    :class:`TimeoutError`, and the search then ends with the values it has. Every ``ν``
+    evaluated gives a valid bound, so the largest is returned whether or not it is the
+    optimum.
+    """
+    memo: dict[float, float] = {}
+    last = seconds  # seconds taken by the last complete evaluation (at first: the estimate)
+    cut = False
+
+    def at(x: float) -> float:
+        nonlocal last
+        if x not in memo:
+            if time.perf_counter() + last > deadline:
+                raise TimeoutError
+            tick = time.perf_counter()
+            memo[x] = evaluate(math.exp(x), deadline)
+            last = time.perf_counter() - tick
+        return memo[x]
+
+    if scale > 0:
+        lo, hi = math.log(scale * 1e-6), math.log(scale)
+        ratio = (math.sqrt(5) - 1) / 2
+        x1, x2 = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
+        try:
+            for _ in range(_NU_STEPS):
+                if at(x1) >= at(x2):  # the maximum lies in [lo, x2]
+                    hi, x2 = x2, x1
+                    x1 = hi - ratio * (hi - lo)
+                else:  # in [x1, hi]
+                    lo, x1 = x1, x2
+                    x2 = lo + ratio * (hi - lo)
+        except TimeoutError:
+            cut = True
+    best, best_x = -math.inf, None
+    for x, value in memo.items():
+        if value > best:
+            best, best_x = value, x
+    return MultiplierSearch(
+        best, 0.0 if best_x is None else math.exp(best_x), len(memo), last, cut
+    )
+
+
 def spacing_bound_search(
     instance: Instance, *, budget: Budget | None = None
 ) -> tuple[float, dict[str, float | int | str | None]]:
@@ -227,51 +297,21 @@ def spacing_bound_search(
     relax = lp_relaxation(instance, budget=budget.share(0.5), max_rounds=LP_ROUNDS)
     bounds, mu = relax.bounds, relax.prices
     step = max(1, math.ceil(int(bounds[-1]) / _PIECES))
-    best, best_nu, steps = -math.inf, 0.0, 0
     scale = float(mu.max()) if len(mu) else 0.0
-    last = 0.0  # seconds taken by the last complete evaluation (0: none yet)
-    memo: dict[float, float] = {}
-    cut = False
-
-    def at(x: float) -> float:
-        nonlocal last
-        if x not in memo:
-            if time.perf_counter() + last > deadline:
-                raise TimeoutError
-            tick = time.perf_counter()
-            memo[x] = _spacing_value(instance, bounds, mu, math.exp(x), step, deadline)
-            last = time.perf_counter() - tick
-        return memo[x]
-
-    if scale > 0:
-        # L+ is concave in ν, hence unimodal in log ν: golden section on [scale e-6, scale]
-        lo, hi = math.log(scale * 1e-6), math.log(scale)
-        ratio = (math.sqrt(5) - 1) / 2
-        x1, x2 = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
-        try:
-            while steps < _NU_STEPS:
-                if at(x1) >= at(x2):  # the maximum lies in [lo, x2]
-                    hi, x2 = x2, x1
-                    x1 = hi - ratio * (hi - lo)
-                else:  # in [x1, hi]
-                    lo, x1 = x1, x2
-                    x2 = lo + ratio * (hi - lo)
-                steps += 1
-        except TimeoutError:
-            cut = True
-        for x, value in memo.items():
-            if value > best:
-                best, best_nu = value, math.exp(x)
+    search = search_multiplier(
+        lambda nu, until: _spacing_value(instance, bounds, mu, nu, step, until), scale, deadline
+    )
+    best, best_nu = search.value, search.nu
     value = max(relax.value, best - _SAFETY * abs(best))
     return value, {
         "lp": relax.value,
         "lp_status": relax.status,
         "nu": best_nu,
         "step": step,
-        "evaluations": len(memo),
-        "seconds_per_evaluation": last,
+        "evaluations": search.evaluations,
+        "seconds_per_evaluation": search.seconds_per_evaluation,
         "horizon": relax.horizon,
-        "stopped_by": "time_limit" if cut else relax.stats["stopped_by"],
+        "stopped_by": "time_limit" if search.cut else relax.stats["stopped_by"],
     }
 
 
@@ -279,11 +319,4 @@ def completion_spacing(instance: Instance, *, budget: Budget = UNLIMITED) -> Bou
     """LP prices plus the completion-spacing waste term (see module docs), rounded up."""
     began = time.perf_counter()
     value, stats = spacing_bound_search(instance, budget=budget)
-    status = "stopped" if stats["stopped_by"] else "proven"
-    return Bound(
-        float(math.ceil(value - 1e-6)),  # the optimum is an integer
-        "completion-spacing",
-        status,
-        time.perf_counter() - began,
-        dict(stats),
-    )
+    return integer_bound("completion-spacing", value, stats, began)

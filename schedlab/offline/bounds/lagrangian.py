@@ -19,13 +19,12 @@ objective, ``β`` halved after five steps without progress and the search stoppe
 
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
 
 from schedlab.budget import UNLIMITED, Budget
-from schedlab.offline.bounds.bound import Bound
+from schedlab.offline.bounds.bound import Bound, integer_bound
 from schedlab.offline.bounds.time_indexed import block_loads, lagrangian_bound, uniform_blocks
 from schedlab.offline.bounds.volume import volume_completions
 from schedlab.offline.instance import Instance
@@ -107,6 +106,4 @@ def lagrangian(instance: Instance, *, budget: Budget = UNLIMITED) -> Bound:
     """Fluid prices improved by subgradient steps; valid at any size (see module docs)."""
     began = time.perf_counter()
     value, stats = lagrangian_bound_search(instance, budget=budget)
-    status = "stopped" if stats["stopped_by"] else "proven"
-    value = float(math.ceil(value - 1e-6))  # the optimum is an integer
-    return Bound(value, "lagrangian", status, time.perf_counter() - began, dict(stats))
+    return integer_bound("lagrangian", value, stats, began)

@@ -61,6 +61,7 @@ __all__ = [
     "DEFAULT_MAX_BLOCKS",
     "LP_ROUNDS",
     "LPRelaxation",
+    "RoundPrices",
     "block_loads",
     "column_rows",
     "lagrangian_bound",
@@ -133,28 +134,131 @@ def uniform_blocks(horizon: int, max_blocks: int = DEFAULT_MAX_BLOCKS) -> np.nda
     return np.unique(np.append(np.arange(0, horizon, width), horizon)).astype(np.int64)
 
 
-class _Prices:
+def _prefix_factor(length: int) -> float:
+    """``β = 2K + m + 2``: :func:`_prefix_sums` of ``length`` non-negative terms is within
+    ``β ε`` times their total of the exact prefix sums (``K`` columns, ``m`` rows)."""
+    columns = max(1, math.isqrt(max(length - 1, 0)) + 1)
+    return 2.0 * columns + -(-length // columns) + 2.0
+
+
+def _running_sums(values: np.ndarray) -> np.ndarray:
+    """``[0, x_0, x_0 + x_1, ...]`` as one running sum."""
+    return np.concatenate(([0.0], np.cumsum(values)))
+
+
+def _prefix_sums(values: np.ndarray) -> np.ndarray:
+    """``[0, x_0, x_0 + x_1, ...]`` summed in two levels: within rows of ``K ≈ sqrt(len)``
+    terms, then the row totals. For non-negative terms every prefix is then within
+    ``β ε sum(x)`` of the exact one, ``β = 2K + m + 2`` (:func:`_prefix_factor`), where a
+    running sum can be off by ``len · ε sum(x)``."""
+    length = len(values)
+    columns = max(1, math.isqrt(max(length - 1, 0)) + 1)
+    rows = -(-length // columns)
+    grid = np.zeros(rows * columns)
+    grid[:length] = values
+    within = np.cumsum(grid.reshape(rows, columns), axis=1)
+    before = np.concatenate(([0.0], np.cumsum(within[:, -1])[:-1]))
+    return np.concatenate(([0.0], (within + before[:, None]).ravel()[:length]))
+
+
+class RoundPrices:
     """Round prices ``λ_t`` (constant on blocks, ``0`` from ``T`` on) and window sums.
 
     ``P0(x) = sum_{u<x} λ_u`` and ``P1(x) = sum_{u<x} u λ_u`` are tabulated for
-    ``x = 0..T``; for ``x > T`` they equal their value at ``T``.
+    ``x = 0..T``; for ``x > T`` they equal their value at ``T``. Build it once to price many
+    starts against the same prices.
+
+    Parameters
+    ----------
+    bounds
+        Block boundaries ``b_0 = 0 < ... < b_K = T``.
+    mu
+        Block prices ``μ_k`` (length ``K``).
+    split_sums
+        Form ``P0`` and ``P1`` in two levels (:func:`_prefix_sums`), whose rounding error
+        :meth:`rounding` bounds about ``sqrt(T)`` times more tightly than that of running
+        sums. The default, running sums, keeps the values that the LP-based bounds and
+        solvers have always computed (the LP's column generation follows its prices, so a
+        change in the last bits can change which columns it adds).
     """
 
-    def __init__(self, bounds: np.ndarray, mu: np.ndarray) -> None:
+    def __init__(self, bounds: np.ndarray, mu: np.ndarray, *, split_sums: bool = False) -> None:
         self.horizon = int(bounds[-1])
-        lam = np.append(np.repeat(mu, np.diff(bounds)), 0.0)  # λ_0 .. λ_T (λ_T = 0)
-        self.lam = lam
-        self.p0 = np.concatenate(([0.0], np.cumsum(lam[:-1])))
-        self.p1 = np.concatenate(([0.0], np.cumsum(lam[:-1] * np.arange(self.horizon))))
+        lam = np.append(np.repeat(np.asarray(mu, dtype=float), np.diff(bounds)), 0.0)
+        self.lam = lam  # λ_0 .. λ_T (λ_T = 0)
+        self.split_sums = split_sums
+        prefix = _prefix_sums if split_sums else _running_sums
+        self.p0 = prefix(lam[:-1])
+        self.p1 = prefix(lam[:-1] * np.arange(self.horizon))
 
     def sums(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``P0(x)``, ``P1(x)`` and ``λ_x`` (the price of the block holding round ``x``)."""
         xc = np.minimum(x, self.horizon)
         return self.p0[xc], self.p1[xc], self.lam[xc]
 
+    def start_costs(
+        self, instance: Instance, tau: np.ndarray, requests: np.ndarray | None = None
+    ) -> np.ndarray:
+        """``f_i(τ)`` at the given starts ``τ >= a_i``: of request ``i`` at ``tau[i]``, or of
+        request ``requests[j]`` at ``tau[j]`` when ``requests`` is given."""
+        tau = np.asarray(tau, dtype=np.int64)
+        req = np.arange(instance.n) if requests is None else np.asarray(requests)
+        value, _, _ = _cost(
+            self,
+            tau,
+            instance.prompt[req].astype(float),
+            instance.output[req],
+            instance.arrival[req],
+        )
+        return value
+
+    def cost_steps(self, instance: Instance, tau: np.ndarray, requests: np.ndarray) -> np.ndarray:
+        """``f_i(τ + 1) - f_i(τ)`` of requests ``requests`` at starts ``tau``, summed by parts:
+
+        .. math:: 1 + (s_i + o_i) λ_{τ+o_i} - (s_i + 1) λ_τ - \\sum_{u=τ+1}^{τ+o_i-1} λ_u,
+
+        which needs only ``P0``: its rounding error is about ``ε P0(T)``, where the
+        difference of two :meth:`start_costs` carries that of ``P1(T)``, about ``T`` times
+        larger.
+        """
+        tau = np.asarray(tau, dtype=np.int64)
+        o = instance.output[requests]
+        s = instance.prompt[requests].astype(float)
+        _, _, first = self.sums(tau)
+        inner, _, _ = self.sums(tau + 1)
+        end, _, last = self.sums(tau + o)
+        return 1.0 + (s + o) * last - (s + 1) * first - (end - inner)
+
+    def rounding(
+        self, prompt_max: float, start_max: float, output_max: float
+    ) -> tuple[float, float]:
+        """Bounds ``(E, E')`` on the rounding error of :meth:`start_costs` and of
+        :meth:`cost_steps`, for prices ``>= 0``, prompts up to ``prompt_max``, starts up to
+        ``start_max`` and outputs up to ``output_max`` (``proofs/fluid_spacing.md``,
+        Floating point): with ``β`` the error factor of the prefix sums (``T + 2`` for
+        running sums, :func:`_prefix_factor` for split ones) and ``ε`` the unit round-off,
+
+        .. math:: E = 4 (β + 4) ε \\bigl((s_{\\max} + 1 + τ_{\\max}) P0(T) + P1(T)
+                  + τ_{\\max} + o_{\\max}\\bigr), \\quad
+                  E' = 4 (β + 4) ε \\bigl(P0(T) + (s_{\\max} + o_{\\max} + 1) λ_{\\max} + 1\\bigr).
+        """
+        beta = _prefix_factor(self.horizon) if self.split_sums else self.horizon + 2.0
+        unit = 4.0 * (beta + 4.0) * np.finfo(float).eps * (1.0 + 1e-6)
+        p0, p1 = float(self.p0[-1]), float(self.p1[-1])
+        top = float(self.lam.max()) if len(self.lam) else 0.0
+        # from T on both window sums are exactly 0, so only starts below T weigh on P0
+        weight = prompt_max + 1 + min(start_max, self.horizon)
+        cost = unit * (weight * p0 + p1 + start_max + output_max)
+        step = unit * (p0 + (prompt_max + output_max + 1) * top + 1)
+        return cost, step
+
 
 def _cost(
-    prices: _Prices, tau: np.ndarray, prompt: np.ndarray, output: np.ndarray, arrival: np.ndarray
+    prices: RoundPrices,
+    tau: np.ndarray,
+    prompt: np.ndarray,
+    output: np.ndarray,
+    arrival: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``f_i(τ)``, its derivative on the quadratic piece right of ``τ``, and that piece's
     curvature ``A = (μ_{k1} - μ_{k2}) / 2``."""
@@ -191,7 +295,7 @@ def price_starts(
     (``k1``, ``k2`` the blocks of ``τ`` and ``τ + o_i``): ``f_i`` is exactly quadratic on a
     piece, so the least candidate is the minimum. Work ``O(n min(T, K))``, vectorised.
     """
-    prices = _Prices(bounds, np.asarray(mu, dtype=float))
+    prices = RoundPrices(bounds, mu)
     horizon = prices.horizon
     dense = horizon + 1 <= 12 * len(bounds)
     s_all = instance.prompt.astype(float)
@@ -237,18 +341,9 @@ def start_costs(
     requests: np.ndarray | None = None,
 ) -> np.ndarray:
     """``f_i(τ)`` at the given starts ``τ >= a_i``: of request ``i`` at ``tau[i]``, or of
-    request ``requests[j]`` at ``tau[j]`` when ``requests`` is given."""
-    prices = _Prices(bounds, np.asarray(mu, dtype=float))
-    tau = np.asarray(tau, dtype=np.int64)
-    req = np.arange(instance.n) if requests is None else np.asarray(requests)
-    value, _, _ = _cost(
-        prices,
-        tau,
-        instance.prompt[req].astype(float),
-        instance.output[req],
-        instance.arrival[req],
-    )
-    return value
+    request ``requests[j]`` at ``tau[j]`` when ``requests`` is given
+    (:meth:`RoundPrices.start_costs` of prices built for this call)."""
+    return RoundPrices(bounds, mu).start_costs(instance, tau, requests)
 
 
 def lagrangian_bound(

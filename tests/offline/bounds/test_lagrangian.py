@@ -49,6 +49,7 @@ def test_best_chooses_methods_by_size() -> None:
         "volume",
         "tall-chain",
         "mean-busy-time",
+        "fluid-spacing",
         "completion-spacing",
     }
     assert BOUNDS["lagrangian"].in_best(mixed_backlog(LARGE_N, seed=0))
