@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -62,3 +63,14 @@ def process_alive(pid: str) -> bool:
             return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def verified_rule_objective(instance: Any, rules: tuple[str, ...] = ("svf", "sof")) -> int:
+    """The least objective of ``rules``' schedules, each checked by the verifier: an upper
+    bound on the optimum that every valid lower bound must stay under."""
+    from schedlab.offline.solve import solve
+    from schedlab.offline.verify import verify
+
+    results = [solve(instance, rule, bound=None) for rule in rules]
+    assert all(verify(instance, result.starts) == [] for result in results)
+    return min(result.objective for result in results)

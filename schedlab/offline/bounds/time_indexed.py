@@ -134,11 +134,18 @@ def uniform_blocks(horizon: int, max_blocks: int = DEFAULT_MAX_BLOCKS) -> np.nda
     return np.unique(np.append(np.arange(0, horizon, width), horizon)).astype(np.int64)
 
 
+def _prefix_shape(length: int) -> tuple[int, int]:
+    """``(K, m)``: the columns and rows :func:`_prefix_sums` lays ``length`` terms out in,
+    ``K = floor(sqrt(length - 1)) + 1`` and ``m = ceil(length / K)``."""
+    columns = max(1, math.isqrt(max(length - 1, 0)) + 1)
+    return columns, -(-length // columns)
+
+
 def _prefix_factor(length: int) -> float:
     """``β = 2K + m + 2``: :func:`_prefix_sums` of ``length`` non-negative terms is within
     ``β ε`` times their total of the exact prefix sums (``K`` columns, ``m`` rows)."""
-    columns = max(1, math.isqrt(max(length - 1, 0)) + 1)
-    return 2.0 * columns + -(-length // columns) + 2.0
+    columns, rows = _prefix_shape(length)
+    return 2.0 * columns + rows + 2.0
 
 
 def _running_sums(values: np.ndarray) -> np.ndarray:
@@ -152,8 +159,7 @@ def _prefix_sums(values: np.ndarray) -> np.ndarray:
     ``β ε sum(x)`` of the exact one, ``β = 2K + m + 2`` (:func:`_prefix_factor`), where a
     running sum can be off by ``len · ε sum(x)``."""
     length = len(values)
-    columns = max(1, math.isqrt(max(length - 1, 0)) + 1)
-    rows = -(-length // columns)
+    columns, rows = _prefix_shape(length)
     grid = np.zeros(rows * columns)
     grid[:length] = values
     within = np.cumsum(grid.reshape(rows, columns), axis=1)
