@@ -152,7 +152,14 @@ class OrderEvaluator:
 
     The decoding runs in :func:`~schedlab.offline.compiled_decoder.evaluate_kernel`;
     the saved decoder states (:class:`~schedlab.offline.decoder.DecoderState`'s round,
-    ``remaining`` and ``held``) lie in flat arrays, one segment per checkpoint.
+    ``remaining`` and ``held``) lie in flat arrays, one segment per checkpoint. Accepting
+    a move writes its states in place and moves the later segments only when the count
+    of running requests changed (the array keeps spare room): under ``cProfile``, 29 µs
+    an accepted move on the shipped mixed n = 1,000 against 180 µs when the array was
+    rebuilt. A late-acceptance search (window 3, ``history=3000``) from the best rule's
+    order made its first 100,000 moves at 9,200 a second against 4,700, and over 300 s
+    from ``lp-swap``'s order (``history=5000``) 3.3 M moves against 2.8 M
+    (2026-12-02, beside another process; the same moves give the same objectives).
 
     Parameters
     ----------
@@ -178,7 +185,8 @@ class OrderEvaluator:
         checkpoints = -(-n // self.every)
         self.starts = np.zeros(n, dtype=np.int64)  # by position
         self._index = np.zeros((2, checkpoints + 1), dtype=np.int64)  # rounds, pool offsets
-        self._pool = np.zeros((2, 0), dtype=np.int64)  # C_j - t and w_j + t of each state
+        # C_j - t and w_j + t of each state, in index[1, -1] columns (the rest spare)
+        self._pool = np.zeros((2, 0), dtype=np.int64)
         # numba (and through it scipy) loads on the first evaluator, not with the package
         from schedlab.offline import compiled_decoder
 
@@ -271,11 +279,17 @@ class OrderEvaluator:
             self.decoded = decoded
         first, count = base // self.every, int(self._result[5])
         index, new_index = self._index, self._new_index
-        begin, end, used = int(index[1, first]), int(index[1, first + count]), new_index[1, count]
-        self._pool = np.concatenate(
-            [self._pool[:, :begin], self._new_pool[:, :used], self._pool[:, end:]], axis=1
-        )
-        index[1, first + count + 1 :] += used - (end - begin)
+        begin, end = int(index[1, first]), int(index[1, first + count])
+        used, total = int(new_index[1, count]), int(index[1, -1])
+        grow = used - (end - begin)
+        if grow:  # move the later states (in place: the pool has room to spare)
+            if total + grow > self._pool.shape[1]:
+                pool = np.empty((2, 2 * (total + grow)), dtype=np.int64)
+                pool[:, :total] = self._pool[:, :total]
+                self._pool = pool
+            self._pool[:, end + grow : total + grow] = self._pool[:, end:total]
+        self._pool[:, begin : begin + used] = self._new_pool[:, :used]
+        index[1, first + count + 1 :] += grow
         index[0, first : first + count] = new_index[0, :count]
         index[1, first : first + count + 1] = begin + new_index[1, : count + 1]
         self.starts[base:stop] = move.starts
@@ -328,6 +342,8 @@ class SearchSettings:
         search, which is then not reproducible).
     checkpoint
         Positions between saved decoder states; ``None``: ``max(1, n // 1000)``.
+    solver
+        The solver whose options these are, named in error messages.
 
     Raises
     ------
@@ -342,19 +358,21 @@ class SearchSettings:
     screen: int | None = 8
     max_moves: int | None = DEFAULT_MOVES
     checkpoint: int | None = None
+    solver: str = "local-search"
 
     def __post_init__(self) -> None:
+        name = self.solver
         if self.strategy not in STRATEGIES:
             raise SchedlabError(
-                f"local-search: strategy must be one of {', '.join(STRATEGIES)}, "
-                f"got {self.strategy!r}"
+                f"{name}: strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}"
             )
-        if self.window < 1 or self.neighbours < 1 or self.history < 1:
-            raise SchedlabError("local-search: window, neighbours and history must be >= 1")
+        for field in ("window", "neighbours", "history"):
+            if getattr(self, field) < 1:
+                raise SchedlabError(f"{name}: {field} must be >= 1, got {getattr(self, field)}")
         if self.max_moves is not None and self.max_moves < 0:
-            raise SchedlabError(f"local-search: max_moves must be >= 0, got {self.max_moves}")
+            raise SchedlabError(f"{name}: max_moves must be >= 0, got {self.max_moves}")
         if self.screen is not None and self.screen < 1:
-            raise SchedlabError(f"local-search: screen must be >= 1 or None, got {self.screen}")
+            raise SchedlabError(f"{name}: screen must be >= 1 or None, got {self.screen}")
 
 
 def random_move(

@@ -7,6 +7,7 @@ import pytest
 
 from schedlab import read_instance, solve, verify
 from schedlab.budget import Budget
+from schedlab.errors import SchedlabError
 from schedlab.offline.backlogs import mixed_backlog
 from schedlab.offline.bounds.time_indexed import LPRelaxation
 from schedlab.offline.decoder import list_schedule
@@ -76,9 +77,12 @@ def test_lp_search_tiny_instances(path) -> None:
     assert result.lower_bound is not None and result.lower_bound <= optimum + 1e-6
 
 
-def test_lp_search_is_seeded_and_never_worse_than_its_repair() -> None:
+@pytest.mark.parametrize("screen", [None, 2])
+def test_lp_search_is_seeded_and_never_worse_than_its_repair(screen: int | None) -> None:
     inst = mixed_backlog(40, seed=5)
-    runs = [solve(inst, "lp-search", seed=11, moves=400, bound=None) for _ in range(2)]
+    runs = [
+        solve(inst, "lp-search", seed=11, moves=400, screen=screen, bound=None) for _ in range(2)
+    ]
     assert runs[0].starts.tolist() == runs[1].starts.tolist()  # no time limit: same seed, same run
     result = runs[0]
     assert verify(inst, result.starts) == []
@@ -96,6 +100,21 @@ def test_lp_search_with_releases_and_a_time_limit() -> None:
     assert verify(inst, result.starts) == []
     with pytest.raises(TypeError, match="unknown option"):
         solve(inst, "lp-search", colour=1)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"neighbourhood": 0}, "lp-search: neighbourhood must be >= 1, got 0"),
+        ({"moves": -1}, "lp-search: moves must be >= 0, got -1"),
+        ({"history": 0}, "lp-search: history must be >= 1, got 0"),
+        ({"screen": 0}, "lp-search: screen must be >= 1 or None, got 0"),
+    ],
+)
+def test_lp_search_refuses_bad_search_options_by_their_names(options, message: str) -> None:
+    inst = Instance.from_arrays(4, [0, 1], [3, 1])
+    with pytest.raises(SchedlabError, match=f"^{message}$"):
+        solve(inst, "lp-search", bound=None, **options)
 
 
 def test_lp_search_stops_at_its_time_limit() -> None:
