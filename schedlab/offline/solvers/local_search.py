@@ -154,12 +154,11 @@ class OrderEvaluator:
     the saved decoder states (:class:`~schedlab.offline.decoder.DecoderState`'s round,
     ``remaining`` and ``held``) lie in flat arrays, one segment per checkpoint. Accepting
     a move writes its states in place and moves the later segments only when the count
-    of running requests changed (the array keeps spare room): under ``cProfile``, 29 µs
-    an accepted move on the shipped mixed n = 1,000 against 180 µs when the array was
-    rebuilt. A late-acceptance search (window 3, ``history=3000``) from the best rule's
-    order made its first 100,000 moves at 9,200 a second against 4,700, and over 300 s
-    from ``lp-swap``'s order (``history=5000``) 3.3 M moves against 2.8 M
-    (2026-12-02, beside another process; the same moves give the same objectives).
+    of running requests changed (the array keeps spare room): 28 µs an accepted move on
+    the shipped mixed n = 1,000 against 55 µs when the array was rebuilt, and a
+    late-acceptance search (window 3, ``history=5000``) from ``lp-swap``'s order made
+    3.3 M moves in about 215 s against 2.8 M, beside another process (2026-12-02; the same
+    moves give the same objectives).
 
     Parameters
     ----------
@@ -417,7 +416,7 @@ def improve_order(
     """
     if not budget.limited and settings.max_moves is None:
         raise SchedlabError(
-            "local-search: set time_limit or max_moves (the search has no end otherwise)"
+            f"{settings.solver}: set time_limit or max_moves (the search has no end otherwise)"
         )
     strategy, window, history = settings.strategy, settings.window, settings.history
     screen = settings.screen

@@ -138,6 +138,13 @@ def test_bad_options() -> None:
         solve(inst, "local-search", time_limit=0.1, temperature=3)
 
 
+@pytest.mark.parametrize("field", ["window", "neighbours", "history"])
+def test_a_count_below_one_is_refused_by_its_name(field: str) -> None:
+    inst = mixed_backlog(10, seed=0)
+    with pytest.raises(SchedlabError, match=f"^local-search: {field} must be >= 1, got 0$"):
+        solve(inst, "local-search", time_limit=0.1, **{field: 0})
+
+
 def test_late_acceptance_returns_its_best_order_and_is_seeded() -> None:
     inst = mixed_backlog(60, seed=2)
     start, _ = best_start_order(inst)
