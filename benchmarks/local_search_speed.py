@@ -8,21 +8,79 @@ default ``screen=8``; late acceptance, exact, ``--late-window`` positions) and p
 medians over seeds of: moves evaluated per second, positions decoded per move
 (a full decode is ``n``), evaluations that stopped where the runs met, and the strict
 objective reached. Target (issue 13): >= 30,000 exact moves/s (``screen=None``).
+
+``--engines`` instead times the two engines of the ``late`` search (the compiled loop
+and the reference ``engine="python"``) on the same moves: ``--moves`` moves (a work
+budget, no time limit) of each setting (the default, screened; exact; the long
+``lp-search`` setting of ``benchmarks/offline_targets.py``: window 3, history 5,000,
+``screen=8``) on the shipped mixed n = 200 and n = 1,000, seeds ``0 .. --seeds - 1``,
+the engines alternating; it prints the median microseconds per move of each, their
+ratio, and whether every pair ended with the same order and counts.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import time
 from pathlib import Path
+
+import numpy as np
 
 from schedlab.budget import Budget
 from schedlab.offline.decoder import list_schedule
+from schedlab.offline.instance import Instance
 from schedlab.offline.instance_io import read_instance
 from schedlab.offline.solvers.local_search import SearchSettings, best_start_order, improve_order
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_EXACT = 30_000
+
+
+#: The ``late`` settings ``--engines`` times: label, options of :class:`SearchSettings`.
+ENGINE_SETTINGS = (
+    ("default (screen 8)", {}),
+    ("exact", {"screen": None}),
+    ("long lp-search", {"window": 3, "history": 5_000}),
+)
+
+
+def engines(moves: int, seeds: int) -> None:
+    """The ``--engines`` table (module docs)."""
+    print(
+        "instance, setting, moves, median us/move compiled, median us/move python, "
+        "python / compiled, same moves"
+    )
+    for name in ("mixed-n200", "mixed-n1000"):
+        inst = read_instance(ROOT / f"instances/{name}.json")
+        start, _ = best_start_order(inst)
+        for label, options in ENGINE_SETTINGS:
+            times: dict[str, list[float]] = {"compiled": [], "python": []}
+            same = True
+            for seed in range(seeds):
+                ends = [
+                    _timed(inst, start, SearchSettings(max_moves=moves, engine=e, **options), seed)
+                    for e in ("compiled", "python")
+                ]
+                for engine, (seconds, _) in zip(("compiled", "python"), ends, strict=True):
+                    times[engine].append(1e6 * seconds / moves)
+                same = same and ends[0][1] == ends[1][1]
+            fast, slow = (statistics.median(times[e]) for e in ("compiled", "python"))
+            print(
+                f"{name}, {label}, {moves}, {fast:.1f}, {slow:.1f}, {slow / fast:.2f}, {same}",
+                flush=True,
+            )
+
+
+def _timed(
+    inst: Instance, start: np.ndarray, settings: SearchSettings, seed: int
+) -> tuple[float, tuple]:
+    """Seconds of one search, and what both engines must agree on."""
+    improve_order(inst, start, SearchSettings(max_moves=10, engine=settings.engine))  # warm
+    began = time.perf_counter()
+    order, stats = improve_order(inst, start, settings, seed=seed)
+    seconds = time.perf_counter() - began
+    return seconds, (order.tolist(), stats["accepted"], stats["objective_strict"], stats["met"])
 
 
 def main() -> None:
@@ -32,7 +90,12 @@ def main() -> None:
     parser.add_argument("--instance", type=Path, default=ROOT / "instances/mixed-n1000.json")
     parser.add_argument("--window", type=int, default=20)
     parser.add_argument("--late-window", type=int, default=5)
+    parser.add_argument("--engines", action="store_true")
+    parser.add_argument("--moves", type=int, default=60_000)
     args = parser.parse_args()
+    if args.engines:
+        engines(args.moves, args.seeds)
+        return
     inst = read_instance(args.instance)
     start, name = best_start_order(inst)
     base = int((list_schedule(inst, start) + inst.output).sum())

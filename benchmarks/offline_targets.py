@@ -6,8 +6,9 @@ limit by ten for a smoke run (the targets then do not apply). Rows:
 
 ``gap200``
     Certified gap on the shipped mixed n = 200 backlog and two fresh seeds
-    (``mixed_backlog(200, seed=1, 2)``), 60 s per solver: ``lp-search``, ``alns`` (work
-    budget) and ``alns`` governed by the time limit (``evaluations=None``). Target <= 1.0 %.
+    (``mixed_backlog(200, seed=1, 2)``), 60 s per solver: ``lp-search`` with its default
+    work budget and with the long one of :data:`LONG_LP_SEARCH`, ``alns`` (work budget)
+    and ``alns`` governed by the time limit (``evaluations=None``). Target <= 1.0 %.
 ``gap1000``
     Mixed n = 1,000 (shipped) at 30 s and 300 s: ``local-search``, ``lp-swap``,
     ``lp-search``, ``alns`` (work budgets), ``alns`` governed by the limit, and, at
@@ -21,7 +22,10 @@ limit by ten for a smoke run (the targets then do not apply). Rows:
     both ``local-search`` runs. Target <= 3 %.
 ``moves``
     ``improve_order`` with exact evaluations (``screen=None``) from the best rule's
-    order on mixed n = 1,000 with no work budget, at 30 s and 120 s: moves per second
+    order on mixed n = 1,000 with no work budget, at 30 s and 120 s: first improvement
+    within 20 positions (the row's search before late acceptance became the default),
+    and the default late acceptance within 5 positions with each engine (compiled, and
+    the reference ``engine="python"``): moves per second
     (target >= 30,000) and the strict objective (target: lower at 120 s than at 30 s);
     with the cost of a move: positions decoded per move (a full decode is ``n``), the
     share of moves whose two decodes met again, and the kernel's time per decoded
@@ -124,6 +128,7 @@ def gap200(scale: float) -> None:
     instances = [_shipped(200), mixed_backlog(200, seed=1), mixed_backlog(200, seed=2)]
     runs = [
         ("lp-search", "lp-search", {}),
+        ("lp-search (long)", "lp-search", LONG_LP_SEARCH[200]),
         ("alns", "alns", {}),
         ("alns (time)", "alns", {"evaluations": None}),
     ]
@@ -140,15 +145,25 @@ LONG_SEARCH = {
 }
 
 
-#: ``lp-search`` for a long run on n = 1,000: screened moves within 3 positions and a long
-#: history. Chosen in trials on the row's instance at 300 s, two at a time (2026-12-02;
-#: lp-swap's repaired order searched with ``improve_order``, ``max_moves=None``, for nine
-#: tenths of the limit): window 5 with history 1,000 / 3,000 / 10,000 ended 1.85 / 1.80 /
-#: 1.94 % above the best bound; window 3 with 3,000 / 5,000 1.70 / 1.62 % (3.3 M moves);
-#: window 2 with 3,000 1.70 %. Inside ``lp-search`` the search gets eight tenths of what
-#: the LP and its repair (55-65 s) leave: 178-186 s, in which it made 2.3-2.4 M moves
-#: beside another process; the work budget is set below that, so that it binds.
-LONG_LP_SEARCH = {"moves": 2_000_000, "history": 5_000, "neighbourhood": 3, "screen": 8}
+#: ``lp-search`` for a long run, by instance size: moves within 3 positions and a long
+#: history; exact moves at n = 200, screened ones (``screen=8``) at n = 1,000. Chosen in
+#: trials on the rows' shipped instances with the compiled search (2026-12-02, one or two
+#: runs at a time; % above the best bound):
+#:
+#: * n = 200, 60 s with no work budget (the search then stops at 49 s): window 3 with
+#:   history 3,000 / 10,000 reached 1.600 / 1.557 %, window 5 1.567 / 1.573 %; the
+#:   chosen 2,500,000 moves take 42 s and reach 1.557 %. Given 600 s (30 M moves),
+#:   window 5 with history 30,000 reached 1.520 % and window 3 with 5,000 1.619 %: the
+#:   search is near where it ends, not short of time;
+#: * n = 1,000, 300 s: history 5,000 reached 1.835 % with 2 M moves (94 s in all), 1.538 %
+#:   with 6 M (142 s) and the same with 12 M (182 s); history 8,000 with 10 M 1.568 %,
+#:   15,000 with 12 M 1.633 % (cut by the cap); window 2 / 4 with 8 M 1.642 / 1.688 %.
+#:   With the Python loop (before the compiled one) 2 M moves took 228 s beside two
+#:   other processes.
+LONG_LP_SEARCH = {
+    200: {"moves": 2_500_000, "history": 10_000, "neighbourhood": 3},
+    1000: {"moves": 6_000_000, "history": 5_000, "neighbourhood": 3, "screen": 8},
+}
 
 
 def gap1000(scale: float) -> None:
@@ -156,7 +171,7 @@ def gap1000(scale: float) -> None:
     runs.append(("alns (time)", "alns", {"evaluations": None}))
     long_runs = [
         ("local-search (long)", "local-search", LONG_SEARCH[1000]),
-        ("lp-search (long)", "lp-search", LONG_LP_SEARCH),
+        ("lp-search (long)", "lp-search", LONG_LP_SEARCH[1000]),
     ]
     limits = [30 * scale, 300 * scale]
     gaps = _gap_rows(
@@ -197,16 +212,22 @@ def gap10000(scale: float) -> None:
 def moves(scale: float) -> None:
     inst = _shipped(1000)
     order, _ = best_start_order(inst)
-    settings = SearchSettings("first", window=20, screen=None, max_moves=None)
-    for limit in (30 * scale, 120 * scale):
-        _, stats = improve_order(inst, order, settings, budget=Budget(limit), seed=0)
-        print(
-            f"local search, exact moves, {limit:.0f} s: {stats['moves_per_s']:,.0f} moves/s "
-            f"(target >= 30,000), objective {stats['objective_strict']:,}; "
-            f"{stats['decoded_per_move']:.0f} positions decoded per move, "
-            f"{100 * stats['met'] / max(stats['moves'], 1):.1f} % of moves met again",
-            flush=True,
-        )
+    searches = [
+        ("first/20", SearchSettings("first", window=20, screen=None, max_moves=None)),
+        ("late/5, compiled", SearchSettings(screen=None, max_moves=None)),
+        ("late/5, python", SearchSettings(screen=None, max_moves=None, engine="python")),
+    ]
+    for label, settings in searches:
+        for limit in (30 * scale, 120 * scale):
+            _, stats = improve_order(inst, order, settings, budget=Budget(limit), seed=0)
+            print(
+                f"local search {label}, exact moves, {limit:.0f} s: "
+                f"{stats['moves_per_s']:,.0f} moves/s (target >= 30,000), "
+                f"objective {stats['objective_strict']:,}; "
+                f"{stats['decoded_per_move']:.0f} positions decoded per move, "
+                f"{100 * stats['met'] / max(stats['moves'], 1):.1f} % of moves met again",
+                flush=True,
+            )
     evaluator = OrderEvaluator(inst, order)
     repeats = 200
     began = time.perf_counter()

@@ -118,7 +118,8 @@ class Stop:
     """Maximum work and maximum runtime combined; call once before each unit of work.
 
     ``stop()`` returns ``True`` when the loop must end, and then :attr:`reason` says why
-    (``"work"`` or ``"time_limit"``); otherwise it counts one unit in :attr:`work`.
+    (``"work"`` or ``"time_limit"``); otherwise it counts one unit in :attr:`work`
+    (:meth:`take` grants several).
     """
 
     __slots__ = ("budget", "max_work", "reason", "work")
@@ -132,14 +133,21 @@ class Stop:
         self.reason: str | None = None
 
     def __call__(self) -> bool:
+        return self.take(1) == 0
+
+    def take(self, units: int) -> int:
+        """Grant up to ``units`` units at once (a compiled loop's batch): how many may
+        run, counted in :attr:`work`; ``0`` when the loop must end (:attr:`reason` set).
+        The wall-clock cap is checked once, before the batch."""
         if self.max_work is not None and self.work >= self.max_work:
             self.reason = "work"
-            return True
+            return 0
         if self.budget.expired():
             self.reason = "time_limit"
-            return True
-        self.work += 1
-        return False
+            return 0
+        granted = units if self.max_work is None else min(units, self.max_work - self.work)
+        self.work += granted
+        return granted
 
 
 def stopped_by(*reasons: str | None) -> str | None:

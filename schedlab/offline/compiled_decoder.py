@@ -24,7 +24,8 @@ representation changes only:
 allocates their room) return the same starts as the reference's ``_strict_schedule``
 and ``_Engine.run``; :func:`evaluate_kernel` is ``StrictDecoder`` driven the way the
 incremental evaluator of :mod:`schedlab.offline.solvers.local_search` drives it (restore
-a saved state, place, compare states up to a shift, screen). Agreement is checked
+a saved state, place, compare states up to a shift, screen), and :func:`accept_kernel`
+writes an evaluated decode into that evaluator's saved states. Agreement is checked
 schedule for schedule by ``tests/offline/test_compiled_decoder.py`` (hypothesis, with
 and without releases, both modes, and moves evaluated incrementally against full
 reference decodes).
@@ -44,7 +45,7 @@ from numba import types
 
 from schedlab.offline.jit import INT, MATRIX, READ, READ_MATRIX, VECTOR, kernel
 
-__all__ = ["INF", "evaluate_kernel", "new_running", "schedule"]
+__all__ = ["INF", "accept_kernel", "evaluate_kernel", "new_running", "schedule"]
 
 #: "Never": larger than every round, prompt and load the engine meets.
 INF = 1 << 62
@@ -503,3 +504,58 @@ def evaluate_kernel(
         change += t - starts[p]
     result[0], result[1], result[2] = 2, n, 0
     result[3], result[4], result[5] = change, n - base, states
+
+
+@kernel(
+    types.void(INT, INT, INT, INT, INT, READ, READ_MATRIX, READ_MATRIX, VECTOR, MATRIX, MATRIX)
+)
+def accept_kernel(
+    base: int,
+    stop: int,
+    delta: int,
+    count: int,
+    every: int,
+    new_starts: np.ndarray,
+    new_index: np.ndarray,
+    new_pool: np.ndarray,
+    starts: np.ndarray,
+    index: np.ndarray,
+    pool: np.ndarray,
+) -> None:
+    """Make the decode :func:`evaluate_kernel` wrote the saved one (layout as there).
+
+    ``base``, ``stop``, ``delta`` and ``count`` are the decode's first position, its
+    ``result[1]``, ``result[2]`` and ``result[5]``; ``new_starts`` holds the starts of
+    positions ``base .. stop - 1``. The ``count`` new states replace those of checkpoints
+    ``base // every ..`` in ``pool``, whose later states move by the change of their
+    total width (the caller leaves room for it past ``index[1, -1]``); every start and
+    saved round from ``stop`` on moves by ``delta``.
+    """
+    first = base // every
+    begin, end = index[1, first], index[1, first + count]
+    used, total = new_index[1, count], index[1, index.shape[1] - 1]
+    grow = used - (end - begin)
+    if grow > 0:  # later states one block right: copy from the far end
+        for col in range(total - 1, end - 1, -1):
+            pool[0, col + grow] = pool[0, col]
+            pool[1, col + grow] = pool[1, col]
+    elif grow < 0:
+        for col in range(end, total):
+            pool[0, col + grow] = pool[0, col]
+            pool[1, col + grow] = pool[1, col]
+    for col in range(used):
+        pool[0, begin + col] = new_pool[0, col]
+        pool[1, begin + col] = new_pool[1, col]
+    for k in range(first + count + 1, index.shape[1]):
+        index[1, k] += grow
+    for k in range(count):
+        index[0, first + k] = new_index[0, k]
+    for k in range(count + 1):
+        index[1, first + k] = begin + new_index[1, k]
+    for p in range(base, stop):
+        starts[p] = new_starts[p - base]
+    if delta:
+        for p in range(stop, len(starts)):
+            starts[p] += delta
+        for k in range(stop // every, index.shape[1]):
+            index[0, k] += delta

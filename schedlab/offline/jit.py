@@ -2,7 +2,8 @@
 
 Only the kernel modules (:mod:`schedlab.offline.compiled_decoder`,
 :mod:`schedlab.offline.solvers.compiled_sorted_f`,
-:mod:`schedlab.offline.solvers.compiled_left_shift`) import this module, and they are
+:mod:`schedlab.offline.solvers.compiled_left_shift`,
+:mod:`schedlab.offline.solvers.compiled_search`) import this module, and they are
 imported inside the functions that run them, so ``import schedlab`` loads neither numba
 nor, through it, scipy.
 

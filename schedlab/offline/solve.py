@@ -33,7 +33,11 @@ def _load_kernels() -> None:
     """
     with held_interrupts() as caught:
         from schedlab.offline import compiled_decoder  # noqa: F401
-        from schedlab.offline.solvers import compiled_left_shift, compiled_sorted_f  # noqa: F401
+        from schedlab.offline.solvers import (  # noqa: F401
+            compiled_left_shift,
+            compiled_search,
+            compiled_sorted_f,
+        )
     if caught:
         raise KeyboardInterrupt
 

@@ -219,6 +219,24 @@ def test_shipped_model_hashes_match_the_shared_files(shipped, shipped_profile):
         assert source.sha256 == digest, source.name
 
 
+def _same_up_to_rounding(fitted, shipped, where="model") -> None:
+    """Equal, floats to 1e-12 relative: the fits' least squares round differently across
+    numpy / scipy builds (with scipy 1.17.1 and numpy 2.4.6 the lm_head tail slope came
+    out 3.7900729166666673 against the shipped 3.7900729166666687)."""
+    if isinstance(shipped, dict):
+        assert isinstance(fitted, dict) and fitted.keys() == shipped.keys(), where
+        for key in shipped:
+            _same_up_to_rounding(fitted[key], shipped[key], f"{where}/{key}")
+    elif isinstance(shipped, list):
+        assert isinstance(fitted, list) and len(fitted) == len(shipped), where
+        for k, (a, b) in enumerate(zip(fitted, shipped, strict=True)):
+            _same_up_to_rounding(a, b, f"{where}[{k}]")
+    elif isinstance(shipped, float):
+        assert fitted == pytest.approx(shipped, rel=1e-12, abs=0), where
+    else:
+        assert fitted == shipped, where
+
+
 def test_shipped_model_is_reproduced_by_calibrate(shipped, shipped_profile):
     model, _ = calibrate(shipped_profile, "meta-llama/Llama-3.1-8B")
-    assert model.to_dict() == shipped.to_dict()
+    _same_up_to_rounding(model.to_dict(), shipped.to_dict())

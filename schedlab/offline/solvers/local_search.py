@@ -72,6 +72,20 @@ in fact improve). Moves that pass every screen are decoded exactly, and only
 exact improvements are accepted (``late``: a move is cut where the estimate exceeds
 the objective it may reach and still be accepted). With releases, every move is evaluated
 by a full :func:`~schedlab.offline.decoder.list_schedule` call.
+
+Engines
+-------
+On a backlog the ``late`` search runs by default in one compiled kernel
+(:mod:`~schedlab.offline.solvers.compiled_search`: draw, evaluate, accept, in batches
+between which the wall-clock cap is checked); ``engine="python"`` runs the reference
+loop of :func:`improve_order`, calling the kernels move by move. Both make the same
+moves from the same seed, so every seeded result is the same with either
+(``tests/offline/solvers/test_local_search.py``). What the compiled loop saves is the
+Python work around a move, so it pays most where moves are cheap
+(``python benchmarks/local_search_speed.py --engines``, 60,000 moves, medians of 3
+seeds, 2026-12-02): on the shipped mixed n = 200, 7.1 against 15.0 µs a move with the
+defaults, 15.9 against 25.1 exact; on the shipped n = 1,000, 29.3 against 37.4 with
+the defaults, 87.3 against 99.5 exact, where the decode itself dominates.
 """
 
 from __future__ import annotations
@@ -82,7 +96,7 @@ from typing import Any
 
 import numpy as np
 
-from schedlab.budget import UNLIMITED, Budget, stopped_by
+from schedlab.budget import UNLIMITED, Budget, Stop, stopped_by
 from schedlab.errors import SchedlabError
 from schedlab.offline.decoder import list_schedule, order_array
 from schedlab.offline.instance import Instance
@@ -94,6 +108,7 @@ from schedlab.offline.solvers.sorted_f import batch_order, sorted_f_batches
 
 __all__ = [
     "DEFAULT_MOVES",
+    "ENGINES",
     "STRATEGIES",
     "Move",
     "OrderEvaluator",
@@ -114,6 +129,14 @@ DEFAULT_MOVES = 60_000
 
 #: Objective given to a move the screen cut off (worse than any schedule).
 _SCREENED = 2**62
+
+#: Engines of the ``late`` search on a backlog: the compiled loop
+#: (:mod:`~schedlab.offline.solvers.compiled_search`) and the reference, here.
+ENGINES: tuple[str, ...] = ("compiled", "python")
+
+#: Moves of the compiled search's first batch, the most in one, and the seconds a batch
+#: is sized to take (the wall-clock cap is checked between batches).
+_FIRST_BATCH, _MAX_BATCH, _BATCH_SECONDS = 16, 1 << 16, 0.02
 
 
 @dataclass(frozen=True)
@@ -153,12 +176,14 @@ class OrderEvaluator:
     The decoding runs in :func:`~schedlab.offline.compiled_decoder.evaluate_kernel`;
     the saved decoder states (:class:`~schedlab.offline.decoder.DecoderState`'s round,
     ``remaining`` and ``held``) lie in flat arrays, one segment per checkpoint. Accepting
-    a move writes its states in place and moves the later segments only when the count
-    of running requests changed (the array keeps spare room): 28 µs an accepted move on
-    the shipped mixed n = 1,000 against 55 µs when the array was rebuilt, and a
-    late-acceptance search (window 3, ``history=5000``) from ``lp-swap``'s order made
-    3.3 M moves in about 215 s against 2.8 M, beside another process (2026-12-02; the same
-    moves give the same objectives).
+    a move writes its states in place
+    (:func:`~schedlab.offline.compiled_decoder.accept_kernel`) and moves the later
+    segments only when the count of running requests changed (the array keeps spare
+    room). Written so in NumPy, an accepted move cost 28 µs on the shipped mixed
+    n = 1,000 against 55 µs when the array was rebuilt, and a late-acceptance search
+    (window 3, ``history=5000``) from ``lp-swap``'s order made 3.3 M moves in about
+    215 s against 2.8 M, beside another process (2026-12-02; the same moves give the
+    same objectives). :meth:`search_late` runs a whole ``late`` search on these arrays.
 
     Parameters
     ----------
@@ -190,6 +215,7 @@ class OrderEvaluator:
         from schedlab.offline import compiled_decoder
 
         self._kernel = compiled_decoder.evaluate_kernel
+        self._accept_kernel = compiled_decoder.accept_kernel
         self._running = compiled_decoder.new_running(n)
         self._new_starts = np.empty(n, dtype=np.int64)
         self._new_index = np.empty_like(self._index)
@@ -232,7 +258,7 @@ class OrderEvaluator:
             )
             if result[0] >= 0:
                 break
-            self._new_pool = np.empty((2, 2 * self._new_pool.shape[1]), dtype=np.int64)
+            self._grow_new_pool()
         self._serial += 1
         self.decoded += int(result[4])
         if result[0] == 0:
@@ -277,26 +303,101 @@ class OrderEvaluator:
             self._decode(array, base, stop - 1, -1, -1)
             self.decoded = decoded
         first, count = base // self.every, int(self._result[5])
-        index, new_index = self._index, self._new_index
-        begin, end = int(index[1, first]), int(index[1, first + count])
-        used, total = int(new_index[1, count]), int(index[1, -1])
-        grow = used - (end - begin)
-        if grow:  # move the later states (in place: the pool has room to spare)
-            if total + grow > self._pool.shape[1]:
-                pool = np.empty((2, 2 * (total + grow)), dtype=np.int64)
-                pool[:, :total] = self._pool[:, :total]
-                self._pool = pool
-            self._pool[:, end + grow : total + grow] = self._pool[:, end:total]
-        self._pool[:, begin : begin + used] = self._new_pool[:, :used]
-        index[1, first + count + 1 :] += grow
-        index[0, first : first + count] = new_index[0, :count]
-        index[1, first : first + count + 1] = begin + new_index[1, : count + 1]
-        self.starts[base:stop] = move.starts
-        if delta:
-            self.starts[stop:] += delta
-            index[0, stop // self.every :] += delta
+        begin, end = self._index[1, first], self._index[1, first + count]
+        self._reserve(int(self._index[1, -1] + self._new_index[1, count] - (end - begin)))
+        self._accept_kernel(
+            base,
+            stop,
+            delta,
+            count,
+            self.every,
+            move.starts,
+            self._new_index,
+            self._new_pool,
+            self.starts,
+            self._index,
+            self._pool,
+        )
         self.order = array
         self.total = move.total
+
+    def search_late(
+        self, rng: np.random.Generator, window: int, history: int, screen: int | None, stop: Stop
+    ) -> tuple[np.ndarray, int, int, int]:
+        """Late-acceptance moves (module docs) in the compiled kernel until ``stop`` ends them.
+
+        The moves, their acceptance and the order returned are those of
+        :func:`improve_order`'s ``late`` loop with ``engine="python"`` (same ``rng``
+        state, same settings): :mod:`~schedlab.offline.solvers.compiled_search`. The
+        kernel runs in batches granted by :meth:`Stop.take
+        <schedlab.budget.Stop.take>`, each sized to take about :data:`_BATCH_SECONDS`,
+        so the wall-clock cap is checked that often. Afterwards the current order is
+        the last one accepted. Returns the best order, its objective, the moves made and
+        the moves accepted.
+        """
+        from schedlab.offline.solvers import compiled_search as cs  # numba loads here
+
+        current = self.order.copy()  # the caller's array is not written
+        candidate, best = current.copy(), current.copy()
+        late = np.full(history, self.objective(), dtype=np.int64)
+        state = np.zeros(len(cs.STATE), dtype=np.int64)
+        state[cs.STATE.index("total")] = self.total
+        state[cs.STATE.index("best")] = self.objective()
+        target = cs.STATE.index("target")
+        batch = _FIRST_BATCH
+        while granted := stop.take(batch):
+            state[target] += granted
+            began = time.perf_counter()
+            while True:
+                cs.late_acceptance_kernel(
+                    self._lengths,
+                    self._memory,
+                    self.every,
+                    -1 if screen is None else screen,
+                    window,
+                    self.output_total,
+                    current,
+                    candidate,
+                    best,
+                    self.starts,
+                    self._index,
+                    self._pool,
+                    self._running,
+                    self._new_starts,
+                    self._new_index,
+                    self._new_pool,
+                    self._result,
+                    late,
+                    rng,
+                    state,
+                )
+                code = state[-1]
+                if code == cs.DONE:
+                    break
+                if code == cs.GROW_POOL:
+                    self._reserve(int(self._index[1, -1]) + self._new_pool.shape[1])
+                else:
+                    self._grow_new_pool()
+            spent = time.perf_counter() - began
+            batch = int(min(_MAX_BATCH, max(_FIRST_BATCH, granted * _BATCH_SECONDS / spent)))
+        fields = dict(zip(cs.STATE, state.tolist(), strict=True))
+        self._serial += 1  # a Move evaluated before is no longer this evaluator's
+        self.order, self.total = current, fields["total"]
+        self.decoded += fields["decoded"]
+        self.met += fields["met"]
+        return best, fields["best"], fields["moves"], fields["accepted"]
+
+    def _grow_new_pool(self) -> None:
+        """Double the room for the states of one decode."""
+        self._new_pool = np.empty((2, 2 * self._new_pool.shape[1]), dtype=np.int64)
+
+    def _reserve(self, columns: int) -> None:
+        """Give the saved states' pool room for at least ``columns`` (doubling)."""
+        if columns > self._pool.shape[1]:
+            pool = np.empty((2, 2 * columns), dtype=np.int64)
+            used = int(self._index[1, -1])
+            pool[:, :used] = self._pool[:, :used]
+            self._pool = pool
 
     def schedule(self) -> np.ndarray:
         """Start round of each request under the current order."""
@@ -341,13 +442,16 @@ class SearchSettings:
         search, which is then not reproducible).
     checkpoint
         Positions between saved decoder states; ``None``: ``max(1, n // 1000)``.
+    engine
+        One of :data:`ENGINES`: how ``late`` runs on a backlog (the other strategies,
+        and every search with releases, run here). Both make the same moves.
     solver
         The solver whose options these are, named in error messages.
 
     Raises
     ------
     SchedlabError
-        On an unknown strategy or a count below 1.
+        On an unknown strategy or engine, or a count below 1.
     """
 
     strategy: str = "late"
@@ -357,6 +461,7 @@ class SearchSettings:
     screen: int | None = 8
     max_moves: int | None = DEFAULT_MOVES
     checkpoint: int | None = None
+    engine: str = "compiled"
     solver: str = "local-search"
 
     def __post_init__(self) -> None:
@@ -364,6 +469,10 @@ class SearchSettings:
         if self.strategy not in STRATEGIES:
             raise SchedlabError(
                 f"{name}: strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}"
+            )
+        if self.engine not in ENGINES:
+            raise SchedlabError(
+                f"{name}: engine must be one of {', '.join(ENGINES)}, got {self.engine!r}"
             )
         for field in ("window", "neighbours", "history"):
             if getattr(self, field) < 1:
@@ -426,14 +535,8 @@ def improve_order(
     n = instance.n
     current = order_array(order, n)
     moves = full = accepted = 0
-    if n < 2:
-        return current, {
-            "moves": 0,
-            "accepted": 0,
-            "full_evaluations": 0,
-            "stopped_by": None,
-        }
-    backlog = int(instance.arrival.max()) == 0
+    searching = n >= 2  # else no move exists
+    backlog = searching and int(instance.arrival.max()) == 0
     evaluator = OrderEvaluator(instance, current, settings.checkpoint) if backlog else None
 
     def evaluate(candidate: np.ndarray, lo: int, hi: int, allow: int) -> tuple[int, Move | None]:
@@ -454,7 +557,11 @@ def improve_order(
     )
     best_value, best_order = value, current
     late = [value] * history  # late-acceptance list (strategy "late")
-    while stop.reason is None:
+    if strategy == "late" and evaluator is not None and settings.engine == "compiled":
+        best_order, best_value, moves, accepted = evaluator.search_late(
+            rng, window, history, screen, stop
+        )
+    while searching and stop.reason is None:
         if strategy == "late":
             if stop():
                 break
@@ -511,6 +618,7 @@ def local_search(
     history: int = 150,
     screen: int | None = 8,
     max_moves: int | None = DEFAULT_MOVES,
+    engine: str = "compiled",
 ) -> SolverOutput:
     """Swap / insert local search on priority orders (module docs).
 
@@ -518,7 +626,9 @@ def local_search(
     default work budget the result is reproducible exactly, unless the wall-clock cap
     binds first (``stats["stopped_by"]``).
     """
-    settings = SearchSettings(strategy, window, neighbours, history, screen, max_moves)
+    settings = SearchSettings(
+        strategy, window, neighbours, history, screen, max_moves, engine=engine
+    )
     order, start = best_start_order(instance, budget=budget.share(0.25))
     order, stats = improve_order(instance, order, settings, budget=budget.share(0.9), seed=seed)
     # the backfilling MC-SF schedule is often the best rule's; never return worse than it

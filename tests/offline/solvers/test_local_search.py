@@ -197,3 +197,94 @@ def test_search_needs_an_end() -> None:
         improve_order(inst, np.arange(10), SearchSettings(max_moves=None), budget=Budget())
     with pytest.raises(SchedlabError, match="history"):
         improve_order(inst, np.arange(10), SearchSettings("late", history=0), budget=Budget(1))
+
+
+#: The statistics both engines of ``late`` must agree on (besides the order returned).
+SAME_STATS = ("moves", "accepted", "decoded_per_move", "met", "objective_strict", "stopped_by")
+
+
+def _both_engines(inst: Instance, start: np.ndarray, seed: int, **options) -> list:
+    """``improve_order``'s ``late`` search of ``start`` with each engine: order and stats."""
+    runs = []
+    for engine in ("compiled", "python"):
+        order, stats = improve_order(
+            inst, start, SearchSettings("late", engine=engine, **options), seed=seed
+        )
+        runs.append((order.tolist(), {key: stats[key] for key in SAME_STATS}))
+    return runs
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    instances(max_n=24, max_memory=40, max_arrival=0),
+    st.randoms(use_true_random=False),
+    st.integers(1, 30),
+    st.integers(1, 40),
+    st.none() | st.integers(1, 6),
+    st.integers(1, 4),
+    st.integers(0, 120),
+    st.integers(0, 2**32 - 1),
+)
+def test_compiled_late_acceptance_makes_the_reference_moves(
+    inst: Instance, rnd, window, history, screen, checkpoint, moves, seed
+) -> None:
+    start = np.arange(inst.n)
+    rnd.shuffle(start)
+    options = {"window": window, "history": history, "screen": screen, "max_moves": moves}
+    compiled, python = _both_engines(inst, start, seed, checkpoint=checkpoint, **options)
+    assert compiled == python
+    order, stats = compiled
+    assert stats["objective_strict"] == int((list_schedule(inst, order) + inst.output).sum())
+
+
+def test_compiled_late_acceptance_grows_its_buffers() -> None:
+    # 60 short requests under M = 600 all run at once, so a decode from position 0 saves
+    # 0 + 1 + ... + 59 states. With the new states' buffer cut to one column the kernel must
+    # return for room (for them, then for the saved states' pool) and resume with the
+    # pending move, making the reference's moves all the same.
+    inst = Instance.from_arrays(600, [0] * 30 + [5] * 30, [1] * 30 + [2] * 30)
+    start = np.arange(inst.n)[::-1].copy()
+    evaluator = OrderEvaluator(inst, start, checkpoint=1)
+    evaluator._new_pool = np.empty((2, 1), dtype=np.int64)
+    pool = evaluator._pool.shape[1]
+    stop = Budget().stop(400)
+    best, value, moves, accepted = evaluator.search_late(
+        np.random.default_rng(5), window=60, history=10, screen=None, stop=stop
+    )
+    assert evaluator._new_pool.shape[1] >= 59 * 60 // 2 and evaluator._pool.shape[1] > pool
+    settings = SearchSettings(
+        "late", window=60, history=10, screen=None, max_moves=400, checkpoint=1, engine="python"
+    )
+    order, stats = improve_order(inst, start, settings, seed=5)
+    assert (best.tolist(), value, moves, accepted) == (
+        order.tolist(),
+        stats["objective_strict"],
+        stats["moves"],
+        stats["accepted"],
+    )
+    assert stop.reason == "work" and accepted > 0
+    # the evaluator's order and states are the last accepted ones: a further move
+    # evaluated incrementally equals a full decode
+    current = evaluator.order.copy()
+    current[[3, 40]] = current[[40, 3]]
+    move = evaluator.evaluate(current, 3, 40)
+    assert move is not None
+    assert move.total == int(list_schedule(inst, current).sum())
+
+
+def test_compiled_late_acceptance_stops_at_the_time_limit() -> None:
+    inst = mixed_backlog(200, seed=1)
+    start, _ = best_start_order(inst)
+    order, stats = improve_order(
+        inst, start, SearchSettings("late", max_moves=None), budget=Budget(0.3), seed=0
+    )
+    assert stats["stopped_by"] == "time_limit" and stats["moves"] > 0
+    assert stats["objective_strict"] == int((list_schedule(inst, order) + inst.output).sum())
+
+
+def test_an_unknown_engine_is_refused_by_its_name() -> None:
+    inst = mixed_backlog(10, seed=0)
+    with pytest.raises(
+        SchedlabError, match=r"^local-search: engine must be one of compiled, python, got 'numpy'$"
+    ):
+        solve(inst, "local-search", time_limit=0.1, engine="numpy")

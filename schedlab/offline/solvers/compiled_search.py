@@ -1,0 +1,211 @@
+"""Late-acceptance search compiled with numba: ``improve_order``'s ``late`` loop in one kernel.
+
+:func:`~schedlab.offline.solvers.local_search.improve_order` keeps the reference loop
+(``engine="python"``): per move it draws a swap or an insertion
+(:func:`~schedlab.offline.solvers.local_search.random_move`), evaluates it
+incrementally (:func:`~schedlab.offline.compiled_decoder.evaluate_kernel`), accepts it
+when its objective is at most ``max(late[k mod history], current)`` (Burke and Bykov,
+"The late acceptance hill-climbing heuristic", European Journal of Operational Research
+258(1), 2017) and writes the accepted decode into the saved states
+(:func:`~schedlab.offline.compiled_decoder.accept_kernel`). :func:`late_acceptance_kernel`
+makes the same moves in the same order, with these representation changes only:
+
+* the draws come from the same ``numpy.random.Generator``, which numba's ``integers``
+  and ``random`` advance exactly as NumPy's do (same bit generator, same algorithms), so
+  a seed gives the same moves;
+* the candidate order is one buffer equal to the current order outside the move's
+  positions ``lo .. hi`` (restored or kept there after the move), not a fresh copy; the
+  best order is copied into a buffer when it improves;
+* the kernel runs the number of moves it is given and returns; between calls the caller
+  checks the wall-clock cap and grows the state buffers. So that an accepted move
+  always fits, a move is drawn only when the saved states' pool has at least as much
+  spare room as the new states can take; an evaluation that overflows the new states'
+  buffer is kept pending and evaluated again after the caller grows it.
+
+``tests/offline/solvers/test_local_search.py`` checks that both engines return the same
+order, objective and counts, move for move, on random backlogs (hypothesis).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import types
+
+from schedlab.offline.compiled_decoder import accept_kernel, evaluate_kernel
+from schedlab.offline.jit import INT, MATRIX, READ_MATRIX, VECTOR, kernel
+
+__all__ = [
+    "DONE",
+    "GROW_NEW_POOL",
+    "GROW_POOL",
+    "STATE",
+    "late_acceptance_kernel",
+]
+
+#: Fields of the kernel's ``state`` vector, in order: moves made (all calls together), the
+#: move count to stop at, the current sum of starts, the best objective, moves accepted,
+#: positions decoded, evaluations whose runs met again, whether a drawn move awaits its
+#: evaluation, that move's first and last positions and its acceptance threshold, and
+#: why the kernel returned.
+STATE = (
+    "moves",
+    "target",
+    "total",
+    "best",
+    "accepted",
+    "decoded",
+    "met",
+    "pending",
+    "lo",
+    "hi",
+    "threshold",
+    "code",
+)
+_MOVES, _TARGET, _TOTAL, _BEST, _ACCEPTED, _DECODED, _MET = range(7)
+_PENDING, _LO, _HI, _THRESHOLD, _CODE = range(7, 12)
+
+#: Return codes (``state[-1]``): the target reached; the pool needs spare room for
+#: ``new_pool.shape[1]`` more columns; ``new_pool`` is too small for the pending move.
+DONE, GROW_POOL, GROW_NEW_POOL = 0, 1, 2
+
+_GENERATOR = numba.typeof(np.random.default_rng(0))
+
+
+@kernel(
+    types.void(
+        READ_MATRIX,
+        INT,
+        INT,
+        INT,
+        INT,
+        INT,
+        VECTOR,
+        VECTOR,
+        VECTOR,
+        VECTOR,
+        MATRIX,
+        MATRIX,
+        MATRIX,
+        VECTOR,
+        MATRIX,
+        MATRIX,
+        VECTOR,
+        VECTOR,
+        _GENERATOR,
+        VECTOR,
+    )
+)
+def late_acceptance_kernel(
+    lengths: np.ndarray,
+    memory: int,
+    every: int,
+    screen: int,
+    window: int,
+    output_total: int,
+    current: np.ndarray,
+    candidate: np.ndarray,
+    best: np.ndarray,
+    starts: np.ndarray,
+    index: np.ndarray,
+    pool: np.ndarray,
+    run: np.ndarray,
+    new_starts: np.ndarray,
+    new_index: np.ndarray,
+    new_pool: np.ndarray,
+    result: np.ndarray,
+    late: np.ndarray,
+    rng: np.random.Generator,
+    state: np.ndarray,
+) -> None:
+    """Late-acceptance moves until ``state``'s move count reaches its target (module docs).
+
+    ``lengths`` .. ``pool``, ``run`` .. ``result`` are the incremental evaluator's arrays
+    (:func:`~schedlab.offline.compiled_decoder.evaluate_kernel`), ``current`` its order,
+    ``candidate`` a copy of it, ``best`` the best order so far, ``late`` the
+    late-acceptance list (length ``history``), ``screen < 0`` no screen; ``state`` holds
+    the fields of :data:`STATE` and is updated in place.
+    """
+    n = len(current)
+    history = len(late)
+    last = index.shape[1] - 1
+    while state[_MOVES] < state[_TARGET]:
+        moves = state[_MOVES]
+        value = state[_TOTAL] + output_total
+        if state[_PENDING] == 0:
+            if pool.shape[1] - index[1, last] < new_pool.shape[1]:
+                state[_CODE] = GROW_POOL
+                return
+            i = int(rng.integers(0, n))
+            j = min(max(i + int(rng.integers(-window, window + 1)), 0), n - 1)
+            if j == i:
+                j = (i + 1) % n
+            if rng.random() < 0.5:
+                candidate[i], candidate[j] = current[j], current[i]
+            else:  # take the request at i out and put it at j
+                if i < j:
+                    for p in range(i, j):
+                        candidate[p] = current[p + 1]
+                else:
+                    for p in range(j + 1, i + 1):
+                        candidate[p] = current[p - 1]
+                candidate[j] = current[i]
+            state[_LO], state[_HI] = min(i, j), max(i, j)
+            state[_THRESHOLD] = max(late[moves % history], value)
+            state[_PENDING] = 1
+        lo, hi, threshold = state[_LO], state[_HI], state[_THRESHOLD]
+        evaluate_kernel(
+            lengths,
+            memory,
+            candidate,
+            lo,
+            hi,
+            every,
+            starts,
+            index,
+            pool,
+            screen,
+            threshold - value,
+            run,
+            new_starts,
+            new_index,
+            new_pool,
+            result,
+        )
+        if result[0] < 0:
+            state[_CODE] = GROW_NEW_POOL
+            return
+        state[_PENDING] = 0
+        state[_DECODED] += result[4]
+        if result[0] == 1:
+            state[_MET] += 1
+        if result[0] != 0 and value + result[3] <= threshold:
+            base = lo - lo % every
+            accept_kernel(
+                base,
+                result[1],
+                result[2],
+                result[5],
+                every,
+                new_starts,
+                new_index,
+                new_pool,
+                starts,
+                index,
+                pool,
+            )
+            for p in range(lo, hi + 1):
+                current[p] = candidate[p]
+            state[_TOTAL] += result[3]
+            value += result[3]
+            state[_ACCEPTED] += 1
+            if value < state[_BEST]:
+                state[_BEST] = value
+                for p in range(n):
+                    best[p] = current[p]
+        else:
+            for p in range(lo, hi + 1):
+                candidate[p] = current[p]
+        late[moves % history] = value
+        state[_MOVES] = moves + 1
+    state[_CODE] = DONE
