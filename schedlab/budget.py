@@ -138,7 +138,15 @@ class Stop:
     def take(self, units: int) -> int:
         """Grant up to ``units`` units at once (a compiled loop's batch): how many may
         run, counted in :attr:`work`; ``0`` when the loop must end (:attr:`reason` set).
-        The wall-clock cap is checked once, before the batch."""
+        The wall-clock cap is checked once, before the batch.
+
+        Raises
+        ------
+        ValueError
+            If ``units < 1``.
+        """
+        if units < 1:
+            raise ValueError(f"Stop.take: units must be >= 1, got {units}")
         if self.max_work is not None and self.work >= self.max_work:
             self.reason = "work"
             return 0

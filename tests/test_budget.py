@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from schedlab.budget import Budget
 
 
@@ -32,3 +34,9 @@ def test_without_a_work_limit_a_batch_runs_until_the_cap() -> None:
 def test_no_work_budget_grants_nothing() -> None:
     stop = Budget().stop(0)
     assert stop.take(1) == 0 and stop.reason == "work"
+
+
+@pytest.mark.parametrize("units", [0, -3])
+def test_a_batch_of_less_than_one_unit_is_refused(units: int) -> None:
+    with pytest.raises(ValueError, match="units must be >= 1"):
+        Budget().stop(10).take(units)

@@ -137,3 +137,83 @@ def test_kernels_compile_in_memory_where_no_cache_directory_is_writable() -> Non
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
     )
     assert out.stdout.strip() == "True"
+
+
+@st.composite
+def _saved_decodes(draw: st.DrawFn):
+    """A saved decode (starts, rounds and state segments per checkpoint, spare pool
+    columns) and a new decode of positions ``base ..`` to write over it."""
+    n = draw(st.integers(1, 20))
+    every = draw(st.integers(1, 4))
+    checkpoints = -(-n // every)
+    sizes = draw(st.lists(st.integers(0, 5), min_size=checkpoints, max_size=checkpoints))
+    base = every * draw(st.integers(0, checkpoints - 1))
+    count = draw(st.integers(0, checkpoints - base // every))
+    stop = draw(st.integers(base, n))
+    new_sizes = draw(st.lists(st.integers(0, 7), min_size=count, max_size=count))
+    values = st.integers(-50, 50)
+    return {
+        "n": n,
+        "every": every,
+        "base": base,
+        "stop": stop,
+        "delta": draw(st.integers(-3, 3)),
+        "starts": draw(st.lists(values, min_size=n, max_size=n)),
+        "rounds": draw(st.lists(values, min_size=checkpoints + 1, max_size=checkpoints + 1)),
+        "segments": [
+            draw(st.lists(st.tuples(values, values), min_size=k, max_size=k)) for k in sizes
+        ],
+        "new_starts": draw(st.lists(values, min_size=stop - base, max_size=stop - base)),
+        "new_rounds": draw(st.lists(values, min_size=count, max_size=count)),
+        "new_segments": [
+            draw(st.lists(st.tuples(values, values), min_size=k, max_size=k)) for k in new_sizes
+        ],
+        "spare": draw(st.integers(0, 3)),
+    }
+
+
+def _layout(segments, rounds, columns: int) -> tuple[np.ndarray, np.ndarray]:
+    """``index`` and ``pool`` (``columns`` wide) of state segments, as the evaluator keeps them."""
+    index = np.zeros((2, len(rounds)), dtype=np.int64)
+    index[0] = rounds
+    index[1, 1 : len(segments) + 1] = np.cumsum([len(seg) for seg in segments], dtype=np.int64)
+    index[1, len(segments) + 1 :] = index[1, len(segments)]
+    pool = np.full((2, columns), -99, dtype=np.int64)
+    flat = [pair for seg in segments for pair in seg]
+    if flat:
+        pool[:, : len(flat)] = np.array(flat, dtype=np.int64).T
+    return index, pool
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_saved_decodes())
+def test_accept_kernel_writes_the_new_decode_over_the_saved_one(case) -> None:
+    from schedlab.offline.compiled_decoder import accept_kernel
+
+    every, base, stop, delta = case["every"], case["base"], case["stop"], case["delta"]
+    first, count = base // every, len(case["new_segments"])
+    # reference, by lists: the new segments and rounds replace checkpoints first ..,
+    # the starts of base .. stop - 1 are the new ones, and from stop on all shift by delta
+    segments = list(case["segments"])
+    segments[first : first + count] = case["new_segments"]
+    rounds = list(case["rounds"])
+    rounds[first : first + count] = case["new_rounds"]
+    rounds = [r + delta if k >= stop // every else r for k, r in enumerate(rounds)]
+    starts = list(case["starts"])
+    starts[base:stop] = case["new_starts"]
+    starts = [s + delta if p >= stop else s for p, s in enumerate(starts)]
+    width = sum(len(seg) for seg in segments)
+    index_ref, pool_ref = _layout(segments, rounds, width)
+    # the kernel, on the old layout with room for the new width
+    old_width = sum(len(seg) for seg in case["segments"])
+    index, pool = _layout(case["segments"], case["rounds"], max(width, old_width) + case["spare"])
+    new_index, new_pool = _layout(case["new_segments"], case["new_rounds"] + [0], 40)
+    new_starts = np.zeros(case["n"], dtype=np.int64)
+    new_starts[: stop - base] = case["new_starts"]
+    got = np.array(case["starts"], dtype=np.int64)
+    accept_kernel(
+        base, stop, delta, count, every, new_starts, new_index, new_pool, got, index, pool
+    )
+    assert got.tolist() == starts
+    assert index.tolist() == index_ref.tolist()
+    assert pool[:, :width].tolist() == pool_ref.tolist()

@@ -18,9 +18,13 @@ makes the same moves in the same order, with these representation changes only:
   best order is copied into a buffer when it improves;
 * the kernel runs the number of moves it is given and returns; between calls the caller
   checks the wall-clock cap and grows the state buffers. So that an accepted move
-  always fits, a move is drawn only when the saved states' pool has at least as much
-  spare room as the new states can take; an evaluation that overflows the new states'
-  buffer is kept pending and evaluated again after the caller grows it.
+  always fits, a move is evaluated only when the saved states' pool has at least as
+  much spare room as the new states can take (an accepted decode widens the pool by at
+  most its own states); an evaluation that overflows the new states' buffer is kept
+  pending and evaluated again after the caller grows it (and then the pool, if need be);
+* the window is at most :data:`~schedlab.offline.solvers.local_search.MAX_WINDOW`
+  (``2^31 - 1``): numba's 64-bit bounded draw, used above it, rounds its rejection
+  threshold in floating point and leaves NumPy's stream (numba 0.68).
 
 ``tests/offline/solvers/test_local_search.py`` checks that both engines return the same
 order, objective and counts, move for move, on random backlogs (hypothesis).
@@ -120,11 +124,29 @@ def late_acceptance_kernel(
 ) -> None:
     """Late-acceptance moves until ``state``'s move count reaches its target (module docs).
 
-    ``lengths`` .. ``pool``, ``run`` .. ``result`` are the incremental evaluator's arrays
-    (:func:`~schedlab.offline.compiled_decoder.evaluate_kernel`), ``current`` its order,
-    ``candidate`` a copy of it, ``best`` the best order so far, ``late`` the
-    late-acceptance list (length ``history``), ``screen < 0`` no screen; ``state`` holds
-    the fields of :data:`STATE` and is updated in place.
+    Parameters
+    ----------
+    lengths, memory, every
+        The instance's prompts and outputs (rows), ``M``, and the positions between
+        saved states, as :func:`~schedlab.offline.compiled_decoder.evaluate_kernel`
+        takes them.
+    screen, window
+        First screening distance (``< 0``: none) and the moves' reach.
+    output_total
+        ``sum_i o_i``: objective = sum of starts + this.
+    current, candidate, best
+        The current order (updated on acceptance), a copy of it (equal to it outside
+        a pending move), and the best order so far (written when it improves).
+    starts, index, pool
+        The evaluator's saved decode of ``current``, updated on acceptance.
+    run, new_starts, new_index, new_pool, result
+        Room for one evaluation (:func:`~schedlab.offline.compiled_decoder.evaluate_kernel`).
+    late
+        The late-acceptance list; its length is ``history``.
+    rng
+        The move generator.
+    state
+        The fields of :data:`STATE`, updated in place; ``code`` says why it returned.
     """
     n = len(current)
     history = len(late)
@@ -132,10 +154,10 @@ def late_acceptance_kernel(
     while state[_MOVES] < state[_TARGET]:
         moves = state[_MOVES]
         value = state[_TOTAL] + output_total
+        if pool.shape[1] - index[1, last] < new_pool.shape[1]:
+            state[_CODE] = GROW_POOL  # before every evaluation: new_pool may have grown
+            return
         if state[_PENDING] == 0:
-            if pool.shape[1] - index[1, last] < new_pool.shape[1]:
-                state[_CODE] = GROW_POOL
-                return
             i = int(rng.integers(0, n))
             j = min(max(i + int(rng.integers(-window, window + 1)), 0), n - 1)
             if j == i:

@@ -272,6 +272,51 @@ def test_compiled_late_acceptance_grows_its_buffers() -> None:
     assert move.total == int(list_schedule(inst, current).sum())
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_compiled_late_acceptance_grows_its_buffers_for_uneven_states(seed: int) -> None:
+    # Saved states of different sizes, both buffers cut to the least: a pending move
+    # re-evaluated after its states' buffer grew must still find room in the pool (the
+    # room is checked before every evaluation). The evaluator's saved decode afterwards
+    # is that of a fresh evaluator on its order.
+    rng = np.random.default_rng(seed)
+    n, memory = int(rng.integers(10, 40)), int(rng.integers(40, 200))
+    output = rng.integers(1, 30, n)
+    prompt = np.minimum(rng.integers(1, memory // 2, n), memory - output - 1).clip(0)
+    inst = Instance.from_arrays(memory, prompt.tolist(), output.tolist())
+    start = rng.permutation(n)
+    evaluator = OrderEvaluator(inst, start, checkpoint=1)
+    evaluator._new_pool = np.empty((2, 1), dtype=np.int64)
+    used = int(evaluator._index[1, -1])
+    evaluator._pool = np.ascontiguousarray(evaluator._pool[:, : used + 1])
+    window, history = int(rng.integers(1, n)), int(rng.integers(1, 20))
+    best, value, moves, accepted = evaluator.search_late(
+        np.random.default_rng(seed), window, history, None, Budget().stop(200)
+    )
+    assert moves == 200
+    settings = SearchSettings(
+        "late",
+        window=window,
+        history=history,
+        screen=None,
+        max_moves=200,
+        checkpoint=1,
+        engine="python",
+    )
+    order, stats = improve_order(inst, start, settings, seed=seed)
+    assert (best.tolist(), value, accepted) == (
+        order.tolist(),
+        stats["objective_strict"],
+        stats["accepted"],
+    )
+    fresh = OrderEvaluator(inst, evaluator.order, checkpoint=1)
+    assert evaluator.starts.tolist() == fresh.starts.tolist()
+    # rounds of the checkpoints (the last column's round is never read) and offsets
+    assert evaluator._index[0, :-1].tolist() == fresh._index[0, :-1].tolist()
+    assert evaluator._index[1].tolist() == fresh._index[1].tolist()
+    width = int(fresh._index[1, -1])
+    assert evaluator._pool[:, :width].tolist() == fresh._pool[:, :width].tolist()
+
+
 def test_compiled_late_acceptance_stops_at_the_time_limit() -> None:
     inst = mixed_backlog(200, seed=1)
     start, _ = best_start_order(inst)
@@ -288,3 +333,22 @@ def test_an_unknown_engine_is_refused_by_its_name() -> None:
         SchedlabError, match=r"^local-search: engine must be one of compiled, python, got 'numpy'$"
     ):
         solve(inst, "local-search", time_limit=0.1, engine="numpy")
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"window": 2**31}, r"^local-search: window must be <= 2,147,483,647, got 2147483648$"),
+        ({"window": 2.5}, r"^local-search: window must be an integer, got 2.5$"),
+        ({"max_moves": "many"}, r"^local-search: max_moves must be an integer, got 'many'$"),
+    ],
+)
+def test_search_settings_refuse_what_the_engines_would_read_apart(options, message) -> None:
+    with pytest.raises(SchedlabError, match=message):
+        SearchSettings(**options)
+
+
+def test_search_settings_hold_python_integers() -> None:
+    settings = SearchSettings(window=np.uint64(7), history=np.int32(9), max_moves=np.int64(5))
+    assert [type(v) for v in (settings.window, settings.history, settings.max_moves)] == [int] * 3
+    assert settings.window == 7
