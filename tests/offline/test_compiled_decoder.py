@@ -207,7 +207,8 @@ def test_accept_kernel_writes_the_new_decode_over_the_saved_one(case) -> None:
     # the kernel, on the old layout with room for the new width
     old_width = sum(len(seg) for seg in case["segments"])
     index, pool = _layout(case["segments"], case["rounds"], max(width, old_width) + case["spare"])
-    new_index, new_pool = _layout(case["new_segments"], case["new_rounds"] + [0], 40)
+    new_width = sum(len(seg) for seg in case["new_segments"]) + 1
+    new_index, new_pool = _layout(case["new_segments"], case["new_rounds"] + [0], new_width)
     new_starts = np.zeros(case["n"], dtype=np.int64)
     new_starts[: stop - base] = case["new_starts"]
     got = np.array(case["starts"], dtype=np.int64)
