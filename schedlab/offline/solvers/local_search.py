@@ -404,12 +404,15 @@ class OrderEvaluator:
             batch = int(min(_MAX_BATCH, max(_FIRST_BATCH, _BATCH_SECONDS / per_move)))
             if stop.budget.limited:
                 batch = min(batch, max(1, int(stop.budget.remaining() / per_move)))
-        values = dict(zip(cs.STATE, state.tolist(), strict=True))
+        total, decoded, met, value, moves, accepted = (
+            int(state[field[name]])
+            for name in ("total", "decoded", "met", "best", "moves", "accepted")
+        )
         self._serial += 1  # a Move evaluated before is no longer this evaluator's
-        self.order, self.total = current, values["total"]
-        self.decoded += values["decoded"]
-        self.met += values["met"]
-        return best, values["best"], values["moves"], values["accepted"]
+        self.order, self.total = current, total
+        self.decoded += decoded
+        self.met += met
+        return best, value, moves, accepted
 
     def _grow_new_pool(self) -> None:
         """Double the room for the states of one decode."""
