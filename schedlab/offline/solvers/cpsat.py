@@ -1,19 +1,40 @@
-"""Exact solver on OR-Tools CP-SAT: one start variable per request, a cumulative of rounds.
+r"""Exact solver on OR-Tools CP-SAT: start variables, memory checked in last rounds.
 
 Model
 -----
-Integer start ``p_i in [a_i, U_i]``; request ``i`` contributes to a cumulative resource of
-capacity ``M`` one unit-length interval per active round, the ``k``-th starting at
-``p_i + k - 1`` with demand ``s_i + k`` (``k = 1..o_i``); objective
-``sum_i (p_i + o_i - a_i)``. The start window is closed by
+Integer start ``p_i in [a_i, U_i]``, completion ``C_i = p_i + o_i``, objective
+``sum_i (C_i - a_i)``. Memory only needs checking in each request's last round
+``C_e - 1``: the load can fall only after some request's last round, so every round's
+load is at most the load of the next last round (``proofs/cpsat_last_rounds.md``,
+Claim 1). Request ``j`` runs in that round iff ``0 <= C_j - C_e <= o_j - 1`` and then
+holds ``P_j - (C_j - C_e)`` tokens (``P = s + o``), so with a literal per ordered pair
+for that case (and two for ``C_j - C_e <= -1``, ``>= o_j``)
 
-.. math:: U_i = a_i + \\mathrm{UB} - \\mathrm{LB}(N \\setminus \\{i\\}) - o_i ,
+.. math:: L_e = P_e + \sum_{j \ne e} [0 \le C_j - C_e \le o_j - 1]\,(P_j - (C_j - C_e))
+          \le M .
 
-where ``UB`` is the objective of the warm start and ``LB(N \\ {i})`` the larger of the
+Pairs whose windows keep ``j`` out of ``e``'s last round are left out. This replaced a
+cumulative of one unit interval per active round (``sum_i o_i`` of them), which CP-SAT
+spent most of its time presolving: on ``jaillet_instance(seed, n=12)``, seeds 0..4, the
+median proof took 2.0 s against 9.6 s, and on ``mixed_backlog(12, memory=4000)`` seed 0
+the optimum was proven in 6.4 s where the cumulative had not closed a 15 % gap in 30 s
+(2026-12-03, ``benchmarks/exact_scaling.py`` and a side-by-side script; every row in the
+module's docs of ``MAX_INTERVALS``).
+
+*Left-shift rule* (Claim 3 there): in an optimal schedule no request can start one round
+earlier with the others fixed. For ``p_j > a_j`` that holds iff some ``f`` ends in round
+``p_j - 1`` with ``L_f >= M - s_j``, or some ``e`` with ``1 <= C_j - C_e <= o_j - 1`` has
+a full last round (``L_e = M``); the model requires one of them (or ``p_j = a_j``).
+
+The start window is closed by
+
+.. math:: U_i = a_i + \mathrm{UB} - \mathrm{LB}(N \setminus \{i\}) - o_i ,
+
+where ``UB`` is the objective of the warm start and ``LB(N \ {i})`` the larger of the
 volume bound and the completion-chain bound (:mod:`schedlab.offline.bounds.tall_chain`)
 of the instance without request ``i``: in any schedule at least as good, the other
 requests form a feasible schedule of their own instance, so
-``C_i - a_i <= UB - LB(N \\ {i})``, and no schedule as good as the warm start is cut off
+``C_i - a_i <= UB - LB(N \ {i})``, and no schedule as good as the warm start is cut off
 (``proofs/cpsat_horizon.md``). On Jaillet-parameter backlogs of 15 requests the chain
 bound made the windows 2.4 times narrower than the volume bound alone on seed 0
 (``proofs/tall_chain.md``).
@@ -26,12 +47,14 @@ Pair cuts: two requests ``i``, ``j`` with offset ``δ = p_j - p_i`` overlap in t
 iff ``δ <= -o_j`` or ``δ >= o_i`` or ``δ >= s_i + s_j + 2 o_i - M`` (when
 ``δ >= o_i - o_j``) or ``δ <= M - s_i - s_j - 2 o_j`` (when ``δ < o_i - o_j``).
 Every pair's offset is restricted to that union of intervals: implied by the
-cumulative, but propagated far more strongly (``proofs/cpsat_pair_cuts.md``).
+memory checks, but propagated more strongly (``proofs/cpsat_pair_cuts.md``).
 
 Solving
 -------
-The warm start is the best schedule of the list-scheduling rules (added as a hint and
-as the fallback answer). A valid lower bound, the larger of
+The warm start is the better of the best list-scheduling rule's schedule and
+:func:`~schedlab.offline.solvers.local_search.local_search`'s (its default work budget,
+at most a tenth of the time limit), left-shifted so that it obeys the rule above; it is
+the hint and the fallback answer. A valid lower bound, the larger of
 :func:`schedlab.offline.bounds.lower_bound`'s (within a tenth of the time limit) and the
 completion-chain bound, is posted as ``objective >= ceil(LB)``: it is implied by every
 feasible schedule and lets the search stop as soon as it meets the bound. The status is
@@ -57,6 +80,9 @@ from schedlab.offline.bounds.volume import start_slack
 from schedlab.offline.instance import Instance
 from schedlab.offline.priority import best_rule_schedule
 from schedlab.offline.result import SolverOutput, Status
+from schedlab.offline.schedule import total_latency
+from schedlab.offline.solvers.left_shift import left_shift
+from schedlab.offline.solvers.local_search import local_search
 
 __all__ = [
     "DEFAULT_DETERMINISTIC_TIME",
@@ -66,11 +92,17 @@ __all__ = [
     "start_windows",
 ]
 
-#: CP-SAT search workers by default (the development machine has 2 cores).
-DEFAULT_WORKERS = 2
+#: CP-SAT search workers by default. One worker is deterministic by itself and proved
+#: ``jaillet_instance(seed, n=12)``, seeds 0..4, in 2.0 s median against 5.6 s for two
+#: interleaved workers (interleaving, needed for determinism with more than one, runs
+#: the full search in slices between neighbourhood searches; 2026-12-03).
+DEFAULT_WORKERS = 1
 
 #: Share of the wall-clock cap spent on the lower bound posted to the model.
 _BOUND_SHARE = 0.1
+
+#: Share of the wall-clock cap that the warm start's local search may take at most.
+_SEARCH_SHARE = 0.1
 
 #: CP-SAT's work budget by default, in its deterministic time: about ten minutes of one
 #: core, far beyond any proof of the sizes it proves (n = 12 takes about 11 s), so that a
@@ -78,13 +110,15 @@ _BOUND_SHARE = 0.1
 DEFAULT_DETERMINISTIC_TIME = 600.0
 
 
-#: Largest model accepted by default: one interval per active round, ``sum_i o_i`` in all.
-#: In 30 s (2026-12-01, 2 shared cores) CP-SAT improved the best rule's schedule by 0.6 %
-#: on ``mixed_backlog(12, memory=4000)`` (``sum o`` = 4,983), not at all on
-#: ``mixed_backlog(20, memory=6000)`` (6,665), by 0.2 % on the shipped mixed n = 50
-#: (18,143), and not at all on the shipped n = 200 (85,351; ``benchmarks/offline_targets.py``,
-#: row ``cpsat``). Larger models are refused, in favour of ``alns`` and ``lp-search``,
-#: unless ``max_intervals`` is raised.
+#: Largest instance accepted by default, by ``sum_i o_i`` (the rounds its requests run,
+#: which set the width of the start windows). With the last-round model (2026-12-03, one
+#: worker, 30 s, 2 shared cores) CP-SAT proved ``mixed_backlog(12, memory=4000)``
+#: (``sum o`` = 4,983) optimal in 6.4 s, 0.08 % below its warm start; improved
+#: ``mixed_backlog(20, memory=6000)`` (6,665) from 21,271 to 20,974 without a proof; and
+#: did not improve local search's 21,767 on the shipped mixed n = 50 (18,143). The
+#: cumulative model it replaced had gained 0.2 % there and nothing on the shipped n = 200
+#: (85,351; ``benchmarks/offline_targets.py``, row ``cpsat``). Larger instances are
+#: refused, in favour of ``alns`` and ``lp-search``, unless ``max_intervals`` is raised.
 MAX_INTERVALS = 20_000
 
 
@@ -149,6 +183,63 @@ def start_windows(instance: Instance, upper: int) -> list[int]:
     ]
 
 
+def _add_last_round_checks(
+    model: Any, instance: Instance, starts: list[Any], slack: list[int]
+) -> None:
+    """Memory checked in each request's last round only, and the left-shift rule.
+
+    For every ordered pair ``(e, j)`` whose windows let ``j`` be active in ``e``'s last
+    round, a literal ``over`` holds iff ``0 <= C_j - C_e <= o_j - 1``, and then ``j`` holds
+    exactly ``P_j - (C_j - C_e)`` tokens there (else none); ``L_e``, the load of ``e``'s
+    last round, is ``P_e`` plus these, at most ``M``. A request started after its release
+    is blocked (module docs): some ``f`` ends at ``p_j`` with ``L_f >= M - s_j``, or some
+    ``e`` with ``1 <= C_j - C_e <= o_j - 1`` has ``L_e = M``.
+    """
+    n, memory = instance.n, instance.memory
+    s, o, a = instance.prompt.tolist(), instance.output.tolist(), instance.arrival.tolist()
+    peak = [x + y for x, y in zip(s, o, strict=True)]
+    ends = [p + o[i] for i, p in enumerate(starts)]
+    # completion windows [a_i + o_i, a_i + o_i + slack_i]
+    first = [a[i] + o[i] for i in range(n)]
+    last = [first[i] + slack[i] for i in range(n)]
+    held: list[list[Any]] = [[] for _ in range(n)]
+    full = [model.new_bool_var(f"full{e}") for e in range(n)]
+    loads = [model.new_int_var(peak[e], memory, f"L{e}") for e in range(n)]
+    blockers: list[list[Any]] = [[] for _ in range(n)]
+    for e, j in itertools.permutations(range(n), 2):
+        low, high = first[j] - last[e], last[j] - first[e]  # the range of C_j - C_e
+        d = ends[j] - ends[e]
+        if low <= o[j] - 1 and high >= 0:  # j may be active in e's last round
+            before, over, after = (model.new_bool_var(f"{tag}{e}_{j}") for tag in "bva")
+            model.add_exactly_one(before, over, after)
+            model.add(d <= -1).only_enforce_if(before)
+            model.add(d >= 0).only_enforce_if(over)
+            model.add(d <= o[j] - 1).only_enforce_if(over)
+            model.add(d >= o[j]).only_enforce_if(after)
+            tokens = model.new_int_var(0, peak[j], f"h{e}_{j}")
+            model.add(tokens == peak[j] - d).only_enforce_if(over)
+            model.add(tokens == 0).only_enforce_if(over.Not())
+            held[e].append(tokens)
+            if high >= 1:  # j's later rounds include e's full last round
+                blocked = model.new_bool_var(f"B{e}_{j}")
+                model.add_implication(blocked, over)
+                model.add_implication(blocked, full[e])
+                model.add(d >= 1).only_enforce_if(blocked)
+                blockers[j].append(blocked)
+        if low <= o[j] <= high:  # e may end in the round before j starts
+            blocked = model.new_bool_var(f"A{e}_{j}")
+            model.add(d == o[j]).only_enforce_if(blocked)
+            model.add(loads[e] >= memory - s[j]).only_enforce_if(blocked)
+            blockers[j].append(blocked)
+    for e in range(n):
+        model.add(loads[e] == peak[e] + sum(held[e]))
+        model.add(loads[e] == memory).only_enforce_if(full[e])
+    for j in range(n):
+        released = model.new_bool_var(f"r{j}")
+        model.add(starts[j] == a[j]).only_enforce_if(released)
+        model.add_bool_or([released, *blockers[j]])
+
+
 def solve_cpsat(
     instance: Instance,
     *,
@@ -168,9 +259,9 @@ def solve_cpsat(
     seed
         CP-SAT's ``random_seed``.
     num_workers
-        CP-SAT search workers (``num_workers``). With more than one, the workers' search
-        is interleaved (``interleave_search``), which makes CP-SAT deterministic: the
-        same seed gives the same schedule whatever the load.
+        CP-SAT search workers (``num_workers``; :data:`DEFAULT_WORKERS` = 1). With more
+        than one, the workers' search is interleaved (``interleave_search``), which keeps
+        CP-SAT deterministic: the same seed gives the same schedule whatever the load.
     posted_bound
         Lower-bound method posted as a constraint, with the completion-chain bound
         (``None``: none), given a tenth of the
@@ -181,7 +272,7 @@ def solve_cpsat(
         work, about a second each on a typical core), :data:`DEFAULT_DETERMINISTIC_TIME`
         by default.
     max_intervals
-        Refuse an instance whose model would have more round intervals (``sum_i o_i``)
+        Refuse an instance whose requests run for more rounds in all (``sum_i o_i``)
         than this (:data:`MAX_INTERVALS`: beyond it CP-SAT was not seen to improve its
         warm start).
 
@@ -204,8 +295,8 @@ def solve_cpsat(
     intervals_needed = int(instance.output.sum())
     if intervals_needed > max_intervals:
         raise SchedlabError(
-            f"cpsat: instance {instance.name or '(unnamed)'} needs {intervals_needed:,} round "
-            f"intervals (sum of outputs), above max_intervals = {max_intervals:,} (by default "
+            f"cpsat: instance {instance.name or '(unnamed)'} runs {intervals_needed:,} rounds "
+            f"in all (sum of outputs), above max_intervals = {max_intervals:,} (by default "
             "the size beyond which CP-SAT was not seen to improve its warm start); use alns "
             "or lp-search, or raise max_intervals"
         )
@@ -213,7 +304,12 @@ def solve_cpsat(
     output = instance.output.tolist()
     arrival = instance.arrival.tolist()
     warm, rule = best_rule_schedule(instance)
-    upper = int((warm + instance.output - instance.arrival).sum())
+    upper = total_latency(instance, warm)
+    searched = local_search(instance, budget=budget.share(_SEARCH_SHARE), seed=seed).starts
+    if total_latency(instance, searched) < upper:
+        warm, rule = searched, "local-search"
+    warm, _ = left_shift(instance, warm)  # the model keeps only left-shifted schedules
+    upper = total_latency(instance, warm)
     slack = start_windows(instance, upper)
     proven_lb: float | None = None
     if posted_bound is not None:
@@ -224,13 +320,8 @@ def solve_cpsat(
     starts = [
         model.new_int_var(arrival[i], arrival[i] + slack[i], f"p{i}") for i in range(instance.n)
     ]
-    intervals, demands = [], []
-    for i, p in enumerate(starts):
-        for k in range(1, output[i] + 1):
-            intervals.append(model.new_fixed_size_interval_var(p + (k - 1), 1, f"r{i}_{k}"))
-            demands.append(prompt[i] + k)
-    model.add_cumulative(intervals, demands, instance.memory)
     span = max(slack) + max(arrival) + 1
+    _add_last_round_checks(model, instance, starts, slack)
     for i, j, lo, hi in pair_offsets(instance):
         allowed = cp_model.Domain.from_intervals([[-span, lo - 1], [hi + 1, span]])
         model.add_linear_expression_in_domain(starts[j] - starts[i], allowed)

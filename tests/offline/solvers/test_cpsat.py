@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from schedlab.errors import SchedlabError
 from schedlab.offline.backlogs import jaillet_instance
+from schedlab.offline.decoder import list_schedule
 from schedlab.offline.instance import Instance
 from schedlab.offline.instance_io import read_instance
 from schedlab.offline.result import Status
@@ -107,10 +108,80 @@ def test_same_seed_same_schedule() -> None:
 
 def test_a_model_too_large_to_pay_is_refused_in_one_line() -> None:
     inst = read_instance(ROOT / "instances" / "mixed-n200.json")
-    with pytest.raises(SchedlabError, match=r"85,351 round intervals .* use alns or lp-search"):
+    with pytest.raises(SchedlabError, match=r"runs 85,351 rounds in all .* use alns or lp-search"):
         solve(inst, "cpsat", bound=None)
     # the option lifts it: a short run then returns at least its warm start
     result = solve(inst, "cpsat", bound=None, time_limit=3, max_intervals=100_000)
     assert verify(inst, result.starts) == []
     with pytest.raises(SchedlabError, match="max_intervals must be an integer >= 1"):
         solve(jaillet_instance(0, n=4), "cpsat", bound=None, max_intervals=0)
+
+
+def _last_round_loads(inst: Instance, starts: np.ndarray) -> list[int]:
+    """``L_e`` by Claims 1-2 of proofs/cpsat_last_rounds.md, from completions alone."""
+    ends = (starts + inst.output).tolist()
+    peak = (inst.prompt + inst.output).tolist()
+    o = inst.output.tolist()
+    return [
+        sum(peak[j] - (ends[j] - ends[e]) for j in range(inst.n) if 0 <= ends[j] - ends[e] < o[j])
+        for e in range(inst.n)
+    ]
+
+
+@st.composite
+def tight_schedules(draw: st.DrawFn) -> tuple[Instance, np.ndarray]:
+    """A feasible schedule: a random order's list schedule, some requests delayed."""
+    inst = draw(instances(max_n=7, max_memory=20, max_output=10, max_arrival=4))
+    order = draw(st.permutations(range(inst.n)))
+    starts = list_schedule(inst, np.array(order, dtype=np.int64))
+    delays = draw(st.lists(st.integers(0, 3), min_size=inst.n, max_size=inst.n))
+    delayed = starts + np.array(delays, dtype=np.int64)
+    return inst, delayed if verify(inst, delayed) == [] else starts
+
+
+@settings(max_examples=400, deadline=None)
+@given(instances(max_n=6, max_memory=20, max_output=10, max_arrival=4), st.data())
+def test_last_round_loads_decide_feasibility(inst: Instance, data: st.DataObject) -> None:
+    # Claim 1 with Claim 2's loads: every last round within M iff the verifier accepts
+    horizon = int(inst.output.sum()) + int(inst.arrival.max())
+    starts = np.array(
+        [data.draw(st.integers(int(a), int(a) + horizon)) for a in inst.arrival.tolist()]
+    )
+    fits = all(load <= inst.memory for load in _last_round_loads(inst, starts))
+    assert fits == (verify(inst, starts) == [])
+
+
+@settings(max_examples=400, deadline=None)
+@given(tight_schedules())
+def test_left_shift_rule_decides_a_one_round_move(case: tuple[Instance, np.ndarray]) -> None:
+    # Claim 3: j moves one round earlier (others fixed) iff neither (A) nor (B) holds
+    inst, starts = case
+    assert verify(inst, starts) == []
+    loads = _last_round_loads(inst, starts)
+    ends = (starts + inst.output).tolist()
+    s, o, memory = inst.prompt.tolist(), inst.output.tolist(), inst.memory
+    for j in range(inst.n):
+        if starts[j] == inst.arrival[j]:
+            continue
+        moved = starts.copy()
+        moved[j] -= 1
+        movable = verify(inst, moved) == []
+        a = any(ends[f] == starts[j] and loads[f] >= memory - s[j] for f in range(inst.n))
+        b = any(
+            1 <= ends[j] - ends[e] <= o[j] - 1 and loads[e] == memory
+            for e in range(inst.n)
+            if e != j
+        )
+        assert movable == (not (a or b)), (j, starts.tolist())
+
+
+@settings(max_examples=25, deadline=None)
+@given(instances(max_n=7, max_memory=16, max_output=12, max_arrival=3))
+def test_cpsat_equals_dp_on_tall_backlogs(inst: Instance) -> None:
+    # outputs up to M: most requests tall, the regime of the last-round model's pair terms
+    cpsat = solve(inst, "cpsat", bound=None, time_limit=30)
+    dp = solve(inst, "dp", bound=None)
+    assert verify(inst, cpsat.starts) == []
+    assert cpsat.status == dp.status == Status.OPTIMAL
+    assert cpsat.objective == dp.objective
+    assert cpsat.objective <= cpsat.stats["warm_objective"]
