@@ -16,10 +16,10 @@ for that case (and two for ``C_j - C_e <= -1``, ``>= o_j``)
 Pairs whose windows keep ``j`` out of ``e``'s last round are left out. This replaced a
 cumulative of one unit interval per active round (``sum_i o_i`` of them), which CP-SAT
 spent most of its time presolving: on ``jaillet_instance(seed, n=12)``, seeds 0..4, the
-median proof took 2.0 s against 9.6 s, and on ``mixed_backlog(12, memory=4000)`` seed 0
+median proof took 3.6 s against 9.6 s, and on ``mixed_backlog(12, memory=4000)`` seed 0
 the optimum was proven in 6.4 s where the cumulative had not closed a 15 % gap in 30 s
-(2026-12-03, ``benchmarks/exact_scaling.py`` and a side-by-side script; every row in the
-module's docs of ``MAX_INTERVALS``).
+(2026-12-03, ``benchmarks/exact_scaling.py`` and a side-by-side script; the mixed rows
+are in the docs of :data:`MAX_INTERVALS`).
 
 *Left-shift rule* (Claim 3 there): in an optimal schedule no request can start one round
 earlier with the others fixed. For ``p_j > a_j`` that holds iff some ``f`` ends in round
@@ -95,7 +95,8 @@ __all__ = [
 #: CP-SAT search workers by default. One worker is deterministic by itself and proved
 #: ``jaillet_instance(seed, n=12)``, seeds 0..4, in 2.0 s median against 5.6 s for two
 #: interleaved workers (interleaving, needed for determinism with more than one, runs
-#: the full search in slices between neighbourhood searches; 2026-12-03).
+#: the full search in slices between neighbourhood searches; 2026-12-03, the last-round
+#: model before the left-shift rule was added).
 DEFAULT_WORKERS = 1
 
 #: Share of the wall-clock cap spent on the lower bound posted to the model.
@@ -105,7 +106,7 @@ _BOUND_SHARE = 0.1
 _SEARCH_SHARE = 0.1
 
 #: CP-SAT's work budget by default, in its deterministic time: about ten minutes of one
-#: core, far beyond any proof of the sizes it proves (n = 12 takes about 11 s), so that a
+#: core, far beyond any proof of the sizes it proves (Jaillet n = 12: 1.6 units median), so a
 #: call without a wall-clock cap still ends, the same way on every machine.
 DEFAULT_DETERMINISTIC_TIME = 600.0
 
@@ -114,11 +115,13 @@ DEFAULT_DETERMINISTIC_TIME = 600.0
 #: which set the width of the start windows). With the last-round model (2026-12-03, one
 #: worker, 30 s, 2 shared cores) CP-SAT proved ``mixed_backlog(12, memory=4000)``
 #: (``sum o`` = 4,983) optimal in 6.4 s, 0.08 % below its warm start; improved
-#: ``mixed_backlog(20, memory=6000)`` (6,665) from 21,271 to 20,974 without a proof; and
-#: did not improve local search's 21,767 on the shipped mixed n = 50 (18,143). The
-#: cumulative model it replaced had gained 0.2 % there and nothing on the shipped n = 200
-#: (85,351; ``benchmarks/offline_targets.py``, row ``cpsat``). Larger instances are
-#: refused, in favour of ``alns`` and ``lp-search``, unless ``max_intervals`` is raised.
+#: ``mixed_backlog(20, memory=6000)`` (6,665) from 21,271 to 20,974 without a proof (21,074
+#: in a second, more loaded run: the cap is wall-clock); and did not improve local
+#: search's 21,767 on the shipped mixed n = 50 (18,143). No larger instance was tried
+#: with this model; the cumulative model before it had gained nothing on the shipped
+#: n = 200 (85,351; ``benchmarks/offline_targets.py``, row ``cpsat``), where this one
+#: spends about 4 s on its ``O(n^2)`` pair terms. Larger instances are refused, in favour
+#: of ``alns`` and ``lp-search``, unless ``max_intervals`` is raised.
 MAX_INTERVALS = 20_000
 
 
@@ -184,8 +187,8 @@ def start_windows(instance: Instance, upper: int) -> list[int]:
 
 
 def _add_last_round_checks(
-    model: Any, instance: Instance, starts: list[Any], slack: list[int]
-) -> None:
+    model: Any, instance: Instance, starts: list[Any], slack: list[int], budget: Budget
+) -> bool:
     """Memory checked in each request's last round only, and the left-shift rule.
 
     For every ordered pair ``(e, j)`` whose windows let ``j`` be active in ``e``'s last
@@ -193,7 +196,9 @@ def _add_last_round_checks(
     exactly ``P_j - (C_j - C_e)`` tokens there (else none); ``L_e``, the load of ``e``'s
     last round, is ``P_e`` plus these, at most ``M``. A request started after its release
     is blocked (module docs): some ``f`` ends at ``p_j`` with ``L_f >= M - s_j``, or some
-    ``e`` with ``1 <= C_j - C_e <= o_j - 1`` has ``L_e = M``.
+    ``e`` with ``1 <= C_j - C_e <= o_j - 1`` has ``L_e = M``. Returns ``False``, the model
+    unfinished, if ``budget`` runs out first (checked once per request ``e``: the pairs
+    take ``O(n^2)`` time, about 4 s at ``n = 200``).
     """
     n, memory = instance.n, instance.memory
     s, o, a = instance.prompt.tolist(), instance.output.tolist(), instance.arrival.tolist()
@@ -206,31 +211,36 @@ def _add_last_round_checks(
     full = [model.new_bool_var(f"full{e}") for e in range(n)]
     loads = [model.new_int_var(peak[e], memory, f"L{e}") for e in range(n)]
     blockers: list[list[Any]] = [[] for _ in range(n)]
-    for e, j in itertools.permutations(range(n), 2):
-        low, high = first[j] - last[e], last[j] - first[e]  # the range of C_j - C_e
-        d = ends[j] - ends[e]
-        if low <= o[j] - 1 and high >= 0:  # j may be active in e's last round
-            before, over, after = (model.new_bool_var(f"{tag}{e}_{j}") for tag in "bva")
-            model.add_exactly_one(before, over, after)
-            model.add(d <= -1).only_enforce_if(before)
-            model.add(d >= 0).only_enforce_if(over)
-            model.add(d <= o[j] - 1).only_enforce_if(over)
-            model.add(d >= o[j]).only_enforce_if(after)
-            tokens = model.new_int_var(0, peak[j], f"h{e}_{j}")
-            model.add(tokens == peak[j] - d).only_enforce_if(over)
-            model.add(tokens == 0).only_enforce_if(over.Not())
-            held[e].append(tokens)
-            if high >= 1:  # j's later rounds include e's full last round
-                blocked = model.new_bool_var(f"B{e}_{j}")
-                model.add_implication(blocked, over)
-                model.add_implication(blocked, full[e])
-                model.add(d >= 1).only_enforce_if(blocked)
+    for e in range(n):
+        if budget.expired():
+            return False
+        for j in range(n):
+            if j == e:
+                continue
+            low, high = first[j] - last[e], last[j] - first[e]  # the range of C_j - C_e
+            d = ends[j] - ends[e]
+            if low <= o[j] - 1 and high >= 0:  # j may be active in e's last round
+                before, over, after = (model.new_bool_var(f"{tag}{e}_{j}") for tag in "bva")
+                model.add_exactly_one(before, over, after)
+                model.add(d <= -1).only_enforce_if(before)
+                model.add(d >= 0).only_enforce_if(over)
+                model.add(d <= o[j] - 1).only_enforce_if(over)
+                model.add(d >= o[j]).only_enforce_if(after)
+                tokens = model.new_int_var(0, peak[j], f"h{e}_{j}")
+                model.add(tokens == peak[j] - d).only_enforce_if(over)
+                model.add(tokens == 0).only_enforce_if(over.Not())
+                held[e].append(tokens)
+                if high >= 1:  # j's later rounds include e's full last round
+                    blocked = model.new_bool_var(f"B{e}_{j}")
+                    model.add_implication(blocked, over)
+                    model.add_implication(blocked, full[e])
+                    model.add(d >= 1).only_enforce_if(blocked)
+                    blockers[j].append(blocked)
+            if low <= o[j] <= high:  # e may end in the round before j starts
+                blocked = model.new_bool_var(f"A{e}_{j}")
+                model.add(d == o[j]).only_enforce_if(blocked)
+                model.add(loads[e] >= memory - s[j]).only_enforce_if(blocked)
                 blockers[j].append(blocked)
-        if low <= o[j] <= high:  # e may end in the round before j starts
-            blocked = model.new_bool_var(f"A{e}_{j}")
-            model.add(d == o[j]).only_enforce_if(blocked)
-            model.add(loads[e] >= memory - s[j]).only_enforce_if(blocked)
-            blockers[j].append(blocked)
     for e in range(n):
         model.add(loads[e] == peak[e] + sum(held[e]))
         model.add(loads[e] == memory).only_enforce_if(full[e])
@@ -238,6 +248,7 @@ def _add_last_round_checks(
         released = model.new_bool_var(f"r{j}")
         model.add(starts[j] == a[j]).only_enforce_if(released)
         model.add_bool_or([released, *blockers[j]])
+    return True
 
 
 def solve_cpsat(
@@ -308,7 +319,13 @@ def solve_cpsat(
     searched = local_search(instance, budget=budget.share(_SEARCH_SHARE), seed=seed).starts
     if total_latency(instance, searched) < upper:
         warm, rule = searched, "local-search"
-    warm, _ = left_shift(instance, warm)  # the model keeps only left-shifted schedules
+    groups: dict[tuple[int, int, int], list[int]] = {}
+    for i in range(instance.n):
+        groups.setdefault((prompt[i], output[i], arrival[i]), []).append(i)
+    # the model keeps left-shifted schedules whose identical requests start in index order
+    warm, _ = left_shift(instance, warm)
+    for members in groups.values():
+        warm[members] = np.sort(warm[members])
     upper = total_latency(instance, warm)
     slack = start_windows(instance, upper)
     proven_lb: float | None = None
@@ -321,13 +338,10 @@ def solve_cpsat(
         model.new_int_var(arrival[i], arrival[i] + slack[i], f"p{i}") for i in range(instance.n)
     ]
     span = max(slack) + max(arrival) + 1
-    _add_last_round_checks(model, instance, starts, slack)
+    built = _add_last_round_checks(model, instance, starts, slack, budget)
     for i, j, lo, hi in pair_offsets(instance):
         allowed = cp_model.Domain.from_intervals([[-span, lo - 1], [hi + 1, span]])
         model.add_linear_expression_in_domain(starts[j] - starts[i], allowed)
-    groups: dict[tuple[int, int, int], list[int]] = {}
-    for i in range(instance.n):
-        groups.setdefault((prompt[i], output[i], arrival[i]), []).append(i)
     for members in groups.values():
         for i, j in itertools.pairwise(members):
             model.add(starts[i] <= starts[j])
@@ -335,6 +349,7 @@ def solve_cpsat(
     objective = sum(starts) + constant
     if proven_lb is not None:
         model.add(objective >= math.ceil(proven_lb - 1e-6))
+    model.add(objective <= upper)  # never worse than the warm start, which satisfies it
     model.minimize(objective)
     for p, value in zip(starts, warm.tolist(), strict=True):
         model.add_hint(p, value)
@@ -347,6 +362,10 @@ def solve_cpsat(
     if seconds is not None:
         solver.parameters.max_time_in_seconds = seconds
     solver.parameters.max_deterministic_time = max_deterministic_time
+    if not built or budget.expired():  # the cap passed while the model was built
+        unrun = {"warm_start": rule, "warm_objective": upper, "posted_bound": proven_lb}
+        unrun.update(cpsat_status="NOT_RUN", stopped_by="time_limit")
+        return SolverOutput(warm, Status.TIME_LIMIT, proven_lb, unrun)
     code = _interruptible_solve(solver, model)
     stats: dict[str, Any] = {
         "warm_start": rule,

@@ -110,9 +110,13 @@ def test_a_model_too_large_to_pay_is_refused_in_one_line() -> None:
     inst = read_instance(ROOT / "instances" / "mixed-n200.json")
     with pytest.raises(SchedlabError, match=r"runs 85,351 rounds in all .* use alns or lp-search"):
         solve(inst, "cpsat", bound=None)
-    # the option lifts it: a short run then returns at least its warm start
-    result = solve(inst, "cpsat", bound=None, time_limit=3, max_intervals=100_000)
+    # the option lifts it: a short run keeps its cap (the O(n^2) pair terms are built
+    # under it) and returns at least its warm start
+    began = time.perf_counter()
+    result = solve(inst, "cpsat", bound=None, time_limit=1, max_intervals=100_000)
+    assert time.perf_counter() - began < 1.0 + 1.0  # set-up slack (was over 3.6 s)
     assert verify(inst, result.starts) == []
+    assert result.objective <= result.stats["warm_objective"]
     with pytest.raises(SchedlabError, match="max_intervals must be an integer >= 1"):
         solve(jaillet_instance(0, n=4), "cpsat", bound=None, max_intervals=0)
 
@@ -185,3 +189,15 @@ def test_cpsat_equals_dp_on_tall_backlogs(inst: Instance) -> None:
     assert cpsat.status == dp.status == Status.OPTIMAL
     assert cpsat.objective == dp.objective
     assert cpsat.objective <= cpsat.stats["warm_objective"]
+
+
+def test_a_short_run_is_never_worse_than_its_warm_start() -> None:
+    # identical requests: the left-shifted warm start is re-sorted into the index order that
+    # the model requires, so it is a solution, and the objective is capped by it
+    inst = read_instance(ROOT / "instances" / "jaillet-s3.json")
+    result = solve(inst, "cpsat", bound=None, max_deterministic_time=2.0)
+    assert verify(inst, result.starts) == []
+    assert result.objective <= result.stats["warm_objective"]
+    assert result.stats["stopped_by"] == "work"
+    # the hint is a solution, so CP-SAT holds one from the start (not UNKNOWN)
+    assert result.stats["cpsat_status"] == "FEASIBLE"
