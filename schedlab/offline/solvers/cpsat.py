@@ -151,23 +151,30 @@ def _interruptible_solve(solver: Any, model: Any) -> Any:
     return done[0]
 
 
-def pair_offsets(instance: Instance) -> list[tuple[int, int, int, int]]:
+def pair_offsets(
+    instance: Instance, budget: Budget = UNLIMITED
+) -> list[tuple[int, int, int, int]]:
     """Forbidden offsets of every pair: ``(i, j, lo, hi)`` means ``p_j - p_i ∉ [lo, hi]``.
 
     With ``c = o_i - o_j``, an overlapping offset ``δ >= c`` fits iff
     ``δ >= s_i + s_j + 2 o_i - M`` and one ``δ < c`` fits iff ``δ <= M - s_i - s_j - 2 o_j``
     (see module docs), so the forbidden offsets form the single range
     ``max(-o_j, min(c - 1, M - s_i - s_j - 2 o_j)) < δ < min(o_i, max(c, s_i + s_j + 2 o_i - M))``.
-    Pairs with an empty range are left out.
+    Pairs with an empty range are left out. If ``budget`` runs out (checked once per ``i``),
+    the cuts of the pairs examined so far are returned: each is implied by feasibility, so
+    any subset is valid.
     """
     s, o, memory = instance.prompt.tolist(), instance.output.tolist(), instance.memory
     pairs = []
-    for i, j in itertools.combinations(range(instance.n), 2):
-        base, cut = s[i] + s[j], o[i] - o[j]
-        below = max(-o[j], min(cut - 1, memory - base - 2 * o[j]))
-        after = min(o[i], max(cut, base + 2 * o[i] - memory))
-        if below + 1 <= after - 1:
-            pairs.append((i, j, below + 1, after - 1))
+    for i in range(instance.n):
+        if budget.expired():
+            break
+        for j in range(i + 1, instance.n):
+            base, cut = s[i] + s[j], o[i] - o[j]
+            below = max(-o[j], min(cut - 1, memory - base - 2 * o[j]))
+            after = min(o[i], max(cut, base + 2 * o[i] - memory))
+            if below + 1 <= after - 1:
+                pairs.append((i, j, below + 1, after - 1))
     return pairs
 
 
@@ -338,8 +345,11 @@ def solve_cpsat(
         model.new_int_var(arrival[i], arrival[i] + slack[i], f"p{i}") for i in range(instance.n)
     ]
     span = max(slack) + max(arrival) + 1
-    built = _add_last_round_checks(model, instance, starts, slack, budget)
-    for i, j, lo, hi in pair_offsets(instance):
+    unrun = {"warm_start": rule, "warm_objective": upper, "posted_bound": proven_lb}
+    unrun.update(cpsat_status="NOT_RUN", stopped_by="time_limit")
+    if not _add_last_round_checks(model, instance, starts, slack, budget):
+        return SolverOutput(warm, Status.TIME_LIMIT, proven_lb, unrun)
+    for i, j, lo, hi in pair_offsets(instance, budget):
         allowed = cp_model.Domain.from_intervals([[-span, lo - 1], [hi + 1, span]])
         model.add_linear_expression_in_domain(starts[j] - starts[i], allowed)
     for members in groups.values():
@@ -362,9 +372,7 @@ def solve_cpsat(
     if seconds is not None:
         solver.parameters.max_time_in_seconds = seconds
     solver.parameters.max_deterministic_time = max_deterministic_time
-    if not built or budget.expired():  # the cap passed while the model was built
-        unrun = {"warm_start": rule, "warm_objective": upper, "posted_bound": proven_lb}
-        unrun.update(cpsat_status="NOT_RUN", stopped_by="time_limit")
+    if budget.expired():  # the cap passed while the model was built
         return SolverOutput(warm, Status.TIME_LIMIT, proven_lb, unrun)
     code = _interruptible_solve(solver, model)
     stats: dict[str, Any] = {

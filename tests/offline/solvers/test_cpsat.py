@@ -115,6 +115,7 @@ def test_a_model_too_large_to_pay_is_refused_in_one_line() -> None:
     began = time.perf_counter()
     result = solve(inst, "cpsat", bound=None, time_limit=1, max_intervals=100_000)
     assert time.perf_counter() - began < 1.0 + 1.0  # set-up slack (was over 3.6 s)
+    assert result.status == Status.TIME_LIMIT
     assert verify(inst, result.starts) == []
     assert result.objective <= result.stats["warm_objective"]
     with pytest.raises(SchedlabError, match="max_intervals must be an integer >= 1"):
@@ -201,3 +202,17 @@ def test_a_short_run_is_never_worse_than_its_warm_start() -> None:
     assert result.stats["stopped_by"] == "work"
     # the hint is a solution, so CP-SAT holds one from the start (not UNKNOWN)
     assert result.stats["cpsat_status"] == "FEASIBLE"
+
+
+def test_a_cap_that_passes_while_the_model_is_built_returns_the_warm_start() -> None:
+    # 3,000 requests (sum o = 10,332, under max_intervals): O(n^2) pairs outlast a 0.5 s cap
+    rng = np.random.default_rng(0)
+    inst = Instance.from_arrays(50, rng.integers(1, 6, 3000), rng.integers(1, 7, 3000))
+    began = time.perf_counter()
+    result = solve(inst, "cpsat", bound=None, time_limit=0.5)
+    assert time.perf_counter() - began < 0.5 + 1.5  # was 3.3 s
+    assert result.stats["cpsat_status"] == "NOT_RUN"
+    assert result.stats["stopped_by"] == "time_limit"
+    assert result.status == Status.TIME_LIMIT
+    assert result.objective == result.stats["warm_objective"]
+    assert verify(inst, result.starts) == []
