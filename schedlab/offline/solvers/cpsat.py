@@ -345,8 +345,12 @@ def solve_cpsat(
         model.new_int_var(arrival[i], arrival[i] + slack[i], f"p{i}") for i in range(instance.n)
     ]
     span = max(slack) + max(arrival) + 1
-    unrun = {"warm_start": rule, "warm_objective": upper, "posted_bound": proven_lb}
-    unrun.update(cpsat_status="NOT_RUN", stopped_by="time_limit")
+    start: dict[str, Any] = {
+        "warm_start": rule,
+        "warm_objective": upper,
+        "posted_bound": proven_lb,
+    }
+    unrun = {**start, "cpsat_status": "NOT_RUN", "stopped_by": "time_limit"}
     if not _add_last_round_checks(model, instance, starts, slack, budget):
         return SolverOutput(warm, Status.TIME_LIMIT, proven_lb, unrun)
     for i, j, lo, hi in pair_offsets(instance, budget):
@@ -376,9 +380,7 @@ def solve_cpsat(
         return SolverOutput(warm, Status.TIME_LIMIT, proven_lb, unrun)
     code = _interruptible_solve(solver, model)
     stats: dict[str, Any] = {
-        "warm_start": rule,
-        "warm_objective": upper,
-        "posted_bound": proven_lb,
+        **start,
         "cpsat_status": solver.status_name(code),
         "wall_s": solver.wall_time,
         "deterministic_time": solver.deterministic_time,
