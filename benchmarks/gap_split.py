@@ -1,9 +1,9 @@
 """Where the certified gap on mixed n = 200 lies: bound side or schedule side (issue 13).
 
-Run: ``python benchmarks/gap_split.py`` (about 3 minutes on a 2-core machine);
-``--windows 0`` skips the exact window repairs.
+Run: ``python benchmarks/gap_split.py`` (about 10 minutes on a 2-core machine);
+``--windows 0`` skips the exact window repairs, ``--small 0`` the small instances.
 
-Two measurements, on the shipped mixed n = 200 backlog and two fresh seeds
+The first two measurements are on the shipped mixed n = 200 backlog and two fresh seeds
 (``mixed_backlog(200, seed=1, 2)``), each with ``lp-search``'s schedule ``p`` (its
 default work budget, no time limit):
 
@@ -18,35 +18,55 @@ default work budget, no time limit):
    ``L(λ)`` is the LP's certificate; the completion-spacing bound proves part of the
    slack unavoidable (its value minus ``L(λ)``). What is left of the gap, ``obj(p)``
    minus the best bound, is either slack a better schedule would avoid or slack no
-   bound of ours yet proves unavoidable. The table also gives memory utilisation in the
-   first and second halves of the LP horizon.
-2. **Exact window repairs** (shipped instance): ``K`` consecutive requests of ``p`` (by
-   start) are freed, everything else stays, and CP-SAT (one worker, ``--seconds`` per
-   window) places the freed requests optimally in what memory the others leave, each
-   within ``R`` rounds of its start in ``p``, minimising the sum of their starts. The
-   cap is wall-clock: CP-SAT's deterministic time runs far slower than the wall on these
-   models (2 units took 198 s on one window), so a status may differ between machines.
-   A window solved to ``OPTIMAL`` with no gain proves that no rearrangement of those
-   requests in that range helps; ``FEASIBLE`` means CP-SAT found nothing better but did
-   not prove it. A gain would be a better schedule (it is checked by the verifier).
+   bound of ours yet proves unavoidable. The slack splits further, round by round, as
 
-The model of a repair: start ``q_i in [p_i - R, p_i + R]`` (and ``>= 0``) for each freed
-request, one unit interval per active round at ``q_i + k - 1`` with demand ``s_i + k``,
-and fixed unit intervals holding the other requests' load of each round, all in one
-cumulative of capacity ``M`` (the model of :mod:`schedlab.offline.solvers.cpsat`, with
-the rest of the schedule as fixed load).
+   .. math:: M - \\mathrm{load}(t) = |A(t)|\\,(e(t) - t)
+             + \\bigl[\\mathrm{load}(e(t)) - \\mathrm{load}(t) - |A(t)|\\,(e(t) - t)\\bigr]
+             + \\bigl[M - \\mathrm{load}(e(t))\\bigr],
+
+   with ``e(t)`` the next round ``>= t`` that is some request's last and ``A(t)`` the
+   requests active in ``t``: the *lemma* part, the growth the completion-spacing lemma
+   charges (``proofs/completion_spacing.md``, Lemma 1), then the tokens of requests that
+   start before ``e(t)`` (*starts*, ``>= 0`` by the lemma's proof), then the memory still
+   *unfilled* in that last round, which no bound of ours charges. Each is priced at
+   ``λ_t`` (rounds after the last completion count as unfilled). The table also gives
+   memory utilisation in the first and second halves of the LP horizon.
+2. **Exact window repairs** (shipped instance), of ``lp-search``'s schedule and of
+   ``local-search``'s (default work budgets): for each ``K:R`` of ``--windows``, windows of
+   ``K`` consecutive requests (by start) every ``K/2`` positions across the schedule are
+   freed in turn, everything else stays, and
+   :func:`~schedlab.offline.solvers.cpsat.repair_window` places them optimally in what
+   memory the others leave, each within ``R`` rounds of its start, minimising the sum of
+   their starts (at most ``--seconds`` of wall clock per window, so a status may differ
+   between machines; a gain is kept and the next window repairs the new schedule). A
+   window ``OPTIMAL`` with no gain proves that no re-placement of those requests within
+   that range helps; ``TIME_LIMIT`` means none was found but none was ruled out. Every
+   repaired schedule is checked by the verifier.
+3. **Small instances with proven optima** (``--small`` seeds, 5 by default):
+   ``mixed_backlog(12, memory=M, seed)`` for ``M`` in :data:`SMALL_MEMORIES` (a few
+   requests run at once, as against about forty on n = 200), solved to optimality by
+   ``cpsat`` (at most ``--small-seconds`` each; unproven ones are listed and left out of
+   the summary). Each bound method of ``best`` and ``local-search`` and ``lp-search``
+   (their default work budgets) are compared with the optimum: how far below it the
+   bound lies (``OPT / bound - 1``) and how far above it the schedules lie. This is the
+   integrality gap of our bounds where it can be measured; the requests there are large
+   against memory (peaks up to most of ``M``), which the n = 200 ones are not (at most 17 %),
+   so it shows which side can be loose, not how loose it is at n = 200.
+
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 from pathlib import Path
 
 import numpy as np
-from ortools.sat.python import cp_model
 
 from schedlab import read_instance, solve
+from schedlab.budget import Budget
 from schedlab.offline.backlogs import mixed_backlog
+from schedlab.offline.bounds import lower_bound
 from schedlab.offline.bounds.completion_spacing import spacing_bound_search
 from schedlab.offline.bounds.time_indexed import (
     LP_ROUNDS,
@@ -55,10 +75,22 @@ from schedlab.offline.bounds.time_indexed import (
     start_costs,
 )
 from schedlab.offline.instance import Instance
+from schedlab.offline.result import Status
 from schedlab.offline.schedule import Schedule, total_latency
+from schedlab.offline.solvers.cpsat import repair_window
 from schedlab.offline.verify import assert_feasible
 
 ROOT = Path(__file__).resolve().parents[1]
+
+#: Memory of the small instances of measurement 3: about 2, 3 and 4 of their requests at
+#: once (their peaks are some 3,000 tokens).
+SMALL_MEMORIES = (8000, 12000, 16000)
+
+#: Bound methods compared with the small optima (``best`` takes the largest).
+SMALL_BOUNDS = ("mean-busy-time", "fluid-spacing", "completion-spacing", "tall-chain")
+
+#: Searches compared with the small optima, with their default work budgets.
+SMALL_SOLVERS = ("local-search", "lp-search")
 
 
 def load_profile(instance: Instance, starts: np.ndarray, length: int) -> np.ndarray:
@@ -70,6 +102,30 @@ def load_profile(instance: Instance, starts: np.ndarray, length: int) -> np.ndar
     return profile
 
 
+def slack_parts(instance: Instance, starts: np.ndarray, length: int) -> dict[str, np.ndarray]:
+    """``M - load(t)`` in rounds ``0 .. length - 1`` as its *lemma*, *starts* and *unfilled*
+    parts (module docs, item 1), one array each; they sum to the slack."""
+    span = max(length, int((starts + instance.output).max()))
+    load = load_profile(instance, starts, span + 1)
+    active = np.zeros(span + 1, dtype=np.int64)
+    last_round = np.zeros(span + 1, dtype=bool)
+    for p, o in zip(starts.tolist(), instance.output.tolist(), strict=True):
+        active[p : p + o] += 1
+        last_round[p + o - 1] = True
+    rounds = np.arange(span + 1)
+    # e(t): the next last round >= t (span, where load is 0, after the last one)
+    marks = np.where(last_round, rounds, span)
+    following = np.minimum.accumulate(marks[::-1])[::-1]
+    lemma = active * (following - rounds)
+    growth = load[following] - load
+    parts = {
+        "lemma": lemma,
+        "starts": growth - lemma,
+        "unfilled": instance.memory - load[following],
+    }
+    return {name: part[:length] for name, part in parts.items()}
+
+
 def split(instance: Instance, starts: np.ndarray) -> dict[str, float]:
     """The Lagrangian split of ``starts``' objective at the LP's prices (module docs)."""
     relax = lp_relaxation(instance, max_rounds=LP_ROUNDS)
@@ -79,6 +135,7 @@ def split(instance: Instance, starts: np.ndarray) -> dict[str, float]:
     horizon = int(bounds[-1])
     price = np.repeat(prices, np.diff(bounds))
     load = load_profile(instance, starts, horizon)
+    parts = slack_parts(instance, starts, horizon)
     spacing, _ = spacing_bound_search(instance)
     half = horizon // 2
     return {
@@ -87,60 +144,32 @@ def split(instance: Instance, starts: np.ndarray) -> dict[str, float]:
         "spacing": spacing,
         "excess": excess,
         "slack": float(price @ (instance.memory - load)),
+        **{name: float(price @ part) for name, part in parts.items()},
         "early": float(load[:half].mean() / instance.memory),
         "late": float(load[half:].mean() / instance.memory),
     }
 
 
-def repair(
-    instance: Instance, starts: np.ndarray, free: list[int], reach: int, seconds: float
-) -> tuple[np.ndarray, str]:
-    """Re-place the requests ``free`` optimally, the rest fixed (module docs, item 2)."""
-    s, o, memory = instance.prompt, instance.output, instance.memory
-    low = {i: max(int(instance.arrival[i]), int(starts[i]) - reach) for i in free}
-    high = {i: int(starts[i]) + reach for i in free}
-    span = max(high[i] + int(o[i]) for i in free) + 1
-    others = load_profile(instance, starts, span)
-    for i in free:  # the freed requests' own tokens out
-        others[starts[i] : starts[i] + o[i]] -= s[i] + np.arange(1, o[i] + 1)
-    model = cp_model.CpModel()
-    place = {i: model.new_int_var(low[i], high[i], f"q{i}") for i in free}
-    intervals, demands = [], []
-    for i in free:
-        for k in range(1, int(o[i]) + 1):
-            intervals.append(model.new_fixed_size_interval_var(place[i] + (k - 1), 1, ""))
-            demands.append(int(s[i]) + k)
-    for t in range(min(low.values()), span):
-        if others[t] > 0:
-            intervals.append(model.new_fixed_size_interval_var(t, 1, ""))
-            demands.append(int(others[t]))
-    model.add_cumulative(intervals, demands, memory)
-    model.minimize(sum(place.values()))
-    for i in free:
-        model.add_hint(place[i], int(starts[i]))
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = 1
-    solver.parameters.max_time_in_seconds = seconds
-    status = solver.solve(model)
-    new = starts.copy()
-    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        for i in free:
-            new[i] = solver.value(place[i])
-    return new, solver.status_name(status)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--windows", type=int, default=12, help="window repairs (0: none)")
-    parser.add_argument("--size", type=int, default=10, help="requests freed per window (K)")
-    parser.add_argument("--reach", type=int, default=100, help="rounds each may move (R)")
-    parser.add_argument("--seconds", type=float, default=5.0, help="CP-SAT cap per window")
+    parser.add_argument(
+        "--windows",
+        default="10:100,20:200",
+        help="window sweeps K:R, comma-separated (K requests freed, R rounds of reach; "
+        "'none': no repairs)",
+    )
+    parser.add_argument("--seconds", type=float, default=10.0, help="CP-SAT cap per window")
+    parser.add_argument("--small", type=int, default=5, help="seeds of small instances (0: none)")
+    parser.add_argument(
+        "--small-seconds", type=float, default=300.0, help="cpsat cap per small instance"
+    )
     args = parser.parse_args()
     shipped = read_instance(ROOT / "instances" / "mixed-n200.json")
     instances = [shipped, mixed_backlog(200, seed=1), mixed_backlog(200, seed=2)]
     print(
         f"{'instance':<14}{'objective':>10}{'LP':>10}{'spacing':>10}{'gap %':>7}"
-        f"{'excess %':>9}{'slack %':>8}{'proved %':>9}{'util 1st':>9}{'util 2nd':>9}"
+        f"{'excess %':>9}{'slack %':>8}{'lemma':>7}{'starts':>7}{'unfilled':>9}"
+        f"{'proved %':>9}{'util 1st':>9}{'util 2nd':>9}"
     )
     schedules = {}
     for inst in instances:
@@ -151,35 +180,89 @@ def main() -> None:
         print(
             f"{inst.name:<14}{row['objective']:>10,.0f}{lp:>10,.0f}{row['spacing']:>10,.0f}"
             f"{100 * (row['objective'] / best - 1):>7.2f}{100 * row['excess'] / lp:>9.2f}"
-            f"{100 * row['slack'] / lp:>8.2f}{100 * (best - lp) / lp:>9.2f}"
-            f"{100 * row['early']:>9.2f}{100 * row['late']:>9.2f}",
+            f"{100 * row['slack'] / lp:>8.2f}{100 * row['lemma'] / lp:>7.2f}"
+            f"{100 * row['starts'] / lp:>7.2f}{100 * row['unfilled'] / lp:>9.2f}"
+            f"{100 * (best - lp) / lp:>9.2f}{100 * row['early']:>9.2f}{100 * row['late']:>9.2f}",
             flush=True,
         )
     print(
-        "excess, slack: the split of objective - LP (percent of LP); proved: the slack the "
-        "spacing bound proves unavoidable"
+        "excess, slack: the split of objective - LP (percent of LP); lemma + starts + "
+        "unfilled = slack; proved: the slack the spacing bound proves unavoidable"
     )
-    if args.windows <= 0:
-        return
-    starts = schedules[shipped.name]
-    rng = np.random.default_rng(0)
+    if args.windows != "none":
+        sweeps = [tuple(int(x) for x in item.split(":")) for item in args.windows.split(",")]
+        searched = np.asarray(solve(shipped, "local-search", bound=None).starts, dtype=np.int64)
+        for label, starts in (("lp-search", schedules[shipped.name]), ("local-search", searched)):
+            for size, reach in sweeps:
+                repair_windows(shipped, label, starts, size, reach, args.seconds)
+    if args.small > 0:
+        small_optima(args.small, args.small_seconds)
+
+
+def repair_windows(
+    shipped: Instance, label: str, starts: np.ndarray, size: int, reach: int, seconds: float
+) -> None:
+    """Measurement 2 (module docs): one sweep of exact window repairs over ``starts``."""
     counts: dict[str, int] = {}
-    gained = 0
-    for _ in range(args.windows):
+    before = total_latency(shipped, starts)
+    for first in range(0, shipped.n - size + 1, max(1, size // 2)):
         order = np.argsort(starts, kind="stable")
-        first = int(rng.integers(0, shipped.n - args.size + 1))
-        free = [int(i) for i in order[first : first + args.size]]
-        new, status = repair(shipped, starts, free, args.reach, args.seconds)
-        gain = total_latency(shipped, starts) - total_latency(shipped, new)
-        counts[status] = counts.get(status, 0) + 1
-        if gain > 0:
-            assert_feasible(shipped, new)
-            starts, gained = new, gained + gain
-        print(f"  window at position {first:3d}: {status:<9} gain {gain}", flush=True)
+        free = [int(i) for i in order[first : first + size]]
+        repaired = repair_window(shipped, starts, free, reach, budget=Budget(seconds))
+        assert_feasible(shipped, repaired.starts)
+        counts[repaired.status] = counts.get(repaired.status, 0) + 1
+        starts = repaired.starts
+    after = total_latency(shipped, starts)
     print(
-        f"{args.windows} windows of {args.size} requests within {args.reach} rounds: "
-        f"{counts}; total gain {gained} (objective {total_latency(shipped, starts):,})"
+        f"{label} ({before:,}): windows of {size} within {reach} rounds: "
+        + ", ".join(f"{count} {status}" for status, count in counts.items())
+        + f"; gain {before - after} ({100 * (before - after) / before:.3f} %)",
+        flush=True,
     )
+
+
+def small_optima(seeds: int, seconds: float) -> None:
+    """Measurement 3 (module docs): bounds and searches against proven optima."""
+    columns = ("best", *SMALL_BOUNDS, *SMALL_SOLVERS)
+    width = {name: max(len(name) + 2, 10) for name in columns}
+    print("\n" + f"{'instance':<24}{'optimum':>9}" + "".join(f"{c:>{width[c]}}" for c in columns))
+    gaps: dict[str, list[float]] = {name: [] for name in columns}
+    for memory in SMALL_MEMORIES:
+        for seed in range(seeds):
+            inst = mixed_backlog(12, memory=memory, seed=seed)
+            exact = solve(inst, "cpsat", time_limit=seconds, bound=None)
+            assert_feasible(inst, exact.starts)
+            name = f"{inst.name} M={memory}"
+            if exact.status is not Status.OPTIMAL:
+                print(f"{name:<24}not proven in {seconds:g} s ({exact.objective:,})")
+                continue
+            opt = exact.objective
+            best = lower_bound(inst)
+            row = {"best": 100 * (opt / best.value - 1)}
+            row |= {
+                m: 100 * (opt / value - 1)
+                for m, value in best.stats["values"].items()
+                if m in SMALL_BOUNDS
+            }
+            for solver in SMALL_SOLVERS:
+                result = solve(inst, solver, bound=None)
+                assert_feasible(inst, result.starts)
+                row[solver] = 100 * (result.objective / opt - 1)
+            for column, gap in row.items():
+                gaps[column].append(gap)
+            cells = "".join(
+                f"{row[c]:>{width[c] - 1}.2f}%" if c in row else f"{'-':>{width[c]}}"
+                for c in columns
+            )
+            print(f"{name:<24}{opt:>9,}{cells}", flush=True)
+    print("bounds: percent below the optimum (OPT / bound - 1); searches: percent above it")
+    for column, values in gaps.items():
+        if values:
+            print(
+                f"  {column:<20} median {statistics.median(values):5.2f} %, "
+                f"max {max(values):5.2f} %, within 0.005 %: {sum(g < 5e-3 for g in values)}"
+                f"/{len(values)}"
+            )
 
 
 if __name__ == "__main__":

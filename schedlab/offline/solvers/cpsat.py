@@ -60,6 +60,12 @@ completion-chain bound, is posted as ``objective >= ceil(LB)``: it is implied by
 feasible schedule and lets the search stop as soon as it meets the bound. The status is
 ``OPTIMAL`` only when CP-SAT proves it (or the schedule meets the bound); otherwise
 ``TIME_LIMIT`` with the larger of CP-SAT's proven bound and ours.
+
+Window repair
+-------------
+:func:`repair_window` re-places a few requests of a feasible schedule optimally, each
+within a reach of its start, with the others fixed: the same last-round terms, the fixed
+requests' load as constants (``proofs/cpsat_last_rounds.md``, "Window repair").
 """
 
 from __future__ import annotations
@@ -67,7 +73,8 @@ from __future__ import annotations
 import itertools
 import math
 import threading
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -80,14 +87,17 @@ from schedlab.offline.bounds.volume import start_slack
 from schedlab.offline.instance import Instance
 from schedlab.offline.priority import best_rule_schedule
 from schedlab.offline.result import SolverOutput, Status
-from schedlab.offline.schedule import total_latency
+from schedlab.offline.schedule import Schedule, total_latency
 from schedlab.offline.solvers.left_shift import left_shift
 from schedlab.offline.solvers.local_search import local_search
+from schedlab.offline.verify import assert_feasible
 
 __all__ = [
     "DEFAULT_DETERMINISTIC_TIME",
     "DEFAULT_WORKERS",
+    "WindowRepair",
     "pair_offsets",
+    "repair_window",
     "solve_cpsat",
     "start_windows",
 ]
@@ -193,6 +203,26 @@ def start_windows(instance: Instance, upper: int) -> list[int]:
     ]
 
 
+def _held_tokens(model: Any, d: Any, output: int, peak: int, name: str) -> tuple[Any, Any]:
+    """The tokens request ``j`` holds in ``e``'s last round, given ``d = C_j - C_e``.
+
+    Three exclusive literals split ``d`` into ``<= -1`` (``j`` ended before),
+    ``0 .. o_j - 1`` (``over``: ``j`` runs in that round) and ``>= o_j`` (``j`` starts
+    after it); the tokens are ``P_j - d`` under ``over`` and ``0`` otherwise
+    (``proofs/cpsat_last_rounds.md``, Claim 2). Returns ``(over, tokens)``.
+    """
+    before, over, after = (model.new_bool_var(f"{tag}{name}") for tag in "bva")
+    model.add_exactly_one(before, over, after)
+    model.add(d <= -1).only_enforce_if(before)
+    model.add(d >= 0).only_enforce_if(over)
+    model.add(d <= output - 1).only_enforce_if(over)
+    model.add(d >= output).only_enforce_if(after)
+    tokens = model.new_int_var(0, peak, f"h{name}")
+    model.add(tokens == peak - d).only_enforce_if(over)
+    model.add(tokens == 0).only_enforce_if(over.Not())
+    return over, tokens
+
+
 def _add_last_round_checks(
     model: Any, instance: Instance, starts: list[Any], slack: list[int], budget: Budget
 ) -> bool:
@@ -227,15 +257,7 @@ def _add_last_round_checks(
             low, high = first[j] - last[e], last[j] - first[e]  # the range of C_j - C_e
             d = ends[j] - ends[e]
             if low <= o[j] - 1 and high >= 0:  # j may be active in e's last round
-                before, over, after = (model.new_bool_var(f"{tag}{e}_{j}") for tag in "bva")
-                model.add_exactly_one(before, over, after)
-                model.add(d <= -1).only_enforce_if(before)
-                model.add(d >= 0).only_enforce_if(over)
-                model.add(d <= o[j] - 1).only_enforce_if(over)
-                model.add(d >= o[j]).only_enforce_if(after)
-                tokens = model.new_int_var(0, peak[j], f"h{e}_{j}")
-                model.add(tokens == peak[j] - d).only_enforce_if(over)
-                model.add(tokens == 0).only_enforce_if(over.Not())
+                over, tokens = _held_tokens(model, d, o[j], peak[j], f"{e}_{j}")
                 held[e].append(tokens)
                 if high >= 1:  # j's later rounds include e's full last round
                     blocked = model.new_bool_var(f"B{e}_{j}")
@@ -400,3 +422,125 @@ def solve_cpsat(
     out_of_work = solver.deterministic_time >= max_deterministic_time
     stats["stopped_by"] = "work" if out_of_work else "time_limit"
     return SolverOutput(found, Status.TIME_LIMIT, lb, stats)
+
+
+class WindowRepair(NamedTuple):
+    """What :func:`repair_window` found."""
+
+    #: Every request's start: the freed ones' best found, the others' unchanged.
+    starts: np.ndarray
+    #: ``OPTIMAL`` if proven best within the window, else ``TIME_LIMIT``.
+    status: Status
+    #: Rounds gained: the objective of the given starts minus that of these.
+    gain: int
+
+
+def repair_window(
+    instance: Instance,
+    starts: np.ndarray,
+    free: Sequence[int],
+    reach: int,
+    *,
+    budget: Budget = UNLIMITED,
+    max_deterministic_time: float = DEFAULT_DETERMINISTIC_TIME,
+) -> WindowRepair:
+    """Re-place the requests ``free`` optimally, every other request where ``starts`` has it.
+
+    Each freed request ``i`` may start in ``[max(a_i, p_i - reach), p_i + reach]`` (``p``
+    the given starts); CP-SAT minimises the sum of their starts. Memory is checked only in
+    last rounds, as in :func:`solve_cpsat` (``proofs/cpsat_last_rounds.md``, Claim 1 holds
+    for any schedule): in the last round ``e`` of every fixed request that a freed one can
+    reach, the fixed requests' load there (a constant) plus the freed requests' tokens
+    (Claim 2) is at most ``M``; in a freed request's own last round, the fixed load is read
+    from the profile by an element constraint. A window ``OPTIMAL`` with no gain proves
+    that no re-placement of those requests within ``reach`` improves ``starts``
+    (``benchmarks/gap_split.py`` measures this on whole schedules).
+
+    Parameters
+    ----------
+    starts
+        A feasible schedule of ``instance``.
+    free
+        Distinct request indices to re-place.
+    reach
+        Rounds each may move either way, ``>= 0``.
+    budget
+        Wall-clock cap (CP-SAT's ``max_time_in_seconds``).
+    max_deterministic_time
+        The work budget, in CP-SAT's deterministic time (one worker, so deterministic).
+
+    Raises
+    ------
+    ScheduleError
+        If ``starts`` is not a feasible schedule of ``instance``.
+    SchedlabError
+        If ``free`` or ``reach`` is out of range.
+    """
+    from ortools.sat.python import cp_model
+
+    starts = np.asarray(starts, dtype=np.int64)
+    assert_feasible(instance, starts)
+    free = [int(i) for i in free]
+    if len(set(free)) != len(free) or not all(0 <= i < instance.n for i in free):
+        raise SchedlabError(
+            f"repair_window: free must be distinct request indices in [0, {instance.n}), "
+            f"got {free}"
+        )
+    if isinstance(reach, bool) or not isinstance(reach, int) or reach < 0:
+        raise SchedlabError(f"repair_window: reach must be an integer >= 0, got {reach!r}")
+    if not free:
+        return WindowRepair(starts.copy(), Status.OPTIMAL, 0)
+    s, o, memory = instance.prompt.tolist(), instance.output.tolist(), instance.memory
+    peak = [x + y for x, y in zip(s, o, strict=True)]
+    low = {i: max(int(instance.arrival[i]), int(starts[i]) - reach) for i in free}
+    high = {i: int(starts[i]) + reach for i in free}
+    span = max(high[i] + o[i] for i in free) + 1
+    fixed = np.zeros(span, dtype=np.int64)  # the fixed requests' load in each round
+    profile = Schedule(instance, starts).memory_profile[:span]
+    fixed[: len(profile)] = profile
+    for i in free:
+        fixed[starts[i] : starts[i] + o[i]] -= np.arange(s[i] + 1, peak[i] + 1)
+
+    model = cp_model.CpModel()
+    place = {i: model.new_int_var(low[i], high[i], f"q{i}") for i in free}
+
+    def tokens_at(j: int, first: int, last: int, end: Any, name: str) -> list[Any]:
+        """``j``'s tokens in a last round ending at ``end`` (``C_e``, in ``[first, last]``),
+        or nothing if ``j`` cannot run in it."""
+        if high[j] + o[j] - first < 0 or low[j] + o[j] - last > o[j] - 1:
+            return []  # C_j - C_e is then < 0, or >= o_j, for every choice
+        return [_held_tokens(model, place[j] + o[j] - end, o[j], peak[j], name)[1]]
+
+    others = np.ones(instance.n, dtype=bool)
+    others[free] = False
+    for end in sorted({int(c) for c in (starts + instance.output)[others]}):
+        terms = [h for j in free for h in tokens_at(j, end, end, end, f"r{end}_{j}")]
+        if terms:
+            model.add(int(fixed[end - 1]) + sum(terms) <= memory)
+    for e in free:
+        first, last = low[e] + o[e], high[e] + o[e]
+        base = model.new_int_var(0, memory, f"F{e}")
+        model.add_element(place[e] - low[e], fixed[first - 1 : last].tolist(), base)
+        end = place[e] + o[e]
+        terms = [h for j in free if j != e for h in tokens_at(j, first, last, end, f"e{e}_{j}")]
+        model.add(base + peak[e] + sum(terms) <= memory)
+    model.minimize(sum(place.values()))
+    for i in free:
+        model.add_hint(place[i], int(starts[i]))
+
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    seconds = budget.seconds(floor=0.01)
+    if seconds is not None:
+        solver.parameters.max_time_in_seconds = seconds
+    solver.parameters.max_deterministic_time = max_deterministic_time
+    code = _interruptible_solve(solver, model)
+    found = starts.copy()
+    if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        for i in free:
+            found[i] = solver.value(place[i])
+    if code == cp_model.INFEASIBLE:  # the given starts satisfy the model
+        raise SolverError("repair_window: model infeasible although the given starts fit it")
+    status = Status.OPTIMAL if code == cp_model.OPTIMAL else Status.TIME_LIMIT
+    gain = total_latency(instance, starts) - total_latency(instance, found)
+    return WindowRepair(found, status, gain)

@@ -1,7 +1,8 @@
-"""CP-SAT solver: pair cuts, start windows, time limit and options."""
+"""CP-SAT solver: pair cuts, start windows, time limit and options; window repair."""
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import numpy as np
@@ -9,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schedlab.errors import SchedlabError
+from schedlab.errors import SchedlabError, ScheduleError
 from schedlab.offline.backlogs import jaillet_instance
 from schedlab.offline.decoder import list_schedule
 from schedlab.offline.instance import Instance
@@ -19,6 +20,7 @@ from schedlab.offline.solve import solve
 from schedlab.offline.solvers.cpsat import (
     best_rule_schedule,
     pair_offsets,
+    repair_window,
     start_slack,
     start_windows,
 )
@@ -216,3 +218,72 @@ def test_a_cap_that_passes_while_the_model_is_built_returns_the_warm_start() -> 
     assert result.status == Status.TIME_LIMIT
     assert result.objective == result.stats["warm_objective"]
     assert verify(inst, result.starts) == []
+
+
+@settings(max_examples=150, deadline=None)
+@given(tight_schedules(), st.data())
+def test_window_repair_equals_brute_force(
+    case: tuple[Instance, np.ndarray], data: st.DataObject
+) -> None:
+    # every placement of the freed requests within reach, the others fixed, by the verifier
+    inst, starts = case
+    free = data.draw(st.lists(st.integers(0, inst.n - 1), min_size=1, max_size=3, unique=True))
+    reach = data.draw(st.integers(0, 4))
+    repaired = repair_window(inst, starts, free, reach)
+    assert verify(inst, repaired.starts) == []
+    others = np.setdiff1d(np.arange(inst.n), free)
+    assert (repaired.starts[others] == starts[others]).all()
+    ranges = [
+        range(max(int(inst.arrival[i]), int(starts[i]) - reach), int(starts[i]) + reach + 1)
+        for i in free
+    ]
+    best = None
+    for placed in itertools.product(*ranges):
+        trial = starts.copy()
+        trial[free] = placed
+        if verify(inst, trial) == []:
+            best = sum(placed) if best is None else min(best, sum(placed))
+    assert repaired.status == Status.OPTIMAL
+    assert int(repaired.starts[free].sum()) == best
+    assert repaired.gain == int(starts[free].sum()) - best >= 0
+
+
+def test_window_repair_recovers_a_delay_and_proves_a_tight_window() -> None:
+    # a freed request delayed as far as the others let it: the repair wins the delay back
+    inst = read_instance(ROOT / "instances" / "jaillet-s1.json")
+    starts = solve(inst, "sof", bound=None).starts
+    free = [int(i) for i in np.argsort(starts, kind="stable")[20:26]]
+    delays = {}
+    for i in free:
+        delayed = starts.copy()
+        while True:
+            delayed[i] += 1
+            if verify(inst, delayed) != []:
+                break
+        delays[i] = int(delayed[i] - starts[i]) - 1
+    i = max(delays, key=delays.get)
+    assert delays[i] > 0
+    delayed = starts.copy()
+    delayed[i] += delays[i]
+    repaired = repair_window(inst, delayed, free, delays[i] + 5)
+    assert repaired.status == Status.OPTIMAL
+    assert repaired.gain >= delays[i]
+    assert verify(inst, repaired.starts) == []
+    again = repair_window(inst, repaired.starts, free, 5)
+    assert again.status == Status.OPTIMAL and again.gain == 0
+
+
+def test_window_repair_refuses_bad_input_in_one_line() -> None:
+    inst = jaillet_instance(0, n=6)
+    starts = solve(inst, "sof", bound=None).starts
+    with pytest.raises(ScheduleError, match="infeasible schedule"):
+        repair_window(inst, np.zeros(inst.n, dtype=np.int64), [0], 2)
+    for free in ([0, 0], [inst.n], [-1]):
+        with pytest.raises(SchedlabError, match="free must be distinct request indices"):
+            repair_window(inst, starts, free, 2)
+    for reach in (-1, 1.5, True):
+        with pytest.raises(SchedlabError, match="reach must be an integer >= 0"):
+            repair_window(inst, starts, [0], reach)
+    unchanged = repair_window(inst, starts, [], 3)
+    assert unchanged.status == Status.OPTIMAL and unchanged.gain == 0
+    assert (unchanged.starts == starts).all()
