@@ -1,7 +1,8 @@
 """Where the certified gap on mixed n = 200 lies: bound side or schedule side (issue 13).
 
 Run: ``python benchmarks/gap_split.py`` (about 10 minutes on a 2-core machine);
-``--windows 0`` skips the exact window repairs, ``--small 0`` the small instances.
+``--windows none --scatter none`` skip the exact window repairs, ``--small 0`` the small
+instances.
 
 The first two measurements are on the shipped mixed n = 200 backlog and two fresh seeds
 (``mixed_backlog(200, seed=1, 2)``), each with ``lp-search``'s schedule ``p`` (its
@@ -41,7 +42,10 @@ default work budget, no time limit):
    between machines; a gain is kept and the next window repairs the new schedule). A
    window ``OPTIMAL`` with no gain proves that no re-placement of those requests within
    that range helps; ``TIME_LIMIT`` means none was found but none was ruled out. Every
-   repaired schedule is checked by the verifier.
+   repaired schedule is checked by the verifier. For each ``K:R:D`` of ``--scatter`` the
+   same is done for ``D`` sets of ``K`` requests drawn at random from the whole schedule
+   (seeded), each free to move ``R`` rounds: moves of single requests far from their place,
+   which the searches' moves of a few positions rarely make.
 3. **Small instances with proven optima** (``--small`` seeds, 5 by default):
    ``mixed_backlog(12, memory=M, seed)`` for ``M`` in :data:`SMALL_MEMORIES` (a few
    requests run at once, as against about forty on n = 200), solved to optimality by
@@ -59,6 +63,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -158,12 +163,23 @@ def main() -> None:
         help="window sweeps K:R, comma-separated (K requests freed, R rounds of reach; "
         "'none': no repairs)",
     )
+    parser.add_argument(
+        "--scatter",
+        default="5:1000:10",
+        help="random sets K:R:D, comma-separated (D sets of K requests, R rounds of reach; "
+        "'none': none)",
+    )
     parser.add_argument("--seconds", type=float, default=10.0, help="CP-SAT cap per window")
     parser.add_argument("--small", type=int, default=5, help="seeds of small instances (0: none)")
     parser.add_argument(
         "--small-seconds", type=float, default=300.0, help="cpsat cap per small instance"
     )
     args = parser.parse_args()
+    try:
+        sweeps = _triples(args.windows, 2, "--windows")
+        scatters = _triples(args.scatter, 3, "--scatter")
+    except ValueError as error:
+        parser.error(str(error))
     shipped = read_instance(ROOT / "instances" / "mixed-n200.json")
     instances = [shipped, mixed_backlog(200, seed=1), mixed_backlog(200, seed=2)]
     print(
@@ -189,32 +205,79 @@ def main() -> None:
         "excess, slack: the split of objective - LP (percent of LP); lemma + starts + "
         "unfilled = slack; proved: the slack the spacing bound proves unavoidable"
     )
-    if args.windows != "none":
-        sweeps = [tuple(int(x) for x in item.split(":")) for item in args.windows.split(",")]
+    if sweeps or scatters:
         searched = np.asarray(solve(shipped, "local-search", bound=None).starts, dtype=np.int64)
         for label, starts in (("lp-search", schedules[shipped.name]), ("local-search", searched)):
             for size, reach in sweeps:
-                repair_windows(shipped, label, starts, size, reach, args.seconds)
+                firsts = range(0, shipped.n - size + 1, max(1, size // 2))
+                consecutive = _consecutive(firsts, size)
+                what = f"windows of {size} within {reach} rounds"
+                repair_windows(shipped, label, starts, consecutive, reach, args.seconds, what)
+            for size, reach, draws in scatters:
+                scattered = _scattered(shipped.n, size, draws)
+                what = f"{draws} random sets of {size} within {reach} rounds"
+                repair_windows(shipped, label, starts, scattered, reach, args.seconds, what)
     if args.small > 0:
         small_optima(args.small, args.small_seconds)
 
 
+def _triples(text: str, width: int, option: str) -> list[tuple[int, ...]]:
+    """``"K:R,K:R"`` (``width`` integers an item) as tuples; ``"none"``: none."""
+    if text == "none":
+        return []
+    try:
+        items = [tuple(int(x) for x in item.split(":")) for item in text.split(",")]
+    except ValueError:
+        items = []
+    if not items or any(len(item) != width or min(item) < 1 for item in items):
+        raise ValueError(f"{option}: expected {width} positive integers an item, got {text!r}")
+    return items
+
+
+#: A source of windows: given the current schedule (a function, read when each window
+#: comes, as a gain may reorder it), the freed sets one after another.
+Windows = Callable[[Callable[[], np.ndarray]], Iterable[list[int]]]
+
+
+def _consecutive(firsts: range, size: int) -> Windows:
+    """Windows of ``size`` consecutive requests by start, from each of ``firsts``."""
+
+    def windows(current: Callable[[], np.ndarray]) -> Iterator[list[int]]:
+        for first in firsts:
+            yield np.argsort(current(), kind="stable")[first : first + size].tolist()
+
+    return windows
+
+
+def _scattered(n: int, size: int, draws: int) -> Windows:
+    """``draws`` sets of ``size`` requests drawn at random (seed 0), whatever the schedule."""
+    rng = np.random.default_rng(0)
+    sets = [rng.choice(n, size, replace=False).tolist() for _ in range(draws)]
+    return lambda _: sets
+
+
 def repair_windows(
-    shipped: Instance, label: str, starts: np.ndarray, size: int, reach: int, seconds: float
+    shipped: Instance,
+    label: str,
+    starts: np.ndarray,
+    windows: Windows,
+    reach: int,
+    seconds: float,
+    what: str,
 ) -> None:
-    """Measurement 2 (module docs): one sweep of exact window repairs over ``starts``."""
+    """Measurement 2 (module docs): exact repairs of the freed sets ``windows`` gives, one
+    after another, each of the schedule as the ones before left it."""
     counts: dict[str, int] = {}
     before = total_latency(shipped, starts)
-    for first in range(0, shipped.n - size + 1, max(1, size // 2)):
-        order = np.argsort(starts, kind="stable")
-        free = [int(i) for i in order[first : first + size]]
-        repaired = repair_window(shipped, starts, free, reach, budget=Budget(seconds))
+    schedule = [starts]  # the current schedule, which the windows read as they come
+    for free in windows(lambda: schedule[0]):
+        repaired = repair_window(shipped, schedule[0], free, reach, budget=Budget(seconds))
         assert_feasible(shipped, repaired.starts)
         counts[repaired.status] = counts.get(repaired.status, 0) + 1
-        starts = repaired.starts
-    after = total_latency(shipped, starts)
+        schedule[0] = repaired.starts
+    after = total_latency(shipped, schedule[0])
     print(
-        f"{label} ({before:,}): windows of {size} within {reach} rounds: "
+        f"{label} ({before:,}): {what}: "
         + ", ".join(f"{count} {status}" for status, count in counts.items())
         + f"; gain {before - after} ({100 * (before - after) / before:.3f} %)",
         flush=True,
