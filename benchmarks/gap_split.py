@@ -38,8 +38,9 @@ default work budget, no time limit):
    freed in turn, everything else stays, and
    :func:`~schedlab.offline.solvers.cpsat.repair_window` places them optimally in what
    memory the others leave, each within ``R`` rounds of its start, minimising the sum of
-   their starts (at most ``--seconds`` of wall clock per window, so a status may differ
-   between machines; a gain is kept and the next window repairs the new schedule). A
+   their starts (at most ``--seconds`` of wall clock per window, model building
+   included, so a status may differ between machines; a gain is kept and the next window
+   repairs the new schedule). A
    window ``OPTIMAL`` with no gain proves that no re-placement of those requests within
    that range helps; ``TIME_LIMIT`` means none was found but none was ruled out. Every
    repaired schedule is checked by the verifier. For each ``K:R:D`` of ``--scatter`` the
@@ -51,8 +52,8 @@ default work budget, no time limit):
    requests run at once, as against about forty on n = 200), solved to optimality by
    ``cpsat`` (at most ``--small-seconds`` each; unproven ones are listed and left out of
    the summary). Each bound method of ``best`` and ``local-search`` and ``lp-search``
-   (their default work budgets) are compared with the optimum: how far below it the
-   bound lies (``OPT / bound - 1``) and how far above it the schedules lie. This is the
+   (their default work budgets) are compared with the optimum: how far it lies above
+   the bound (``OPT / bound - 1``) and how far the schedules lie above it. This is the
    integrality gap of our bounds where it can be measured; the requests there are large
    against memory (peaks up to most of ``M``), which the n = 200 ones are not (at most 17 %),
    so it shows which side can be loose, not how loose it is at n = 200.
@@ -229,8 +230,11 @@ def _triples(text: str, width: int, option: str) -> list[tuple[int, ...]]:
         items = [tuple(int(x) for x in item.split(":")) for item in text.split(",")]
     except ValueError:
         items = []
-    if not items or any(len(item) != width or min(item) < 1 for item in items):
-        raise ValueError(f"{option}: expected {width} positive integers an item, got {text!r}")
+    # K and D at least 1, the reach R (second) at least 0
+    if not items or any(len(item) != width or min(item) < 0 or 0 in item[::2] for item in items):
+        raise ValueError(
+            f"{option}: expected {width} integers an item (K, D >= 1; R >= 0), got {text!r}"
+        )
     return items
 
 
@@ -318,7 +322,10 @@ def small_optima(seeds: int, seconds: float) -> None:
                 for c in columns
             )
             print(f"{name:<24}{opt:>9,}{cells}", flush=True)
-    print("bounds: percent below the optimum (OPT / bound - 1); searches: percent above it")
+    print(
+        "bounds: how far the optimum lies above each, OPT / bound - 1; searches: objective / "
+        "OPT - 1"
+    )
     for column, values in gaps.items():
         if values:
             print(

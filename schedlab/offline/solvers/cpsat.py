@@ -73,7 +73,7 @@ from __future__ import annotations
 import itertools
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -84,7 +84,7 @@ from schedlab.interrupts import held_interrupts
 from schedlab.offline.bounds import bound_within
 from schedlab.offline.bounds.tall_chain import tall_chain_bound, tall_chain_without
 from schedlab.offline.bounds.volume import start_slack
-from schedlab.offline.instance import Instance
+from schedlab.offline.instance import Instance, check_int
 from schedlab.offline.priority import best_rule_schedule
 from schedlab.offline.result import SolverOutput, Status
 from schedlab.offline.schedule import Schedule, total_latency
@@ -95,6 +95,7 @@ from schedlab.offline.verify import assert_feasible
 __all__ = [
     "DEFAULT_DETERMINISTIC_TIME",
     "DEFAULT_WORKERS",
+    "MAX_REACH",
     "WindowRepair",
     "pair_offsets",
     "repair_window",
@@ -424,6 +425,11 @@ def solve_cpsat(
     return SolverOutput(found, Status.TIME_LIMIT, lb, stats)
 
 
+#: Most rounds :func:`repair_window` lets a request move: the fixed load is held for every
+#: round its windows reach (8 bytes a round), so a huge reach would take the memory.
+MAX_REACH = 10_000_000
+
+
 class WindowRepair(NamedTuple):
     """What :func:`repair_window` found."""
 
@@ -454,7 +460,10 @@ def repair_window(
     (Claim 2) is at most ``M``; in a freed request's own last round, the fixed load is read
     from the profile by an element constraint. A window ``OPTIMAL`` with no gain proves
     that no re-placement of those requests within ``reach`` improves ``starts``
-    (``benchmarks/gap_split.py`` measures this on whole schedules).
+    (``benchmarks/gap_split.py`` measures this on whole schedules). The model requires a
+    sum no larger than the given starts', which are a solution: so the result is never
+    worse, and it is ``OPTIMAL`` too when CP-SAT stops without a better solution but with a
+    bound that reaches their sum.
 
     Parameters
     ----------
@@ -463,9 +472,10 @@ def repair_window(
     free
         Distinct request indices to re-place.
     reach
-        Rounds each may move either way, ``>= 0``.
+        Rounds each may move either way, ``0 .. MAX_REACH``.
     budget
-        Wall-clock cap (CP-SAT's ``max_time_in_seconds``).
+        Wall-clock cap for the whole call: the model is built under it too, and if it
+        passes first the given starts come back with ``TIME_LIMIT``.
     max_deterministic_time
         The work budget, in CP-SAT's deterministic time (one worker, so deterministic).
 
@@ -474,27 +484,36 @@ def repair_window(
     ScheduleError
         If ``starts`` is not a feasible schedule of ``instance``.
     SchedlabError
-        If ``free`` or ``reach`` is out of range.
+        If ``starts`` is not one start a request, or ``free`` or ``reach`` is not integers
+        in range (:class:`~schedlab.errors.InstanceError` for a bad value).
     """
     from ortools.sat.python import cp_model
 
-    starts = np.asarray(starts, dtype=np.int64)
     assert_feasible(instance, starts)
-    free = [int(i) for i in free]
-    if len(set(free)) != len(free) or not all(0 <= i < instance.n for i in free):
+    given = np.asarray(starts)
+    if given.shape != (instance.n,):
         raise SchedlabError(
-            f"repair_window: free must be distinct request indices in [0, {instance.n}), "
-            f"got {free}"
+            f"repair_window: starts must be a sequence of {instance.n} starts, one a request"
         )
-    if isinstance(reach, bool) or not isinstance(reach, int) or reach < 0:
-        raise SchedlabError(f"repair_window: reach must be an integer >= 0, got {reach!r}")
+    starts = given.astype(np.int64)  # integers: the verifier has checked them
+    if isinstance(free, str | bytes) or not isinstance(free, Iterable):
+        raise SchedlabError(
+            f"repair_window: free must be a sequence of request indices, got {free!r}"
+        )
+    free = [
+        check_int(i, f"repair_window: free[{k}]", 0, instance.n - 1) for k, i in enumerate(free)
+    ]
+    if len(set(free)) != len(free):
+        raise SchedlabError(f"repair_window: free must be distinct request indices, got {free}")
+    reach = check_int(reach, "repair_window: reach", 0, MAX_REACH)
+    unchanged = WindowRepair(starts.copy(), Status.TIME_LIMIT, 0)
     if not free:
-        return WindowRepair(starts.copy(), Status.OPTIMAL, 0)
+        return unchanged._replace(status=Status.OPTIMAL)
     s, o, memory = instance.prompt.tolist(), instance.output.tolist(), instance.memory
     peak = [x + y for x, y in zip(s, o, strict=True)]
     low = {i: max(int(instance.arrival[i]), int(starts[i]) - reach) for i in free}
     high = {i: int(starts[i]) + reach for i in free}
-    span = max(high[i] + o[i] for i in free) + 1
+    span = max(high[i] + o[i] for i in free)
     fixed = np.zeros(span, dtype=np.int64)  # the fixed requests' load in each round
     profile = Schedule(instance, starts).memory_profile[:span]
     fixed[: len(profile)] = profile
@@ -514,17 +533,23 @@ def repair_window(
     others = np.ones(instance.n, dtype=bool)
     others[free] = False
     for end in sorted({int(c) for c in (starts + instance.output)[others]}):
+        if budget.expired():  # the model is built under the cap too
+            return unchanged
         terms = [h for j in free for h in tokens_at(j, end, end, end, f"r{end}_{j}")]
         if terms:
             model.add(int(fixed[end - 1]) + sum(terms) <= memory)
     for e in free:
+        if budget.expired():
+            return unchanged
         first, last = low[e] + o[e], high[e] + o[e]
         base = model.new_int_var(0, memory, f"F{e}")
         model.add_element(place[e] - low[e], fixed[first - 1 : last].tolist(), base)
         end = place[e] + o[e]
         terms = [h for j in free if j != e for h in tokens_at(j, first, last, end, f"e{e}_{j}")]
         model.add(base + peak[e] + sum(terms) <= memory)
-    model.minimize(sum(place.values()))
+    total = sum(place.values())
+    model.add(total <= int(starts[free].sum()))  # the given starts are a solution
+    model.minimize(total)
     for i in free:
         model.add_hint(place[i], int(starts[i]))
 
@@ -534,13 +559,17 @@ def repair_window(
     if seconds is not None:
         solver.parameters.max_time_in_seconds = seconds
     solver.parameters.max_deterministic_time = max_deterministic_time
+    if budget.expired():
+        return unchanged
     code = _interruptible_solve(solver, model)
+    if code == cp_model.INFEASIBLE:  # the given starts satisfy the model
+        raise SolverError("repair_window: model infeasible although the given starts fit it")
     found = starts.copy()
     if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         for i in free:
             found[i] = solver.value(place[i])
-    if code == cp_model.INFEASIBLE:  # the given starts satisfy the model
-        raise SolverError("repair_window: model infeasible although the given starts fit it")
-    status = Status.OPTIMAL if code == cp_model.OPTIMAL else Status.TIME_LIMIT
+    # CP-SAT may stop without a solution although the given starts are one: its bound then
+    # still proves them optimal if it reaches their sum
+    proven = code == cp_model.OPTIMAL or solver.best_objective_bound >= found[free].sum()
     gain = total_latency(instance, starts) - total_latency(instance, found)
-    return WindowRepair(found, status, gain)
+    return WindowRepair(found, Status.OPTIMAL if proven else Status.TIME_LIMIT, gain)

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from schedlab.budget import Budget
 from schedlab.errors import SchedlabError, ScheduleError
 from schedlab.offline.backlogs import jaillet_instance
 from schedlab.offline.decoder import list_schedule
@@ -278,12 +279,28 @@ def test_window_repair_refuses_bad_input_in_one_line() -> None:
     starts = solve(inst, "sof", bound=None).starts
     with pytest.raises(ScheduleError, match="infeasible schedule"):
         repair_window(inst, np.zeros(inst.n, dtype=np.int64), [0], 2)
-    for free in ([0, 0], [inst.n], [-1]):
-        with pytest.raises(SchedlabError, match="free must be distinct request indices"):
+    with pytest.raises(ScheduleError, match="must be an integer round"):
+        repair_window(inst, starts + 0.5, [0], 2)
+    with pytest.raises(SchedlabError, match="starts must be a sequence of 6 starts"):
+        repair_window(inst, dict(enumerate(starts.tolist())), [0], 2)
+    for free in ([0, 0], [inst.n], [-1], [1.5], [True], ["1"], None, 1):
+        with pytest.raises(SchedlabError, match="repair_window: free"):
             repair_window(inst, starts, free, 2)
-    for reach in (-1, 1.5, True):
-        with pytest.raises(SchedlabError, match="reach must be an integer >= 0"):
+    for reach in (-1, 1.5, True, 10**12):
+        with pytest.raises(SchedlabError, match="repair_window: reach"):
             repair_window(inst, starts, [0], reach)
+    assert repair_window(inst, starts, [np.int64(0)], np.int64(2)).status == Status.OPTIMAL
     unchanged = repair_window(inst, starts, [], 3)
     assert unchanged.status == Status.OPTIMAL and unchanged.gain == 0
     assert (unchanged.starts == starts).all()
+
+
+def test_window_repair_builds_its_model_under_the_time_limit() -> None:
+    # every request of n = 200 freed: the model outlasts a 0.5 s cap (was 2.8 s)
+    inst = read_instance(ROOT / "instances" / "mixed-n200.json")
+    starts = solve(inst, "sof", bound=None).starts
+    began = time.perf_counter()
+    repaired = repair_window(inst, starts, range(inst.n), 3000, budget=Budget(0.5))
+    assert time.perf_counter() - began < 0.5 + 1.0
+    assert repaired.status == Status.TIME_LIMIT and repaired.gain == 0
+    assert (repaired.starts == starts).all()
