@@ -39,11 +39,13 @@ default work budget, no time limit):
    :func:`~schedlab.offline.solvers.cpsat.repair_window` places them optimally in what
    memory the others leave, each within ``R`` rounds of its start, minimising the sum of
    their starts (at most ``--seconds`` of wall clock per window, model building
-   included, so a status may differ between machines; a gain is kept and the next window
-   repairs the new schedule). A
-   window ``OPTIMAL`` with no gain proves that no re-placement of those requests within
-   that range helps; ``TIME_LIMIT`` means none was found but none was ruled out. Every
-   repaired schedule is checked by the verifier. For each ``K:R:D`` of ``--scatter`` the
+   included, though CP-SAT's presolve can overrun it; so a status may differ between
+   machines). Each window's result is kept, a re-placement of equal sum included, and
+   the next window is read off the schedule it leaves: so a later window can gain where
+   the given schedule's could not. A window ``OPTIMAL`` with no gain proves that no
+   re-placement of those requests within that range helps; ``TIME_LIMIT`` means none was
+   found but none was ruled out. Every repaired schedule is checked by the verifier; the
+   median and longest time a window are printed. For each ``K:R:D`` of ``--scatter`` the
    same is done for ``D`` sets of ``K`` requests drawn at random from the whole schedule
    (seeded), each free to move ``R`` rounds: moves of single requests far from their place,
    which the searches' moves of a few positions rarely make.
@@ -64,6 +66,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
@@ -83,7 +86,7 @@ from schedlab.offline.bounds.time_indexed import (
 from schedlab.offline.instance import Instance
 from schedlab.offline.result import Status
 from schedlab.offline.schedule import Schedule, total_latency
-from schedlab.offline.solvers.cpsat import repair_window
+from schedlab.offline.solvers.cpsat import MAX_REACH, repair_window
 from schedlab.offline.verify import assert_feasible
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -176,12 +179,12 @@ def main() -> None:
         "--small-seconds", type=float, default=300.0, help="cpsat cap per small instance"
     )
     args = parser.parse_args()
+    shipped = read_instance(ROOT / "instances" / "mixed-n200.json")
     try:
-        sweeps = _triples(args.windows, 2, "--windows")
-        scatters = _triples(args.scatter, 3, "--scatter")
+        sweeps = _triples(args.windows, 2, "--windows", shipped.n)
+        scatters = _triples(args.scatter, 3, "--scatter", shipped.n)
     except ValueError as error:
         parser.error(str(error))
-    shipped = read_instance(ROOT / "instances" / "mixed-n200.json")
     instances = [shipped, mixed_backlog(200, seed=1), mixed_backlog(200, seed=2)]
     print(
         f"{'instance':<14}{'objective':>10}{'LP':>10}{'spacing':>10}{'gap %':>7}"
@@ -222,18 +225,25 @@ def main() -> None:
         small_optima(args.small, args.small_seconds)
 
 
-def _triples(text: str, width: int, option: str) -> list[tuple[int, ...]]:
-    """``"K:R,K:R"`` (``width`` integers an item) as tuples; ``"none"``: none."""
+def _triples(text: str, width: int, option: str, n: int) -> list[tuple[int, ...]]:
+    """``"K:R,K:R"`` (``width`` integers an item) as tuples; ``"none"``: none. ``K`` (first)
+    in ``1 .. n``, ``R`` (second) in ``0 .. MAX_REACH``, ``D`` (third) at least 1."""
     if text == "none":
         return []
     try:
         items = [tuple(int(x) for x in item.split(":")) for item in text.split(",")]
     except ValueError:
         items = []
-    # K and D at least 1, the reach R (second) at least 0
-    if not items or any(len(item) != width or min(item) < 0 or 0 in item[::2] for item in items):
+    if not items or any(
+        len(item) != width
+        or not 1 <= item[0] <= n
+        or not 0 <= item[1] <= MAX_REACH
+        or min(item[2:], default=1) < 1
+        for item in items
+    ):
         raise ValueError(
-            f"{option}: expected {width} integers an item (K, D >= 1; R >= 0), got {text!r}"
+            f"{option}: expected {width} integers an item (K in 1..{n}, R in "
+            f"0..{MAX_REACH}, D >= 1), got {text!r}"
         )
     return items
 
@@ -272,10 +282,13 @@ def repair_windows(
     """Measurement 2 (module docs): exact repairs of the freed sets ``windows`` gives, one
     after another, each of the schedule as the ones before left it."""
     counts: dict[str, int] = {}
+    seconds_taken = []
     before = total_latency(shipped, starts)
     schedule = [starts]  # the current schedule, which the windows read as they come
     for free in windows(lambda: schedule[0]):
+        began = time.perf_counter()
         repaired = repair_window(shipped, schedule[0], free, reach, budget=Budget(seconds))
+        seconds_taken.append(time.perf_counter() - began)
         assert_feasible(shipped, repaired.starts)
         counts[repaired.status] = counts.get(repaired.status, 0) + 1
         schedule[0] = repaired.starts
@@ -283,7 +296,9 @@ def repair_windows(
     print(
         f"{label} ({before:,}): {what}: "
         + ", ".join(f"{count} {status}" for status, count in counts.items())
-        + f"; gain {before - after} ({100 * (before - after) / before:.3f} %)",
+        + f"; gain {before - after} ({100 * (before - after) / before:.3f} %); "
+        f"{statistics.median(seconds_taken):.2f} s median a window, "
+        f"{max(seconds_taken):.2f} s max",
         flush=True,
     )
 

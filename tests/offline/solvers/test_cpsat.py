@@ -289,6 +289,11 @@ def test_window_repair_refuses_bad_input_in_one_line() -> None:
     for reach in (-1, 1.5, True, 10**12):
         with pytest.raises(SchedlabError, match="repair_window: reach"):
             repair_window(inst, starts, [0], reach)
+    for work in (-1, float("nan"), None):
+        with pytest.raises(SchedlabError, match="max_deterministic_time must be a positive"):
+            repair_window(inst, starts, [0], 2, max_deterministic_time=work)
+    with pytest.raises(SchedlabError, match="starts must be at most"):
+        repair_window(inst, np.append(starts[:-1], 2**62), [0], 2)
     assert repair_window(inst, starts, [np.int64(0)], np.int64(2)).status == Status.OPTIMAL
     unchanged = repair_window(inst, starts, [], 3)
     assert unchanged.status == Status.OPTIMAL and unchanged.gain == 0
@@ -304,3 +309,12 @@ def test_window_repair_builds_its_model_under_the_time_limit() -> None:
     assert time.perf_counter() - began < 0.5 + 1.0
     assert repaired.status == Status.TIME_LIMIT and repaired.gain == 0
     assert (repaired.starts == starts).all()
+
+
+def test_window_repair_holds_the_window_only() -> None:
+    # a release at round 10^12: the load is held over the window's rounds, not from round 0
+    inst = Instance.from_arrays(10, [1, 1, 1], [2, 2, 2], [0, 10**12, 10**12])
+    starts = np.array([0, 10**12, 10**12 + 2])
+    repaired = repair_window(inst, starts, [2], 5)
+    assert repaired.status == Status.OPTIMAL and repaired.gain == 2  # back to its release
+    assert repaired.starts.tolist() == [0, 10**12, 10**12]
