@@ -85,7 +85,7 @@ from schedlab.offline.bounds.time_indexed import (
 )
 from schedlab.offline.instance import Instance
 from schedlab.offline.result import Status
-from schedlab.offline.schedule import Schedule, total_latency
+from schedlab.offline.schedule import load_profile, total_latency
 from schedlab.offline.solvers.cpsat import MAX_REACH, repair_window
 from schedlab.offline.verify import assert_feasible
 
@@ -102,20 +102,11 @@ SMALL_BOUNDS = ("mean-busy-time", "fluid-spacing", "completion-spacing", "tall-c
 SMALL_SOLVERS = ("local-search", "lp-search")
 
 
-def load_profile(instance: Instance, starts: np.ndarray, length: int) -> np.ndarray:
-    """Tokens held in each round ``0 .. length - 1`` (the schedule's memory profile,
-    cut or padded with zeros)."""
-    held = Schedule(instance, starts).memory_profile
-    profile = np.zeros(length, dtype=np.int64)
-    profile[: min(length, len(held))] = held[:length]
-    return profile
-
-
 def slack_parts(instance: Instance, starts: np.ndarray, length: int) -> dict[str, np.ndarray]:
     """``M - load(t)`` in rounds ``0 .. length - 1`` as its *lemma*, *starts* and *unfilled*
     parts (module docs, item 1), one array each; they sum to the slack."""
     span = max(length, int((starts + instance.output).max()))
-    load = load_profile(instance, starts, span + 1)
+    load = load_profile(instance, starts, 0, span + 1)
     active = np.zeros(span + 1, dtype=np.int64)
     last_round = np.zeros(span + 1, dtype=bool)
     for p, o in zip(starts.tolist(), instance.output.tolist(), strict=True):
@@ -143,7 +134,7 @@ def split(instance: Instance, starts: np.ndarray) -> dict[str, float]:
     excess = float((start_costs(instance, bounds, prices, starts) - least).sum())
     horizon = int(bounds[-1])
     price = np.repeat(prices, np.diff(bounds))
-    load = load_profile(instance, starts, horizon)
+    load = load_profile(instance, starts, 0, horizon)
     parts = slack_parts(instance, starts, horizon)
     spacing, _ = spacing_bound_search(instance)
     half = horizon // 2

@@ -17,12 +17,43 @@ import numpy as np
 from schedlab.errors import ScheduleError
 from schedlab.offline.instance import Instance
 
-__all__ = ["Schedule", "total_latency"]
+__all__ = ["Schedule", "load_profile", "total_latency"]
 
 
 def total_latency(instance: Instance, starts: np.ndarray) -> int:
     """The objective ``sum_i (p_i + o_i - a_i)`` of start rounds ``starts``."""
     return int((np.asarray(starts) + instance.output - instance.arrival).sum())
+
+
+def load_profile(
+    instance: Instance,
+    starts: np.ndarray,
+    origin: int,
+    span: int,
+    kept: np.ndarray | None = None,
+) -> np.ndarray:
+    """Tokens held in rounds ``origin .. span - 1`` (one entry a round) by the requests
+    ``kept`` (a mask; all by default) started at ``starts``.
+
+    With ``c(t)`` the number of them active in round ``t`` and ``W(t)`` the sum of their
+    ``s_i - p_i + 1``, the load is ``W(t) + t c(t)``: two running sums of the changes at
+    starts and completions, clipped to the rounds asked for, so that the result's size
+    does not grow with the round numbers.
+    """
+    kept = np.ones(instance.n, dtype=bool) if kept is None else kept
+    length = span - origin
+    p = np.asarray(starts, dtype=np.int64)[kept]
+    first = np.clip(p - origin, 0, length)
+    stop = np.clip(p + instance.output[kept] - origin, 0, length)
+    offset = instance.prompt[kept] - p + 1
+    count = np.zeros(length + 1, dtype=np.int64)
+    weight = np.zeros(length + 1, dtype=np.int64)
+    np.add.at(count, first, 1)
+    np.add.at(count, stop, -1)
+    np.add.at(weight, first, offset)
+    np.add.at(weight, stop, -offset)
+    rounds = np.arange(origin, span, dtype=np.int64)
+    return np.cumsum(weight)[:length] + rounds * np.cumsum(count)[:length]
 
 
 @dataclass(frozen=True, eq=False)
@@ -93,17 +124,7 @@ class Schedule:
         With ``c(t)`` the number of active requests and ``W(t)`` the sum of
         ``s_i - p_i + 1`` over them, the load is ``W(t) + t c(t)``.
         """
-        inst = self.instance
-        first = np.maximum(self.starts, 0)
-        horizon = self.makespan + 1
-        count = np.zeros(horizon, np.int64)
-        weight = np.zeros(horizon, np.int64)
-        np.add.at(count, first, 1)
-        np.add.at(count, self.completion, -1)
-        np.add.at(weight, first, inst.prompt - self.starts + 1)
-        np.add.at(weight, self.completion, -(inst.prompt - self.starts + 1))
-        rounds = np.arange(horizon)
-        return (np.cumsum(weight) + rounds * np.cumsum(count))[:-1]
+        return load_profile(self.instance, self.starts, 0, self.makespan)
 
     @property
     def peak_memory(self) -> int:

@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 
 from schedlab.errors import ScheduleError
 from schedlab.offline.instance import Instance, Request
-from schedlab.offline.schedule import Schedule
+from schedlab.offline.schedule import Schedule, load_profile
 from tests.strategies import instances
 
 
@@ -51,3 +51,22 @@ def test_profile_matches_sum_over_requests(inst, data):
     assert sched.objective == sum(
         p + r.output - r.arrival for r, p in zip(inst.requests, starts, strict=True)
     )
+
+
+@settings(max_examples=100, deadline=None)
+@given(instances(max_n=6, max_memory=20, max_output=8, max_arrival=5), st.data())
+def test_load_profile_of_a_window_and_a_subset(inst: Instance, data: st.DataObject) -> None:
+    # the rounds origin .. span - 1 held by the kept requests, summed round by round
+    starts = np.array([data.draw(st.integers(int(a), int(a) + 10)) for a in inst.arrival])
+    kept = np.array(data.draw(st.lists(st.booleans(), min_size=inst.n, max_size=inst.n)))
+    origin = data.draw(st.integers(0, 20))
+    span = data.draw(st.integers(origin, 30))
+    expected = [
+        sum(
+            int(inst.prompt[i]) + t - int(starts[i]) + 1
+            for i in range(inst.n)
+            if kept[i] and starts[i] <= t < starts[i] + inst.output[i]
+        )
+        for t in range(origin, span)
+    ]
+    assert load_profile(inst, starts, origin, span, kept).tolist() == expected

@@ -87,7 +87,7 @@ from schedlab.offline.bounds.volume import start_slack
 from schedlab.offline.instance import MAX_VALUE, Instance, check_int
 from schedlab.offline.priority import best_rule_schedule
 from schedlab.offline.result import SolverOutput, Status
-from schedlab.offline.schedule import total_latency
+from schedlab.offline.schedule import load_profile, total_latency
 from schedlab.offline.solvers.left_shift import left_shift
 from schedlab.offline.solvers.local_search import local_search
 from schedlab.offline.verify import assert_feasible
@@ -202,6 +202,18 @@ def start_windows(instance: Instance, upper: int) -> list[int]:
             strict=True,
         )
     ]
+
+
+def _check_work(work: Any, where: str) -> None:
+    """Refuse a CP-SAT work budget (deterministic time) that is not a positive number."""
+    if (
+        isinstance(work, bool)
+        or not isinstance(work, int | float)
+        or not (math.isfinite(work) and work > 0)
+    ):
+        raise SchedlabError(
+            f"{where}: max_deterministic_time must be a positive number, got {work!r}"
+        )
 
 
 def _held_tokens(model: Any, d: Any, output: int, peak: int, name: str) -> tuple[Any, Any]:
@@ -327,9 +339,7 @@ def solve_cpsat(
 
     if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
         raise SchedlabError(f"cpsat: num_workers must be an integer >= 1, got {num_workers!r}")
-    work = max_deterministic_time
-    if not (math.isfinite(work) and work > 0):
-        raise SchedlabError(f"cpsat: max_deterministic_time must be a positive number, got {work}")
+    _check_work(max_deterministic_time, "cpsat")
 
     if isinstance(max_intervals, bool) or not isinstance(max_intervals, int) or max_intervals < 1:
         raise SchedlabError(f"cpsat: max_intervals must be an integer >= 1, got {max_intervals!r}")
@@ -442,31 +452,6 @@ class WindowRepair(NamedTuple):
     gain: int
 
 
-def _fixed_load(
-    instance: Instance, starts: np.ndarray, kept: np.ndarray, origin: int, span: int
-) -> np.ndarray:
-    """Tokens the requests ``kept`` (a mask) hold in rounds ``origin .. span - 1``.
-
-    With ``c(t)`` the number of them active and ``W(t)`` the sum of their
-    ``s_i - p_i + 1``, the load is ``W(t) + t c(t)``, as in
-    :attr:`schedlab.offline.schedule.Schedule.memory_profile`, but over these rounds only,
-    so that its size does not grow with the round numbers.
-    """
-    length = span - origin
-    p = starts[kept]
-    first = np.clip(p - origin, 0, length)
-    stop = np.clip(p + instance.output[kept] - origin, 0, length)
-    offset = instance.prompt[kept] - p + 1
-    count = np.zeros(length + 1, dtype=np.int64)
-    weight = np.zeros(length + 1, dtype=np.int64)
-    np.add.at(count, first, 1)
-    np.add.at(count, stop, -1)
-    np.add.at(weight, first, offset)
-    np.add.at(weight, stop, -offset)
-    rounds = np.arange(origin, span, dtype=np.int64)
-    return np.cumsum(weight)[:length] + rounds * np.cumsum(count)[:length]
-
-
 def repair_window(
     instance: Instance,
     starts: np.ndarray,
@@ -525,12 +510,10 @@ def repair_window(
             f"repair_window: starts must be a sequence of {instance.n} starts, one a request"
         )
     assert_feasible(instance, starts)
-    values = [int(x) for x in starts]  # integers: the verifier has checked them
-    if values and max(values) > MAX_VALUE:
-        raise SchedlabError(
-            f"repair_window: starts must be at most {MAX_VALUE}, got {max(values)}"
-        )
-    starts = np.array(values, dtype=np.int64)
+    given = [int(x) for x in starts]  # integers: the verifier has checked them
+    if given and max(given) > MAX_VALUE:
+        raise SchedlabError(f"repair_window: starts must be at most {MAX_VALUE}, got {max(given)}")
+    starts = np.array(given, dtype=np.int64)
     if (
         isinstance(free, str | bytes | Mapping)
         or not isinstance(free, Iterable)
@@ -545,15 +528,7 @@ def repair_window(
     if len(set(free)) != len(free):
         raise SchedlabError(f"repair_window: free must be distinct request indices, got {free}")
     reach = check_int(reach, "repair_window: reach", 0, MAX_REACH)
-    work = max_deterministic_time
-    if (
-        isinstance(work, bool)
-        or not isinstance(work, int | float)
-        or not (math.isfinite(work) and work > 0)
-    ):
-        raise SchedlabError(
-            f"repair_window: max_deterministic_time must be a positive number, got {work!r}"
-        )
+    _check_work(max_deterministic_time, "repair_window")
     unchanged = WindowRepair(starts.copy(), Status.TIME_LIMIT, 0)
     if not free:
         return unchanged._replace(status=Status.OPTIMAL)
@@ -565,7 +540,7 @@ def repair_window(
     origin, span = min(low.values()), max(high[i] + o[i] for i in free)
     others = np.ones(instance.n, dtype=bool)
     others[free] = False
-    fixed = _fixed_load(instance, starts, others, origin, span)
+    fixed = load_profile(instance, starts, origin, span, others)  # what the others hold
 
     model = cp_model.CpModel()
     place = {i: model.new_int_var(low[i], high[i], f"q{i}") for i in free}
@@ -619,5 +594,5 @@ def repair_window(
     # CP-SAT may stop without a solution although the given starts are one: its bound then
     # still proves them optimal if it reaches their sum
     proven = code == cp_model.OPTIMAL or solver.best_objective_bound >= found[free].sum()
-    gain = total_latency(instance, starts) - total_latency(instance, found)
+    gain = int(starts[free].sum() - found[free].sum())  # only the freed requests moved
     return WindowRepair(found, Status.OPTIMAL if proven else Status.TIME_LIMIT, gain)
