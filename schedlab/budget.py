@@ -29,7 +29,15 @@ from typing import Any
 
 from schedlab.errors import SchedlabError
 
-__all__ = ["STOPPED_BY", "UNLIMITED", "Budget", "Stop", "check_time_limit", "stopped_by"]
+__all__ = [
+    "STOPPED_BY",
+    "UNLIMITED",
+    "Budget",
+    "Expired",
+    "Stop",
+    "check_time_limit",
+    "stopped_by",
+]
 
 #: What can end a method early (``None``: it ended on its own).
 STOPPED_BY: tuple[str | None, ...] = (None, "work", "time_limit")
@@ -87,6 +95,12 @@ class Budget:
         """Whether the wall-clock limit has passed."""
         return time.perf_counter() >= self.deadline
 
+    def check(self) -> None:
+        """Raise :class:`Expired` if the wall-clock limit has passed: for a unit of work
+        too long to finish past the cap, which checks between its own parts."""
+        if self.expired():
+            raise Expired
+
     def seconds(self, floor: float = 1e-3) -> float | None:
         """Seconds left for a backend that takes a time limit (at least ``floor``), or
         ``None`` without a limit."""
@@ -108,6 +122,15 @@ class Budget:
 
     def __repr__(self) -> str:
         return f"Budget(time_limit={self.time_limit!r})"
+
+
+class Expired(Exception):
+    """A unit of work was cut by the wall-clock cap (:meth:`Budget.check`).
+
+    The method that owns the budget catches it, drops the unfinished unit and returns what
+    it had, with ``stats["stopped_by"] = "time_limit"``; it never reaches the caller of a
+    solver or bound.
+    """
 
 
 #: The budget without a wall-clock limit (the default of every solver and bound function).

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from schedlab.budget import Budget
+from schedlab.budget import UNLIMITED, Budget, Expired
 
 
 def test_a_batch_is_granted_up_to_the_work_left() -> None:
@@ -40,3 +40,10 @@ def test_no_work_budget_grants_nothing() -> None:
 def test_a_batch_of_less_than_one_unit_is_refused(units: int) -> None:
     with pytest.raises(ValueError, match="units must be >= 1"):
         Budget().stop(10).take(units)
+
+
+def test_check_raises_once_the_cap_has_passed() -> None:
+    Budget(60).check()
+    UNLIMITED.check()
+    with pytest.raises(Expired):
+        Budget(1e-9).check()

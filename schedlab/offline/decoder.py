@@ -73,6 +73,7 @@ from typing import Any
 
 import numpy as np
 
+from schedlab.budget import UNLIMITED, Budget
 from schedlab.errors import InstanceError, SchedlabError, ScheduleError
 from schedlab.offline.instance import Instance
 from schedlab.offline.schedule import total_latency
@@ -553,17 +554,20 @@ def decode_best(
     instance: Instance,
     order: Sequence[int] | np.ndarray,
     others: dict[str, np.ndarray] | None = None,
+    *,
+    budget: Budget = UNLIMITED,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Decode ``order`` strictly and with backfilling; keep the better schedule.
 
-    ``others`` (name -> start rounds) join the comparison. Returns the chosen starts and
+    ``others`` (name -> start rounds) join the comparison. Once ``budget``'s cap has
+    passed the backfilling decode is left out (about 5 s at ``n = 10^6``, against 0.3 s
+    for the strict one; 2026-12-03). Returns the chosen starts and
     ``{"objectives": {name: total latency}, "chosen": name}``.
     """
-    decodes = {
-        "strict": list_schedule(instance, order),
-        "backfill": list_schedule(instance, order, backfill=True),
-        **(others or {}),
-    }
+    decodes = {"strict": list_schedule(instance, order)}
+    if not budget.expired():
+        decodes["backfill"] = list_schedule(instance, order, backfill=True)
+    decodes.update(others or {})
     objectives = {name: total_latency(instance, starts) for name, starts in decodes.items()}
     chosen = min(objectives, key=lambda name: objectives[name])
     return decodes[chosen], {"objectives": objectives, "chosen": chosen}

@@ -32,10 +32,11 @@ from collections.abc import Callable
 
 import numpy as np
 
+from schedlab.budget import UNLIMITED, Budget
 from schedlab.offline.decoder import list_schedule
 from schedlab.offline.instance import Instance
 
-__all__ = ["RULES", "best_rule_schedule", "priority_order"]
+__all__ = ["RULES", "best_rule_schedule", "priority_order", "rule_schedule"]
 
 #: name -> (priority key of each request, default backfill)
 RULES: dict[str, tuple[Callable[[Instance], np.ndarray], bool]] = {
@@ -54,12 +55,20 @@ def priority_order(instance: Instance, rule: str) -> np.ndarray:
     return np.lexsort((np.arange(instance.n), key(instance)))
 
 
-def best_rule_schedule(instance: Instance) -> tuple[np.ndarray, str]:
+def rule_schedule(instance: Instance, rule: str) -> np.ndarray:
+    """The starts of ``rule``'s list schedule, in its own mode (strict or backfilling)."""
+    _, backfill = RULES[rule]
+    return list_schedule(instance, priority_order(instance, rule), backfill=backfill)
+
+
+def best_rule_schedule(instance: Instance, budget: Budget = UNLIMITED) -> tuple[np.ndarray, str]:
     """The least-objective schedule over every list-scheduling rule, strict and backfill.
 
     The decoder is deterministic, so a ``(priority order, backfill)`` pair already decoded
     (``sof``, ``mc-sf`` and ``mc-sf-backfill`` share one order; other rules may coincide
     on a given instance) is skipped; ties keep the first rule, as without the skip.
+    Once ``budget``'s cap has passed, the best schedule decoded so far is returned (at
+    least the first rule's): at ``n = 10^5`` the whole takes about 5 s (2026-12-03).
     """
     best: tuple[int, np.ndarray, str] | None = None
     decoded: set[tuple[bytes, bool]] = set()
@@ -68,6 +77,8 @@ def best_rule_schedule(instance: Instance) -> tuple[np.ndarray, str]:
         for backfill in (False, True):
             if (order.tobytes(), backfill) in decoded:
                 continue
+            if best is not None and budget.expired():
+                return best[1], best[2]
             decoded.add((order.tobytes(), backfill))
             starts = list_schedule(instance, order, backfill=backfill)
             objective = int((starts + instance.output).sum())

@@ -3,8 +3,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from schedlab.budget import Budget
 from schedlab.errors import InstanceError, ScheduleError
-from schedlab.offline.decoder import StrictDecoder, list_schedule
+from schedlab.offline.backlogs import mixed_backlog
+from schedlab.offline.decoder import StrictDecoder, decode_best, list_schedule
 from schedlab.offline.instance import Instance, Request
 from schedlab.offline.verify import verify
 from tests.strategies import instances
@@ -128,3 +130,15 @@ def test_strict_decoder_needs_a_backlog():
     inst = Instance(5, (Request(1, 1), Request(1, 1, arrival=2)))
     with pytest.raises(InstanceError, match="StrictDecoder: needs a backlog"):
         StrictDecoder(inst)
+
+
+def test_decode_best_leaves_out_the_backfilling_decode_once_the_cap_has_passed():
+    inst = mixed_backlog(30, seed=5)
+    order = np.argsort(inst.output, kind="stable")
+    strict = list_schedule(inst, order)
+    _, both = decode_best(inst, order)
+    assert set(both["objectives"]) == {"strict", "backfill"}
+    starts, late = decode_best(inst, order, {"other": strict + 1}, budget=Budget(1e-9))
+    assert set(late["objectives"]) == {"strict", "other"}
+    assert late["chosen"] == "strict"
+    assert starts.tolist() == strict.tolist()

@@ -51,11 +51,10 @@ from typing import Any
 
 import numpy as np
 
-from schedlab.budget import UNLIMITED, Budget
+from schedlab.budget import UNLIMITED, Budget, Expired
 from schedlab.offline.bounds.bound import Bound
-from schedlab.offline.decoder import list_schedule
 from schedlab.offline.instance import Instance
-from schedlab.offline.priority import priority_order
+from schedlab.offline.priority import rule_schedule
 
 __all__ = [
     "DEFAULT_MAX_BLOCKS",
@@ -280,7 +279,7 @@ def _cost(
 
 
 def price_starts(
-    instance: Instance, bounds: np.ndarray, mu: np.ndarray
+    instance: Instance, bounds: np.ndarray, mu: np.ndarray, budget: Budget = UNLIMITED
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact ``min_{τ >= a_i} f_i(τ)`` and a minimising ``τ`` for every request.
 
@@ -290,6 +289,15 @@ def price_starts(
         Block boundaries ``b_0 = 0 < ... < b_K = T``.
     mu
         Non-negative block prices ``μ_k`` (length ``K``).
+    budget
+        Checked before each chunk of requests (:meth:`~schedlab.budget.Budget.check`):
+        one pricing at ``K = 1000`` takes about 4 s at ``n = 10^4`` and 45 s at
+        ``n = 10^5`` (2026-12-03), a chunk about a tenth of a second.
+
+    Raises
+    ------
+    schedlab.budget.Expired
+        When ``budget``'s cap passes before the last chunk: no partial minimum is a bound.
 
     Notes
     -----
@@ -311,6 +319,7 @@ def price_starts(
     width = horizon + 1 if dense else 15 * len(bounds)
     step = max(1, _CHUNK_ENTRIES // width)
     for lo in range(0, n, step):
+        budget.check()
         sl = slice(lo, min(n, lo + step))
         o = instance.output[sl][:, None]
         a = instance.arrival[sl][:, None]
@@ -353,11 +362,12 @@ def start_costs(
 
 
 def lagrangian_bound(
-    instance: Instance, bounds: np.ndarray, mu: np.ndarray
+    instance: Instance, bounds: np.ndarray, mu: np.ndarray, budget: Budget = UNLIMITED
 ) -> tuple[float, np.ndarray, np.ndarray]:
-    """``L(μ)`` (see module docs), the per-request minima and their minimising starts."""
+    """``L(μ)`` (see module docs), the per-request minima and their minimising starts
+    (:func:`price_starts` raises :class:`~schedlab.budget.Expired` if ``budget`` cuts it)."""
     mu = np.maximum(np.asarray(mu, dtype=float), 0.0)
-    best, arg = price_starts(instance, bounds, mu)
+    best, arg = price_starts(instance, bounds, mu, budget)
     value = float(best.sum() - instance.memory * float(mu @ np.diff(bounds)))
     return value, best, arg
 
@@ -394,7 +404,7 @@ def block_loads(instance: Instance, bounds: np.ndarray, starts: np.ndarray) -> n
 
 
 def _default_horizon(instance: Instance) -> tuple[int, np.ndarray]:
-    starts = list_schedule(instance, priority_order(instance, "mc-sf-backfill"), backfill=True)
+    starts = rule_schedule(instance, "mc-sf-backfill")
     return int((starts + instance.output).max()), starts
 
 
@@ -530,38 +540,41 @@ def lp_relaxation(
     iterations = 0
     center = np.zeros(nblocks)
     primal: np.ndarray | None = None  # the last optimal master's x, over its columns
-    while not stop():
-        if budget.limited:  # HiGHS's clock runs on across calls of run()
-            highs.setOptionValue("time_limit", highs.getRunTime() + budget.remaining())
-        highs.run()
-        if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-            stop.reason = "time_limit"
-            break
-        iterations += 1
-        solution = highs.getSolution()
-        primal = np.asarray(solution.col_value)
-        duals = np.asarray(solution.row_dual)
-        master = highs.getInfo().objective_function_value
-        mu = np.maximum(-duals[:nblocks], 0.0)
-        pi = duals[nblocks:]
-        value, minima, argmin = lagrangian_bound(instance, bounds, mu)
-        if value > best_value:
-            best_value, center = value, mu
-        history.append(value)
-        reduced = minima - pi
-        scale = max(1.0, abs(master))
-        if master - best_value <= tolerance * scale:
-            status = "optimal"
-            break
-        negative = reduced < -1e-9 * scale
-        # also price halfway between the best prices and the master's (Wentges
-        # smoothing), keeping columns that price out at the master's duals too
-        _, smooth = price_starts(instance, bounds, 0.5 * (center + mu))
-        useful = start_costs(instance, bounds, mu, smooth) - pi < -1e-9 * scale
-        added = add(every[negative], argmin[negative]) + add(every[useful], smooth[useful])
-        if added == 0:
-            status = "optimal"
-            break
+    try:  # a pricing cut by the cap is dropped (one takes seconds at n = 10^5)
+        while not stop():
+            if budget.limited:  # HiGHS's clock runs on across calls of run()
+                highs.setOptionValue("time_limit", highs.getRunTime() + budget.remaining())
+            highs.run()
+            if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+                stop.reason = "time_limit"
+                break
+            iterations += 1
+            solution = highs.getSolution()
+            primal = np.asarray(solution.col_value)
+            duals = np.asarray(solution.row_dual)
+            master = highs.getInfo().objective_function_value
+            mu = np.maximum(-duals[:nblocks], 0.0)
+            pi = duals[nblocks:]
+            value, minima, argmin = lagrangian_bound(instance, bounds, mu, budget)
+            if value > best_value:
+                best_value, center = value, mu
+            history.append(value)
+            reduced = minima - pi
+            scale = max(1.0, abs(master))
+            if master - best_value <= tolerance * scale:
+                status = "optimal"
+                break
+            negative = reduced < -1e-9 * scale
+            # also price halfway between the best prices and the master's (Wentges
+            # smoothing), keeping columns that price out at the master's duals too
+            _, smooth = price_starts(instance, bounds, 0.5 * (center + mu), budget)
+            useful = start_costs(instance, bounds, mu, smooth) - pi < -1e-9 * scale
+            added = add(every[negative], argmin[negative]) + add(every[useful], smooth[useful])
+            if added == 0:
+                status = "optimal"
+                break
+    except Expired:
+        stop.reason = "time_limit"
 
     req_all = np.concatenate(col_req)
     tau_all = np.concatenate(col_tau).astype(float)

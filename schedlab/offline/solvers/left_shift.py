@@ -158,7 +158,8 @@ def decode_compacted(
     others
         More candidate schedules, by name.
     budget
-        Wall-clock cap of the left shift (:func:`left_shift`).
+        Wall-clock cap of the left shift (:func:`left_shift`) and of the backfilling
+        decode (:func:`~schedlab.offline.decoder.decode_best`).
 
     Returns
     -------
@@ -168,7 +169,9 @@ def decode_compacted(
         them), with ``"left_shift"``: :func:`left_shift`'s.
     """
     shifted, shift = left_shift(instance, list_schedule(instance, order), budget=budget)
-    starts, stats = decode_best(instance, order, {"strict+left-shift": shifted, **(others or {})})
+    starts, stats = decode_best(
+        instance, order, {"strict+left-shift": shifted, **(others or {})}, budget=budget
+    )
     return starts, {**stats, "left_shift": shift}
 
 

@@ -46,6 +46,8 @@ wall-clock cap the result depends only on the instance and ``seed``. Under a cap
 LP gets a quarter of it (``sorted-lp`` nine tenths, ``lp-swap`` half), the repair runs
 until half of it has passed, and the search stops at nine tenths; a phase cut short
 makes the result depend on the machine's speed, and ``stats["stopped_by"]`` says so.
+Once the cap has passed, the backfilling decode is left out
+(:func:`~schedlab.offline.decoder.decode_best`).
 """
 
 from __future__ import annotations
@@ -162,7 +164,7 @@ def lp_swap_repair(
 def sorted_lp(instance: Instance, *, budget: Budget = UNLIMITED, seed: int = 0) -> SolverOutput:
     """List scheduling in order of LP mean start times (module docs). ``seed`` unused."""
     relaxation = _relax(instance, budget.share(0.9))
-    starts, stats = decode_best(instance, lp_order(instance, relaxation))
+    starts, stats = decode_best(instance, lp_order(instance, relaxation), budget=budget)
     stats = {**stats, **_lp_stats(relaxation), "stopped_by": relaxation.stats["stopped_by"]}
     return SolverOutput(starts, lower_bound=relaxation.value, stats=stats)
 

@@ -13,7 +13,8 @@ orders, see :func:`~schedlab.offline.solvers.local_search.best_start_order`). Re
    the rest go back to the front of the queue and the window rolls on.
 
 The global order is decoded by :func:`~schedlab.offline.decoder.list_schedule`, strict
-and backfilling, and the better schedule is returned. The window model is exact for the
+and backfilling (unless the wall-clock cap has passed), and the better schedule is
+returned. The window model is exact for the
 window in isolation; it does not see the memory still held by requests committed
 earlier, so the method is a heuristic (no guarantee). It reuses the exact solvers of the
 package rather than a model of its own. Under a wall-clock cap each window gets what is
@@ -135,7 +136,7 @@ def receding_horizon(
         budget=budget.share(0.9),
         seed=seed,
     )
-    starts, chosen = decode_best(instance, order)
+    starts, chosen = decode_best(instance, order, budget=budget)
     return SolverOutput(
         starts, stats={**stats, "base": start, "window_solver": window_solver, **chosen}
     )

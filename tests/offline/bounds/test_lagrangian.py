@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
+import pytest
 from hypothesis import given, settings
 
-from schedlab.budget import Budget
+from schedlab.budget import Budget, Expired
 from schedlab.offline.backlogs import mixed_backlog
 from schedlab.offline.bounds import BOUNDS, LARGE_N, SPACING_MAX_N, lower_bound
-from schedlab.offline.bounds.lagrangian import fluid_prices, lagrangian_bound_search
-from schedlab.offline.bounds.time_indexed import uniform_blocks
-from schedlab.offline.bounds.volume import volume_bound
+from schedlab.offline.bounds.lagrangian import _SCALES, fluid_prices, lagrangian_bound_search
+from schedlab.offline.bounds.time_indexed import lagrangian_bound, price_starts, uniform_blocks
+from schedlab.offline.bounds.volume import volume_bound, volume_completions
 from schedlab.offline.instance import Instance
+from schedlab.offline.priority import best_rule_schedule
 from schedlab.offline.solve import solve
 from tests.strategies import instances
 
@@ -53,3 +57,48 @@ def test_best_chooses_methods_by_size() -> None:
         "completion-spacing",
     }
     assert BOUNDS["lagrangian"].in_best(mixed_backlog(LARGE_N, seed=0))
+
+
+def test_pricing_checks_the_cap_between_chunks(cut_after: Callable[[int], Budget]) -> None:
+    inst = mixed_backlog(30, seed=1)
+    bounds = uniform_blocks(400, 20)
+    with pytest.raises(Expired):
+        price_starts(inst, bounds, np.ones(20), Budget(1e-9))
+    price_starts(inst, bounds, np.ones(20), cut_after(1))  # 30 requests: one chunk
+
+
+@pytest.mark.parametrize("finished", [0, 1, 2, 3, 7])
+def test_a_pricing_cut_by_the_cap_is_dropped(
+    finished: int, cut_after: Callable[[int], Budget]
+) -> None:
+    # the value is the best of the pricings that finished, or L(0) = sum o_i when none
+    # did; never a partial minimum. The first len(_SCALES) pricings are the starting
+    # scales, whose best is known here; later ones are subgradient steps.
+    inst = mixed_backlog(50, seed=2)
+    value, stats = lagrangian_bound_search(
+        inst, budget=cut_after(finished), blocks=200, max_steps=30
+    )
+    assert stats["priced"] == finished
+    assert stats["stopped_by"] == "time_limit"
+    bounds = uniform_blocks(int(stats["horizon"]), 200)
+    fluid = fluid_prices(inst, bounds)
+    priced = [lagrangian_bound(inst, bounds, scale * fluid)[0] for scale in _SCALES[:finished]]
+    best = max(priced, default=-np.inf)
+    if finished <= len(_SCALES):
+        assert value == max(best - 1e-9 * abs(best), inst.output.sum())
+    else:
+        assert value >= best - 1e-9 * abs(best)
+    uncut, _ = lagrangian_bound_search(inst, blocks=200, max_steps=30)
+    assert value <= uncut
+
+
+def test_a_passed_cap_gives_the_zero_price_bound() -> None:
+    inst = mixed_backlog(60, seed=0)
+    value, stats = lagrangian_bound_search(inst, budget=Budget(1e-9))
+    assert value == inst.output.sum()
+    assert stats["priced"] == 0
+    assert stats["stopped_by"] == "time_limit"
+    # nor were the rules decoded past the first: the horizon is its schedule's
+    first, _ = best_rule_schedule(inst, Budget(1e-9))
+    end = max(volume_completions(inst).max(), (first + inst.output).max())
+    assert stats["horizon"] == end

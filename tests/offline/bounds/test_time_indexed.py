@@ -6,13 +6,15 @@ every start), validity for every horizon and block width, convergence to the LP.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schedlab.budget import Budget
-from schedlab.offline.backlogs import jaillet_instance
+from schedlab.offline.backlogs import jaillet_instance, mixed_backlog
 from schedlab.offline.bounds import lower_bound
 from schedlab.offline.bounds.time_indexed import (
     LPRelaxation,
@@ -119,3 +121,24 @@ def test_bad_horizon_is_rejected() -> None:
     inst = Instance.from_arrays(10, [1], [2])
     with pytest.raises(ValueError, match="horizon"):
         lp_relaxation(inst, horizon=0)
+
+
+@pytest.mark.parametrize("checks", [0, 1])
+def test_lp_drops_a_pricing_cut_by_the_cap(
+    checks: int, cut_after: Callable[[int], Budget]
+) -> None:
+    # the cap passes inside the first round's pricing (checks=0) or its smoothing
+    # pricing (1): the round's master still gives the mean starts, and the value is
+    # the trivial bound or that round's Lagrangian value
+    inst = mixed_backlog(40, seed=4)
+    relax = lp_relaxation(inst, budget=cut_after(checks))
+    assert relax.stats["stopped_by"] == "time_limit"
+    assert relax.stats["iterations"] == 1
+    assert len(relax.stats["history"]) == checks
+    assert relax.mean_start.shape == (inst.n,)
+    uncut = lp_relaxation(inst, max_rounds=1)
+    if checks == 0:
+        assert relax.value == inst.output.sum()
+    else:
+        assert relax.value == uncut.value
+        np.testing.assert_array_equal(relax.mean_start, uncut.mean_start)

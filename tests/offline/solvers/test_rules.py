@@ -88,3 +88,20 @@ def test_rules_on_a_mixed_backlog():
         objectives[rule] = result.objective
     # FCFS ignores lengths; on a heterogeneous backlog every size-aware rule beats it.
     assert all(objectives[r] < objectives["fcfs"] for r in RULE_NAMES if r != "fcfs")
+
+
+def test_best_rule_schedule_stops_at_the_cap_with_the_first_rule():
+    # a cap already passed: only the first rule's strict decode is made, and returned
+    from schedlab.budget import Budget
+    from schedlab.offline.backlogs import mixed_backlog
+    from schedlab.offline.decoder import list_schedule
+    from schedlab.offline.priority import best_rule_schedule
+
+    inst = mixed_backlog(40, seed=3)
+    first = next(iter(RULES))
+    starts, rule = best_rule_schedule(inst, Budget(1e-9))
+    assert rule == first
+    assert starts.tolist() == list_schedule(inst, priority_order(inst, first)).tolist()
+    assert verify(inst, starts) == []
+    full, _ = best_rule_schedule(inst)
+    assert (full + inst.output).sum() <= (starts + inst.output).sum()
