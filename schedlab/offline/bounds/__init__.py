@@ -36,7 +36,8 @@ bound's validity is proven in ``proofs/``.
 ``lagrangian`` (:mod:`schedlab.offline.bounds.lagrangian`)
     The same Lagrangian bound with prices from the volume bound's fluid schedule and
     subgradient steps, no LP: cheap per step; ``best`` runs it from
-    ``n > SPACING_MAX_N`` on, and from ``n >= LARGE_N`` on it replaces ``lp``. Below
+    ``n > SPACING_MAX_N`` to ``LAGRANGIAN_MAX_N``, and from ``n >= LARGE_N`` on it
+    replaces ``lp``. Below
     ``fluid-spacing`` on the mixed, ShareGPT and Jaillet backlogs measured, but above it
     where a few long requests stand among many short ones (229,198 against 220,444 on
     1,600 requests, nine in ten of output 1, the rest of 400; 2026-12-02).
@@ -46,9 +47,10 @@ fixed defaults, so the value depends only on the instance; ``time_limit`` is a
 wall-clock cap (``None``: none). Under a cap, ``best`` gives every method but the last
 half of what is left of it, the last one all of it. A method checks the cap inside its
 longest unit of work too (``lagrangian`` between chunks of requests of a pricing), so
-``best`` with ``time_limit=5`` took 6.0 s on ``mixed_backlog(10**5)`` and 2.1 s for 2 s
+``best`` with ``time_limit=5`` took 5.2-5.8 s on ``mixed_backlog(10**5)`` and 2.1 s for 2 s
 on ``mixed_backlog(10**4)`` (2026-12-03; 50 s and 5.8 s before, when one pricing of
-``lagrangian`` ran to its end). Figures: ``benchmarks/bounds_scaling.py``.
+``lagrangian`` ran to its end; ``benchmarks/time_caps.py``). Figures:
+``benchmarks/bounds_scaling.py``.
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ __all__ = [
     "BOUNDS",
     "BUILTIN_BOUNDS",
     "FLUID_SPACING_MAX_N",
+    "LAGRANGIAN_MAX_N",
     "LARGE_N",
     "SPACING_MAX_N",
     "Bound",
@@ -100,6 +103,11 @@ SPACING_MAX_N = 1000
 #: horizon, its work with ``n log T``. On ``mixed_backlog(100_000)`` it took 16 s and 0.3 GB
 #: (2026-12-02).
 FLUID_SPACING_MAX_N = 100_000
+
+#: Up to this many requests ``best`` runs ``lagrangian``: each of its pricings is
+#: ``O(n · blocks)``, 45 s on ``mixed_backlog(10**5)`` (2026-12-03), so beyond it not even
+#: one fits a cap of minutes, and ``best`` keeps to the ``O(n log n)`` bounds.
+LAGRANGIAN_MAX_N = 100_000
 
 
 def trivial_bound(instance: Instance, *, budget: Budget = UNLIMITED) -> Bound:
@@ -152,7 +160,11 @@ BUILTIN_BOUNDS: tuple[BoundMethod, ...] = (
         completion_spacing.completion_spacing,
         lambda instance: instance.n <= SPACING_MAX_N,
     ),
-    BoundMethod("lagrangian", lagrangian.lagrangian, lambda instance: instance.n > SPACING_MAX_N),
+    BoundMethod(
+        "lagrangian",
+        lagrangian.lagrangian,
+        lambda instance: SPACING_MAX_N < instance.n <= LAGRANGIAN_MAX_N,
+    ),
 )
 
 #: Every method by name: the built-ins and those added by :func:`register_bound`.

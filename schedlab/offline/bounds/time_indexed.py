@@ -292,7 +292,8 @@ def price_starts(
     budget
         Checked before each chunk of requests (:meth:`~schedlab.budget.Budget.check`):
         one pricing at ``K = 1000`` takes about 4 s at ``n = 10^4`` and 45 s at
-        ``n = 10^5`` (2026-12-03), a chunk about a tenth of a second.
+        ``n = 10^5`` (2026-12-03), a chunk about a tenth of a second (the first in a
+        process up to about one: its arrays are new to memory).
 
     Raises
     ------

@@ -434,10 +434,10 @@ def alns(
         "strict+left-shift": shifted,
         "start-strict": first_strict,
         "start-strict+left-shift": shifted_start,
-        "mc-sf-backfill": mc_sf,
     }
     if not budget.expired():
         others["start-backfill"] = list_schedule(instance, first, backfill=True)
+    others["mc-sf-backfill"] = mc_sf  # last, as before: ties keep the earlier name
     starts, chosen = decode_best(instance, order, others, budget=budget)
     chosen = {**chosen, "left_shift": shift, "start_left_shift": shift_start}
     stats["stopped_by"] = stopped_by(

@@ -10,7 +10,13 @@ from hypothesis import given, settings
 
 from schedlab.budget import Budget, Expired
 from schedlab.offline.backlogs import mixed_backlog
-from schedlab.offline.bounds import BOUNDS, LARGE_N, SPACING_MAX_N, lower_bound
+from schedlab.offline.bounds import (
+    BOUNDS,
+    LAGRANGIAN_MAX_N,
+    LARGE_N,
+    SPACING_MAX_N,
+    lower_bound,
+)
 from schedlab.offline.bounds.lagrangian import _SCALES, fluid_prices, lagrangian_bound_search
 from schedlab.offline.bounds.time_indexed import lagrangian_bound, price_starts, uniform_blocks
 from schedlab.offline.bounds.volume import volume_bound, volume_completions
@@ -57,6 +63,8 @@ def test_best_chooses_methods_by_size() -> None:
         "completion-spacing",
     }
     assert BOUNDS["lagrangian"].in_best(mixed_backlog(LARGE_N, seed=0))
+    many = Instance.from_arrays(10, [1] * (LAGRANGIAN_MAX_N + 1), [2] * (LAGRANGIAN_MAX_N + 1))
+    assert not BOUNDS["lagrangian"].in_best(many)
 
 
 def test_pricing_checks_the_cap_between_chunks(cut_after: Callable[[int], Budget]) -> None:

@@ -13,8 +13,6 @@ from schedlab.errors import SchedlabError
 from schedlab.offline.backlogs import mixed_backlog
 from schedlab.offline.decoder import list_schedule
 from schedlab.offline.instance import Instance
-from schedlab.offline.priority import RULES, priority_order
-from schedlab.offline.schedule import total_latency
 from schedlab.offline.solvers.local_search import (
     OrderEvaluator,
     SearchSettings,
@@ -354,15 +352,3 @@ def test_search_settings_hold_python_integers() -> None:
     settings = SearchSettings(window=np.uint64(7), history=np.int32(9), max_moves=np.int64(5))
     assert [type(v) for v in (settings.window, settings.history, settings.max_moves)] == [int] * 3
     assert settings.window == 7
-
-
-def test_best_start_order_decodes_only_the_first_order_once_the_cap_has_passed() -> None:
-    inst = mixed_backlog(40, seed=6)
-    first = next(iter(RULES))
-    order, name = best_start_order(inst, budget=Budget(1e-9))
-    assert name == first
-    assert order.tolist() == priority_order(inst, first).tolist()
-    full, _ = best_start_order(inst)
-    assert total_latency(inst, list_schedule(inst, full)) <= total_latency(
-        inst, list_schedule(inst, order)
-    )

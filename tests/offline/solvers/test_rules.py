@@ -105,3 +105,23 @@ def test_best_rule_schedule_stops_at_the_cap_with_the_first_rule():
     assert verify(inst, starts) == []
     full, _ = best_rule_schedule(inst)
     assert (full + inst.output).sum() <= (starts + inst.output).sum()
+
+
+@settings(max_examples=200, deadline=None)
+@given(instances(max_n=7, max_memory=14, max_output=6, max_arrival=3))
+def test_best_rule_schedule_is_the_first_least_rule_and_mode(inst):
+    # reference: every rule in RULES order, strict then backfilling, the first least
+    # objective kept (what best_rule_schedule returns, whatever order it decodes in)
+    from schedlab.offline.decoder import list_schedule
+    from schedlab.offline.priority import best_rule_schedule
+
+    best = None
+    for rule in RULES:
+        for backfill in (False, True):
+            starts = list_schedule(inst, priority_order(inst, rule), backfill=backfill)
+            objective = int((starts + inst.output).sum())
+            if best is None or objective < best[0]:
+                best = (objective, starts, f"{rule}{'+backfill' if backfill else ''}")
+    starts, rule = best_rule_schedule(inst)
+    assert verify(inst, starts) == []
+    assert (rule, starts.tolist()) == (best[2], best[1].tolist())
