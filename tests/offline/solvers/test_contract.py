@@ -219,3 +219,17 @@ def test_a_float_option_must_be_finite() -> None:
     assert parse_options("cpsat", fn, {"max_deterministic_time": "5"}) == {
         "max_deterministic_time": 5.0
     }
+
+
+@pytest.mark.parametrize(
+    "name", ["local-search", "alns", "lp-search", "lp-swap", "sorted-lp", "receding-horizon"]
+)
+def test_a_passed_cap_leaves_out_the_backfilling_decode(name: str) -> None:
+    # the solver hands its cap to its last decode: once the cap has passed, the order's
+    # backfilling decode (minutes on some orders at n = 10^6) is not made
+    instance = mixed_backlog(60, seed=7)
+    result = solve(instance, name, time_limit=1e-6, bound=None)
+    assert verify(instance, result.starts) == []
+    assert "strict" in result.stats["objectives"]
+    assert "backfill" not in result.stats["objectives"]
+    assert result.stats["stopped_by"] == "time_limit"
