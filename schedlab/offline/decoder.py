@@ -556,15 +556,17 @@ def decode_best(
     others: dict[str, np.ndarray] | None = None,
     *,
     budget: Budget = UNLIMITED,
+    strict: np.ndarray | None = None,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Decode ``order`` strictly and with backfilling; keep the better schedule.
 
+    ``strict`` is ``order``'s strict decode when the caller already has it.
     ``others`` (name -> start rounds) join the comparison. Once ``budget``'s cap has
     passed the backfilling decode is left out (about 5 s at ``n = 10^6``, against 0.3 s
     for the strict one; 2026-12-03). Returns the chosen starts and
     ``{"objectives": {name: total latency}, "chosen": name}``.
     """
-    decodes = {"strict": list_schedule(instance, order)}
+    decodes = {"strict": list_schedule(instance, order) if strict is None else strict}
     if not budget.expired():
         decodes["backfill"] = list_schedule(instance, order, backfill=True)
     decodes.update(others or {})

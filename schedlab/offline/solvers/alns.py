@@ -428,7 +428,8 @@ def alns(
     order, stats = improve_alns(instance, first, settings, budget=budget.share(0.95), seed=seed)
     first_strict = list_schedule(instance, first)
     # the search's own order first: under a short cap the start's shift gets what is left
-    shifted, shift = left_shift(instance, list_schedule(instance, order), budget=budget)
+    strict = list_schedule(instance, order)
+    shifted, shift = left_shift(instance, strict, budget=budget)
     shifted_start, shift_start = left_shift(instance, first_strict, budget=budget)
     others = {
         "strict+left-shift": shifted,
@@ -438,7 +439,7 @@ def alns(
     if not budget.expired():
         others["start-backfill"] = list_schedule(instance, first, backfill=True)
     others["mc-sf-backfill"] = mc_sf  # last, as before: ties keep the earlier name
-    starts, chosen = decode_best(instance, order, others, budget=budget)
+    starts, chosen = decode_best(instance, order, others, budget=budget, strict=strict)
     chosen = {**chosen, "left_shift": shift, "start_left_shift": shift_start}
     stats["stopped_by"] = stopped_by(
         stats["stopped_by"], shift["stopped_by"], shift_start["stopped_by"]

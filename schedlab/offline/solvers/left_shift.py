@@ -168,9 +168,14 @@ def decode_compacted(
         (every candidate's objective, the name chosen, ``"strict+left-shift"`` among
         them), with ``"left_shift"``: :func:`left_shift`'s.
     """
-    shifted, shift = left_shift(instance, list_schedule(instance, order), budget=budget)
+    strict = list_schedule(instance, order)
+    shifted, shift = left_shift(instance, strict, budget=budget)
     starts, stats = decode_best(
-        instance, order, {"strict+left-shift": shifted, **(others or {})}, budget=budget
+        instance,
+        order,
+        {"strict+left-shift": shifted, **(others or {})},
+        budget=budget,
+        strict=strict,
     )
     return starts, {**stats, "left_shift": shift}
 

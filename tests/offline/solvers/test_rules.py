@@ -3,7 +3,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schedlab import solve
+from schedlab.budget import Budget
+from schedlab.offline.backlogs import mixed_backlog
+from schedlab.offline.decoder import list_schedule
 from schedlab.offline.instance import Instance, Request
+from schedlab.offline.priority import best_rule_schedule
 from schedlab.offline.solvers.rules import RULES, priority_order
 from schedlab.offline.verify import verify
 from tests.strategies import instances
@@ -78,7 +82,6 @@ def test_every_rule_returns_a_verified_schedule(inst):
 
 
 def test_rules_on_a_mixed_backlog():
-    from schedlab.offline.backlogs import mixed_backlog
 
     inst = mixed_backlog(300, seed=11)
     objectives = {}
@@ -92,10 +95,6 @@ def test_rules_on_a_mixed_backlog():
 
 def test_best_rule_schedule_stops_at_the_cap_with_the_first_rule():
     # a cap already passed: only the first rule's strict decode is made, and returned
-    from schedlab.budget import Budget
-    from schedlab.offline.backlogs import mixed_backlog
-    from schedlab.offline.decoder import list_schedule
-    from schedlab.offline.priority import best_rule_schedule
 
     inst = mixed_backlog(40, seed=3)
     first = next(iter(RULES))
@@ -112,8 +111,6 @@ def test_best_rule_schedule_stops_at_the_cap_with_the_first_rule():
 def test_best_rule_schedule_is_the_first_least_rule_and_mode(inst):
     # reference: every rule in RULES order, strict then backfilling, the first least
     # objective kept (what best_rule_schedule returns, whatever order it decodes in)
-    from schedlab.offline.decoder import list_schedule
-    from schedlab.offline.priority import best_rule_schedule
 
     best = None
     for rule in RULES:
