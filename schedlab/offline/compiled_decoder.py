@@ -32,10 +32,22 @@ reference decodes).
 
 The kernels have explicit signatures and allocate nothing (:mod:`schedlab.offline.jit`),
 so each helper is compiled once and no NumPy constructor is: they compile when this
-module is first imported (by the first compiled decode; 7-10 s on the development
-machine with an empty cache, against 16-22 s when they were compiled per call with
+module is first imported (by the first compiled decode; 3.2 s on the development
+machine with an empty cache on 2026-12-03, 7-10 s when first measured, against 16-22 s
+when they were compiled per call with
 ``inline="always"`` helpers and in-kernel allocation; ``benchmarks/list_scheduling_speed.py
---compile``), and later processes load them from numba's cache (about 1 s).
+--compile``), and later processes load them from numba's cache (about 1 s). They run
+without numba's runtime, so no reference is counted when a helper is called, and LLVM
+inlines the helpers (:func:`~schedlab.offline.jit.kernel`). numba wraps a negative index
+around (``a[-1]`` is the last element), a test and a fix-up at every access whose index
+it cannot prove non-negative; that also made the peaks' maximum a gather. So the loops
+over a stretch of the running set or of the saved states run over a view from index 0
+(``peak[head:crit]``, ``comp[head - 1 : pos]``), which LLVM can prove, and the
+bisection indexes with an unsigned integer. All this took exact late-acceptance moves
+on the shipped mixed n = 1,000 from 12.2k-12.6k to 34.3k a second (medians of 3 seeds, two
+runs of the parent commit) at the old spacing of saved states (one), the same moves
+(``local_search_speed.py --spacings 1``, 2026-12-03);
+:func:`~schedlab.offline.solvers.local_search.checkpoint_spacing` gives the rest.
 """
 
 from __future__ import annotations
@@ -98,7 +110,7 @@ def schedule(
 def _bisect_right(a: np.ndarray, lo: int, hi: int, x: int) -> int:
     while lo < hi:
         mid = (lo + hi) >> 1
-        if x < a[mid]:
+        if x < a[np.uint64(mid)]:  # unsigned: no negative-index fix-up (module docs)
             hi = mid
         else:
             lo = mid + 1
@@ -131,11 +143,18 @@ def _add(
     pos = _bisect_right(comp, head, tail, done)
     while pos > head and comp[pos - 1] == done and wt[pos - 1] > weight:
         pos -= 1
-    for j in range(head, pos):  # entries before the new one: one place left, updated
-        comp[j - 1] = comp[j]
-        wt[j - 1] = wt[j]
-        suf[j - 1] = suf[j] + weight
-        peak[j - 1] = peak[j] + weight + comp[j] - 1
+    # entries before the new one: one place left, updated (views from head - 1)
+    c, w, s, h = (
+        comp[head - 1 : pos],
+        wt[head - 1 : pos],
+        suf[head - 1 : pos],
+        peak[head - 1 : pos],
+    )
+    for k in range(pos - head):
+        c[k] = c[k + 1]
+        w[k] = w[k + 1]
+        s[k] = s[k + 1] + weight
+        h[k] = h[k + 1] + weight + c[k + 1] - 1
     q = pos - 1
     comp[q] = done
     wt[q] = weight
@@ -162,8 +181,9 @@ def _slack(
     crit = q
     while crit < tail and comp[crit] <= end + 1:
         crit += 1
-    for j in range(head, crit):  # h(C_j - 1) for C_j <= t + o
-        value = max(value, peak[j])
+    live = peak[head:crit]
+    for k in range(crit - head):  # h(C_j - 1) for C_j <= t + o
+        value = max(value, live[k])
     return memory - 1 + t - value
 
 
@@ -458,20 +478,21 @@ def evaluate_kernel(
     used = 0
     new_index[1, 0] = 0
     latest = 0
+    saved_at = base  # the next checkpoint's position (no division a position)
     for p in range(base, n):
-        if p % every == 0:
+        if p == saved_at:
+            saved_at += every
             head = _finish_until(comp, head, tail, t)
             m = tail - head
             if p > hi:  # the runs meet if the old state here is this one shifted
                 k = p // every
                 first = index[1, k]
                 same = index[1, k + 1] - first == m
+                old_c, old_w = pool[0, first : first + m], pool[1, first : first + m]
+                now_c, now_w = comp[head:tail], wt[head:tail]
                 j = 0
                 while same and j < m:
-                    same = (
-                        pool[0, first + j] == comp[head + j] - t
-                        and pool[1, first + j] == wt[head + j] + t
-                    )
+                    same = old_c[j] == now_c[j] - t and old_w[j] == now_w[j] + t
                     j += 1
                 if same:
                     delta = t - index[0, k]
@@ -482,9 +503,11 @@ def evaluate_kernel(
                 result[0] = -1
                 return
             new_index[0, states] = t
+            new_c, new_w = new_pool[0, used : used + m], new_pool[1, used : used + m]
+            now_c, now_w = comp[head:tail], wt[head:tail]
             for j in range(m):
-                new_pool[0, used + j] = comp[head + j] - t
-                new_pool[1, used + j] = wt[head + j] + t
+                new_c[j] = now_c[j] - t
+                new_w[j] = now_w[j] + t
             used += m
             states += 1
             new_index[1, states] = used

@@ -98,7 +98,8 @@ _GENERATOR = numba.typeof(np.random.default_rng(0))
         VECTOR,
         _GENERATOR,
         VECTOR,
-    )
+    ),
+    allocates=True,  # numba's Generator.integers makes a one-element array a draw
 )
 def late_acceptance_kernel(
     lengths: np.ndarray,

@@ -81,7 +81,10 @@ def _pop(weight: np.ndarray, output: np.ndarray, heap: np.ndarray, size: int) ->
     return top
 
 
-@kernel(INT(READ, READ, INT, READ, READ, VECTOR, _FLAGS, INT, INT, INT, VECTOR, VECTOR, VECTOR))
+@kernel(
+    INT(READ, READ, INT, READ, READ, VECTOR, _FLAGS, INT, INT, INT, VECTOR, VECTOR, VECTOR),
+    allocates=True,  # its working room
+)
 def select_batches(
     weight: np.ndarray,
     output: np.ndarray,

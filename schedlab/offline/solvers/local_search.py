@@ -84,10 +84,10 @@ moves from the same seed, so every seeded result is the same with either
 (``tests/offline/solvers/test_local_search.py``). What the compiled loop saves is the
 Python work around a move, so it pays most where moves are cheap
 (``python benchmarks/local_search_speed.py --engines``, 60,000 moves, medians of 3
-seeds, 2026-12-02): on the shipped mixed n = 200, 7.1 against 15.0 µs a move with the
-defaults, 15.9 against 25.1 exact; on the shipped n = 1,000, 29.3 against 37.4 with
-the defaults, 87.3 against 99.5 exact, where the decode itself dominates (with
-window 3 and history 5,000: 10.7 against 19.6 at n = 200, 51.8 against 62.6 at
+seeds, 2026-12-03): on the shipped mixed n = 200, 1.7 against 8.5 µs a move with the
+defaults, 3.2 against 10.7 exact; on the shipped n = 1,000, 7.0 against 13.9 with
+the defaults, 18.4 against 25.9 exact, where the decode itself dominates (with
+window 3 and history 5,000: 2.3 against 9.2 at n = 200, 12.2 against 21.2 at
 n = 1,000).
 """
 
@@ -119,6 +119,7 @@ __all__ = [
     "OrderEvaluator",
     "SearchSettings",
     "best_start_order",
+    "checkpoint_spacing",
     "improve_order",
     "random_move",
 ]
@@ -179,6 +180,23 @@ class Move:
     serial: int
 
 
+def checkpoint_spacing(n: int) -> int:
+    """The default positions between an evaluator's saved states: ``max(8, n // 1000)``.
+
+    A state saved at every position costs a copy of the running set (about 30 requests
+    on the shipped mixed n = 1,000) at every position decoded; a wider spacing decodes
+    about half a spacing more positions a move, from the last state before the move.
+    Late-acceptance moves a second (window 5, 60,000 moves, median of 3 seeds) by spacing
+    1, 4, 8, 16, 32, exact / screened (``python benchmarks/local_search_speed.py
+    --spacings 1 4 8 16 32``, 2026-12-03): on the shipped mixed n = 200, 204k, 302k,
+    318k, 316k, 302k / 457k, 597k, 618k, 574k, 507k; on the shipped n = 1,000, 38.8k,
+    50.9k, 55.2k, 57.1k, 55.8k / 92.7k, 130k, 144k, 144k, 145k. The states take
+    ``O(n / spacing)`` running sets of room, hence
+    ``n // 1000`` on large backlogs. The moves made do not depend on the spacing.
+    """
+    return max(8, n // 1000)
+
+
 class OrderEvaluator:
     """Strict list scheduling of orders on a backlog, evaluated incrementally (module docs).
 
@@ -201,7 +219,7 @@ class OrderEvaluator:
     order
         The current order.
     checkpoint
-        Positions between saved decoder states; ``None``: ``max(1, n // 1000)``.
+        Positions between saved decoder states; ``None``: :func:`checkpoint_spacing`.
     """
 
     def __init__(
@@ -210,7 +228,7 @@ class OrderEvaluator:
         if int(instance.arrival.max()) != 0:
             raise SchedlabError("OrderEvaluator: needs a backlog (every release round 0)")
         n = instance.n
-        self.every = max(1, n // 1000) if checkpoint is None else max(1, int(checkpoint))
+        self.every = checkpoint_spacing(n) if checkpoint is None else max(1, int(checkpoint))
         self.order = order_array(order, n)
         self.output_total = int(instance.output.sum())
         self._memory = instance.memory
@@ -469,7 +487,7 @@ class SearchSettings:
         The work budget: moves evaluated (``None``: only a wall-clock cap ends the
         search, which is then not reproducible).
     checkpoint
-        Positions between saved decoder states; ``None``: ``max(1, n // 1000)``.
+        Positions between saved decoder states; ``None``: :func:`checkpoint_spacing`.
     engine
         One of :data:`ENGINES`: how ``late`` runs on a backlog (the other strategies,
         and every search with releases, run in :func:`improve_order`'s Python loop).

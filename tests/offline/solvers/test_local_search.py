@@ -17,6 +17,7 @@ from schedlab.offline.solvers.local_search import (
     OrderEvaluator,
     SearchSettings,
     best_start_order,
+    checkpoint_spacing,
     improve_order,
 )
 from tests.strategies import instances
@@ -235,6 +236,23 @@ def test_compiled_late_acceptance_makes_the_reference_moves(
     assert compiled == python
     order, stats = compiled
     assert stats["objective_strict"] == int((list_schedule(inst, order) + inst.output).sum())
+
+
+@pytest.mark.parametrize("screen", [None, 8])
+def test_the_spacing_of_saved_states_changes_no_move(screen) -> None:
+    # the default spacing (8 here) and a state at every position: the same search
+    inst = mixed_backlog(60, seed=3)
+    start, _ = best_start_order(inst)
+    assert checkpoint_spacing(inst.n) == 8
+    runs = []
+    for spacing in (None, 1, 5):
+        settings = SearchSettings(
+            "late", window=6, screen=screen, max_moves=3000, checkpoint=spacing
+        )
+        order, stats = improve_order(inst, start, settings, seed=4)
+        runs.append((order.tolist(), stats["moves"], stats["accepted"], stats["objective_strict"]))
+    assert runs[0] == runs[1] == runs[2]
+    assert runs[0][2] > 0  # moves were accepted: the saved states were rewritten
 
 
 def test_compiled_late_acceptance_grows_its_buffers() -> None:
