@@ -478,7 +478,7 @@ def evaluate_kernel(
     used = 0
     new_index[1, 0] = 0
     latest = 0
-    saved_at = base  # the next checkpoint's position (no division a position)
+    saved_at = base  # the next checkpoint's position, counted (not p % every)
     for p in range(base, n):
         if p == saved_at:
             saved_at += every

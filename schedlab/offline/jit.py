@@ -14,6 +14,15 @@ disk (``cache=True``) in the first writable place numba finds (``NUMBA_CACHE_DIR
 package's ``__pycache__``, the user's cache directory); where none is writable (a
 read-only install with no writable home) numba raises ``RuntimeError``, and the kernel
 is compiled in memory in every process instead.
+
+numba keys a cached kernel on its own source file alone (its modification time and size,
+the bytecode and the signature; numba 0.68, ``numba/core/caching.py``), not on the
+options below nor on the kernels it calls, whose machine code it holds inlined. After
+editing a kernel module or this one, delete the cache of every kernel module
+(``find schedlab -name '*.nb[ic]' -delete``): a read-only review (2026-12-03) saw
+``late_acceptance_kernel`` run an old ``evaluate_kernel`` from its cache after only
+``compiled_decoder.py`` changed, and the engines then disagreed. A fresh install or
+clone has no cache.
 """
 
 from __future__ import annotations
@@ -53,8 +62,8 @@ def kernel(signature: Any, *, allocates: bool = False) -> Callable[[Callable[...
     around each call of a helper that takes arrays. In the local search on the shipped
     mixed n = 1,000 those two instructions took 48 % of the samples (``perf record``,
     2026-12-03). Without the runtime there is no count, and numba refuses to compile a
-    function that creates an array (``np.empty``, ``a.max()``, a draw from a
-    ``numpy.random.Generator``), so "allocates nothing" is checked when it compiles. A
+    function that creates an array (``np.empty``, ``a.max()``,
+    ``numpy.random.Generator.integers``), so "allocates nothing" is checked when it compiles. A
     view (``a[i:j]``) needs no runtime: it lives only while the call that made it runs,
     and the caller holds its array for the whole call.
 

@@ -180,21 +180,35 @@ class Move:
     serial: int
 
 
-def checkpoint_spacing(n: int) -> int:
-    """The default positions between an evaluator's saved states: ``max(8, n // 1000)``.
+def checkpoint_spacing(n: int, *, exact: bool) -> int:
+    """The default positions between an evaluator's saved states.
+
+    ``max(8, n // 1000)`` for exact evaluation (``screen=None``), ``max(1, n // 1000)``
+    for screened evaluation.
 
     A state saved at every position costs a copy of the running set (about 30 requests
     on the shipped mixed n = 1,000) at every position decoded; a wider spacing decodes
-    about half a spacing more positions a move, from the last state before the move.
-    Late-acceptance moves a second (window 5, 60,000 moves, median of 3 seeds) by spacing
-    1, 4, 8, 16, 32, exact / screened (``python benchmarks/local_search_speed.py
-    --spacings 1 4 8 16 32``, 2026-12-03): on the shipped mixed n = 200, 204k, 302k,
-    318k, 316k, 302k / 457k, 597k, 618k, 574k, 507k; on the shipped n = 1,000, 38.8k,
-    50.9k, 55.2k, 57.1k, 55.8k / 92.7k, 130k, 144k, 144k, 145k. The states take
-    ``O(n / spacing)`` running sets of room, hence
-    ``n // 1000`` on large backlogs. The moves made do not depend on the spacing.
+    about half a spacing more positions a move, from the last state before the move, and
+    notices later that the two runs met. Late-acceptance moves a second (window 5, 60,000
+    moves, median of 3 seeds) by spacing 1, 4, 8, 16, 32, exact / screened (``python
+    benchmarks/local_search_speed.py --spacings 1 4 8 16 32``, 2026-12-03): on the
+    shipped mixed n = 200, 204k, 302k, 318k, 316k, 302k / 457k, 597k, 618k, 574k, 507k;
+    on the shipped n = 1,000, 38.8k, 50.9k, 55.2k, 57.1k, 55.8k / 92.7k, 130k, 144k,
+    144k, 145k. The states take ``O(n / spacing)`` running sets of room, hence
+    ``n // 1000`` on large backlogs.
+
+    An exact evaluation's objective, and so every move made, does not depend on the
+    spacing. A screened one's can: between the position where the runs meet and the
+    next saved state the decode goes on, and a screen there tests the start changes so
+    far, which exceed the final total when the runs met ``delta < 0`` rounds earlier,
+    so a spacing that notices the meeting later may cut a move that another accepts.
+    A read-only review (2026-12-03) found 74 of 120 screened searches on small instances
+    ending differently across spacings 1, 3, 8 and ``n + 1``, and default
+    ``local-search`` on the shipped Jaillet instances ending differently at 8 than at 1.
+    Screened evaluation therefore keeps the spacing it had before, and with it the
+    results.
     """
-    return max(8, n // 1000)
+    return max(8 if exact else 1, n // 1000)
 
 
 class OrderEvaluator:
@@ -219,7 +233,8 @@ class OrderEvaluator:
     order
         The current order.
     checkpoint
-        Positions between saved decoder states; ``None``: :func:`checkpoint_spacing`.
+        Positions between saved decoder states; ``None``: :func:`checkpoint_spacing` for
+        screened evaluation (the spacing that keeps every evaluation's result).
     """
 
     def __init__(
@@ -228,7 +243,9 @@ class OrderEvaluator:
         if int(instance.arrival.max()) != 0:
             raise SchedlabError("OrderEvaluator: needs a backlog (every release round 0)")
         n = instance.n
-        self.every = checkpoint_spacing(n) if checkpoint is None else max(1, int(checkpoint))
+        self.every = (
+            checkpoint_spacing(n, exact=False) if checkpoint is None else max(1, int(checkpoint))
+        )
         self.order = order_array(order, n)
         self.output_total = int(instance.output.sum())
         self._memory = instance.memory
@@ -487,7 +504,8 @@ class SearchSettings:
         The work budget: moves evaluated (``None``: only a wall-clock cap ends the
         search, which is then not reproducible).
     checkpoint
-        Positions between saved decoder states; ``None``: :func:`checkpoint_spacing`.
+        Positions between saved decoder states; ``None``: :func:`checkpoint_spacing`
+        (wider for exact evaluation).
     engine
         One of :data:`ENGINES`: how ``late`` runs on a backlog (the other strategies,
         and every search with releases, run in :func:`improve_order`'s Python loop).
@@ -595,7 +613,10 @@ def improve_order(
     moves = full = accepted = 0
     searching = n >= 2  # else no move exists
     backlog = searching and int(instance.arrival.max()) == 0
-    evaluator = OrderEvaluator(instance, current, settings.checkpoint) if backlog else None
+    spacing = settings.checkpoint
+    if spacing is None:
+        spacing = checkpoint_spacing(n, exact=settings.screen is None)
+    evaluator = OrderEvaluator(instance, current, spacing) if backlog else None
 
     def evaluate(candidate: np.ndarray, lo: int, hi: int, allow: int) -> tuple[int, Move | None]:
         """Objective of ``candidate`` (``inf``-like when screened out) and its move."""

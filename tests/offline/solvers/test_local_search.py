@@ -13,6 +13,7 @@ from schedlab.errors import SchedlabError
 from schedlab.offline.backlogs import mixed_backlog
 from schedlab.offline.decoder import list_schedule
 from schedlab.offline.instance import Instance
+from schedlab.offline.instance_io import read_instance
 from schedlab.offline.solvers.local_search import (
     OrderEvaluator,
     SearchSettings,
@@ -20,6 +21,7 @@ from schedlab.offline.solvers.local_search import (
     checkpoint_spacing,
     improve_order,
 )
+from tests.conftest import INSTANCES
 from tests.strategies import instances
 
 backlogs = instances(max_n=12, max_memory=30, max_arrival=0)
@@ -238,21 +240,29 @@ def test_compiled_late_acceptance_makes_the_reference_moves(
     assert stats["objective_strict"] == int((list_schedule(inst, order) + inst.output).sum())
 
 
-@pytest.mark.parametrize("screen", [None, 8])
-def test_the_spacing_of_saved_states_changes_no_move(screen) -> None:
-    # the default spacing (8 here) and a state at every position: the same search
-    inst = mixed_backlog(60, seed=3)
+def _late_search(inst: Instance, screen: int | None, spacing: int | None) -> tuple:
     start, _ = best_start_order(inst)
-    assert checkpoint_spacing(inst.n) == 8
-    runs = []
-    for spacing in (None, 1, 5):
-        settings = SearchSettings(
-            "late", window=6, screen=screen, max_moves=3000, checkpoint=spacing
-        )
-        order, stats = improve_order(inst, start, settings, seed=4)
-        runs.append((order.tolist(), stats["moves"], stats["accepted"], stats["objective_strict"]))
-    assert runs[0] == runs[1] == runs[2]
+    settings = SearchSettings("late", window=6, screen=screen, max_moves=3000, checkpoint=spacing)
+    order, stats = improve_order(inst, start, settings, seed=4)
+    return order.tolist(), stats["moves"], stats["accepted"], stats["objective_strict"]
+
+
+@pytest.mark.parametrize("name", ["mixed-n50", "jaillet-s3"])
+def test_the_spacing_of_saved_states_changes_no_exact_move(name: str) -> None:
+    inst = read_instance(INSTANCES / f"{name}.json")
+    assert checkpoint_spacing(inst.n, exact=True) == 8
+    runs = [_late_search(inst, None, spacing) for spacing in (None, 1, 5, inst.n + 1)]
+    assert runs[0] == runs[1] == runs[2] == runs[3]
     assert runs[0][2] > 0  # moves were accepted: the saved states were rewritten
+
+
+def test_a_screened_search_keeps_a_state_at_every_position() -> None:
+    # on this instance a screened search ends differently at spacings 1 and 8 (a screen
+    # between the runs' meeting and the next saved state), so the default must stay 1
+    inst = read_instance(INSTANCES / "jaillet-s3.json")
+    assert checkpoint_spacing(inst.n, exact=False) == 1
+    assert _late_search(inst, 8, None) == _late_search(inst, 8, 1)
+    assert _late_search(inst, 8, 8) != _late_search(inst, 8, 1)
 
 
 def test_compiled_late_acceptance_grows_its_buffers() -> None:
