@@ -32,20 +32,20 @@ reference decodes).
 
 The kernels have explicit signatures and allocate nothing (:mod:`schedlab.offline.jit`),
 so each helper is compiled once and no NumPy constructor is: they compile when this
-module is first imported (by the first compiled decode; 3.2 s on the development
-machine with an empty cache on 2026-12-03, 7-10 s when first measured, against 16-22 s
-when they were compiled per call with
-``inline="always"`` helpers and in-kernel allocation; ``benchmarks/list_scheduling_speed.py
---compile``), and later processes load them from numba's cache (about 1 s). They run
-without numba's runtime, so no reference is counted when a helper is called, and LLVM
-inlines the helpers (:func:`~schedlab.offline.jit.kernel`). numba wraps a negative index
-around (``a[-1]`` is the last element), a test and a fix-up at every access whose index
-it cannot prove non-negative; that also made the peaks' maximum a gather. So the loops
-over a stretch of the running set or of the saved states run over a view from index 0
-(``peak[head:crit]``, ``comp[head - 1 : pos]``), which LLVM can prove, and the
-bisection indexes with an unsigned integer. All this took exact late-acceptance moves
-on the shipped mixed n = 1,000 from 12.2k-12.6k to 34.3k a second (medians of 3 seeds, two
-runs of the parent commit) at the old spacing of saved states (one), the same moves
+module is first imported (by the first compiled decode; 3.2 s on the development machine
+with an empty cache on 2026-12-03, 7-10 s when first measured, against 16-22 s when they
+were compiled per call with ``inline="always"`` helpers and in-kernel allocation;
+``benchmarks/list_scheduling_speed.py --compile``), and later processes load them from
+numba's cache (about 1 s). They run without numba's runtime, so no reference is counted
+when a helper is called, and LLVM inlines the helpers
+(:func:`~schedlab.offline.jit.kernel`). numba wraps a negative index around (``a[-1]``
+is the last element), a test and a fix-up at every access whose index it cannot prove
+non-negative; that also made the peaks' maximum a gather. So the loops over a stretch of
+the running set or of the saved states run over a view from index 0
+(``peak[head:crit]``, ``comp[head - 1 : pos]``), which LLVM can prove, and the bisection
+indexes with an unsigned integer. All this took exact late-acceptance moves on the
+shipped mixed n = 1,000 from 12.2k-12.6k to 34.3k a second (medians of 3 seeds, two runs
+of the parent commit) at the old spacing of saved states (one), the same moves
 (``local_search_speed.py --spacings 1``, 2026-12-03);
 :func:`~schedlab.offline.solvers.local_search.checkpoint_spacing` gives the rest.
 """
@@ -484,12 +484,12 @@ def evaluate_kernel(
             saved_at += every
             head = _finish_until(comp, head, tail, t)
             m = tail - head
+            now_c, now_w = comp[head:tail], wt[head:tail]
             if p > hi:  # the runs meet if the old state here is this one shifted
                 k = p // every
                 first = index[1, k]
                 same = index[1, k + 1] - first == m
                 old_c, old_w = pool[0, first : first + m], pool[1, first : first + m]
-                now_c, now_w = comp[head:tail], wt[head:tail]
                 j = 0
                 while same and j < m:
                     same = old_c[j] == now_c[j] - t and old_w[j] == now_w[j] + t
@@ -504,7 +504,6 @@ def evaluate_kernel(
                 return
             new_index[0, states] = t
             new_c, new_w = new_pool[0, used : used + m], new_pool[1, used : used + m]
-            now_c, now_w = comp[head:tail], wt[head:tail]
             for j in range(m):
                 new_c[j] = now_c[j] - t
                 new_w[j] = now_w[j] + t

@@ -45,8 +45,8 @@ READ_MATRIX = types.Array(INT, 2, "C", readonly=True)
 
 
 def kernel(signature: Any, *, allocates: bool = False) -> Callable[[Callable[..., Any]], Any]:
-    """``numba.njit(signature, cache=True, forceinline=True)``, without the cache where none
-    is writable.
+    """``numba.njit(signature, cache=True, forceinline=True)``, without numba's runtime
+    unless ``allocates``, and without the cache where none is writable.
 
     ``forceinline`` marks the machine code for LLVM to inline wherever another kernel
     calls it (numba's IR stays one function per kernel, so compiling costs about the

@@ -68,6 +68,7 @@ from schedlab.offline.solvers.local_search import (
     Move,
     OrderEvaluator,
     best_start_order,
+    checkpoint_spacing,
     random_move,
 )
 
@@ -220,7 +221,8 @@ class _Search:
     @classmethod
     def start(cls, instance: Instance, order: list[int]) -> _Search:
         if int(instance.arrival.max()) == 0:
-            evaluator = OrderEvaluator(instance, np.array(order))
+            spacing = checkpoint_spacing(instance.n, exact=True)  # every evaluation is exact
+            evaluator = OrderEvaluator(instance, np.array(order), spacing)
             return cls(instance, order, evaluator, evaluator.objective())
         value = total_latency(instance, list_schedule(instance, order))
         return cls(instance, order, None, value)

@@ -99,7 +99,7 @@ _GENERATOR = numba.typeof(np.random.default_rng(0))
         _GENERATOR,
         VECTOR,
     ),
-    allocates=True,  # numba's Generator.integers makes a one-element array a draw
+    allocates=True,  # numba's Generator.integers makes a one-element array per draw
 )
 def late_acceptance_kernel(
     lengths: np.ndarray,

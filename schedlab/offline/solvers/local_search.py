@@ -84,11 +84,12 @@ moves from the same seed, so every seeded result is the same with either
 (``tests/offline/solvers/test_local_search.py``). What the compiled loop saves is the
 Python work around a move, so it pays most where moves are cheap
 (``python benchmarks/local_search_speed.py --engines``, 60,000 moves, medians of 3
-seeds, 2026-12-03): on the shipped mixed n = 200, 1.7 against 8.5 µs a move with the
-defaults, 3.2 against 10.7 exact; on the shipped n = 1,000, 7.0 against 13.9 with
-the defaults, 18.4 against 25.9 exact, where the decode itself dominates (with
-window 3 and history 5,000: 2.3 against 9.2 at n = 200, 12.2 against 21.2 at
-n = 1,000).
+seeds, two runs on 2026-12-03 on a noisy machine): on the shipped mixed n = 200,
+2.7-2.9 against 8.9-10.4 µs a move with the defaults, 3.6-4.4 against 12.7-14.2
+exact; on the shipped n = 1,000, 12.8-14.7 against 21.0-23.8 with the defaults,
+21.3-22.8 against 29.9-37.7 exact, where the decode itself dominates (with window 3
+and history 5,000: 4.0-4.5 against 13.1-15.6 at n = 200, 21.5-26.6 against
+30.4-42.3 at n = 1,000).
 """
 
 from __future__ import annotations
