@@ -10,29 +10,58 @@ nor, through it, scipy.
 Kernels are compiled when their module is imported, once per signature (numba compiles a
 function once per argument type otherwise, and a constant argument such as ``INF`` has
 its own literal type, so helpers were compiled twice). The machine code is cached on
-disk (``cache=True``) in the first writable place numba finds (``NUMBA_CACHE_DIR``, the
-package's ``__pycache__``, the user's cache directory); where none is writable (a
-read-only install with no writable home) numba raises ``RuntimeError``, and the kernel
-is compiled in memory in every process instead.
+disk (numba's ``cache=True``, with the wider key below) in the first writable place
+numba finds (``NUMBA_CACHE_DIR``, the package's ``__pycache__``, the user's cache
+directory); where none is writable (a read-only install with no writable home) numba
+raises ``RuntimeError``, and the kernel is compiled in memory in every process instead.
 
-numba keys a cached kernel on its own source file alone (its modification time and size,
-the bytecode and the signature; numba 0.68, ``numba/core/caching.py``), not on the
-options below nor on the kernels it calls, whose machine code it holds inlined. After
-editing a kernel module or this one, delete the cache of every kernel module
-(``find schedlab -name '*.nb[ic]' -delete``): a read-only review (2026-12-03) saw
-``late_acceptance_kernel`` run an old ``evaluate_kernel`` from its cache after only
-``compiled_decoder.py`` changed, and the engines then disagreed. A fresh install or
-clone has no cache.
+numba keys a cached kernel on its own source file (its modification time and size, the
+bytecode and the signature; numba 0.68, ``numba/core/caching.py``), not on the options
+below nor on the kernels it calls, whose machine code it holds inlined. So after an edit
+of ``compiled_decoder.py`` alone, ``late_acceptance_kernel`` (in ``compiled_search.py``)
+ran the old ``evaluate_kernel`` from its cache, and the two engines disagreed (a
+read-only review, 2026-12-03). :class:`KernelCache` therefore adds a digest of every
+kernel module's source and of this module's (:data:`KERNEL_FILES`) to each entry's key:
+an edit of any of them recompiles every kernel once. ``tests/offline/test_jit.py`` checks
+it with a caller and a callee in two files.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import hashlib
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from numba import njit, types
+from numba.core.caching import FunctionCache
 
-__all__ = ["INT", "MATRIX", "READ", "READ_MATRIX", "VECTOR", "kernel"]
+__all__ = [
+    "INT",
+    "KERNEL_FILES",
+    "MATRIX",
+    "READ",
+    "READ_MATRIX",
+    "VECTOR",
+    "KernelCache",
+    "kernel",
+    "sources_digest",
+]
+
+_HERE = Path(__file__).resolve().parent
+
+#: The files whose source keys every kernel's cache entry: this module (its compile
+#: options) and every module that defines a kernel (``tests/offline/test_jit.py`` checks
+#: that none is missing).
+KERNEL_FILES: tuple[Path, ...] = (
+    _HERE / "jit.py",
+    _HERE / "compiled_decoder.py",
+    _HERE / "solvers" / "compiled_left_shift.py",
+    _HERE / "solvers" / "compiled_search.py",
+    _HERE / "solvers" / "compiled_sorted_f.py",
+)
 
 #: A round, a count or a token load.
 INT = types.int64
@@ -44,9 +73,33 @@ READ = types.Array(INT, 1, "C", readonly=True)
 READ_MATRIX = types.Array(INT, 2, "C", readonly=True)
 
 
+@functools.cache
+def sources_digest(files: tuple[Path, ...]) -> str:
+    """SHA-256 of the files' bytes, each preceded by its name (read once per process)."""
+    hasher = hashlib.sha256()
+    for path in files:
+        hasher.update(path.name.encode())
+        hasher.update(path.read_bytes())
+    return hasher.hexdigest()
+
+
+class KernelCache(FunctionCache):
+    """numba's on-disk cache of one kernel, with :func:`sources_digest` of
+    :data:`KERNEL_FILES` (as it is when the kernel compiles) in the key of every entry.
+
+    An entry made before another kernel module changed is then missed, and the kernel is
+    compiled again, with the machine code of the kernels it calls as they are now. (The
+    index of a file that did not change keeps the old entries beside the new.)
+    """
+
+    def _index_key(self, sig: Any, codegen: Any) -> tuple[Any, ...]:
+        return (*super()._index_key(sig, codegen), sources_digest(KERNEL_FILES))
+
+
 def kernel(signature: Any, *, allocates: bool = False) -> Callable[[Callable[..., Any]], Any]:
-    """``numba.njit(signature, cache=True, forceinline=True)``, without numba's runtime
-    unless ``allocates``, and without the cache where none is writable.
+    """``numba.njit(signature, forceinline=True)`` cached on disk by :class:`KernelCache`
+    (in memory only where nothing is writable), without numba's runtime unless
+    ``allocates``.
 
     ``forceinline`` marks the machine code for LLVM to inline wherever another kernel
     calls it (numba's IR stays one function per kernel, so compiling costs about the
@@ -78,9 +131,11 @@ def kernel(signature: Any, *, allocates: bool = False) -> Callable[[Callable[...
     options: dict[str, Any] = {"_nrt": allocates, "forceinline": True}  # _nrt: not in the stubs
 
     def compile_(func: Callable[..., Any]) -> Any:
-        try:
-            return njit(signature, cache=True, **options)(func)
-        except RuntimeError:  # no locator: nowhere writable to cache
-            return njit(signature, **options)(func)
+        dispatcher = njit(**options)(func)  # no signature: nothing compiled yet
+        with contextlib.suppress(RuntimeError):  # raised where nothing is writable
+            dispatcher._cache = KernelCache(func)  # what ``cache=True`` sets, with our key
+        dispatcher.compile(signature)
+        dispatcher.disable_compile()
+        return dispatcher
 
     return compile_

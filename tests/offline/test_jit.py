@@ -1,8 +1,12 @@
-"""The kernel decorator: no numba runtime unless a kernel allocates."""
+"""The kernel decorator: no numba runtime unless a kernel allocates; a cache keyed on every
+kernel module."""
 
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +14,7 @@ import numpy as np
 import pytest
 from numba.core.errors import TypingError
 
-from schedlab.offline.jit import INT, VECTOR, kernel
+from schedlab.offline.jit import INT, KERNEL_FILES, VECTOR, kernel
 
 DOUBLED_SUM = """
 import numpy as np
@@ -57,3 +61,69 @@ def test_a_kernel_may_allocate_when_it_says_so(tmp_path: Path) -> None:
 def test_a_kernel_without_the_runtime_reads_views(tmp_path: Path) -> None:
     summed = kernel(INT(VECTOR, INT, INT))(_fresh(tmp_path, SUM_OF_VIEW, "sum_of_view"))
     assert summed(np.arange(10, dtype=np.int64), 2, 6) == 2 + 3 + 4 + 5
+
+
+CALLEE = """
+from schedlab.offline.jit import INT, kernel
+
+@kernel(INT())
+def value():
+    return {value}
+"""
+
+CALLER = """
+from callee import value
+from schedlab.offline.jit import INT, kernel
+
+@kernel(INT())
+def twice():
+    return 2 * value()
+"""
+
+RUN_CALLER = """
+import sys
+from pathlib import Path
+
+folder = Path(sys.argv[1])
+sys.path.insert(0, str(folder))
+from schedlab.offline import jit
+
+jit.KERNEL_FILES = (folder / "callee.py", folder / "caller.py")
+import caller
+
+print(caller.twice())
+"""
+
+
+def _run_caller(folder: Path) -> tuple[int, str]:
+    """``twice()`` in a new process (numba's cache reports on stdout), and what it logged."""
+    env = {**os.environ, "NUMBA_DEBUG_CACHE": "1"}
+    env.pop("NUMBA_CACHE_DIR", None)  # the cache beside the files, in folder/__pycache__
+    done = subprocess.run(
+        [sys.executable, "-c", RUN_CALLER, str(folder)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    return int(done.stdout.split()[-1]), done.stdout
+
+
+def test_a_kernel_compiles_again_when_a_kernel_it_calls_changes(tmp_path: Path) -> None:
+    (tmp_path / "callee.py").write_text(CALLEE.format(value=1))
+    (tmp_path / "caller.py").write_text(CALLER)
+    assert _run_caller(tmp_path)[0] == 2
+    value, log = _run_caller(tmp_path)
+    assert value == 2
+    assert "data loaded from" in log and "caller.twice" in log  # the cache is used
+    # the caller's file is untouched: numba's own key would serve the old machine code
+    (tmp_path / "callee.py").write_text(CALLEE.format(value=333))
+    assert _run_caller(tmp_path)[0] == 666
+
+
+def test_every_module_with_a_kernel_keys_the_cache() -> None:
+    package = Path(__file__).resolve().parents[2] / "schedlab"
+    defining = {path for path in package.rglob("*.py") if "@kernel(" in path.read_text()}
+    assert defining
+    assert defining <= set(KERNEL_FILES)
+    assert package / "offline" / "jit.py" in KERNEL_FILES
