@@ -9,7 +9,10 @@ next to the largest size; ``--reference`` also times the pure-Python decode
 the first strict decode takes (it imports :mod:`schedlab.offline.compiled_decoder`,
 which compiles all its kernels), then the first backfilling decode and the first
 ``OrderEvaluator`` (both then cheap), and the first Sorted-F fast selection (its own
-kernel, :mod:`schedlab.offline.solvers.compiled_sorted_f`).
+kernel, :mod:`schedlab.offline.solvers.compiled_sorted_f`). ``--backfill`` adds a row
+for each strict rule run with ``backfill=True`` (no target: the targets are the named
+rules'); an order unrelated to output lengths is the backfilling search's hard case
+(:func:`~schedlab.offline.compiled_decoder.bucket_layout`).
 
 Run: ``python benchmarks/list_scheduling_speed.py --sizes 10000,100000,1000000 --repeats 1
 --compile``.
@@ -72,6 +75,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--reference", action="store_true")
     parser.add_argument("--compile", action="store_true")
+    parser.add_argument("--backfill", action="store_true")
     args = parser.parse_args()
     if args.compile:
         load, strict, backfill, evaluator, batches = compile_seconds()
@@ -87,23 +91,26 @@ def main() -> None:
     print(
         header + f"{'ratio':>8}{'target':>9}" + ("  python decode (s)" if args.reference else "")
     )
-    for rule in RULES:
+    runs = [(rule, rule, {}) for rule in RULES]
+    if args.backfill:
+        runs += [(f"{rule} +bf", rule, {"backfill": True}) for rule in RULES if not RULES[rule][1]]
+    for label, rule, options in runs:
         medians = []
         for n in sizes:
             times = []
             for _ in range(args.repeats):
                 began = time.perf_counter()
-                solve(instances[n], rule, bound=None)
+                solve(instances[n], rule, bound=None, **options)
                 times.append(time.perf_counter() - began)
             medians.append(statistics.median(times))
-        line = f"{rule:<15}" + "".join(f"{m:>18.3f}" for m in medians)
-        line += f"{medians[-1] / medians[0]:>8.1f}{f'<= {TARGET_S:g}':>9}"
+        line = f"{label:<15}" + "".join(f"{m:>18.3f}" for m in medians)
+        target = f"<= {TARGET_S:g}" if not options else "-"
+        line += f"{medians[-1] / medians[0]:>8.1f}{target:>9}"
         if args.reference:
             inst = instances[sizes[-1]]
+            backfill = options.get("backfill", RULES[rule][1])
             began = time.perf_counter()
-            list_schedule(
-                inst, priority_order(inst, rule), backfill=RULES[rule][1], engine="python"
-            )
+            list_schedule(inst, priority_order(inst, rule), backfill=backfill, engine="python")
             line += f"{time.perf_counter() - began:>19.3f}"
         print(line, flush=True)
 

@@ -18,7 +18,11 @@ representation changes only:
   slack is not memoised;
 * ``inf`` is :data:`INF` (``2^62``; every round and load stays below ``2^60``, see
   :data:`~schedlab.offline.instance.MAX_VALUE`);
-* the waiting heap and the min-tree's search stack are arrays.
+* the waiting heap and the min-tree's search stack are arrays;
+* backfilling keeps one min-tree per output bucket (:func:`bucket_layout`) instead of
+  one over all positions, and admits the least-position candidate of the buckets: the
+  same requests, with far fewer subtrees searched on orders unrelated to output length
+  (:func:`backfill_kernel`).
 
 :func:`strict_kernel` and :func:`backfill_kernel` (called by :func:`schedule`, which
 allocates their room) return the same starts as the reference's ``_strict_schedule``
@@ -96,10 +100,25 @@ def schedule(
     starts = np.full(n, -1, dtype=np.int64)
     run = new_running(n)
     if backfill:
-        width = 1 << max(n - 1, 0).bit_length()
-        tree = np.full((2, 2 * width), INF, dtype=np.int64)
+        layout, place, members = bucket_layout(lengths[1], order)
+        tree = np.full((2, int(layout[-1, 3] + 2 * layout[-1, 2])), INF, dtype=np.int64)
         stack = np.empty((3, 256), dtype=np.int64)
-        backfill_kernel(*lengths, memory, order, releases, rank, run, starts, tree, stack)
+        candidates = np.empty((2, len(layout)), dtype=np.int64)
+        backfill_kernel(
+            *lengths,
+            memory,
+            order,
+            releases,
+            run,
+            starts,
+            tree,
+            stack,
+            layout,
+            place,
+            members,
+            order[members],
+            candidates,
+        )
     else:
         heap = np.empty(n, dtype=np.int64)
         strict_kernel(*lengths, memory, order, releases, rank, run, starts, heap)
@@ -301,24 +320,123 @@ def strict_kernel(
         t = pending
 
 
-@kernel(types.void(VECTOR, VECTOR, INT, INT, INT, INT))
-def _tree_put(min_s: np.ndarray, min_o: np.ndarray, width: int, pos: int, s: int, o: int) -> None:
-    """``_WaitingTree.put``: set leaf ``pos`` (``INF`` removes it), update its ancestors."""
-    node = pos + width
-    min_s[node] = s
-    min_o[node] = o
+#: Output buckets of the backfilling search (:func:`bucket_layout`).
+OUTPUT_BUCKETS = 16
+
+
+def bucket_layout(output: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The output buckets of the backfilling search, and one min-tree per bucket.
+
+    Bucket ``k`` holds the requests with outputs in ``(c_{k-1}, c_k]``, the cuts ``c``
+    being the outputs at the quantiles ``1/B, ..., (B-1)/B`` (:data:`OUTPUT_BUCKETS`
+    ``= B``; fewer where cuts coincide or a range holds no output). An order by output
+    length gets one bucket: a subtree's least output is then its first request's, and
+    the buckets' searches would cost more than they save (``sof`` with backfilling on
+    ``mixed_backlog(10**6, seed=1)``: 3.8 s with 16 buckets, against 1.5 s with one,
+    2026-12-03).
+
+    Returns ``layout`` (a row per bucket: first index into ``members``, member count,
+    leaves of its tree (a power of two), first node of its tree), ``place`` (rows: each
+    request's bucket and its slot, i.e. its index among the bucket's members) and
+    ``members`` (the priority positions of each bucket's requests in turn, increasing
+    within a bucket).
+    """
+    if bool(np.all(np.diff(output[order]) >= 0)):  # one tree prunes well (see above)
+        cuts = np.empty(0, dtype=np.int64)
+    else:
+        levels = np.arange(1, OUTPUT_BUCKETS) / OUTPUT_BUCKETS
+        cuts = np.unique(np.quantile(output, levels, method="lower"))  # outputs themselves
+    # bucket numbers without gaps: a range of outputs that no request has gets no bucket
+    bucket = np.unique(np.searchsorted(cuts, output, side="left"), return_inverse=True)[1]
+    bucket = bucket.astype(np.int64)
+    at = bucket[order]  # the bucket of each priority position
+    members = np.argsort(at, kind="stable").astype(np.int64)
+    sizes = np.bincount(at).astype(np.int64)
+    first = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+    leaves = np.array([1 << max(int(m) - 1, 0).bit_length() for m in sizes], dtype=np.int64)
+    nodes = np.concatenate(([0], np.cumsum(2 * leaves)[:-1])).astype(np.int64)
+    place = np.empty((2, len(order)), dtype=np.int64)
+    place[0] = bucket
+    place[1, order[members]] = np.arange(len(order)) - first[at[members]]
+    return np.stack([first, sizes, leaves, nodes], axis=1), place, members
+
+
+@kernel(types.void(VECTOR, VECTOR, INT, INT, INT, INT, INT))
+def _tree_put(
+    min_s: np.ndarray, min_o: np.ndarray, base: int, width: int, slot: int, s: int, o: int
+) -> None:
+    """``_WaitingTree.put`` in the tree of nodes ``base .. base + 2 width - 1``: set leaf
+    ``slot`` (``INF`` removes it), update its ancestors."""
+    node = width + slot
+    min_s[base + node] = s
+    min_o[base + node] = o
     node >>= 1
     while node:
-        least_s = min(min_s[2 * node], min_s[2 * node + 1])
-        least_o = min(min_o[2 * node], min_o[2 * node + 1])
-        if min_s[node] == least_s and min_o[node] == least_o:
+        left = base + 2 * node
+        least_s = min(min_s[left], min_s[left + 1])
+        least_o = min(min_o[left], min_o[left + 1])
+        if min_s[base + node] == least_s and min_o[base + node] == least_o:
             break
-        min_s[node] = least_s
-        min_o[node] = least_o
+        min_s[base + node] = least_s
+        min_o[base + node] = least_o
         node >>= 1
 
 
-@kernel(types.void(READ, READ, READ, INT, READ, READ, READ, MATRIX, VECTOR, MATRIX, MATRIX))
+@kernel(INT(*_RUN, INT, INT, INT, INT, INT, READ, READ, READ, VECTOR, VECTOR, READ, INT, MATRIX))
+def _first_in_bucket(
+    comp: np.ndarray,
+    suf: np.ndarray,
+    peak: np.ndarray,
+    head: int,
+    tail: int,
+    memory: int,
+    t: int,
+    free: int,
+    prompt: np.ndarray,
+    output: np.ndarray,
+    who: np.ndarray,
+    min_s: np.ndarray,
+    min_o: np.ndarray,
+    bucket: np.ndarray,
+    since: int,
+    stack: np.ndarray,
+) -> int:
+    """The first slot ``>= since`` of a bucket (``bucket``: its row of ``layout``) whose
+    request fits in round ``t``, searched left to right with the reference's tests, or
+    ``-1``. ``who`` lists the requests of every bucket's slots in turn."""
+    first, size, width, base = bucket[0], bucket[1], bucket[2], bucket[3]
+    stack[0, 0], stack[1, 0], stack[2, 0] = 1, 0, width
+    top = 1
+    while top:
+        top -= 1
+        node, lo, leaves = stack[0, top], stack[1, top], stack[2, top]
+        if lo + leaves <= since or lo >= size:
+            continue
+        least = min_s[base + node]
+        if least >= free or least > _slack(
+            comp, suf, peak, head, tail, memory, t, min_o[base + node]
+        ):
+            continue
+        if leaves == 1:
+            i = who[first + lo]
+            if prompt[i] < free and prompt[i] <= _slack(
+                comp, suf, peak, head, tail, memory, t, output[i]
+            ):
+                return lo
+            continue
+        half = leaves >> 1
+        stack[0, top], stack[1, top], stack[2, top] = 2 * node + 1, lo + half, half
+        stack[0, top + 1], stack[1, top + 1], stack[2, top + 1] = 2 * node, lo, half
+        top += 2
+    return -1
+
+
+@kernel(
+    types.void(
+        READ, READ, READ, INT, READ, READ, MATRIX, VECTOR, MATRIX, MATRIX, READ_MATRIX,
+        READ_MATRIX, READ, READ, MATRIX
+    )
+)  # fmt: skip
 def backfill_kernel(
     prompt: np.ndarray,
     output: np.ndarray,
@@ -326,22 +444,49 @@ def backfill_kernel(
     memory: int,
     order: np.ndarray,
     releases: np.ndarray,
-    rank: np.ndarray,
     run: np.ndarray,
     starts: np.ndarray,
     tree: np.ndarray,
     stack: np.ndarray,
+    layout: np.ndarray,
+    place: np.ndarray,
+    members: np.ndarray,
+    who: np.ndarray,
+    candidates: np.ndarray,
 ) -> None:
     """Backfilling list scheduling (reference: ``decoder._Engine``).
 
-    Arguments as :func:`strict_kernel`; ``tree`` is the min-tree over priority positions
-    (rows: least prompt, least output; ``2 width`` nodes, all ``INF``), ``stack`` the
-    search stack (rows: node, first leaf, leaves under it). Writes the starts into
-    ``starts``.
+    Arguments as :func:`strict_kernel` without ``rank``, and :func:`bucket_layout`'s
+    ``layout``, ``place`` and ``members``, with ``who = order[members]``; ``tree`` holds the
+    min-trees of the buckets (rows: least prompt, least output; all ``INF``),
+    ``stack`` the search stack (rows: node, first slot, slots under it), ``candidates``
+    room for each bucket's candidate slot and the admissions counted when it was found.
+    Writes the starts into ``starts``.
+
+    The reference searches one min-tree over all priority positions. Here each output
+    bucket has its own, over its requests' positions, and the search is done bucket by
+    bucket with the reference's tests; within a bucket the outputs are close, so the
+    test on a subtree's least prompt and least output (two requests, perhaps) rarely
+    lets through a subtree where nothing fits. With backfilling on
+    ``mixed_backlog(10**6, seed=1)``, ``fcfs`` took 344 s with one tree and 59 s now,
+    ``total-size`` 152-204 s and 6.7 s, ``svf`` 9.5-15.6 s and 6.5 s (0.6-0.9 s strict);
+    an order by output length keeps one tree, and ``mc-sf-backfill`` took 1.7 s before
+    and 2.0 s now: each admission's search starts again from the root (2026-12-03,
+    ``benchmarks/list_scheduling_speed.py --backfill`` and side-by-side runs).
+
+    The requests started in a round are the same. The reference admits, left to right in
+    one pass, every request that fits when its turn comes; that is, it repeatedly admits
+    the fitting request of least position (an admission only tightens the test, so
+    nothing it passed fits later). Here each bucket keeps a candidate, a slot no later
+    than its first fitting request (found fitting earlier in the round, so its first
+    fitting one now is no earlier), and the candidate of least position is tested
+    again: if it fits it is that least fitting request and is admitted, and either way
+    its bucket's candidate moves on to the next fitting slot. The wake-up search takes
+    the least earliest fit over all buckets, as the reference does over all requests.
     """
     n = len(order)
     min_s, min_o = tree[0], tree[1]
-    width = tree.shape[1] // 2
+    buckets = len(layout)
     count = 0
     comp, wt, suf, peak = run[0], run[1], run[2], run[3]
     head = tail = n + 1
@@ -350,55 +495,78 @@ def backfill_kernel(
     while next_release < n or count:
         while next_release < n and arrival[releases[next_release]] <= t:
             i = releases[next_release]
-            _tree_put(min_s, min_o, width, rank[i], prompt[i], output[i])
+            row = layout[place[0, i]]
+            _tree_put(min_s, min_o, row[3], row[2], place[1, i], prompt[i], output[i])
             count += 1
             next_release += 1
         head = _finish_until(comp, head, tail, t)
         free = memory - (suf[head] + t * (tail - head))
         pending = arrival[releases[next_release]] if next_release < n else INF
-        # search 0 starts, left to right, every request that fits now (admissions only
-        # tighten the test, so one pass suffices); search 1 moves the wake-up round to the
-        # earliest later fit, looking only where the deficit is below wake - t - 1
-        wake = INF
-        for search in range(2):
-            margin = 0 if search == 0 else wake - t - 1
-            if search == 1 and margin <= 0:
+        # admissions: the candidate of least position, tested again, as above
+        admitted = 0
+        for k in range(buckets):
+            candidates[0, k] = _first_in_bucket(
+                comp, suf, peak, head, tail, memory, t, free, prompt, output, who, min_s,
+                min_o, layout[k], 0, stack
+            )  # fmt: skip
+            candidates[1, k] = admitted
+        while True:
+            least, chosen = INF, -1
+            for k in range(buckets):
+                slot = candidates[0, k]
+                if slot >= 0 and members[layout[k, 0] + slot] < least:
+                    least, chosen = members[layout[k, 0] + slot], k
+            if chosen < 0:
                 break
+            row = layout[chosen]
+            slot = candidates[0, chosen]
+            i = who[row[0] + slot]
+            if candidates[1, chosen] == admitted or (  # found since the last admission
+                prompt[i] < free
+                and prompt[i] <= _slack(comp, suf, peak, head, tail, memory, t, output[i])
+            ):
+                starts[i] = t
+                head = _add(comp, wt, suf, peak, head, tail, t, prompt[i], output[i])
+                free -= prompt[i] + 1
+                _tree_put(min_s, min_o, row[3], row[2], slot, INF, INF)
+                count -= 1
+                admitted += 1
+            candidates[0, chosen] = _first_in_bucket(
+                comp, suf, peak, head, tail, memory, t, free, prompt, output, who, min_s,
+                min_o, row, slot + 1, stack
+            )  # fmt: skip
+            candidates[1, chosen] = admitted
+        # wake at the next release or completion (admissions may have moved it), or at
+        # the earliest later fit: only where the deficit is below wake - t - 1
+        wake = min(pending, comp[head] if head < tail else INF)
+        for k in range(buckets):
+            margin = wake - t - 1
+            if margin <= 0:
+                break
+            first, width, base = layout[k, 0], layout[k, 2], layout[k, 3]
             stack[0, 0], stack[1, 0], stack[2, 0] = 1, 0, width
             top = 1
             while top:
                 top -= 1
                 node, lo, leaves = stack[0, top], stack[1, top], stack[2, top]
-                least = min_s[node]
+                least = min_s[base + node]
                 if least >= free or least > (
-                    _slack(comp, suf, peak, head, tail, memory, t, min_o[node]) + margin
+                    _slack(comp, suf, peak, head, tail, memory, t, min_o[base + node]) + margin
                 ):
                     continue
                 if leaves == 1:
-                    i = order[lo]
-                    if search == 1:
-                        later = _earliest_fit(
-                            comp, suf, peak, head, tail, memory, t + 1, prompt[i], output[i], wake
-                        )
-                        if later < wake:
-                            wake = later
-                            margin = later - t - 1
-                    elif prompt[i] < free and prompt[i] <= _slack(
-                        comp, suf, peak, head, tail, memory, t, output[i]
-                    ):
-                        starts[i] = t
-                        head = _add(comp, wt, suf, peak, head, tail, t, prompt[i], output[i])
-                        free -= prompt[i] + 1
-                        _tree_put(min_s, min_o, width, lo, INF, INF)
-                        count -= 1
+                    i = who[first + lo]
+                    later = _earliest_fit(
+                        comp, suf, peak, head, tail, memory, t + 1, prompt[i], output[i], wake
+                    )
+                    if later < wake:
+                        wake = later
+                        margin = later - t - 1
                     continue
                 half = leaves >> 1
                 stack[0, top], stack[1, top], stack[2, top] = 2 * node + 1, lo + half, half
                 stack[0, top + 1], stack[1, top + 1], stack[2, top + 1] = 2 * node, lo, half
                 top += 2
-            if search == 0:
-                # wake at the next release or completion (admissions may have moved it)
-                wake = min(pending, comp[head] if head < tail else INF)
         if wake < INF:
             t = wake
 

@@ -2,8 +2,9 @@
 
 ``schedlab.offline.compiled_decoder`` implements the procedure of
 ``schedlab.offline.decoder`` (proved in ``proofs/list_scheduling.md``) in numba; these
-hypothesis tests compare the two on 1,300 random cases: both modes with and without
-releases, and moves evaluated incrementally by the compiled resumable decode against a
+hypothesis tests compare the two on 1,500 random cases: both modes with and without
+releases, backfilling of orders by output length (one tree, not one per output
+bucket), and moves evaluated incrementally by the compiled resumable decode against a
 full reference decode of the moved order.
 """
 
@@ -19,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schedlab.errors import SchedlabError
+from schedlab.offline.compiled_decoder import OUTPUT_BUCKETS, bucket_layout
 from schedlab.offline.decoder import list_schedule
 from schedlab.offline.instance import Instance
 from schedlab.offline.solvers.local_search import OrderEvaluator
@@ -44,6 +46,42 @@ def test_compiled_equals_reference_with_releases(inst: Instance, data, backfill:
     reference = list_schedule(inst, order, backfill=backfill, engine="python")
     assert compiled.tolist() == reference.tolist()
     assert verify(inst, compiled) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(instances(max_n=14, max_memory=40, max_arrival=25), st.data())
+def test_compiled_backfill_equals_reference_for_orders_by_output(inst: Instance, data) -> None:
+    # an order by output length is searched in one tree (bucket_layout), any other in
+    # one tree per output bucket
+    ties = data.draw(st.permutations(range(inst.n)))
+    order = np.lexsort((np.array(ties, dtype=np.int64), inst.output))
+    compiled = list_schedule(inst, order, backfill=True)
+    assert compiled.tolist() == list_schedule(inst, order, backfill=True, engine="python").tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 30), min_size=1, max_size=60), st.data())
+def test_bucket_layout_puts_each_request_in_one_slot_of_its_bucket(output: list[int], data):
+    output_array = np.array(output, dtype=np.int64)
+    order = np.array(data.draw(st.permutations(range(len(output)))), dtype=np.int64)
+    layout, place, members = bucket_layout(output_array, order)
+    first, sizes, leaves, nodes = layout.T
+    assert sizes.sum() == len(output) and len(layout) <= OUTPUT_BUCKETS
+    assert (leaves >= np.maximum(sizes, 1)).all() and (leaves & (leaves - 1) == 0).all()
+    assert (nodes[1:] == nodes[:-1] + 2 * leaves[:-1]).all()  # trees side by side
+    assert sorted(members.tolist()) == list(range(len(output)))
+    for k, (start, size) in enumerate(zip(first, sizes, strict=True)):
+        positions = members[start : start + size]
+        assert (np.diff(positions) > 0).all()  # by priority position within a bucket
+        requests = order[positions]
+        assert (place[0, requests] == k).all()
+        assert (place[1, requests] == np.arange(size)).all()
+        if k:  # buckets hold increasing ranges of outputs
+            earlier = order[members[first[k - 1] : start]]
+            assert output_array[earlier].max() < output_array[requests].min()
+    assert (sizes > 0).all()
+    if (np.diff(output_array[order]) >= 0).all():  # an order by output: one tree
+        assert len(layout) == 1
 
 
 @settings(max_examples=100, deadline=None)
