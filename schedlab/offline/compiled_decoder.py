@@ -330,10 +330,10 @@ def bucket_layout(output: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, ..
     Bucket ``k`` holds the requests with outputs in ``(c_{k-1}, c_k]``, the cuts ``c``
     being the outputs at the quantiles ``1/B, ..., (B-1)/B`` (:data:`OUTPUT_BUCKETS`
     ``= B``; fewer where cuts coincide or a range holds no output). An order by output
-    length gets one bucket: a subtree's least output is then its first request's, and
-    the buckets' searches would cost more than they save (``sof`` with backfilling on
-    ``mixed_backlog(10**6, seed=1)``: 3.8 s with 16 buckets, against 1.5 s with one,
-    2026-12-03).
+    length, shortest or longest first, gets one bucket: a subtree's outputs are then a
+    range of consecutive ones, and the buckets' searches would cost more than they save
+    (``sof`` with backfilling on ``mixed_backlog(10**6, seed=1)``: 3.8 s with 16 buckets,
+    against 1.5 s with one, 2026-12-03).
 
     Returns ``layout`` (a row per bucket: first index into ``members``, member count,
     leaves of its tree (a power of two), first node of its tree), ``place`` (rows: each
@@ -341,7 +341,8 @@ def bucket_layout(output: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, ..
     ``members`` (the priority positions of each bucket's requests in turn, increasing
     within a bucket).
     """
-    if bool(np.all(np.diff(output[order]) >= 0)):  # one tree prunes well (see above)
+    steps = np.diff(output[order])
+    if bool(np.all(steps >= 0) or np.all(steps <= 0)):  # one tree prunes well (see above)
         cuts = np.empty(0, dtype=np.int64)
     else:
         levels = np.arange(1, OUTPUT_BUCKETS) / OUTPUT_BUCKETS
@@ -468,11 +469,12 @@ def backfill_kernel(
     bucket with the reference's tests; within a bucket the outputs are close, so the
     test on a subtree's least prompt and least output (two requests, perhaps) rarely
     lets through a subtree where nothing fits. With backfilling on
-    ``mixed_backlog(10**6, seed=1)``, ``fcfs`` took 344 s with one tree and 59 s now,
-    ``total-size`` 152-204 s and 6.7 s, ``svf`` 9.5-15.6 s and 6.5 s (0.6-0.9 s strict);
-    an order by output length keeps one tree, and ``mc-sf-backfill`` took 1.7 s before
-    and 2.0 s now: each admission's search starts again from the root (2026-12-03,
-    ``benchmarks/list_scheduling_speed.py --backfill`` and side-by-side runs).
+    ``mixed_backlog(10**6, seed=1)``, ``fcfs`` took 344 s with one tree and 43 s now,
+    ``total-size`` 152 s and 4.4 s, ``svf`` 9.5-15.6 s and 4.2 s (0.5-0.7 s strict;
+    ``benchmarks/list_scheduling_speed.py --backfill``, 2026-12-03). An order by output
+    length keeps one tree, and its decode takes about as long as before (shortest first
+    1.17-1.24 s before and 1.19-1.23 s now, longest first 1.19-1.32 s and 1.39-1.48 s:
+    each admission's search starts again from the root; three alternating runs).
 
     The requests started in a round are the same. The reference admits, left to right in
     one pass, every request that fits when its turn comes; that is, it repeatedly admits

@@ -15,8 +15,8 @@ numba finds (``NUMBA_CACHE_DIR``, the package's ``__pycache__``, the user's cach
 directory); where none is writable (a read-only install with no writable home) numba
 raises ``RuntimeError``, and the kernel is compiled in memory in every process instead.
 
-numba keys a cached kernel on its own source file (its modification time and size, the
-bytecode and the signature; numba 0.68, ``numba/core/caching.py``), not on the options
+numba keys a cached kernel on its own source file (a hash of its contents, the bytecode
+and the signature; numba 0.68, ``numba/core/caching.py``), not on the options
 below nor on the kernels it calls, whose machine code it holds inlined. So after an edit
 of ``compiled_decoder.py`` alone, ``late_acceptance_kernel`` (in ``compiled_search.py``)
 ran the old ``evaluate_kernel`` from its cache, and the two engines disagreed (a
@@ -85,20 +85,26 @@ def sources_digest(files: tuple[Path, ...]) -> str:
 
 class KernelCache(FunctionCache):
     """numba's on-disk cache of one kernel, with :func:`sources_digest` of
-    :data:`KERNEL_FILES` (as it is when the kernel compiles) in the key of every entry.
+    :data:`KERNEL_FILES` (read when the cache is made) in the key of every entry.
 
     An entry made before another kernel module changed is then missed, and the kernel is
     compiled again, with the machine code of the kernels it calls as they are now. (The
-    index of a file that did not change keeps the old entries beside the new.)
+    index of a file that did not change keeps the old entries beside the new.) Raises
+    ``OSError`` where the files cannot be read (a package run from a zip archive).
     """
 
+    def __init__(self, py_func: Callable[..., Any]) -> None:
+        self._digest = sources_digest(KERNEL_FILES)
+        super().__init__(py_func)
+
     def _index_key(self, sig: Any, codegen: Any) -> tuple[Any, ...]:
-        return (*super()._index_key(sig, codegen), sources_digest(KERNEL_FILES))
+        return (*super()._index_key(sig, codegen), self._digest)
 
 
 def kernel(signature: Any, *, allocates: bool = False) -> Callable[[Callable[..., Any]], Any]:
     """``numba.njit(signature, forceinline=True)`` cached on disk by :class:`KernelCache`
-    (in memory only where nothing is writable), without numba's runtime unless
+    (in memory only where nothing is writable or the sources cannot be read), without
+    numba's runtime unless
     ``allocates``.
 
     ``forceinline`` marks the machine code for LLVM to inline wherever another kernel
@@ -131,8 +137,12 @@ def kernel(signature: Any, *, allocates: bool = False) -> Callable[[Callable[...
     options: dict[str, Any] = {"_nrt": allocates, "forceinline": True}  # _nrt: not in the stubs
 
     def compile_(func: Callable[..., Any]) -> Any:
+        # compiled as ``njit(signature, cache=True)`` would, but that also registers the
+        # dispatcher for type inference while it compiles, which only a kernel calling
+        # itself needs (none does)
         dispatcher = njit(**options)(func)  # no signature: nothing compiled yet
-        with contextlib.suppress(RuntimeError):  # raised where nothing is writable
+        # RuntimeError: nowhere writable; OSError: the sources are unreadable (a zip)
+        with contextlib.suppress(RuntimeError, OSError):
             dispatcher._cache = KernelCache(func)  # what ``cache=True`` sets, with our key
         dispatcher.compile(signature)
         dispatcher.disable_compile()

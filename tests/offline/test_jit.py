@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from numba.core.errors import TypingError
 
+from schedlab.offline import jit
 from schedlab.offline.jit import INT, KERNEL_FILES, VECTOR, kernel
 
 DOUBLED_SUM = """
@@ -127,3 +128,13 @@ def test_every_module_with_a_kernel_keys_the_cache() -> None:
     assert defining
     assert defining <= set(KERNEL_FILES)
     assert package / "offline" / "jit.py" in KERNEL_FILES
+
+
+def test_a_kernel_compiles_in_memory_where_the_sources_cannot_be_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # as when the package runs from a zip archive: no digest, so no cache, and no error
+    monkeypatch.setattr(jit, "KERNEL_FILES", (tmp_path / "absent.py",))
+    summed = kernel(INT(VECTOR, INT, INT))(_fresh(tmp_path, SUM_OF_VIEW, "sum_of_view"))
+    assert summed(np.arange(10, dtype=np.int64), 2, 6) == 14
+    assert not isinstance(summed._cache, jit.KernelCache)
