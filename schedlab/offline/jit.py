@@ -104,8 +104,7 @@ class KernelCache(FunctionCache):
 def kernel(signature: Any, *, allocates: bool = False) -> Callable[[Callable[..., Any]], Any]:
     """``numba.njit(signature, forceinline=True)`` cached on disk by :class:`KernelCache`
     (in memory only where nothing is writable or the sources cannot be read), without
-    numba's runtime unless
-    ``allocates``.
+    numba's runtime unless ``allocates``.
 
     ``forceinline`` marks the machine code for LLVM to inline wherever another kernel
     calls it (numba's IR stays one function per kernel, so compiling costs about the
