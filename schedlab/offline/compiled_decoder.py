@@ -343,13 +343,13 @@ def bucket_layout(output: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, ..
     """
     steps = np.diff(output[order])
     if bool(np.all(steps >= 0) or np.all(steps <= 0)):  # one tree prunes well (see above)
-        cuts = np.empty(0, dtype=np.int64)
+        bucket = np.zeros(len(output), dtype=np.int64)
     else:
         levels = np.arange(1, OUTPUT_BUCKETS) / OUTPUT_BUCKETS
         cuts = np.unique(np.quantile(output, levels, method="lower"))  # outputs themselves
-    # bucket numbers without gaps: a range of outputs that no request has gets no bucket
-    bucket = np.unique(np.searchsorted(cuts, output, side="left"), return_inverse=True)[1]
-    bucket = bucket.astype(np.int64)
+        # bucket numbers without gaps: a range of outputs that no request has gets none
+        ranges = np.searchsorted(cuts, output, side="left")
+        bucket = np.unique(ranges, return_inverse=True)[1].astype(np.int64)
     at = bucket[order]  # the bucket of each priority position
     members = np.argsort(at, kind="stable").astype(np.int64)
     sizes = np.bincount(at).astype(np.int64)
