@@ -32,6 +32,25 @@ falls geometrically with the fraction :math:`f` of the work budget spent,
 :math:`\tau_1` = ``end_temperature`` (relative). With no work budget (``evaluations=None``)
 :math:`f` is the fraction of the wall-clock cap spent instead, so that a longer cap
 anneals more slowly; the run then depends on the machine (``stats["stopped_by"]``).
+By default :math:`\tau_0 = 0.1 / n` and :math:`\tau_1 = \tau_0 / 100`
+(:data:`START_TEMPERATURE`): the start temperature is a tenth of the start's mean
+latency :math:`c_0 / n`. A move shifts the starts of the requests after it by a few
+rounds, so its change of the total grows like the mean latency, not like the total; at
+the fixed ``1e-3`` of before the search ended higher on n = 1,000. Trials of
+:func:`improve_alns` from the best rule's order, seed 0, 2026-12-03 (start and end
+temperature):
+
+* shipped mixed n = 200, 1e-3 / 1e-5, 5e-4 / 5e-6, 2.5e-4 / 2.5e-6: 254,888 / 254,180 /
+  254,777 after 40,000 evaluations, 254,008 / 253,274 / 254,109 after 200,000;
+* shipped n = 1,000 after 200,000: 1e-3 / 1e-5 4,585,507, 5e-4 / 1e-6 4,580,416,
+  2e-4 / 2e-6 4,579,464, 1e-4 / 1e-6 4,575,448 (``local-search``'s search with its
+  defaults: 4,580,568, strict).
+
+The best of each, 5e-4 and 1e-4, are :math:`0.1 / n`. Where the search ends: with these
+defaults it stopped by ``idle`` after 57,992 evaluations on the shipped n = 200
+(254,325 with the closing decodes, 0.8 s) and ran all 400,000 on n = 1,000 (4,570,442,
+17 s).
+
 Weights follow the same paper: an operator scores :math:`\sigma_1 = 33` for a new best
 order, :math:`\sigma_2 = 9` for an improvement of the current one, :math:`\sigma_3 = 13`
 for an accepted worse one; every ``segment`` iterations its weight becomes
@@ -39,9 +58,11 @@ for an accepted worse one; every ``segment`` iterations its weight becomes
 
 Work (:mod:`schedlab.budget`): the unit is one evaluated order (a strict decode, done
 incrementally on backlogs by :class:`~schedlab.offline.solvers.local_search.OrderEvaluator`),
-:data:`DEFAULT_EVALUATIONS` by default; an operator that would overrun the budget is not
-run. All randomness comes from one ``numpy.random.Generator`` seeded by ``seed``, so the
-same instance, settings and seed give the same order. The best order ever seen is
+at most :data:`DEFAULT_EVALUATIONS` by default; an operator that would overrun the budget
+is not run. The search also ends by itself once ``idle`` evaluations
+(:data:`DEFAULT_IDLE`) have passed since the best objective last fell. All randomness
+comes from one ``numpy.random.Generator`` seeded by ``seed``, so the same instance,
+settings and seed give the same order. The best order ever seen is
 returned: never worse than the start.
 """
 
@@ -72,13 +93,27 @@ from schedlab.offline.solvers.local_search import (
     random_move,
 )
 
-__all__ = ["DEFAULT_EVALUATIONS", "OPERATORS", "ALNSSettings", "alns", "improve_alns"]
+__all__ = [
+    "DEFAULT_EVALUATIONS",
+    "DEFAULT_IDLE",
+    "OPERATORS",
+    "START_TEMPERATURE",
+    "ALNSSettings",
+    "alns",
+    "improve_alns",
+]
 
 #: The destroy-and-repair operators (module docs).
 OPERATORS: tuple[str, ...] = ("move", "block", "permute", "reinsert")
 
-#: Orders ``alns`` evaluates when ``evaluations`` is not given.
-DEFAULT_EVALUATIONS = 40_000
+#: Orders ``alns`` evaluates at most when ``evaluations`` is not given.
+DEFAULT_EVALUATIONS = 400_000
+
+#: Evaluations since the best objective last fell at which ``alns`` ends by default.
+DEFAULT_IDLE = 20_000
+
+#: The default start temperature times ``n`` (module docs): a tenth of the mean latency.
+START_TEMPERATURE = 0.1
 
 #: Scores of an operator's outcome (Ropke and Pisinger 2006): new best, better, accepted.
 _SCORES = (33.0, 9.0, 13.0)
@@ -94,7 +129,11 @@ class ALNSSettings:
     Attributes
     ----------
     evaluations
-        The work budget: orders evaluated (``None``: only the wall-clock cap ends it).
+        The work budget: orders evaluated (``None``: only the wall-clock cap or ``idle``
+        ends it).
+    idle
+        The search's own end: evaluations since the best objective last fell (``None``:
+        never).
     window
         Positions within which ``move``, ``block`` and ``reinsert`` act.
     block
@@ -104,7 +143,9 @@ class ALNSSettings:
     remove
         Requests ``reinsert`` takes out, at most ``window``.
     start_temperature, end_temperature
-        Annealing temperatures relative to the start objective, ``start >= end > 0``.
+        Annealing temperatures relative to the start objective, ``start >= end > 0``
+        (``None``: :data:`START_TEMPERATURE` ``/ n`` and a hundredth of the start
+        temperature; :meth:`temperatures`).
     segment
         Iterations between weight updates.
     reaction
@@ -119,12 +160,13 @@ class ALNSSettings:
     """
 
     evaluations: int | None = DEFAULT_EVALUATIONS
+    idle: int | None = DEFAULT_IDLE
     window: int = 16
     block: int = 6
     permute: int = 4
     remove: int = 3
-    start_temperature: float = 1e-3
-    end_temperature: float = 1e-5
+    start_temperature: float | None = None
+    end_temperature: float | None = None
     segment: int = 100
     reaction: float = 0.2
     operators: tuple[str, ...] = OPERATORS
@@ -138,6 +180,8 @@ class ALNSSettings:
             )
         if self.evaluations is not None and self.evaluations < 0:
             raise SchedlabError(f"alns: evaluations must be >= 0, got {self.evaluations}")
+        if self.idle is not None and self.idle < 1:
+            raise SchedlabError(f"alns: idle must be >= 1 or None, got {self.idle}")
         for name in ("window", "segment"):
             if getattr(self, name) < 1:
                 raise SchedlabError(f"alns: {name} must be >= 1, got {getattr(self, name)}")
@@ -152,13 +196,32 @@ class ALNSSettings:
             raise SchedlabError(
                 f"alns: remove must be in 1..window ({self.window}), got {self.remove}"
             )
-        if not 0 < self.end_temperature <= self.start_temperature:
-            raise SchedlabError(
-                "alns: temperatures must satisfy 0 < end_temperature <= start_temperature, "
-                f"got {self.start_temperature} and {self.end_temperature}"
-            )
+        for name in ("start_temperature", "end_temperature"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise SchedlabError(f"alns: {name} must be > 0, got {value}")
         if not 0 <= self.reaction <= 1:
             raise SchedlabError(f"alns: reaction must be in [0, 1], got {self.reaction}")
+
+    def temperatures(self, n: int) -> tuple[float, float]:
+        """The start and end temperatures for ``n`` requests, relative to the start
+        objective (defaults filled in).
+
+        Raises
+        ------
+        SchedlabError
+            If the end temperature exceeds the start one.
+        """
+        start = self.start_temperature
+        if start is None:
+            start = START_TEMPERATURE / max(n, 1)
+        end = start / 100 if self.end_temperature is None else self.end_temperature
+        if end > start:
+            raise SchedlabError(
+                "alns: temperatures must satisfy 0 < end_temperature <= start_temperature, "
+                f"got {start:g} and {end:g}"
+            )
+        return start, end
 
 
 #: An operator: the current order, a generator and the settings in; candidate orders
@@ -285,17 +348,21 @@ def improve_alns(
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Improve ``order`` by adaptive large-neighbourhood search (module docs).
 
-    Stops when ``settings.evaluations`` orders were evaluated or when ``budget``'s cap
-    passes, whichever comes first; at least one of them must be set. Returns the best
-    order seen and statistics: iterations, evaluations, accepted and improving
-    iterations, per-operator uses and final weights, the objective at the start and the
-    best, and ``stopped_by``.
+    Stops when ``settings.evaluations`` orders were evaluated, when ``settings.idle``
+    evaluations have passed since the best objective last fell, or when ``budget``'s cap
+    passes, whichever comes first; the work budget or the cap must be set (the
+    annealing runs over one of them). Returns the best
+    order seen and statistics: iterations, evaluations, the evaluations made when the best
+    last fell (``best_at``), accepted and improving iterations, per-operator uses and
+    final weights, the objective at the start and the best, and ``stopped_by`` (``None``
+    when the search ended by itself).
     """
     if not budget.limited and settings.evaluations is None:
         raise SchedlabError(
-            "alns: set time_limit or evaluations (the search has no end otherwise)"
+            "alns: set time_limit or evaluations (the annealing runs over one of them)"
         )
     n = instance.n
+    start_temperature, end_temperature = settings.temperatures(n)
     current = check_order(order, n)
     began = time.perf_counter()
     search = _Search.start(instance, current)
@@ -323,11 +390,13 @@ def improve_alns(
         "permute": _permute_cost(settings, n),
         "reinsert": _reinsert_cost(settings, n),
     }
-    ratio = settings.end_temperature / settings.start_temperature
-    limit = settings.evaluations
-    iterations = accepted = improved = 0
+    ratio = end_temperature / start_temperature
+    limit, idle = settings.evaluations, settings.idle
+    iterations = accepted = improved = best_at = 0
     stopped: str | None = None
     while True:
+        if idle is not None and search.evaluations - best_at >= idle:
+            break
         if budget.expired():
             stopped = "time_limit"
             break
@@ -349,7 +418,7 @@ def improve_alns(
             spent = search.evaluations / limit
         else:
             spent = min(1.0, (time.perf_counter() - began) / max(budget.time_limit or 1.0, 1e-9))
-        temperature = start_value * settings.start_temperature * ratio**spent
+        temperature = start_value * start_temperature * ratio**spent
         threshold = -temperature * math.log(1.0 - rng.random())  # accept v <= c + threshold
         if name == "reinsert":
             candidate, value, move = search.reinsert(rng, settings)
@@ -371,7 +440,7 @@ def improve_alns(
             search.accept(candidate, value, move)
             accepted += 1
             if value < best_value:
-                best_value, best_order = value, candidate
+                best_value, best_order, best_at = value, candidate, search.evaluations
                 score = _SCORES[0]
             scores[k] += score
         if iterations % settings.segment == 0:
@@ -387,6 +456,7 @@ def improve_alns(
         **stats,
         "iterations": iterations,
         "evaluations": search.evaluations,
+        "best_at": best_at,
         "evaluations_per_s": search.evaluations / elapsed if elapsed > 0 else 0.0,
         "accepted": accepted,
         "improved": improved,
@@ -403,12 +473,13 @@ def alns(
     budget: Budget = UNLIMITED,
     seed: int = 0,
     evaluations: int | None = DEFAULT_EVALUATIONS,
+    idle: int | None = DEFAULT_IDLE,
     window: int = 16,
     block: int = 6,
     permute: int = 4,
     remove: int = 3,
-    start_temperature: float = 1e-3,
-    end_temperature: float = 1e-5,
+    start_temperature: float | None = None,
+    end_temperature: float | None = None,
 ) -> SolverOutput:
     """Adaptive large-neighbourhood search from the best rule's order (module docs).
 
@@ -422,7 +493,7 @@ def alns(
     :class:`ALNSSettings`.
     """
     settings = ALNSSettings(
-        evaluations, window, block, permute, remove, start_temperature, end_temperature
+        evaluations, idle, window, block, permute, remove, start_temperature, end_temperature
     )
     # decoded first, so that a wall-clock cap counts it (5 s at n = 10^6)
     mc_sf = rule_schedule(instance, "mc-sf-backfill")

@@ -43,6 +43,7 @@ __all__ = [
     "DONE",
     "GROW_NEW_POOL",
     "GROW_POOL",
+    "IDLE",
     "STATE",
     "late_acceptance_kernel",
 ]
@@ -50,8 +51,9 @@ __all__ = [
 #: Fields of the kernel's ``state`` vector, in order: moves made (all calls together), the
 #: move count to stop at, the current sum of starts, the best objective, moves accepted,
 #: positions decoded, evaluations whose runs met again, whether a drawn move awaits its
-#: evaluation, that move's first and last positions and its acceptance threshold, and
-#: why the kernel returned.
+#: evaluation, that move's first and last positions and its acceptance threshold, the
+#: moves made when the best objective last fell, the idle moves at which the search ends
+#: (``< 0``: never), and why the kernel returned.
 STATE = (
     "moves",
     "target",
@@ -64,14 +66,17 @@ STATE = (
     "lo",
     "hi",
     "threshold",
+    "improved",
+    "idle",
     "code",
 )
 _MOVES, _TARGET, _TOTAL, _BEST, _ACCEPTED, _DECODED, _MET = range(7)
-_PENDING, _LO, _HI, _THRESHOLD, _CODE = range(7, 12)
+_PENDING, _LO, _HI, _THRESHOLD, _IMPROVED, _IDLE, _CODE = range(7, 14)
 
 #: Return codes (``state[-1]``): the target reached; the pool needs spare room for
-#: ``new_pool.shape[1]`` more columns; ``new_pool`` is too small for the pending move.
-DONE, GROW_POOL, GROW_NEW_POOL = 0, 1, 2
+#: ``new_pool.shape[1]`` more columns; ``new_pool`` is too small for the pending move;
+#: ``idle`` moves made since the best objective last fell (the search's end).
+DONE, GROW_POOL, GROW_NEW_POOL, IDLE = 0, 1, 2, 3
 
 _GENERATOR = numba.typeof(np.random.default_rng(0))
 
@@ -123,7 +128,8 @@ def late_acceptance_kernel(
     rng: np.random.Generator,
     state: np.ndarray,
 ) -> None:
-    """Late-acceptance moves until ``state``'s move count reaches its target (module docs).
+    """Late-acceptance moves until ``state``'s move count reaches its target, or until
+    ``state``'s ``idle`` moves have passed since the best objective last fell (module docs).
 
     Parameters
     ----------
@@ -154,6 +160,9 @@ def late_acceptance_kernel(
     last = index.shape[1] - 1
     while state[_MOVES] < state[_TARGET]:
         moves = state[_MOVES]
+        if 0 <= state[_IDLE] <= moves - state[_IMPROVED]:
+            state[_CODE] = IDLE
+            return
         value = state[_TOTAL] + output_total
         if pool.shape[1] - index[1, last] < new_pool.shape[1]:
             state[_CODE] = GROW_POOL  # before every evaluation: new_pool may have grown
@@ -224,6 +233,7 @@ def late_acceptance_kernel(
             state[_ACCEPTED] += 1
             if value < state[_BEST]:
                 state[_BEST] = value
+                state[_IMPROVED] = moves + 1
                 for p in range(n):
                     best[p] = current[p]
         else:

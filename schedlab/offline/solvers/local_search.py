@@ -16,10 +16,10 @@ accepted when its objective is at most the current one or at most the one curren
 current objective after every move), so it may walk through worse orders; the best
 order seen is returned. The ``local-search`` solver starts from the best of the
 list-scheduling rules (and Sorted-F's batch order), stops after ``max_moves`` moves (its
-work budget, :data:`DEFAULT_MOVES` by default: local search has no natural end) or when
-the wall-clock cap binds, and returns the best of the strict and backfilling decodes of
-the best order (the backfilling one left out once the cap has passed), its strict decode
-compacted by
+work budget, :data:`DEFAULT_MOVES` by default), after ``idle`` moves without a new best
+(none by default; below) or when the wall-clock cap binds, and returns the best of the
+strict and backfilling decodes of the best order (the backfilling one left out once the
+cap has passed), its strict decode compacted by
 :func:`~schedlab.offline.solvers.left_shift.left_shift`, and the ``mc-sf-backfill``
 schedule (so it is never worse than the best
 rule). The settings of a search travel together as one :class:`SearchSettings`.
@@ -42,6 +42,21 @@ reached 2.25 % above the best bound of the time (4,468,244), 1,000 reached 2.00 
 ``LONG_SEARCH`` use 1,000 at n = 1,000 and 300 at n = 10,000 (there, in 120 s trials
 with ``window = 20``, 1,000 let too few moves be screened out: 2,500 moves/s against
 10,400 with 150).
+
+Idle moves
+----------
+Local search has no natural end. Besides the work budget, ``idle`` ends a search once
+that many moves have been made since the best objective last fell: a count of moves, so
+the end is as reproducible as a work budget. The search with ``idle`` is the search with
+a work budget of the moves it made, move for move (the same draws and acceptances).
+Ending on idle moves rather than on a count lets one setting serve sizes whose searches
+settle after very different counts: late acceptance with ``local-search``'s settings but
+exact moves, from ``lp-search``'s repaired order, last lowered the best at move 45,934 of
+the first 65,934 on the shipped mixed n = 200 and at 417,470 of the first 437,470 on the
+shipped n = 1,000 (``lp-search``'s default ``idle``,
+:data:`~schedlab.offline.solvers.lp_guided.DEFAULT_IDLE` = 20,000). A run stopped this
+way reports ``stopped_by`` ``None``; ``stats["improved"]`` gives the moves made when the
+best last fell.
 
 Incremental evaluation
 ----------------------
@@ -367,8 +382,14 @@ class OrderEvaluator:
         self.total = move.total
 
     def search_late(
-        self, rng: np.random.Generator, window: int, history: int, screen: int | None, stop: Stop
-    ) -> tuple[np.ndarray, int, int, int]:
+        self,
+        rng: np.random.Generator,
+        window: int,
+        history: int,
+        screen: int | None,
+        stop: Stop,
+        idle: int | None = None,
+    ) -> tuple[np.ndarray, int, int, int, int]:
         """Late-acceptance moves (module docs) in the compiled kernel until ``stop`` ends them.
 
         The moves, their acceptance and the order returned are those of
@@ -387,12 +408,16 @@ class OrderEvaluator:
             :data:`MAX_WINDOW`, ``history >= 1``, ``screen`` ``None`` or ``>= 1``).
         stop
             The work budget and the wall-clock cap.
+        idle
+            End once this many moves have passed since the best objective last fell
+            (``None``: only ``stop`` ends the search).
 
         Returns
         -------
         tuple
-            The best order, its objective, the moves made and the moves accepted.
-            Afterwards the evaluator's current order is the last one accepted.
+            The best order, its objective, the moves made, the moves accepted, and the
+            moves made when the best objective last fell. Afterwards the evaluator's
+            current order is the last one accepted.
         """
         from schedlab.offline.solvers import compiled_search as cs  # numba loads here
 
@@ -403,8 +428,13 @@ class OrderEvaluator:
         field = {name: k for k, name in enumerate(cs.STATE)}
         state[field["total"]] = self.total
         state[field["best"]] = self.objective()
+        state[field["idle"]] = -1 if idle is None else idle
         batch = _FIRST_BATCH
-        while granted := stop.take(batch):
+        moves, improved = field["moves"], field["improved"]
+        # the idle moves are counted before the budget, as the reference loop counts them
+        while (idle is None or state[moves] - state[improved] < idle) and (
+            granted := stop.take(batch)
+        ):
             state[field["target"]] += granted
             began = time.perf_counter()
             while True:
@@ -431,7 +461,7 @@ class OrderEvaluator:
                     state,
                 )
                 code = state[field["code"]]
-                if code == cs.DONE:
+                if code in (cs.DONE, cs.IDLE):
                     break
                 if code == cs.GROW_POOL:
                     self._reserve(int(self._index[1, -1]) + self._new_pool.shape[1])
@@ -441,15 +471,15 @@ class OrderEvaluator:
             batch = int(min(_MAX_BATCH, max(_FIRST_BATCH, _BATCH_SECONDS / per_move)))
             if stop.budget.limited:
                 batch = min(batch, max(1, int(stop.budget.remaining() / per_move)))
-        total, decoded, met, value, moves, accepted = (
+        total, decoded, met, value, made, accepted, last = (
             int(state[field[name]])
-            for name in ("total", "decoded", "met", "best", "moves", "accepted")
+            for name in ("total", "decoded", "met", "best", "moves", "accepted", "improved")
         )
         self._serial += 1  # a Move evaluated before is no longer this evaluator's
         self.order, self.total = current, total
         self.decoded += decoded
         self.met += met
-        return best, value, moves, accepted
+        return best, value, made, accepted, last
 
     def _grow_new_pool(self) -> None:
         """Double the room for the states of one decode."""
@@ -502,8 +532,11 @@ class SearchSettings:
     screen
         First screening distance of the incremental evaluation (``None``: exact only).
     max_moves
-        The work budget: moves evaluated (``None``: only a wall-clock cap ends the
-        search, which is then not reproducible).
+        The work budget: moves evaluated (``None``: only a wall-clock cap or ``idle``
+        ends the search; without ``idle`` it is then not reproducible).
+    idle
+        The search's own end: it stops once this many moves have been made since the
+        best objective last fell (``None``: never; module docs, "Idle moves").
     checkpoint
         Positions between saved decoder states; ``None``: :func:`checkpoint_spacing`
         (wider for exact evaluation).
@@ -527,6 +560,7 @@ class SearchSettings:
     history: int = 150
     screen: int | None = 8
     max_moves: int | None = DEFAULT_MOVES
+    idle: int | None = None
     checkpoint: int | None = None
     engine: str = "compiled"
     solver: str = "local-search"
@@ -541,9 +575,10 @@ class SearchSettings:
             raise SchedlabError(
                 f"{name}: engine must be one of {', '.join(ENGINES)}, got {self.engine!r}"
             )
-        for field in ("window", "neighbours", "history", "screen", "max_moves", "checkpoint"):
+        optional = ("screen", "max_moves", "idle", "checkpoint")
+        for field in ("window", "neighbours", "history", *optional):
             value = getattr(self, field)
-            if value is None and field in ("screen", "max_moves", "checkpoint"):
+            if value is None and field in optional:
                 continue
             try:  # both engines see the same Python integers
                 object.__setattr__(self, field, operator.index(value))
@@ -556,8 +591,10 @@ class SearchSettings:
             raise SchedlabError(f"{name}: window must be <= {MAX_WINDOW:,}, got {self.window}")
         if self.max_moves is not None and self.max_moves < 0:
             raise SchedlabError(f"{name}: max_moves must be >= 0, got {self.max_moves}")
-        if self.screen is not None and self.screen < 1:
-            raise SchedlabError(f"{name}: screen must be >= 1 or None, got {self.screen}")
+        for field in ("screen", "idle"):
+            value = getattr(self, field)
+            if value is not None and value < 1:
+                raise SchedlabError(f"{name}: {field} must be >= 1 or None, got {value}")
 
 
 def random_move(
@@ -594,15 +631,19 @@ def improve_order(
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Improve ``order`` by swap / insert moves (module docs).
 
-    Stops after ``settings.max_moves`` moves or when ``budget`` runs out, whichever comes
-    first; at least one of them must be set. Returns the best order found and
-    statistics: moves evaluated and accepted, moves per second, positions decoded per
-    move (backlogs; a full decode is ``n``), full decodes (with releases), the strict
-    objective reached, and what stopped the search (``stopped_by``).
+    Stops after ``settings.max_moves`` moves, after ``settings.idle`` moves since the
+    best objective last fell, or when ``budget`` runs out, whichever comes first; at
+    least one of them must be set. Returns the best order found and statistics: moves
+    evaluated and accepted, the moves made when the best objective last fell
+    (``improved``), moves per second, positions decoded per move (backlogs; a full
+    decode is ``n``), full decodes (with releases), the strict objective reached, and
+    what stopped the search early (``stopped_by``: ``None`` when it ended by itself, by
+    ``idle`` or for want of a move).
     """
-    if not budget.limited and settings.max_moves is None:
+    if not budget.limited and settings.max_moves is None and settings.idle is None:
         raise SchedlabError(
-            f"{settings.solver}: set time_limit or max_moves (the search has no end otherwise)"
+            f"{settings.solver}: set time_limit, max_moves or idle "
+            "(the search has no end otherwise)"
         )
     strategy, window, history = settings.strategy, settings.window, settings.history
     screen = settings.screen
@@ -611,7 +652,8 @@ def improve_order(
     stop = budget.stop(settings.max_moves)
     n = instance.n
     current = order_array(order, n)
-    moves = full = accepted = 0
+    moves = full = accepted = improved = 0
+    idle = settings.idle
     searching = n >= 2  # else no move exists
     backlog = searching and int(instance.arrival.max()) == 0
     spacing = settings.checkpoint
@@ -637,12 +679,14 @@ def improve_order(
     )
     best_value, best_order = value, current
     if strategy == "late" and evaluator is not None and settings.engine == "compiled":
-        best_order, best_value, moves, accepted = evaluator.search_late(
-            rng, window, history, screen, stop
+        best_order, best_value, moves, accepted, improved = evaluator.search_late(
+            rng, window, history, screen, stop, idle
         )
         searching = False  # done: the reference loop below is not run
     late = [value] * history if searching else []  # late-acceptance list ("late")
     while searching and stop.reason is None:
+        if idle is not None and moves - improved >= idle:
+            break
         if strategy == "late":
             if stop():
                 break
@@ -655,7 +699,7 @@ def improve_order(
                     evaluator.accept(candidate, move)
                 accepted += 1
                 if value < best_value:
-                    best_value, best_order = value, current
+                    best_value, best_order, improved = value, current, moves + 1
             late[moves % history] = value
             moves += 1
             continue
@@ -674,11 +718,12 @@ def improve_order(
             if evaluator is not None and move is not None:
                 evaluator.accept(current, move)
             accepted += 1
-            best_value, best_order = value, current
+            best_value, best_order, improved = value, current, moves
     elapsed = time.perf_counter() - began
     return best_order, {
         "moves": moves,
         "accepted": accepted,
+        "improved": improved,
         "decoded_per_move": evaluator.decoded / moves if evaluator and moves else float(n),
         "met": evaluator.met if evaluator else 0,
         "full_evaluations": full,
@@ -699,6 +744,7 @@ def local_search(
     history: int = 150,
     screen: int | None = 8,
     max_moves: int | None = DEFAULT_MOVES,
+    idle: int | None = None,
     engine: str = "compiled",
 ) -> SolverOutput:
     """Swap / insert local search on priority orders (module docs).
@@ -708,7 +754,7 @@ def local_search(
     binds first (``stats["stopped_by"]``).
     """
     settings = SearchSettings(
-        strategy, window, neighbours, history, screen, max_moves, engine=engine
+        strategy, window, neighbours, history, screen, max_moves, idle, engine=engine
     )
     # the backfilling MC-SF schedule is often the best rule's; never return worse than it
     # (decoded first, so that a wall-clock cap counts it: 5 s at n = 10^6)

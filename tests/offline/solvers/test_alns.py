@@ -100,9 +100,26 @@ def test_the_solver_is_verified_never_worse_than_mc_sf_backfill_and_records_its_
     rule = solve(inst, "mc-sf-backfill")
     assert result.objective <= rule.objective
     assert result.stats["stopped_by"] == "work"
-    capped = solve(inst, "alns", evaluations=None, time_limit=0.5)
+    capped = solve(inst, "alns", evaluations=None, idle=None, time_limit=0.5)
     assert verify(inst, capped.starts) == []
     assert capped.stats["stopped_by"] == "time_limit"
+    # the default end: idle evaluations after the best last fell, before the budget
+    ended = solve(inst, "alns", idle=300)
+    assert verify(inst, ended.starts) == []
+    assert ended.stats["stopped_by"] is None
+    assert ended.stats["best_at"] + 300 <= ended.stats["evaluations"]
+    # at most one iteration more, the longest: reinsert, 14 + 15 + 16 evaluations
+    assert ended.stats["evaluations"] < ended.stats["best_at"] + 300 + 45
+    budgeted = solve(inst, "alns", evaluations=ended.stats["evaluations"], idle=None)
+    assert budgeted.objective <= ended.objective
+
+
+def test_the_default_temperatures_scale_with_n() -> None:
+    assert ALNSSettings().temperatures(200) == (0.1 / 200, 0.1 / 200 / 100)
+    assert ALNSSettings(start_temperature=1e-3).temperatures(10) == (1e-3, 1e-5)
+    assert ALNSSettings(end_temperature=1e-4).temperatures(1000) == (1e-4, 1e-4)
+    with pytest.raises(SchedlabError, match="temperatures must satisfy"):
+        ALNSSettings(end_temperature=1e-3).temperatures(1000)
 
 
 def test_no_budget_at_all_is_refused() -> None:
@@ -119,7 +136,9 @@ def test_no_budget_at_all_is_refused() -> None:
         ("block", 1, "block must be >= 2"),
         ("permute", 8, "permute must be in 2..7"),
         ("remove", 17, "remove must be in 1..window"),
-        ("end_temperature", 0.0, "temperatures must satisfy"),
+        ("end_temperature", 0.0, "end_temperature must be > 0"),
+        ("start_temperature", -1.0, "start_temperature must be > 0"),
+        ("idle", 0, "idle must be >= 1 or None"),
         ("reaction", 1.5, "reaction must be in"),
         ("operators", ("move", "move"), "operators must be distinct"),
         ("operators", ("split",), "operators must be distinct"),

@@ -15,6 +15,7 @@ from schedlab.offline.decoder import list_schedule
 from schedlab.offline.instance import Instance
 from schedlab.offline.instance_io import read_instance
 from schedlab.offline.solvers.local_search import (
+    STRATEGIES,
     OrderEvaluator,
     SearchSettings,
     best_start_order,
@@ -194,16 +195,50 @@ def test_late_acceptance_with_releases_is_verified(inst: Instance) -> None:
     assert result.stats["moves"] == (40 if inst.n >= 2 else 0)
 
 
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("releases", [False, True])
+def test_idle_moves_end_the_search_where_a_work_budget_would(
+    releases: bool, strategy: str
+) -> None:
+    # the search ends ``idle`` moves (a step of ``best``: ``neighbours`` moves) after the
+    # best objective last fell, by itself (stopped_by None), and it is the run with that
+    # many moves as its work budget, move for move; with releases in the Python loop
+    inst = read_instance(INSTANCES / "mixed-n50.json")
+    if releases:
+        arrival = np.arange(inst.n) * 3
+        inst = Instance.from_arrays(inst.memory, inst.prompt, inst.output, arrival)
+    start, _ = best_start_order(inst)
+    idle = 400
+    ended = SearchSettings(strategy, max_moves=10**6, idle=idle, screen=None)
+    order, stats = improve_order(inst, start, ended, seed=2)
+    step = ended.neighbours if strategy == "best" else 1
+    assert stats["improved"] > 0 and stats["stopped_by"] is None
+    assert stats["improved"] + idle <= stats["moves"] < stats["improved"] + idle + step
+    budgeted = SearchSettings(strategy, max_moves=stats["moves"], screen=None)
+    same, same_stats = improve_order(inst, start, budgeted, seed=2)
+    assert same.tolist() == order.tolist()
+    assert same_stats["objective_strict"] == stats["objective_strict"]
+    assert same_stats["improved"] == stats["improved"]
+
+
 def test_search_needs_an_end() -> None:
     inst = mixed_backlog(10, seed=0)
-    with pytest.raises(SchedlabError, match="time_limit or max_moves"):
+    with pytest.raises(SchedlabError, match="time_limit, max_moves or idle"):
         improve_order(inst, np.arange(10), SearchSettings(max_moves=None), budget=Budget())
     with pytest.raises(SchedlabError, match="history"):
         improve_order(inst, np.arange(10), SearchSettings("late", history=0), budget=Budget(1))
 
 
 #: The statistics both engines of ``late`` must agree on (besides the order returned).
-SAME_STATS = ("moves", "accepted", "decoded_per_move", "met", "objective_strict", "stopped_by")
+SAME_STATS = (
+    "moves",
+    "accepted",
+    "improved",
+    "decoded_per_move",
+    "met",
+    "objective_strict",
+    "stopped_by",
+)
 
 
 def _both_engines(inst: Instance, start: np.ndarray, seed: int, **options) -> list:
@@ -226,14 +261,21 @@ def _both_engines(inst: Instance, start: np.ndarray, seed: int, **options) -> li
     st.none() | st.integers(1, 6),
     st.integers(1, 4),
     st.integers(0, 120),
+    st.none() | st.integers(1, 60),
     st.integers(0, 2**32 - 1),
 )
 def test_compiled_late_acceptance_makes_the_reference_moves(
-    inst: Instance, rnd, window, history, screen, checkpoint, moves, seed
+    inst: Instance, rnd, window, history, screen, checkpoint, moves, idle, seed
 ) -> None:
     start = np.arange(inst.n)
     rnd.shuffle(start)
-    options = {"window": window, "history": history, "screen": screen, "max_moves": moves}
+    options = {
+        "window": window,
+        "history": history,
+        "screen": screen,
+        "max_moves": moves,
+        "idle": idle,
+    }
     compiled, python = _both_engines(inst, start, seed, checkpoint=checkpoint, **options)
     assert compiled == python
     order, stats = compiled
@@ -276,7 +318,7 @@ def test_compiled_late_acceptance_grows_its_buffers() -> None:
     evaluator._new_pool = np.empty((2, 1), dtype=np.int64)
     pool = evaluator._pool.shape[1]
     stop = Budget().stop(400)
-    best, value, moves, accepted = evaluator.search_late(
+    best, value, moves, accepted, _ = evaluator.search_late(
         np.random.default_rng(5), window=60, history=10, screen=None, stop=stop
     )
     assert evaluator._new_pool.shape[1] >= 59 * 60 // 2 and evaluator._pool.shape[1] > pool
@@ -317,7 +359,7 @@ def test_compiled_late_acceptance_grows_its_buffers_for_uneven_states(seed: int)
     used = int(evaluator._index[1, -1])
     evaluator._pool = np.ascontiguousarray(evaluator._pool[:, : used + 1])
     window, history = int(rng.integers(1, n)), int(rng.integers(1, 20))
-    best, value, moves, accepted = evaluator.search_late(
+    best, value, moves, accepted, _ = evaluator.search_late(
         np.random.default_rng(seed), window, history, None, Budget().stop(200)
     )
     assert moves == 200

@@ -13,7 +13,12 @@ from schedlab.offline.bounds.time_indexed import LPRelaxation
 from schedlab.offline.decoder import list_schedule
 from schedlab.offline.instance import Instance
 from schedlab.offline.solvers.local_search import best_start_order
-from schedlab.offline.solvers.lp_guided import lp_order, lp_swap_repair
+from schedlab.offline.solvers.lp_guided import (
+    DEFAULT_IDLE,
+    DEFAULT_MOVES,
+    lp_order,
+    lp_swap_repair,
+)
 from tests.conftest import INSTANCES
 
 TINY = sorted(INSTANCES.glob("tiny-*.json"))
@@ -94,6 +99,15 @@ def test_lp_search_is_seeded_and_never_worse_than_its_repair(screen: int | None)
     assert result.objective <= stats["objectives"]["strict+left-shift"]
 
 
+def test_lp_search_ends_its_search_on_idle_moves_by_default() -> None:
+    inst = mixed_backlog(40, seed=5)
+    result = solve(inst, "lp-search", bound=None)
+    search = result.stats["search"]
+    assert search["moves"] == search["improved"] + DEFAULT_IDLE < DEFAULT_MOVES
+    assert search["stopped_by"] is None and result.stats["stopped_by"] is None
+    assert verify(inst, result.starts) == []
+
+
 def test_lp_search_with_releases_and_a_time_limit() -> None:
     inst = Instance.from_arrays(12, [0, 3, 5, 2, 1], [3, 1, 4, 2, 5], [0, 0, 2, 3, 3])
     result = solve(inst, "lp-search", time_limit=2, moves=50, bound=None)
@@ -109,6 +123,7 @@ def test_lp_search_with_releases_and_a_time_limit() -> None:
         ({"moves": -1}, "lp-search: moves must be >= 0, got -1"),
         ({"history": 0}, "lp-search: history must be >= 1, got 0"),
         ({"screen": 0}, "lp-search: screen must be >= 1 or None, got 0"),
+        ({"idle": 0}, "lp-search: idle must be >= 1 or None, got 0"),
     ],
 )
 def test_lp_search_refuses_bad_search_options_by_their_names(options, message: str) -> None:
@@ -120,9 +135,10 @@ def test_lp_search_refuses_bad_search_options_by_their_names(options, message: s
 def test_lp_search_stops_at_its_time_limit() -> None:
     # a move budget no machine finishes in 2 s: the time limit must end the search
     inst = mixed_backlog(60, seed=1)
-    result = solve(inst, "lp-search", time_limit=2, moves=10**7, bound=None)
+    result = solve(inst, "lp-search", time_limit=2, moves=10**7, idle=None, bound=None)
     assert verify(inst, result.starts) == []
     assert result.stats["search"]["moves"] < 10**7
+    assert result.stats["search"]["stopped_by"] == "time_limit"
     assert result.runtime < 2 + 3  # the final decodes and left shift run after the search
 
 
