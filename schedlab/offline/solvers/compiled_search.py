@@ -16,11 +16,12 @@ makes the same moves in the same order, with these representation changes only:
 * the candidate order is one buffer equal to the current order outside the move's
   positions ``lo .. hi`` (restored or kept there after the move), not a fresh copy; the
   best order is copied into a buffer when it improves;
-* the kernel runs the number of moves it is given and returns; between calls the caller
-  checks the wall-clock cap and grows the state buffers. So that an accepted move
-  always fits, a move is evaluated only when the saved states' pool has at least as
-  much spare room as the new states can take (an accepted decode widens the pool by at
-  most its own states); an evaluation that overflows the new states' buffer is kept
+* the kernel runs the number of moves it is given, or fewer when the ``idle`` moves since
+  the best last fell are reached first (``IDLE``), and returns; between calls the caller
+  checks the idle count and the wall-clock cap and grows the state buffers. So that an
+  accepted move always fits, a move is evaluated only when the saved states' pool has at
+  least as much spare room as the new states can take (an accepted decode widens the
+  pool by at most its own states); an evaluation that overflows the new states' buffer is kept
   pending and evaluated again after the caller grows it (and then the pool, if need be);
 * the window is at most :data:`~schedlab.offline.solvers.local_search.MAX_WINDOW`
   (``2^31 - 1``): numba's 64-bit bounded draw, used above it, rounds its rejection

@@ -129,6 +129,7 @@ from schedlab.offline.solvers.sorted_f import batch_order, sorted_f_batches
 __all__ = [
     "DEFAULT_MOVES",
     "ENGINES",
+    "MAX_IDLE",
     "MAX_WINDOW",
     "STRATEGIES",
     "Move",
@@ -163,6 +164,9 @@ _FIRST_BATCH, _MAX_BATCH, _BATCH_SECONDS = 16, 1 << 16, 0.02
 #: Largest ``window``: above it numba's bounded draw leaves NumPy's stream, and the two
 #: engines would make different moves (:mod:`~schedlab.offline.solvers.compiled_search`).
 MAX_WINDOW = 2**31 - 1
+
+#: Largest ``idle``: the compiled search keeps it in a 64-bit integer.
+MAX_IDLE = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -390,7 +394,8 @@ class OrderEvaluator:
         stop: Stop,
         idle: int | None = None,
     ) -> tuple[np.ndarray, int, int, int, int]:
-        """Late-acceptance moves (module docs) in the compiled kernel until ``stop`` ends them.
+        """Late-acceptance moves (module docs) in the compiled kernel until ``stop`` or
+        ``idle`` ends them.
 
         The moves, their acceptance and the order returned are those of
         :func:`improve_order`'s ``late`` loop with ``engine="python"`` (same ``rng``
@@ -551,7 +556,7 @@ class SearchSettings:
     ------
     SchedlabError
         On an unknown strategy or engine, a count that is not an integer or is below 1,
-        or a window above :data:`MAX_WINDOW`.
+        a window above :data:`MAX_WINDOW` or an ``idle`` above :data:`MAX_IDLE`.
     """
 
     strategy: str = "late"
@@ -589,6 +594,8 @@ class SearchSettings:
                 raise SchedlabError(f"{name}: {field} must be >= 1, got {getattr(self, field)}")
         if self.window > MAX_WINDOW:
             raise SchedlabError(f"{name}: window must be <= {MAX_WINDOW:,}, got {self.window}")
+        if self.idle is not None and self.idle > MAX_IDLE:
+            raise SchedlabError(f"{name}: idle must be <= {MAX_IDLE:,}, got {self.idle}")
         if self.max_moves is not None and self.max_moves < 0:
             raise SchedlabError(f"{name}: max_moves must be >= 0, got {self.max_moves}")
         for field in ("screen", "idle"):

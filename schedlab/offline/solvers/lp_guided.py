@@ -28,7 +28,8 @@ is returned as the solver's lower bound.
     late-acceptance hill climbing
     (:func:`~schedlab.offline.solvers.local_search.improve_order` with ``strategy="late"``,
     moves within ``neighbourhood`` positions, exact incremental evaluation unless
-    ``screen`` is set) for ``moves`` moves; the strict decode of the best order is then
+    ``screen`` is set) until ``idle`` moves pass without a new best, at most ``moves``
+    moves (module docs, "Work"); the strict decode of the best order is then
     compacted by :func:`~schedlab.offline.solvers.left_shift.left_shift`, and the best of
     the strict, the left-shifted strict and the backfilling decodes is returned.
 
@@ -41,22 +42,28 @@ is returned as the solver's lower bound.
 
 Work (:mod:`schedlab.budget`): the LP runs at most
 :data:`~schedlab.offline.bounds.time_indexed.LP_ROUNDS` column-generation rounds, the
-repair until a pass changes nothing, the search until ``idle`` moves have passed since its
-best objective last fell, and at most ``moves`` moves (:data:`DEFAULT_IDLE`,
-:data:`DEFAULT_MOVES`); so without a binding wall-clock cap the result depends only on the
-instance and ``seed``. The search ends by itself because a fixed count fits no size: the
-late-acceptance moves of ``lp-search``'s defaults from the repaired order of the shipped
-mixed n = 1,000 last lowered the best at move 417,470 of the first 437,470 (4,556,008),
-and at 2,830,886 of 3,000,000 (4,555,784, 75 s), while 30,000 moves (the fixed budget
-before) ended at 2.61 % above the best bound at 300 s, against 2.46 % for
-``local-search``; on the shipped n = 200 the best last fell at move 45,934 of the first
-65,934 (252,817) and at 288,027 of 3,000,000 (252,740); a tiny instance with releases,
-whose moves run in Python, stops after about 20,000 moves. Under a cap the
-LP gets a quarter of it (``sorted-lp`` nine tenths, ``lp-swap`` half), the repair runs
-until half of it has passed, and the search stops at nine tenths; a phase cut short
-makes the result depend on the machine's speed, and ``stats["stopped_by"]`` says so.
-Once the cap has passed, the backfilling decode is left out
-(:func:`~schedlab.offline.decoder.decode_best`).
+repair until a pass changes nothing, the search until ``idle`` moves have passed since
+its best objective last fell (:data:`DEFAULT_IDLE`), and at most ``moves`` moves (by
+default :data:`DEFAULT_MOVES` on a backlog, :data:`RELEASE_MOVES` with release times); so
+without a binding wall-clock cap the result depends only on the instance and ``seed``.
+
+The search ends by itself because no fixed count fits every size. The late-acceptance
+moves of ``lp-search``'s defaults from the repaired order of the shipped mixed n = 1,000
+last lowered the best at move 417,470 of the first 437,470 (4,556,008), and at 2,830,886
+of 3,000,000 (4,555,784, 75 s); 30,000 moves (the fixed budget before) ended 2.61 % above
+the best bound at 300 s, against 2.46 % for ``local-search``. On the shipped n = 200 the
+best last fell at move 45,934 of the first 65,934 (252,817), and at 288,027 of 3,000,000
+(252,740). With release times every move is a full decode in Python, about ``n`` times
+dearer: a read-only review measured 231,003 moves (35 s) before the idle end on
+``mixed_backlog(1000)`` with releases ``3 i``, and 317 moves a second at n = 10,000; so
+there the cap is ``local-search``'s 60,000. A tiny instance with releases stops after
+about 20,000 moves.
+
+Under a cap the LP gets a quarter of it (``sorted-lp`` nine tenths, ``lp-swap`` half),
+the repair runs until half of it has passed, and the search stops at nine tenths; a
+phase cut short makes the result depend on the machine's speed, and
+``stats["stopped_by"]`` says so. Once the cap has passed, the backfilling decode is left
+out (:func:`~schedlab.offline.decoder.decode_best`).
 """
 
 from __future__ import annotations
@@ -81,11 +88,11 @@ from schedlab.offline.solvers.local_search import (
     improve_order,
 )
 
-__all__ = ["DEFAULT_IDLE", "DEFAULT_MOVES", "lp_order", "lp_swap_repair"]
+__all__ = ["DEFAULT_IDLE", "DEFAULT_MOVES", "RELEASE_MOVES", "lp_order", "lp_swap_repair"]
 
 #: ``lp-search``'s default end: moves since the search's best last fell, and the most moves
-#: (module docs, "Work").
-DEFAULT_IDLE, DEFAULT_MOVES = 20_000, 1_000_000
+#: on a backlog and with release times (module docs, "Work").
+DEFAULT_IDLE, DEFAULT_MOVES, RELEASE_MOVES = 20_000, 1_000_000, 60_000
 
 
 def lp_order(instance: Instance, relaxation: LPRelaxation) -> np.ndarray:
@@ -212,7 +219,7 @@ def lp_search(
     budget: Budget = UNLIMITED,
     seed: int = 0,
     window: int = 64,
-    moves: int = DEFAULT_MOVES,
+    moves: int | None = None,
     idle: int | None = DEFAULT_IDLE,
     history: int = 150,
     neighbourhood: int = 5,
@@ -223,13 +230,16 @@ def lp_search(
     Parameters
     ----------
     budget
-        Wall-clock cap (none: every phase runs to its work budget; see module docs).
+        Wall-clock cap (none: every phase runs to its own end or its work budget; see
+        module docs).
     seed
         Seed of the search's moves.
     window
         ``lp-swap``'s repair window.
     moves
-        The search's work budget: moves of the late-acceptance search, at most.
+        The search's work budget: moves of the late-acceptance search, at most
+        (``None``: :data:`DEFAULT_MOVES` on a backlog, :data:`RELEASE_MOVES` with release
+        times).
     idle
         The search's own end: it stops once this many moves have passed since its best
         objective last fell (``None``: it runs its ``moves``; module docs, "Work").
@@ -244,6 +254,8 @@ def lp_search(
     # the search's own checks name its fields; these two options are named differently
     if neighbourhood < 1:
         raise SchedlabError(f"lp-search: neighbourhood must be >= 1, got {neighbourhood}")
+    if moves is None:
+        moves = DEFAULT_MOVES if int(instance.arrival.max()) == 0 else RELEASE_MOVES
     if moves < 0:
         raise SchedlabError(f"lp-search: moves must be >= 0, got {moves}")
     settings = SearchSettings(

@@ -118,8 +118,20 @@ def test_the_default_temperatures_scale_with_n() -> None:
     assert ALNSSettings().temperatures(200) == (0.1 / 200, 0.1 / 200 / 100)
     assert ALNSSettings(start_temperature=1e-3).temperatures(10) == (1e-3, 1e-5)
     assert ALNSSettings(end_temperature=1e-4).temperatures(1000) == (1e-4, 1e-4)
+    # an end temperature above the default start raises the start to it (constant)
+    assert ALNSSettings(end_temperature=1e-3).temperatures(1000) == (1e-3, 1e-3)
+    assert ALNSSettings(end_temperature=1e-5).temperatures(20_000) == (1e-5, 1e-5)
     with pytest.raises(SchedlabError, match="temperatures must satisfy"):
-        ALNSSettings(end_temperature=1e-3).temperatures(1000)
+        ALNSSettings(start_temperature=1e-4, end_temperature=1e-3)
+
+
+def test_a_bad_idle_is_refused_in_one_line() -> None:
+    for idle, message in ((2.5, "idle must be an integer"), ("5", "idle must be an integer")):
+        with pytest.raises(SchedlabError, match=f"^alns: {message}"):
+            ALNSSettings(idle=idle)  # type: ignore[arg-type]
+    assert ALNSSettings(idle=np.int64(7)).idle == 7
+    one = solve(Instance.from_arrays(10, [1], [2]), "alns", bound=None)
+    assert one.stats["best_at"] == 0 and one.stats["evaluations"] == 0
 
 
 def test_no_budget_at_all_is_refused() -> None:

@@ -15,6 +15,7 @@ from schedlab.offline.decoder import list_schedule
 from schedlab.offline.instance import Instance
 from schedlab.offline.instance_io import read_instance
 from schedlab.offline.solvers.local_search import (
+    MAX_IDLE,
     STRATEGIES,
     OrderEvaluator,
     SearchSettings,
@@ -219,6 +220,12 @@ def test_idle_moves_end_the_search_where_a_work_budget_would(
     assert same.tolist() == order.tolist()
     assert same_stats["objective_strict"] == stats["objective_strict"]
     assert same_stats["improved"] == stats["improved"]
+
+
+def test_an_idle_count_the_kernel_cannot_hold_is_refused() -> None:
+    with pytest.raises(SchedlabError, match=r"^local-search: idle must be <= "):
+        SearchSettings(idle=MAX_IDLE + 1)
+    assert SearchSettings(idle=MAX_IDLE).idle == MAX_IDLE
 
 
 def test_search_needs_an_end() -> None:

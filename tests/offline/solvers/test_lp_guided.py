@@ -16,6 +16,7 @@ from schedlab.offline.solvers.local_search import best_start_order
 from schedlab.offline.solvers.lp_guided import (
     DEFAULT_IDLE,
     DEFAULT_MOVES,
+    RELEASE_MOVES,
     lp_order,
     lp_swap_repair,
 )
@@ -105,6 +106,15 @@ def test_lp_search_ends_its_search_on_idle_moves_by_default() -> None:
     search = result.stats["search"]
     assert search["moves"] == search["improved"] + DEFAULT_IDLE < DEFAULT_MOVES
     assert search["stopped_by"] is None and result.stats["stopped_by"] is None
+    assert verify(inst, result.starts) == []
+
+
+def test_lp_search_caps_its_python_search_with_releases_at_local_searchs_budget() -> None:
+    # with release times every move is a full decode in Python: the default cap is smaller
+    inst = Instance.from_arrays(12, [0, 3, 5, 2, 1], [3, 1, 4, 2, 5], [0, 0, 2, 3, 3])
+    result = solve(inst, "lp-search", idle=None, bound=None)
+    assert result.stats["search"]["moves"] == RELEASE_MOVES < DEFAULT_MOVES
+    assert result.stats["search"]["stopped_by"] == "work"
     assert verify(inst, result.starts) == []
 
 
