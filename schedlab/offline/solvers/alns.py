@@ -358,11 +358,11 @@ def improve_alns(
     Stops when ``settings.evaluations`` orders were evaluated, when ``settings.idle``
     evaluations have passed since the best objective last fell, or when ``budget``'s cap
     passes, whichever comes first; the work budget or the cap must be set (the
-    annealing runs over one of them). Returns the best
-    order seen and statistics: iterations, evaluations, the evaluations made when the best
-    last fell (``best_at``), accepted and improving iterations, per-operator uses and
-    final weights, the objective at the start and the best, and ``stopped_by`` (``None``
-    when the search ended by itself).
+    annealing runs over one of them). Returns the best order seen and statistics:
+    iterations, evaluations, the evaluations made when the best last fell (``best_at``),
+    accepted and improving iterations, per-operator uses and final weights, the
+    objective at the start and the best, and ``stopped_by`` (``None`` when the search
+    ended by itself).
     """
     if not budget.limited and settings.evaluations is None:
         raise SchedlabError(
