@@ -219,7 +219,7 @@ def lp_search(
     budget: Budget = UNLIMITED,
     seed: int = 0,
     window: int = 64,
-    moves: int | None = None,
+    moves: int | str = "auto",
     idle: int | None = DEFAULT_IDLE,
     history: int = 150,
     neighbourhood: int = 5,
@@ -238,8 +238,8 @@ def lp_search(
         ``lp-swap``'s repair window.
     moves
         The search's work budget: moves of the late-acceptance search, at most
-        (``None``: :data:`DEFAULT_MOVES` on a backlog, :data:`RELEASE_MOVES` with release
-        times).
+        (``"auto"``: :data:`DEFAULT_MOVES` on a backlog, :data:`RELEASE_MOVES` with
+        release times).
     idle
         The search's own end: it stops once this many moves have passed since its best
         objective last fell (``None``: it runs its ``moves``; module docs, "Work").
@@ -254,8 +254,10 @@ def lp_search(
     # the search's own checks name its fields; these two options are named differently
     if neighbourhood < 1:
         raise SchedlabError(f"lp-search: neighbourhood must be >= 1, got {neighbourhood}")
-    if moves is None:
+    if moves == "auto":
         moves = DEFAULT_MOVES if int(instance.arrival.max()) == 0 else RELEASE_MOVES
+    if isinstance(moves, str):
+        raise SchedlabError(f"lp-search: moves must be an integer or 'auto', got {moves!r}")
     if moves < 0:
         raise SchedlabError(f"lp-search: moves must be >= 0, got {moves}")
     settings = SearchSettings(

@@ -17,7 +17,13 @@ from schedlab.offline.backlogs import mixed_backlog
 from schedlab.offline.decoder import list_schedule
 from schedlab.offline.instance import Instance
 from schedlab.offline.schedule import total_latency
-from schedlab.offline.solvers.alns import OPERATORS, ALNSSettings, improve_alns
+from schedlab.offline.solvers.alns import (
+    DEFAULT_EVALUATIONS,
+    OPERATORS,
+    RELEASE_EVALUATIONS,
+    ALNSSettings,
+    improve_alns,
+)
 from schedlab.offline.solvers.local_search import best_start_order
 from tests.conftest import INSTANCES
 from tests.strategies import instances
@@ -123,6 +129,22 @@ def test_the_default_temperatures_scale_with_n() -> None:
     assert ALNSSettings(end_temperature=1e-5).temperatures(20_000) == (1e-5, 1e-5)
     with pytest.raises(SchedlabError, match="temperatures must satisfy"):
         ALNSSettings(start_temperature=1e-4, end_temperature=1e-3)
+
+
+def test_the_default_work_budget_is_smaller_with_release_times() -> None:
+    # with release times every evaluation is a full decode in Python
+    released = Instance.from_arrays(12, [0, 3, 5, 2, 1], [3, 1, 4, 2, 5], [0, 0, 2, 3, 3])
+    backlog = Instance.from_arrays(12, [0, 3, 5, 2, 1], [3, 1, 4, 2, 5])
+    assert ALNSSettings().work_budget(released) == RELEASE_EVALUATIONS < DEFAULT_EVALUATIONS
+    assert ALNSSettings().work_budget(backlog) == DEFAULT_EVALUATIONS
+    assert ALNSSettings(evaluations=7).work_budget(released) == 7
+    assert ALNSSettings(evaluations=None).work_budget(backlog) is None
+    result = solve(released, "alns", idle=None, bound=None)
+    assert result.stats["stopped_by"] == "work"
+    assert RELEASE_EVALUATIONS - 45 < result.stats["evaluations"] <= RELEASE_EVALUATIONS
+    assert verify(released, result.starts) == []
+    with pytest.raises(SchedlabError, match=r"^alns: evaluations must be an integer, 'auto'"):
+        ALNSSettings(evaluations="many")
 
 
 def test_a_bad_idle_is_refused_in_one_line() -> None:

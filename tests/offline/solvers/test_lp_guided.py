@@ -134,6 +134,7 @@ def test_lp_search_with_releases_and_a_time_limit() -> None:
         ({"history": 0}, "lp-search: history must be >= 1, got 0"),
         ({"screen": 0}, "lp-search: screen must be >= 1 or None, got 0"),
         ({"idle": 0}, "lp-search: idle must be >= 1 or None, got 0"),
+        ({"moves": "many"}, "lp-search: moves must be an integer or 'auto', got 'many'"),
     ],
 )
 def test_lp_search_refuses_bad_search_options_by_their_names(options, message: str) -> None:
