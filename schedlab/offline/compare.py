@@ -309,7 +309,7 @@ def compare_all(
     names = solver_names(solvers)
     own = solver_options(names, options)
     time_limit = check_time_limit(time_limit)
-    _try_options(own)
+    _try_options(own, time_limit)
     jobs = []
     for instance in instances:
         data = instance_to_dict(instance)
@@ -355,14 +355,15 @@ def compare_all(
 _ONE_REQUEST = Instance.from_arrays(2, [1], [1], name="option check")
 
 
-def _try_options(options: Mapping[str, Mapping[str, Any]]) -> None:
-    """Run each solver given options on a one-request instance, so that an option value
-    it refuses (``max_moves=-5``) stops the comparison before it starts, instead of
-    reading as the solver refusing every instance."""
+def _try_options(options: Mapping[str, Mapping[str, Any]], time_limit: float | None) -> None:
+    """Run each solver given options on a one-request instance, under the comparison's
+    time limit (an option may need one: ``alns``'s ``evaluations=None``), so that an
+    option value it refuses (``max_moves=-5``) stops the comparison before it starts,
+    instead of reading as the solver refusing every instance."""
     for name, own in options.items():
         if own:
             try:
-                solve(_ONE_REQUEST, name, bound=None, **own)
+                solve(_ONE_REQUEST, name, bound=None, time_limit=time_limit, **own)
             except SchedlabError as exc:
                 raise SchedlabError(f"{name}: options {dict(own)}: {exc}") from None
 

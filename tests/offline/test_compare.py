@@ -80,6 +80,18 @@ def test_solver_options_are_checked_and_applied():
         compare(inst, ["dp"], options={"dp": {"max_requests": "many"}})
 
 
+def test_options_that_need_the_time_limit_are_tried_under_it():
+    # alns governed by time (evaluations=None) needs a time limit; the up-front trial of
+    # the options runs under the comparison's, and a bad value is still refused up front
+    inst = read_instance(INSTANCES / "tiny-2.json")
+    by_time = {"alns": {"evaluations": None, "idle": None}}
+    table = compare(inst, ["alns"], time_limit=0.5, options=by_time, bound=None)
+    assert not table.failures
+    assert verify(inst, table.results[0].starts) == []
+    with pytest.raises(SchedlabError, match="set time_limit or evaluations"):
+        compare(inst, ["alns"], options=by_time, bound=None)
+
+
 def test_names_are_checked_before_anything_runs():
     inst = read_instance(INSTANCES / "tiny-1.json")
     with pytest.raises(UnknownNameError, match="unknown solver 'fsfc'"):

@@ -75,6 +75,7 @@ returned: never worse than the start.
 from __future__ import annotations
 
 import math
+import numbers
 import operator
 import time
 from collections.abc import Callable, Iterator
@@ -190,19 +191,13 @@ class ALNSSettings:
                 f"alns: operators must be distinct names among {', '.join(OPERATORS)}, "
                 f"got {self.operators!r}"
             )
-        if isinstance(self.evaluations, str):
-            if self.evaluations != "auto":
-                raise SchedlabError(
-                    f"alns: evaluations must be an integer, 'auto' or None, "
-                    f"got {self.evaluations!r}"
-                )
-        elif self.evaluations is not None and self.evaluations < 0:
-            raise SchedlabError(f"alns: evaluations must be >= 0, got {self.evaluations}")
+        if self.evaluations != "auto" and self.evaluations is not None:
+            evaluations = _count("evaluations", self.evaluations, "'auto' or None")
+            if evaluations < 0:
+                raise SchedlabError(f"alns: evaluations must be >= 0, got {evaluations}")
+            object.__setattr__(self, "evaluations", evaluations)
         if self.idle is not None:
-            try:
-                object.__setattr__(self, "idle", operator.index(self.idle))
-            except TypeError:
-                raise SchedlabError(f"alns: idle must be an integer, got {self.idle!r}") from None
+            object.__setattr__(self, "idle", _count("idle", self.idle, "or None"))
             if self.idle < 1:
                 raise SchedlabError(f"alns: idle must be >= 1 or None, got {self.idle}")
         for name in ("window", "segment"):
@@ -221,8 +216,9 @@ class ALNSSettings:
             )
         for name in ("start_temperature", "end_temperature"):
             value = getattr(self, name)
-            if value is not None and not value > 0:
-                raise SchedlabError(f"alns: {name} must be > 0, got {value}")
+            real = isinstance(value, numbers.Real) and not isinstance(value, bool)
+            if value is not None and not (real and 0 < value < math.inf):
+                raise SchedlabError(f"alns: {name} must be a finite number > 0, got {value!r}")
         start, end = self.start_temperature, self.end_temperature
         if start is not None and end is not None and end > start:
             raise SchedlabError(
@@ -235,7 +231,7 @@ class ALNSSettings:
     def work_budget(self, instance: Instance) -> int | None:
         """The most orders to evaluate on ``instance`` (``"auto"`` resolved)."""
         if self.evaluations != "auto":
-            return None if self.evaluations is None else int(self.evaluations)
+            return self.evaluations  # type: ignore[return-value]  # an int or None here
         backlog = int(instance.arrival.max()) == 0
         return DEFAULT_EVALUATIONS if backlog else RELEASE_EVALUATIONS
 
@@ -249,6 +245,14 @@ class ALNSSettings:
         if start is None:
             start = max(START_TEMPERATURE / max(n, 1), end or 0.0)
         return start, start / 100 if end is None else end
+
+
+def _count(name: str, value: object, also: str) -> int:
+    """``value`` as an integer (NumPy integers too, not a bool), else a one-line error
+    naming the option and what else it takes."""
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise SchedlabError(f"alns: {name} must be an integer, {also}, got {value!r}")
+    return operator.index(value)
 
 
 #: An operator: the current order, a generator and the settings in; candidate orders
@@ -375,7 +379,8 @@ def improve_alns(
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Improve ``order`` by adaptive large-neighbourhood search (module docs).
 
-    Stops when ``settings.evaluations`` orders were evaluated, when ``settings.idle``
+    Stops when ``settings.work_budget(instance)`` orders were evaluated (its
+    ``evaluations``, ``"auto"`` resolved), when ``settings.idle``
     evaluations have passed since the best objective last fell, or when ``budget``'s cap
     passes, whichever comes first; the work budget or the cap must be set (the
     annealing runs over one of them). Returns the best order seen and statistics:

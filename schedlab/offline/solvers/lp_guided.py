@@ -68,6 +68,7 @@ out (:func:`~schedlab.offline.decoder.decode_best`).
 
 from __future__ import annotations
 
+import operator
 import time
 from typing import Any
 
@@ -256,8 +257,9 @@ def lp_search(
         raise SchedlabError(f"lp-search: neighbourhood must be >= 1, got {neighbourhood}")
     if moves == "auto":
         moves = DEFAULT_MOVES if int(instance.arrival.max()) == 0 else RELEASE_MOVES
-    if isinstance(moves, str):
+    if isinstance(moves, bool | str) or not hasattr(moves, "__index__"):
         raise SchedlabError(f"lp-search: moves must be an integer or 'auto', got {moves!r}")
+    moves = operator.index(moves)
     if moves < 0:
         raise SchedlabError(f"lp-search: moves must be >= 0, got {moves}")
     settings = SearchSettings(

@@ -18,6 +18,7 @@ from schedlab.offline.solvers.lp_guided import (
     DEFAULT_MOVES,
     RELEASE_MOVES,
     lp_order,
+    lp_search,
     lp_swap_repair,
 )
 from tests.conftest import INSTANCES
@@ -116,6 +117,13 @@ def test_lp_search_caps_its_python_search_with_releases_at_local_searchs_budget(
     assert result.stats["search"]["moves"] == RELEASE_MOVES < DEFAULT_MOVES
     assert result.stats["search"]["stopped_by"] == "work"
     assert verify(inst, result.starts) == []
+
+
+@pytest.mark.parametrize("moves", [None, 1.5, True, "AUTO"])
+def test_lp_search_called_directly_refuses_a_move_count_that_is_no_integer(moves) -> None:
+    inst = Instance.from_arrays(4, [0, 1], [3, 1])
+    with pytest.raises(SchedlabError, match=r"^lp-search: moves must be an integer or 'auto'"):
+        lp_search(inst, moves=moves)
 
 
 def test_lp_search_with_releases_and_a_time_limit() -> None:
