@@ -81,7 +81,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import permutations
-from typing import Any
+from typing import Any, SupportsIndex, cast
 
 import numpy as np
 
@@ -250,9 +250,12 @@ class ALNSSettings:
 def _count(name: str, value: object, also: str) -> int:
     """``value`` as an integer (NumPy integers too, not a bool), else a one-line error
     naming the option and what else it takes."""
-    if isinstance(value, bool) or not hasattr(value, "__index__"):
-        raise SchedlabError(f"alns: {name} must be an integer, {also}, got {value!r}")
-    return operator.index(value)
+    if not isinstance(value, bool):
+        try:
+            return operator.index(cast(SupportsIndex, value))
+        except TypeError:
+            pass
+    raise SchedlabError(f"alns: {name} must be an integer, {also}, got {value!r}")
 
 
 #: An operator: the current order, a generator and the settings in; candidate orders

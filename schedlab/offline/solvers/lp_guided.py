@@ -68,9 +68,10 @@ out (:func:`~schedlab.offline.decoder.decode_best`).
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import time
-from typing import Any
+from typing import Any, SupportsIndex, cast
 
 import numpy as np
 
@@ -257,9 +258,13 @@ def lp_search(
         raise SchedlabError(f"lp-search: neighbourhood must be >= 1, got {neighbourhood}")
     if moves == "auto":
         moves = DEFAULT_MOVES if int(instance.arrival.max()) == 0 else RELEASE_MOVES
-    if isinstance(moves, bool | str) or not hasattr(moves, "__index__"):
+    count = None
+    if not isinstance(moves, bool):
+        with contextlib.suppress(TypeError):
+            count = operator.index(cast(SupportsIndex, moves))
+    if count is None:
         raise SchedlabError(f"lp-search: moves must be an integer or 'auto', got {moves!r}")
-    moves = operator.index(moves)
+    moves = count
     if moves < 0:
         raise SchedlabError(f"lp-search: moves must be >= 0, got {moves}")
     settings = SearchSettings(
