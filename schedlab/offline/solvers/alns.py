@@ -76,12 +76,11 @@ from __future__ import annotations
 
 import math
 import numbers
-import operator
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import permutations
-from typing import Any, SupportsIndex, cast
+from typing import Any
 
 import numpy as np
 
@@ -92,6 +91,7 @@ from schedlab.offline.instance import Instance
 from schedlab.offline.priority import rule_schedule
 from schedlab.offline.result import SolverOutput
 from schedlab.offline.schedule import total_latency
+from schedlab.offline.solvers.contract import integer_option
 from schedlab.offline.solvers.left_shift import left_shift
 from schedlab.offline.solvers.local_search import (
     Move,
@@ -192,14 +192,16 @@ class ALNSSettings:
                 f"got {self.operators!r}"
             )
         if self.evaluations != "auto" and self.evaluations is not None:
-            evaluations = _count("evaluations", self.evaluations, "'auto' or None")
+            also = ", 'auto' or None"
+            evaluations = integer_option("alns", "evaluations", self.evaluations, also)
             if evaluations < 0:
                 raise SchedlabError(f"alns: evaluations must be >= 0, got {evaluations}")
             object.__setattr__(self, "evaluations", evaluations)
         if self.idle is not None:
-            object.__setattr__(self, "idle", _count("idle", self.idle, "or None"))
-            if self.idle < 1:
-                raise SchedlabError(f"alns: idle must be >= 1 or None, got {self.idle}")
+            idle = integer_option("alns", "idle", self.idle, ", or None")
+            if idle < 1:
+                raise SchedlabError(f"alns: idle must be >= 1 or None, got {idle}")
+            object.__setattr__(self, "idle", idle)
         for name in ("window", "segment"):
             if getattr(self, name) < 1:
                 raise SchedlabError(f"alns: {name} must be >= 1, got {getattr(self, name)}")
@@ -245,17 +247,6 @@ class ALNSSettings:
         if start is None:
             start = max(START_TEMPERATURE / max(n, 1), end or 0.0)
         return start, start / 100 if end is None else end
-
-
-def _count(name: str, value: object, also: str) -> int:
-    """``value`` as an integer (NumPy integers too, not a bool), else a one-line error
-    naming the option and what else it takes."""
-    if not isinstance(value, bool):
-        try:
-            return operator.index(cast(SupportsIndex, value))
-        except TypeError:
-            pass
-    raise SchedlabError(f"alns: {name} must be an integer, {also}, got {value!r}")
 
 
 #: An operator: the current order, a generator and the settings in; candidate orders

@@ -25,13 +25,15 @@ before the solver runs. Beyond the signature, every solver
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import math
 import numbers
+import operator
 import typing
 from collections.abc import Mapping
 from types import NoneType, UnionType
-from typing import Any, Protocol
+from typing import Any, Protocol, SupportsIndex, cast
 
 import numpy as np
 
@@ -46,6 +48,7 @@ __all__ = [
     "SolverFn",
     "accepted_options",
     "check_options",
+    "integer_option",
     "parse_options",
 ]
 
@@ -131,6 +134,21 @@ def check_options(name: str, fn: Any, options: Mapping[str, Any]) -> None:
             raise SchedlabError(
                 f"{name}: option {key}: expected {_type_names(allowed)}, got {options[key]!r}"
             )
+
+
+def integer_option(solver: str, key: str, value: object, also: str) -> int:
+    """``value`` of a solver's count option as an integer (NumPy integers too, never a
+    ``bool``), for a solver called directly rather than through :func:`check_options`.
+
+    Raises
+    ------
+    SchedlabError
+        Naming the solver, the option and what else it takes (``also``).
+    """
+    if not isinstance(value, bool):
+        with contextlib.suppress(TypeError):
+            return operator.index(cast(SupportsIndex, value))
+    raise SchedlabError(f"{solver}: {key} must be an integer{also}, got {value!r}")
 
 
 def parse_options(name: str, fn: Any, texts: Mapping[str, str]) -> dict[str, Any]:

@@ -68,10 +68,8 @@ out (:func:`~schedlab.offline.decoder.decode_best`).
 
 from __future__ import annotations
 
-import contextlib
-import operator
 import time
-from typing import Any, SupportsIndex, cast
+from typing import Any
 
 import numpy as np
 
@@ -82,6 +80,7 @@ from schedlab.offline.decoder import decode_best, list_schedule
 from schedlab.offline.instance import Instance
 from schedlab.offline.result import SolverOutput
 from schedlab.offline.schedule import total_latency
+from schedlab.offline.solvers.contract import integer_option
 from schedlab.offline.solvers.left_shift import decode_compacted
 from schedlab.offline.solvers.local_search import (
     OrderEvaluator,
@@ -258,13 +257,7 @@ def lp_search(
         raise SchedlabError(f"lp-search: neighbourhood must be >= 1, got {neighbourhood}")
     if moves == "auto":
         moves = DEFAULT_MOVES if int(instance.arrival.max()) == 0 else RELEASE_MOVES
-    count = None
-    if not isinstance(moves, bool):
-        with contextlib.suppress(TypeError):
-            count = operator.index(cast(SupportsIndex, moves))
-    if count is None:
-        raise SchedlabError(f"lp-search: moves must be an integer or 'auto', got {moves!r}")
-    moves = count
+    moves = integer_option("lp-search", "moves", moves, " or 'auto'")
     if moves < 0:
         raise SchedlabError(f"lp-search: moves must be >= 0, got {moves}")
     settings = SearchSettings(
