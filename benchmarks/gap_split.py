@@ -31,7 +31,14 @@ default work budget, no time limit):
    start before ``e(t)`` (*starts*, ``>= 0`` by the lemma's proof), then the memory still
    *unfilled* in that last round, which no bound of ours charges. Each is priced at
    ``λ_t`` (rounds after the last completion count as unfilled). The table also gives
-   memory utilisation in the first and second halves of the LP horizon.
+   memory utilisation in the first and second halves of the LP horizon. A second table
+   follows the lemma part through the bound's relaxations at the schedule itself
+   (:func:`lemma_kept`): each round priced at the least price of its grid cell (*grid*);
+   each piece's ``sum (e(t) - t)`` replaced by Lemma 2's even-spacing minimum for the
+   completions the schedule has in it (*even*: what is lost here is the unevenness of the
+   schedule's completions, which a better schedule might remove, so no bound by this
+   lemma can keep it); and that traded against the completion budget at the bound's
+   ``ν`` (*traded*, Lemma 3). *Proved* is the bound's gain over the LP.
 2. **Exact window repairs** (shipped instance), of ``lp-search``'s schedule and of
    ``local-search``'s (default work budgets): for each ``K:R`` of ``--windows``, windows of
    ``K`` consecutive requests (by start) every ``K/2`` positions across the schedule are
@@ -76,7 +83,12 @@ from schedlab import read_instance, solve
 from schedlab.budget import Budget
 from schedlab.offline.backlogs import mixed_backlog
 from schedlab.offline.bounds import lower_bound
-from schedlab.offline.bounds.completion_spacing import spacing_bound_search
+from schedlab.offline.bounds.completion_spacing import (
+    grid_minima,
+    piece_slack,
+    spacing_bound_search,
+    start_brackets,
+)
 from schedlab.offline.bounds.time_indexed import (
     LP_ROUNDS,
     lp_relaxation,
@@ -102,21 +114,26 @@ SMALL_BOUNDS = ("mean-busy-time", "fluid-spacing", "completion-spacing", "tall-c
 SMALL_SOLVERS = ("local-search", "lp-search")
 
 
+def next_last_rounds(instance: Instance, starts: np.ndarray, span: int) -> np.ndarray:
+    """``e(t)`` for rounds ``t = 0 .. span``: the next round ``>= t`` that is some request's
+    last (``span``, where nothing runs, after the last one); ``span`` at least the last
+    request's end."""
+    last_round = np.zeros(span + 1, dtype=bool)
+    last_round[starts + instance.output - 1] = True
+    marks = np.where(last_round, np.arange(span + 1), span)
+    return np.minimum.accumulate(marks[::-1])[::-1]
+
+
 def slack_parts(instance: Instance, starts: np.ndarray, length: int) -> dict[str, np.ndarray]:
     """``M - load(t)`` in rounds ``0 .. length - 1`` as its *lemma*, *starts* and *unfilled*
     parts (module docs, item 1), one array each; they sum to the slack."""
     span = max(length, int((starts + instance.output).max()))
     load = load_profile(instance, starts, 0, span + 1)
     active = np.zeros(span + 1, dtype=np.int64)
-    last_round = np.zeros(span + 1, dtype=bool)
     for p, o in zip(starts.tolist(), instance.output.tolist(), strict=True):
         active[p : p + o] += 1
-        last_round[p + o - 1] = True
-    rounds = np.arange(span + 1)
-    # e(t): the next last round >= t (span, where load is 0, after the last one)
-    marks = np.where(last_round, rounds, span)
-    following = np.minimum.accumulate(marks[::-1])[::-1]
-    lemma = active * (following - rounds)
+    following = next_last_rounds(instance, starts, span)
+    lemma = active * (following - np.arange(span + 1))
     growth = load[following] - load
     parts = {
         "lemma": lemma,
@@ -124,6 +141,37 @@ def slack_parts(instance: Instance, starts: np.ndarray, length: int) -> dict[str
         "unfilled": instance.memory - load[following],
     }
     return {name: part[:length] for name, part in parts.items()}
+
+
+def lemma_kept(
+    instance: Instance,
+    starts: np.ndarray,
+    bounds: np.ndarray,
+    prices: np.ndarray,
+    stats: dict[str, float | int | str | None],
+) -> dict[str, float]:
+    """What the spacing bound's relaxations keep of the lemma part of ``starts``' priced
+    slack, at this schedule (module docs, item 1): the lemma part at each grid cell's least
+    price (``grid``), Lemma 2's even spacing with the schedule's own completion counts
+    (``even``), and that traded against the completion budget at the bound's ``ν``
+    (``traded``); ``stats`` are :func:`spacing_bound_search`'s."""
+    step, nu = int(stats["step"] or 1), float(stats["nu"] or 0.0)
+    ends = starts + instance.output
+    span = int(ends.max())
+    following = next_last_rounds(instance, starts, span)
+    wait = following - np.arange(span + 1)  # e(t) - t
+    cell = grid_minima(bounds, prices, step, span + 1)
+    grid = even = 0.0
+    for p, end in zip(starts.tolist(), ends.tolist(), strict=True):
+        for q in range(p // step, (end - 1) // step + 1):
+            lo, hi = max(p, q * step), min(end, (q + 1) * step)
+            completions = int((following[lo:hi] == np.arange(lo, hi)).sum())
+            grid += cell[q] * float(wait[lo:hi].sum())
+            even += cell[q] * float(piece_slack(np.array(hi - lo), np.array(completions)))
+    brackets = start_brackets(instance, bounds, prices, nu, step, starts)
+    waste = brackets - start_costs(instance, bounds, prices, starts)
+    traded = float(waste.sum()) - nu * instance.memory * instance.n
+    return {"grid": grid, "even": even, "traded": traded}
 
 
 def split(instance: Instance, starts: np.ndarray) -> dict[str, float]:
@@ -136,9 +184,10 @@ def split(instance: Instance, starts: np.ndarray) -> dict[str, float]:
     price = np.repeat(prices, np.diff(bounds))
     load = load_profile(instance, starts, 0, horizon)
     parts = slack_parts(instance, starts, horizon)
-    spacing, _ = spacing_bound_search(instance)
+    spacing, stats = spacing_bound_search(instance)
     half = horizon // 2
     return {
+        **lemma_kept(instance, starts, bounds, prices, stats),
         "objective": float(total_latency(instance, starts)),
         "lp": relax.value,
         "spacing": spacing,
@@ -182,11 +231,11 @@ def main() -> None:
         f"{'excess %':>9}{'slack %':>8}{'lemma':>7}{'starts':>7}{'unfilled':>9}"
         f"{'proved %':>9}{'util 1st':>9}{'util 2nd':>9}"
     )
-    schedules = {}
+    schedules, rows = {}, {}
     for inst in instances:
         starts = np.asarray(solve(inst, "lp-search", bound=None).starts, dtype=np.int64)
         schedules[inst.name] = starts
-        row = split(inst, starts)
+        row = rows[inst.name] = split(inst, starts)
         lp, best = row["lp"], max(row["lp"], row["spacing"])
         print(
             f"{inst.name:<14}{row['objective']:>10,.0f}{lp:>10,.0f}{row['spacing']:>10,.0f}"
@@ -199,6 +248,16 @@ def main() -> None:
     print(
         "excess, slack: the split of objective - LP (percent of LP); lemma + starts + "
         "unfilled = slack; proved: the slack the spacing bound proves unavoidable"
+    )
+    print(f"\n{'instance':<14}{'lemma':>7}{'grid':>7}{'even':>7}{'traded':>7}{'proved':>7}")
+    for name, row in rows.items():
+        lp = row["lp"]
+        kept = (row["lemma"], row["grid"], row["even"], row["traded"], row["spacing"] - lp)
+        print(f"{name:<14}" + "".join(f"{100 * value / lp:>7.2f}" for value in kept))
+    print(
+        "the lemma part at the schedule and what the bound keeps of it there (percent of LP): "
+        "at the grid's least prices, by even spacing with the schedule's own completion "
+        "counts, traded against the completion budget; proved: the bound's gain over the LP"
     )
     if sweeps or scatters:
         searched = np.asarray(solve(shipped, "local-search", bound=None).starts, dtype=np.int64)

@@ -150,25 +150,35 @@ LONG_SEARCH = {
 }
 
 
-#: ``lp-search`` for a long run, by instance size: moves within 3 positions and a long
-#: history, the whole work budget (no end by idle moves); exact moves at n = 200, screened
-#: ones (``screen=8``) at n = 1,000. Chosen in
-#: trials on the rows' shipped instances with the compiled search (2026-12-02, one or two
-#: runs at a time; % above the best bound):
+#: ``lp-search`` for a long run, by instance size: exact moves within 3 positions and a
+#: long history, the whole work budget (no end by idle moves). Chosen in trials on the
+#: rows' shipped instances with the compiled search (one or two runs at a time; % above
+#: the best bound):
 #:
-#: * n = 200, 60 s with no work budget (the search then stops at 49 s): window 3 with
-#:   history 3,000 / 10,000 reached 1.600 / 1.557 %, window 5 1.567 / 1.573 %; the
-#:   chosen 2,500,000 moves take 42 s and reach 1.557 %. Given 600 s (30 M moves),
-#:   window 5 with history 30,000 reached 1.520 % and window 3 with 5,000 1.619 %: the
-#:   search is near where it ends, not short of time;
-#: * n = 1,000, 300 s: history 5,000 reached 1.835 % with 2 M moves (94 s in all), 1.538 %
-#:   with 6 M (142 s) and the same with 12 M (182 s); history 8,000 with 10 M 1.568 %,
-#:   15,000 with 12 M 1.633 % (cut by the cap); window 2 / 4 with 8 M 1.642 / 1.688 %.
-#:   With the Python loop (before the compiled one) 2 M moves took 228 s beside two
-#:   other processes.
+#: * n = 200 (2026-12-02), 60 s with no work budget (the search then stops at 49 s):
+#:   window 3 with history 3,000 / 10,000 reached 1.600 / 1.557 %, window 5 1.567 /
+#:   1.573 %; the chosen 2,500,000 moves take 42 s and reach 1.557 %. Given 600 s (30 M
+#:   moves), window 5 with history 30,000 reached 1.520 % and window 3 with 5,000
+#:   1.619 %: the search is near where it ends, not short of time;
+#: * n = 1,000, 300 s, screened moves (``screen=8``, the choice of 2026-12-02): history
+#:   5,000 reached 1.835 % with 2 M moves (94 s in all), 1.538 % with 6 M (142 s) and the
+#:   same with 12 M (182 s); history 8,000 with 10 M 1.568 %, 15,000 with 12 M 1.633 %
+#:   (cut by the cap); window 2 / 4 with 8 M 1.642 / 1.688 %. On 2026-12-03 (about 8 µs
+#:   a move; % above 4,470,244), with search seeds 0 / 1: 6 M moves 1.538 / 1.624 %;
+#:   4 M 1.560 / 1.646 % (57 s), then two more rounds of 4 M from each best order, a
+#:   fresh history each, 1.545 / 1.615 % (80 s); history 20,000 with 20 M 1.565 / 1.612 %
+#:   (168 / 162 s, its best still falling);
+#: * n = 1,000, exact moves (2026-12-03, about 21 µs a move): history 5,000 with 8 M
+#:   moves reached 1.536 / 1.542 % (seeds 0 / 1, 200 / 194 s, the best last falling at
+#:   6.6 M / 7.1 M moves); the chosen 10 M, through ``solve`` with a 300 s cap, 1.536 /
+#:   1.542 % (237 s each; the cap did not bind) and 1.700 % on ``mixed_backlog(1000,
+#:   seed=1)`` (226 s), against 1.77 % with the screened settings; history 10,000 with
+#:   10 M 1.527 / 1.577 % (seed 0 cut by the cap at 9,998,935 moves, both still falling).
+#:   Exact moves reach lower with fewer moves, and the seeds lie closer together; none
+#:   of these settings came near 1.5 % on both seeds in the row's time.
 LONG_LP_SEARCH = {
     200: {"moves": 2_500_000, "idle": None, "history": 10_000, "neighbourhood": 3},
-    1000: {"moves": 6_000_000, "idle": None, "history": 5_000, "neighbourhood": 3, "screen": 8},
+    1000: {"moves": 10_000_000, "idle": None, "history": 5_000, "neighbourhood": 3},
 }
 
 

@@ -56,6 +56,7 @@ from schedlab.offline.instance import Instance
 
 __all__ = [
     "MultiplierSearch",
+    "grid_minima",
     "piece_slack",
     "piece_waste",
     "search_multiplier",
@@ -106,8 +107,13 @@ def piece_waste(price: np.ndarray, length: np.ndarray, cost: np.ndarray, nu: flo
     return np.where(ell > 1.0, value, 0.0)
 
 
-def _grid_minima(bounds: np.ndarray, mu: np.ndarray, step: int, reach: int) -> np.ndarray:
-    """Least round price on each grid cell ``[q step, (q+1) step)``, rounds up to ``reach``."""
+def grid_minima(bounds: np.ndarray, mu: np.ndarray, step: int, reach: int) -> np.ndarray:
+    """``λ_min`` of each grid cell ``[q step, (q+1) step)``: the least round price in it.
+
+    ``mu`` holds the prices of the blocks ``bounds[k] .. bounds[k+1] - 1``; rounds from the
+    horizon ``bounds[-1]`` on are priced ``0``. The cells cover at least the rounds up to
+    ``reach``.
+    """
     horizon = int(bounds[-1])
     cells = max(reach, horizon) // step + 3
     lam = np.zeros(cells * step)
@@ -129,7 +135,7 @@ def _brackets(
     o = instance.output[req][:, None]
     s = instance.prompt[req][:, None]
     reach = int(tau.max() + o.max()) + 2 * step
-    cell_min = _grid_minima(bounds, mu, step, max(reach, horizon))
+    cell_min = grid_minima(bounds, mu, step, max(reach, horizon))
     flat = np.repeat(req, tau.shape[1])
     cost = start_costs(instance, bounds, mu, tau.ravel(), requests=flat).reshape(tau.shape)
     end = tau + o

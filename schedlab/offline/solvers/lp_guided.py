@@ -36,8 +36,10 @@ is returned as the solver's lower bound.
     Exact moves by default: on the shipped mixed n = 200 at 60 s (no move budget, window
     3, history 3,000, 2026-12-02) exact moves reached 252,741 and screened ones
     (``screen=8``) 253,169. On n = 1,000 an exact move decodes about ``n - lo``
-    positions, and screening pays: a long run there wants ``screen=8``, moves within 3
-    positions and a long history (``benchmarks/offline_targets.py``, row gap1000,
+    positions, some 2.5 times the cost of a screened one, yet it still pays: with moves
+    within 3 positions and history 5,000 (2026-12-03), 8 M exact moves reached 1.536 /
+    1.542 % above the best bound (seeds 0 / 1, about 200 s) where 6 M screened ones
+    reached 1.538 / 1.624 % (about 90 s) (``benchmarks/offline_targets.py``, row gap1000,
     "lp-search (long)").
 
 Work (:mod:`schedlab.budget`): the LP runs at most

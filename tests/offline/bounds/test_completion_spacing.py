@@ -16,6 +16,7 @@ from schedlab.offline.backlogs import mixed_backlog
 from schedlab.offline.bounds import BOUNDS, SPACING_MAX_N, lower_bound
 from schedlab.offline.bounds.completion_spacing import (
     _spacing_value,
+    grid_minima,
     piece_slack,
     piece_waste,
     spacing_bound_search,
@@ -104,6 +105,14 @@ def test_piece_slack_is_reached_by_even_spacing() -> None:
     assert piece_slack(np.array(5), np.array(1)) == 6
     # no completion inside: one run of 5, weight >= 5 * 6 / 2 = 15
     assert piece_slack(np.array(5), np.array(0)) == 15
+
+
+def test_grid_minima_hand_computed() -> None:
+    # blocks [0, 3) at 2 and [3, 5) at 1, then 0 from the horizon 5 on: rounds priced
+    # 2 2 2 1 1 0 0 ..., cells of 2 rounds: min(2, 2), min(2, 1), min(1, 0), 0, ...
+    cells = grid_minima(np.array([0, 3, 5]), np.array([2.0, 1.0]), 2, 9)
+    assert cells.tolist()[:5] == [2.0, 1.0, 0.0, 0.0, 0.0]
+    assert len(cells) * 2 > 9  # every round up to the reach has its cell
 
 
 def test_piece_waste_matches_integer_minimum() -> None:
