@@ -35,9 +35,11 @@ default work budget, no time limit):
    follows the lemma part through the bound's relaxations at the schedule itself
    (:func:`lemma_kept`): each round priced at the least price of its grid cell (*grid*);
    each piece's ``sum (e(t) - t)`` replaced by Lemma 2's even-spacing minimum for the
-   completions the schedule has in it (*even*: what is lost here is the unevenness of the
-   schedule's completions, which a better schedule might remove, so no bound by this
-   lemma can keep it); and that traded against the completion budget at the bound's
+   completions the schedule has in it (*even*: what is lost here is mostly the
+   unevenness of the schedule's completions, which a better schedule might remove, and
+   partly the waits of a piece's last run beyond the cell's end, which Lemma 2 does not
+   count: a read-only review measured the latter at about a quarter of the loss on the
+   shipped instance); and that traded against the completion budget at the bound's
    ``ν`` (*traded*, Lemma 3). *Proved* is the bound's gain over the LP.
 2. **Exact window repairs** (shipped instance), of ``lp-search``'s schedule and of
    ``local-search``'s (default work budgets): for each ``K:R`` of ``--windows``, windows of
@@ -155,6 +157,7 @@ def lemma_kept(
     price (``grid``), Lemma 2's even spacing with the schedule's own completion counts
     (``even``), and that traded against the completion budget at the bound's ``ν``
     (``traded``); ``stats`` are :func:`spacing_bound_search`'s."""
+    # ``stats`` come from the same LP (its fixed rounds, no cap), so the prices agree
     step, nu = int(stats["step"] or 1), float(stats["nu"] or 0.0)
     ends = starts + instance.output
     span = int(ends.max())
@@ -163,6 +166,7 @@ def lemma_kept(
     cell = grid_minima(bounds, prices, step, span + 1)
     grid = even = 0.0
     for p, end in zip(starts.tolist(), ends.tolist(), strict=True):
+        # the pieces of completion_spacing's _brackets: the request's rounds in each cell
         for q in range(p // step, (end - 1) // step + 1):
             lo, hi = max(p, q * step), min(end, (q + 1) * step)
             completions = int((following[lo:hi] == np.arange(lo, hi)).sum())

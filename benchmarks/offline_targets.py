@@ -175,7 +175,7 @@ LONG_SEARCH = {
 #:   seed=1)`` (226 s), against 1.77 % with the screened settings; history 10,000 with
 #:   10 M 1.527 / 1.577 % (seed 0 cut by the cap at 9,998,935 moves, both still falling).
 #:   Exact moves reach lower with fewer moves, and the seeds lie closer together; none
-#:   of these settings came near 1.5 % on both seeds in the row's time.
+#:   of these settings reached the 1.5 % target on both seeds in the row's time.
 LONG_LP_SEARCH = {
     200: {"moves": 2_500_000, "idle": None, "history": 10_000, "neighbourhood": 3},
     1000: {"moves": 10_000_000, "idle": None, "history": 5_000, "neighbourhood": 3},

@@ -38,9 +38,9 @@ is returned as the solver's lower bound.
     (``screen=8``) 253,169. On n = 1,000 an exact move decodes about ``n - lo``
     positions, some 2.5 times the cost of a screened one, yet it still pays: with moves
     within 3 positions and history 5,000 (2026-12-03), 8 M exact moves reached 1.536 /
-    1.542 % above the best bound (seeds 0 / 1, about 200 s) where 6 M screened ones
-    reached 1.538 / 1.624 % (about 90 s) (``benchmarks/offline_targets.py``, row gap1000,
-    "lp-search (long)").
+    1.542 % above the best bound (seeds 0 / 1, about 200 s; the long run takes 10 M)
+    where 6 M screened ones reached 1.538 / 1.624 % (about 90 s)
+    (``benchmarks/offline_targets.py``, row gap1000, "lp-search (long)").
 
 Work (:mod:`schedlab.budget`): the LP runs at most
 :data:`~schedlab.offline.bounds.time_indexed.LP_ROUNDS` column-generation rounds, the
