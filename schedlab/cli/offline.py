@@ -71,6 +71,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         time_limit=args.time_limit,
         seed=args.seed,
         bound=None if args.no_bound else "best",
+        progress=not (args.json or args.quiet),
         **options,
     )
     if args.schedule_csv:
@@ -198,7 +199,12 @@ def _cmd_bound(args: argparse.Namespace) -> int:
     from schedlab import lower_bound, read_instance
 
     instance = read_instance(args.file)
-    bound = lower_bound(instance, args.method, time_limit=args.time_limit)
+    bound = lower_bound(
+        instance,
+        args.method,
+        time_limit=args.time_limit,
+        progress=not (args.json or args.quiet),
+    )
     if args.json:
         _print_json(
             {
@@ -310,6 +316,7 @@ def register(sub: Any) -> None:
         help="write the schedule: request, id, start, completion, prompt, output "
         "(verify reads it back)",
     )
+    p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     common(p)
     p.set_defaults(func=_cmd_solve)
 
@@ -362,6 +369,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--time-limit", type=positive_seconds, default=None, metavar="SECONDS")
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     p.set_defaults(func=_cmd_bound)
 
     p = sub.add_parser("generate", help="generate an instance")

@@ -17,6 +17,7 @@ from schedlab.offline.schedule import Schedule
 from schedlab.offline.solvers import available_solvers, get_solver
 from schedlab.offline.solvers.contract import check_options
 from schedlab.offline.verify import verify
+from schedlab.progress import Progress, progress_for
 
 __all__ = ["available_solvers", "solve", "with_bound"]
 
@@ -49,6 +50,7 @@ def solve(
     time_limit: float | None = None,
     seed: int = 0,
     bound: str | Bound | None = "best",
+    progress: bool | Progress = False,
     **options: Any,
 ) -> Result:
     """Solve ``instance`` with the named solver and certify the result.
@@ -69,6 +71,9 @@ def solve(
     bound
         ``"best"`` or another :func:`~schedlab.offline.bounds.lower_bound` method, a
         precomputed :class:`~schedlab.offline.bounds.Bound`, or ``None`` for no bound.
+    progress
+        ``True``: a bar on standard error counts the solver and each bound method and
+        names the one running (:mod:`schedlab.progress`); or the caller's bar to step.
     **options
         The solver's own options (its keyword-only parameters).
 
@@ -90,27 +95,31 @@ def solve(
     info = get_solver(solver)
     check_options(solver, info.fn, options)
     _load_kernels()
-    budget = Budget(time_limit)
-    began = time.perf_counter()
-    output = info.fn(instance, budget=budget, seed=seed, **options)
-    runtime = time.perf_counter() - began
-    schedule = Schedule(instance, output.starts)
-    problems = verify(instance, schedule.starts)
-    if problems:
-        raise SolverError(f"{solver} returned an infeasible schedule: {'; '.join(problems[:5])}")
-    stats = {**output.stats, "stopped_by": output.stats.get("stopped_by")}
-    own = Result(
-        solver,
-        schedule.objective,
-        output.lower_bound,
-        relative_gap(schedule.objective, output.lower_bound),
-        output.status,
-        runtime,
-        schedule,
-        stats,
-    )
-    if isinstance(bound, str):
-        bound = bound_within(instance, bound, Budget(time_limit))
+    with progress_for(progress, "solve") as bar:
+        bar.add(1)
+        bar.doing(solver)
+        began = time.perf_counter()
+        output = info.fn(instance, budget=Budget(time_limit), seed=seed, **options)
+        runtime = time.perf_counter() - began
+        bar.step()
+        schedule = Schedule(instance, output.starts)
+        problems = verify(instance, schedule.starts)
+        if problems:
+            raise SolverError(
+                f"{solver} returned an infeasible schedule: {'; '.join(problems[:5])}"
+            )
+        own = Result(
+            solver,
+            schedule.objective,
+            output.lower_bound,
+            relative_gap(schedule.objective, output.lower_bound),
+            output.status,
+            runtime,
+            schedule,
+            {**output.stats, "stopped_by": output.stats.get("stopped_by")},
+        )
+        if isinstance(bound, str):
+            bound = bound_within(instance, bound, Budget(time_limit), progress=bar)
     return with_bound(own, bound)
 
 

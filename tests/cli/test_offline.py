@@ -7,6 +7,7 @@ import pytest
 
 from schedlab import read_instance
 from schedlab.cli import main
+from schedlab.offline.bounds import BOUNDS
 from tests.conftest import INSTANCES
 
 DEFAULT = str(INSTANCES / "mixed-n50.json")
@@ -31,6 +32,27 @@ def test_solve_json(capsys):
 def test_solve_text(capsys):
     code, out, _ = run(capsys, "solve", DEFAULT, "--time-limit", "5")
     assert code == 0 and "objective" in out and "lower bound" in out
+
+
+@pytest.mark.parametrize("quiet", ["--json", "--quiet"])
+def test_solve_and_bound_progress_only_on_request(capsys, terminal_stderr, quiet):
+    chosen = [m.name for m in BOUNDS.values() if m.chosen_for(read_instance(DEFAULT))]
+    steps = {"solve": len(chosen) + 1, "bound": len(chosen)}  # the solver, then each method
+    for command, label in (("solve", "solve"), ("bound", "lower bound")):
+        assert main([command, DEFAULT]) == 0
+        shown = terminal_stderr.getvalue()
+        # the bar's last frame counts every step and names the last method run
+        assert f"{label}: 100%" in shown and f"{steps[command]}/{steps[command]}" in shown
+        assert chosen[-1] in shown
+        if command == "solve":
+            assert "mc-sf" in shown  # the default solver was named while it ran
+        capsys.readouterr()
+        terminal_stderr.seek(0)
+        terminal_stderr.truncate(0)
+        assert main([command, DEFAULT, quiet]) == 0
+        assert terminal_stderr.getvalue() == ""
+        out = capsys.readouterr().out
+        assert ("lower bound" in out) if quiet == "--quiet" else json.loads(out)
 
 
 def test_compare_json_and_text(capsys, terminal_stderr):

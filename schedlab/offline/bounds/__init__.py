@@ -72,6 +72,7 @@ from schedlab.offline.bounds import (
 )
 from schedlab.offline.bounds.bound import Bound, BoundFn
 from schedlab.offline.instance import Instance
+from schedlab.progress import Progress, progress_for
 
 __all__ = [
     "BOUNDS",
@@ -195,7 +196,11 @@ def available_bounds() -> list[str]:
 
 
 def lower_bound(
-    instance: Instance, method: str = "best", time_limit: float | None = None
+    instance: Instance,
+    method: str = "best",
+    time_limit: float | None = None,
+    *,
+    progress: bool | Progress = False,
 ) -> Bound:
     """A valid lower bound on the optimal total latency of ``instance``.
 
@@ -207,28 +212,49 @@ def lower_bound(
     time_limit
         Wall-clock cap in seconds for the whole call (``None``: none; every method then
         ends at its own work budget, and the value depends only on the instance).
+    progress
+        ``True``: a bar on standard error counts the methods and names the one running
+        (:mod:`schedlab.progress`); or the caller's bar to step.
     """
-    return bound_within(instance, method, Budget(time_limit))
+    return bound_within(instance, method, Budget(time_limit), progress=progress)
 
 
-def bound_within(instance: Instance, method: str, budget: Budget) -> Bound:
+def bound_within(
+    instance: Instance, method: str, budget: Budget, *, progress: bool | Progress = False
+) -> Bound:
     """:func:`lower_bound` within ``budget`` (for methods that share theirs)."""
-    if method != "best":
-        if method not in BOUNDS:
-            raise UnknownNameError("bound", method, available_bounds())
-        return BOUNDS[method].fn(instance, budget=budget)
+    if method != "best" and method not in BOUNDS:
+        raise UnknownNameError("bound", method, available_bounds())
+    chosen = (
+        [m for m in BOUNDS.values() if m.chosen_for(instance)]
+        if method == "best"
+        else [BOUNDS[method]]
+    )
+    with progress_for(progress, "lower bound") as bar:
+        bar.add(len(chosen))
+        if method != "best":
+            bar.doing(method)
+            bound = BOUNDS[method].fn(instance, budget=budget)
+            bar.step()
+            return bound
+        return _best(instance, chosen, budget, bar)
+
+
+def _best(instance: Instance, chosen: list[BoundMethod], budget: Budget, bar: Progress) -> Bound:
+    """The largest of the ``chosen`` methods' bounds (``best``), each stepping ``bar``."""
     start = time.perf_counter()
     values: dict[str, float] = {}
     stops: list[str | None] = []
     best: Bound | None = None
-    chosen = [m for m in BOUNDS.values() if m.chosen_for(instance)]
     for k, entry in enumerate(chosen):
         if budget.expired() and best is not None:
             stops.append("time_limit")
             break
         # under a cap, every method but the last may use half of what is left
         share = budget if k == len(chosen) - 1 else budget.share(0.5)
+        bar.doing(entry.name)
         bound = entry.fn(instance, budget=share)
+        bar.step()
         values[entry.name] = bound.value
         stops.append(bound.stats.get("stopped_by"))
         if best is None or bound.value > best.value:
