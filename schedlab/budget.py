@@ -30,6 +30,7 @@ from typing import Any
 from schedlab.errors import SchedlabError
 
 __all__ = [
+    "MAX_TIME_LIMIT",
     "STOPPED_BY",
     "UNLIMITED",
     "Budget",
@@ -43,6 +44,11 @@ __all__ = [
 STOPPED_BY: tuple[str | None, ...] = (None, "work", "time_limit")
 
 
+#: The longest time limit accepted, in seconds (about 31.7 years): longer ones are no cap at
+#: all (``None``), and rates of work computed from the time left stay finite below it.
+MAX_TIME_LIMIT = 1e9
+
+
 def check_time_limit(time_limit: Any) -> float | None:
     """``time_limit`` as float seconds, or ``None`` (no limit); refuses anything else."""
     if time_limit is None:
@@ -51,6 +57,11 @@ def check_time_limit(time_limit: Any) -> float | None:
         raise SchedlabError(f"time_limit: expected seconds, got {time_limit!r}")
     if not math.isfinite(time_limit) or time_limit <= 0:
         raise SchedlabError(f"time_limit: must be a positive number of seconds, got {time_limit}")
+    if time_limit > MAX_TIME_LIMIT:
+        raise SchedlabError(
+            f"time_limit: at most {MAX_TIME_LIMIT:.0e} seconds, got {time_limit:g} (for no "
+            "limit, give none)"
+        )
     return float(time_limit)
 
 

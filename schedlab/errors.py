@@ -9,6 +9,7 @@ class                           raised when
 ==============================  ==========================================================
 :class:`InstanceError`          a request or instance violates the offline model
 :class:`InfeasibleInstanceError`  a request can never run (``s + o > M``)
+:class:`HorizonError`           a time-indexed method's horizon is too long for its arrays
 :class:`FormatError`            a file is malformed (names file and place)
 :class:`UnknownNameError`       an unknown solver, bound, policy, workload... name
 :class:`UnknownOptionError`     a solver or bound is given an option it does not take
@@ -34,6 +35,12 @@ class InstanceError(SchedlabError, ValueError):
 
 class InfeasibleInstanceError(InstanceError):
     """Some request can never run: its peak memory ``s + o`` exceeds ``M``."""
+
+
+class HorizonError(InstanceError):
+    """An instance's horizon is too long for a method that keeps arrays over its rounds
+    (the time-indexed bounds, the LP-guided solvers, the model export); ``best`` skips
+    such methods."""
 
 
 class FormatError(SchedlabError, ValueError):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -73,17 +74,24 @@ def read_json(path: str | Path, what: str = "file") -> Any:
     DataNotFoundError
         ``"{path}: no such {what}"`` if it does not exist.
     FormatError
-        If it is a directory, not UTF-8 text or not strict JSON (:func:`parse_json`).
+        If ``path`` is not a path, or names a directory, a file the system cannot read
+        (a name too long, no permission), or one that is not UTF-8 text or not strict
+        JSON (:func:`parse_json`).
     """
+    if not isinstance(path, str | os.PathLike):
+        raise FormatError(f"{what}: expected a path, got {type(path).__name__}")
     path = Path(path)
-    if path.is_dir():
-        raise FormatError(f"{path}: is a directory ({what} expected)")
-    if not path.is_file():
-        raise DataNotFoundError(f"{path}: no such {what}")
     try:
-        text = path.read_text(encoding="utf-8")
+        folder, found = path.is_dir(), path.is_file()
+        text = path.read_text(encoding="utf-8") if found else ""
     except UnicodeDecodeError:
         raise FormatError(f"{path}: not UTF-8 text") from None
+    except OSError as error:  # a name too long, no permission...
+        raise FormatError(f"{path!s:.200}: cannot be read ({error.strerror})") from None
+    if folder:
+        raise FormatError(f"{path}: is a directory ({what} expected)")
+    if not found:
+        raise DataNotFoundError(f"{path}: no such {what}")
     return parse_json(text, str(path))
 
 

@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from schedlab.budget import UNLIMITED, Budget, Expired
+from schedlab.budget import MAX_TIME_LIMIT, UNLIMITED, Budget, Expired
+from schedlab.errors import SchedlabError
 
 
 def test_a_batch_is_granted_up_to_the_work_left() -> None:
@@ -47,3 +48,9 @@ def test_check_raises_once_the_cap_has_passed() -> None:
     UNLIMITED.check()
     with pytest.raises(Expired):
         Budget(1e-9).check()
+
+
+def test_a_time_limit_past_the_longest_is_refused() -> None:
+    assert Budget(MAX_TIME_LIMIT).time_limit == MAX_TIME_LIMIT
+    with pytest.raises(SchedlabError, match=r"^time_limit: at most 1e\+09 seconds, got 1e\+12"):
+        Budget(1e12)

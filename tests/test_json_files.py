@@ -60,3 +60,16 @@ def test_a_lone_surrogate_is_refused_a_pair_is_text():
     with pytest.raises(FormatError, match="lone surrogate"):
         parse_json('{"name": "\\ud800"}', "f.json")
     assert parse_json('{"name": "\\ud83d\\ude00"}', "f.json") == {"name": "\U0001f600"}
+
+
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        (None, r"^instance file: expected a path, got NoneType$"),
+        (b"x.json", r"^instance file: expected a path, got bytes$"),
+        ("/tmp/" + "a" * 5000, r": cannot be read \(File name too long\)$"),
+    ],
+)
+def test_what_cannot_be_a_file_is_refused_in_one_line(path, message):
+    with pytest.raises(FormatError, match=message):
+        read_json(path, "instance file")

@@ -35,7 +35,9 @@ expert-parallel collectives (:mod:`schedlab.llm.interconnect`), and the hardware
 
 Data parallelism runs one engine per replica (:mod:`schedlab.serving.engine`), each with
 one GPU's KV capacity; with expert parallelism (``enable_expert_parallel``, over
-``tp * dp`` GPUs) the replicas step in lockstep.
+``tp * dp`` GPUs) the replicas step in lockstep. A tensor-parallel degree above
+:data:`MAX_TENSOR_PARALLEL` or more replicas than
+:data:`~schedlab.serving.scenario.MAX_REPLICAS` is refused, recorded or given.
 """
 
 from __future__ import annotations
@@ -50,14 +52,28 @@ from schedlab.errors import FormatError
 from schedlab.llm.interconnect import Link
 from schedlab.llm.models import GIB, get_model_shape, kv_token_capacity
 from schedlab.serving.engine_config import EngineConfig
+from schedlab.serving.scenario import MAX_REPLICAS
 
-__all__ = ["ASYNC_SCHEDULING_SINCE", "KV_CACHE_DTYPE_BYTES", "Deployment", "deployment_of"]
+__all__ = [
+    "ASYNC_SCHEDULING_SINCE",
+    "KV_CACHE_DTYPE_BYTES",
+    "MAX_TENSOR_PARALLEL",
+    "Deployment",
+    "deployment_of",
+]
 
 #: First vLLM release whose engine schedules asynchronously by default (v0.14.0 notes).
 ASYNC_SCHEDULING_SINCE = (0, 14, 0)
 
 #: vLLM's default ``gpu_memory_utilization``.
 DEFAULT_UTILIZATION = 0.9
+
+#: The highest tensor-parallel degree read or given. vLLM splits the attention heads over
+#: the ranks and refuses a degree that does not divide their count
+#: (``vllm/config/model.py``, ``verify_with_parallel_config``); the most heads of open
+#: models is 128 (DeepSeek-V3, Llama-3.1-405B). The data-parallel size is capped at
+#: :data:`~schedlab.serving.scenario.MAX_REPLICAS`, the simulator's limit.
+MAX_TENSOR_PARALLEL = 128
 
 #: Bytes per element of vLLM's ``kv_cache_dtype`` values (``vllm/config/cache.py``
 #: ``CacheDType``; ``auto`` is the model's dtype).
@@ -163,20 +179,22 @@ def _version(text: Any) -> tuple[int, ...] | None:
     return None if found is None else tuple(int(part or 0) for part in found.groups())
 
 
-def _fits(value: Any, kind: type, minimum: float | None) -> bool:
+def _fits(value: Any, kind: type, minimum: float | None, maximum: float | None = None) -> bool:
     """Whether ``value`` is a ``kind`` (a bool is no number, an int is a float) of at
-    least ``minimum``."""
+    least ``minimum`` and at most ``maximum``."""
     if isinstance(value, bool) or kind is bool:
         return isinstance(value, bool) and kind is bool
     if kind is float:
         ok = isinstance(value, int | float) and math.isfinite(value)
     else:
         ok = isinstance(value, kind)
-    return ok and (minimum is None or value >= minimum)
+    return ok and (minimum is None or value >= minimum) and (maximum is None or value <= maximum)
 
 
-def _expected(kind: type, minimum: float | None) -> str:
+def _expected(kind: type, minimum: float | None, maximum: float | None = None) -> str:
     name = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+    if minimum is not None and maximum is not None:
+        return f"{name[kind]} from {minimum:g} to {maximum:g}"
     return name[kind] + ("" if minimum is None else f" >= {minimum:g}")
 
 
@@ -202,7 +220,7 @@ class _Records:
         return node
 
     def recorded(
-        self, key: str, kind: type, minimum: float | None = None
+        self, key: str, kind: type, minimum: float | None = None, maximum: float | None = None
     ) -> tuple[Any, str] | None:
         """The first recorded value of ``key`` and its place (``None``: not recorded).
 
@@ -216,10 +234,10 @@ class _Records:
             if found is None:
                 continue
             place = ".".join(path)
-            if not _fits(found, kind, minimum):
+            if not _fits(found, kind, minimum, maximum):
                 raise FormatError(
-                    f"{self.meta_name}: {place}: expected {_expected(kind, minimum)}, "
-                    f"got {found!r}"
+                    f"{self.meta_name}: {place}: expected "
+                    f"{_expected(kind, minimum, maximum)}, got {found!r}"
                 )
             return found, f"meta.json {place}"
         return None
@@ -231,6 +249,7 @@ class _Records:
         kind: type,
         default: tuple[Any, str] | None = None,
         minimum: float | None = None,
+        maximum: float | None = None,
     ) -> Any:
         """``given``, else the first recorded value, else ``default`` (a value and its
         source); the source noted.
@@ -241,11 +260,13 @@ class _Records:
             If a value is not of its kind, or nothing gives the setting.
         """
         if given is not None:
-            if not _fits(given, kind, minimum):
-                raise FormatError(f"{key}: expected {_expected(kind, minimum)}, got {given!r}")
+            if not _fits(given, kind, minimum, maximum):
+                raise FormatError(
+                    f"{key}: expected {_expected(kind, minimum, maximum)}, got {given!r}"
+                )
             found: tuple[Any, str] | None = (given, "given")
         else:
-            found = self.recorded(key, kind, minimum) or default
+            found = self.recorded(key, kind, minimum, maximum) or default
         if found is None:
             raise FormatError(f"{self.meta_name}: {key} is not recorded: give it explicitly")
         value, source = found
@@ -363,8 +384,10 @@ def deployment_of(
     vllm = "vLLM's default"
     seqs = setting("max_num_seqs", max_num_seqs, int, minimum=1)
     budget = setting("max_num_batched_tokens", max_num_batched_tokens, int, minimum=1)
-    tp = setting("tensor_parallel_size", tp, int, (1, vllm), minimum=1)
-    dp = setting("data_parallel_size", dp, int, (1, vllm), minimum=1)
+    tp = setting(
+        "tensor_parallel_size", tp, int, (1, vllm), minimum=1, maximum=MAX_TENSOR_PARALLEL
+    )
+    dp = setting("data_parallel_size", dp, int, (1, vllm), minimum=1, maximum=MAX_REPLICAS)
     expert = setting("enable_expert_parallel", None, bool, (False, vllm))
     caching = setting("enable_prefix_caching", prefix_caching, bool, (True, vllm))
     utilization = setting(

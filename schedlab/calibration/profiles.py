@@ -37,10 +37,11 @@ Three public formats (``../shared/data/README.md`` describes the shared copies):
   prompt_size, batch_size, token_size, tensor_parallel``.
 
 Every reader checks columns and values and raises :class:`~schedlab.errors.FormatError`
-naming the file and line (``path:17: time_us: expected a number, got 'abc'``); a missing
-file raises :class:`~schedlab.errors.DataNotFoundError`. Each result records the files it
-read with their SHA-256 hashes (:class:`SourceFile`), so a fitted model can name exactly
-what it was fitted on.
+naming the file and line (``path:17: time_us: expected a number, got 'abc'``), also for a
+time above :data:`MAX_TIME_S`; a missing file raises
+:class:`~schedlab.errors.DataNotFoundError`. Each result records the files it read with
+their SHA-256 hashes (:class:`SourceFile`), so a fitted model can name exactly what it was
+fitted on.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ import numpy as np
 from schedlab.errors import DataNotFoundError, FormatError
 
 __all__ = [
+    "MAX_TIME_S",
     "AttentionRows",
     "LLMServingSimProfile",
     "MoERows",
@@ -205,6 +207,13 @@ class LLMServingSimProfile:
 # -- CSV plumbing -------------------------------------------------------------------------
 
 
+#: The longest time a profile may record, in seconds (an hour). Its rows time one layer's
+#: op or one iteration, micro- to milliseconds on any GPU; an hour or more is a wrong unit
+#: or a corrupt file, and times near the float range (``1e308`` us) overflow the fit into
+#: a model of 1e304-second iterations.
+MAX_TIME_S = 3600.0
+
+
 def _open_rows(
     path: Path, required: Iterable[str]
 ) -> tuple[list[str], list[tuple[int, list[str]]]]:
@@ -260,6 +269,23 @@ def _number(text: str, column: str, where: str, *, integer: bool = False) -> flo
     return value
 
 
+def _time(text: str, column: str, where: str, unit_s: float) -> float:
+    """A time in units of ``unit_s`` seconds, from 0 to :data:`MAX_TIME_S`."""
+    value = _number(text, column, where)
+    if value * unit_s > MAX_TIME_S:
+        raise FormatError(
+            f"{where}: {column}: must be at most {MAX_TIME_S / unit_s:g} (an hour), got {text!r}"
+        )
+    return value
+
+
+def _field(text: str, column: str, where: str) -> float:
+    """A value of an LLMServingSim CSV: ``time_us`` in microseconds, the others integers."""
+    if column == "time_us":
+        return _time(text, column, where, 1e-6)
+    return _number(text, column, where, integer=True)
+
+
 def _op_tables(path: Path, size_column: str) -> dict[str, OpTable]:
     header, rows = _open_rows(path, ("layer", size_column, "time_us"))
     i_layer, i_size, i_time = (header.index(c) for c in ("layer", size_column, "time_us"))
@@ -275,7 +301,7 @@ def _op_tables(path: Path, size_column: str) -> dict[str, OpTable]:
         seen = by_op.setdefault(op, {})
         if size in seen:
             raise FormatError(f"{where}: duplicate measurement for {op} at {size_column}={size}")
-        seen[size] = _number(fields_[i_time], "time_us", where)
+        seen[size] = _field(fields_[i_time], "time_us", where)
     tables = {}
     for op, points in by_op.items():
         sizes = sorted(points)
@@ -293,10 +319,7 @@ def _attention_rows(path: Path) -> AttentionRows:
     seen: set[tuple[float, ...]] = set()
     for k, (line, fields_) in enumerate(rows):
         where = f"{path}:{line}"
-        values = [
-            _number(fields_[i], c, where, integer=c != "time_us")
-            for i, c in zip(index, columns, strict=True)
-        ]
+        values = [_field(fields_[i], c, where) for i, c in zip(index, columns, strict=True)]
         pc, kp, n, kv, _ = values
         if pc == 0 and n == 0:
             raise FormatError(f"{where}: an empty batch (prefill_chunk = n_decode = 0)")
@@ -323,10 +346,7 @@ def _moe_rows(path: Path) -> MoERows:
     seen: set[tuple[float, float]] = set()
     for k, (line, fields_) in enumerate(rows):
         where = f"{path}:{line}"
-        values = [
-            _number(fields_[i], c, where, integer=c != "time_us")
-            for i, c in zip(index, columns, strict=True)
-        ]
+        values = [_field(fields_[i], c, where) for i, c in zip(index, columns, strict=True)]
         if values[0] < 1 or values[1] < 1:
             raise FormatError(f"{where}: tokens and activated_experts must be >= 1")
         if (values[0], values[1]) in seen:
@@ -544,7 +564,7 @@ def read_vidur_mlp(path: str | Path) -> VidurMLPProfile:
         if tokens[k] < 1 or tps[k] < 1:
             raise FormatError(f"{where}: num_tokens and num_tensor_parallel_workers must be >= 1")
         for (op, stat), i in stat_cols.items():
-            values[(op, stat)][k] = _number(fields_[i], f"time_stats.{op}.{stat}", where)
+            values[(op, stat)][k] = _time(fields_[i], f"time_stats.{op}.{stat}", where, 1e-3)
     shape_cols = [c for c in header if not c.startswith("time_stats.")]
     shape = {c: rows[0][1][header.index(c)] for c in shape_cols}
     return VidurMLPProfile(ops, tokens, tps, values, shape, SourceFile(path.name, sha256_of(path)))
@@ -610,9 +630,11 @@ def read_splitwise_perf_model(path: str | Path) -> SplitwisePerfModel:
         models.append(fields_[i_model].strip())
         hardware.append(fields_[i_hw].strip())
         for column in _SPLITWISE_NUMERIC:
-            integer = column in ("prompt_size", "batch_size", "token_size", "tensor_parallel")
-            numeric[column][k] = _number(
-                fields_[header.index(column)], column, where, integer=integer
+            text = fields_[header.index(column)]
+            numeric[column][k] = (
+                _time(text, column, where, 1e-3)
+                if column.endswith("_time")
+                else _number(text, column, where, integer=True)
             )
         if numeric["batch_size"][k] < 1 or numeric["tensor_parallel"][k] < 1:
             raise FormatError(f"{where}: batch_size and tensor_parallel must be >= 1")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from schedlab.budget import MAX_TIME_LIMIT
 from schedlab.errors import SchedlabError
 
 __all__ = [
@@ -57,6 +58,10 @@ def positive_seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    if value > MAX_TIME_LIMIT:
+        raise argparse.ArgumentTypeError(
+            f"at most {MAX_TIME_LIMIT:.0e} seconds, got {text!r} (for no limit, leave it out)"
+        )
     return value
 
 
@@ -92,6 +97,8 @@ def executor_options(args: argparse.Namespace) -> dict[str, Any]:
     """The keywords of :func:`schedlab.jobs.run_jobs` the options above give."""
     if args.address is not None and args.backend != "ray":
         raise SchedlabError("--address: only with --backend ray")
+    if args.workers is not None and args.backend == "serial":
+        raise SchedlabError("--workers: not with --backend serial (it runs one job at a time)")
     return {
         "backend": args.backend,
         "workers": args.workers,

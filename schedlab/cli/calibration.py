@@ -40,6 +40,30 @@ def _profile_dir(text: str) -> Path:
     return path
 
 
+def _at_most(text: str, maximum: int) -> int:
+    """An integer from 1 to ``maximum``; argparse reports anything else."""
+    value = positive_int(text)
+    if value > maximum:
+        raise argparse.ArgumentTypeError(
+            f"expected an integer from 1 to {maximum:,}, got {text!r}"
+        )
+    return value
+
+
+def _tensor_parallel(text: str) -> int:
+    """``replay --tp``: at most :data:`~schedlab.calibration.deployment.MAX_TENSOR_PARALLEL`."""
+    from schedlab.calibration.deployment import MAX_TENSOR_PARALLEL
+
+    return _at_most(text, MAX_TENSOR_PARALLEL)
+
+
+def _data_parallel(text: str) -> int:
+    """``replay --dp``: at most :data:`~schedlab.serving.scenario.MAX_REPLICAS`."""
+    from schedlab.serving.scenario import MAX_REPLICAS
+
+    return _at_most(text, MAX_REPLICAS)
+
+
 def _check_output(output: Path, root: Path) -> None:
     """Refuse, before fitting, an output that cannot be written or would overwrite the
     profile."""
@@ -190,8 +214,8 @@ def register(subparsers: Any) -> None:
         help="KV capacity of one GPU in tokens (default: meta.json kv_cache, else vLLM's "
         "formula on config.json's GPU)",
     )
-    rep.add_argument("--tp", type=positive_int, default=None, help="tensor-parallel degree")
-    rep.add_argument("--dp", type=positive_int, default=None, help="data-parallel replicas")
+    rep.add_argument("--tp", type=_tensor_parallel, default=None, help="tensor-parallel degree")
+    rep.add_argument("--dp", type=_data_parallel, default=None, help="data-parallel replicas")
     for flag, what in (
         ("--async-scheduling", "vLLM's asynchronous scheduling"),
         ("--prefix-caching", "the prefix cache"),

@@ -65,13 +65,16 @@ def parse_duration(text: str, flag: str = "duration", *, allow_zero: bool = Fals
     return seconds
 
 
-def _positive_number(text: str, flag: str) -> float:
+def _positive_number(text: str, flag: str, minimum: float = 0.0) -> float:
+    """A finite number ``> 0`` and ``>= minimum``, read from ``flag``'s ``text``."""
     try:
         value = float(text)
     except ValueError:
         raise ServingError(f"{flag}: expected a number, got {text!r}") from None
     if not (math.isfinite(value) and value > 0):
         raise ServingError(f"{flag}: must be a positive number, got {text!r}")
+    if value < minimum:
+        raise ServingError(f"{flag}: must be at least {minimum:g}, got {text!r}")
     return value
 
 
@@ -183,19 +186,29 @@ def _slo(args: argparse.Namespace) -> SLO:
     )
 
 
+def _margin(text: str | None, tpot_s: float) -> float | None:
+    """``--margin`` in seconds (``None``: not given), below the TPOT ``tpot_s`` as SLOWeave
+    and the fluid headroom need it (:func:`~schedlab.serving.sloweave.check_margin`)."""
+    from schedlab.serving.sloweave import check_margin
+
+    if text is None:
+        return None
+    return check_margin(parse_duration(text, "--margin", allow_zero=True), tpot_s, "--margin")
+
+
 def _scenario(args: argparse.Namespace) -> Scenario:
     """The scenario the common options describe (and ``simulate``'s own, if given)."""
     from schedlab.serving.scenario import DEFAULT_POLICY, Scenario
 
-    margin = getattr(args, "margin", None)
+    slo = _slo(args)
     return Scenario(
         policy=getattr(args, "policy", DEFAULT_POLICY),  # sweep names its own
         cost_model=args.cost_model,
-        slo=_slo(args),
+        slo=slo,
         engine=_engine(args),
         actual_cost_model=getattr(args, "actual_cost_model", None),
         noise_cv=getattr(args, "noise_cv", 0.0),
-        margin_s=None if margin is None else parse_duration(margin, "--margin", allow_zero=True),
+        margin_s=_margin(getattr(args, "margin", None), slo.tpot_s),
         seed=args.seed,
         prediction_cv=args.prediction_cv,
     )
@@ -248,12 +261,12 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _capacity(args: argparse.Namespace) -> int:
-    from schedlab.serving.capacity import capacity
+    from schedlab.serving.capacity import MIN_REL_TOL, capacity
 
     search = {
         "duration_s": parse_duration(args.duration, "--duration"),
         "target": _positive_number(args.target, "--target"),
-        "rel_tol": _positive_number(args.tolerance, "--tolerance"),
+        "rel_tol": _positive_number(args.tolerance, "--tolerance", MIN_REL_TOL),
         "start_rps": _positive_number(args.start_rate, "--start-rate"),
         "max_rps": _positive_number(args.max_rate, "--max-rate"),
         "data_dir": args.data_dir,
@@ -326,16 +339,14 @@ def _headroom(args: argparse.Namespace) -> int:
         stream = workload.generate(None, None, args.seed)
     else:
         stream = workload.generate(100.0, 1000.0, args.seed)
-    margin = (
-        None if args.margin is None else parse_duration(args.margin, "--margin", allow_zero=True)
-    )
+    tpot = parse_duration(args.tpot, "--tpot")
     kv = _engine(args).kv_capacity_tokens
     result = headroom(
         model,
         FluidLoad.of(stream.prompt, stream.output),
-        parse_duration(args.tpot, "--tpot"),
+        tpot,
         workload=stream.name,
-        margin_s=margin,
+        margin_s=_margin(args.margin, tpot),
         kv_capacity_tokens=kv,
     )
     if args.json:

@@ -21,10 +21,10 @@ from schedlab.errors import SchedlabError, SolverError, UnknownNameError
 from schedlab.jobs import Job, Outcome, run_jobs
 from schedlab.json_files import nan_to_null
 from schedlab.offline.bounds import Bound, lower_bound
-from schedlab.offline.instance import Instance
+from schedlab.offline.instance import Instance, check_instance
 from schedlab.offline.instance_io import instance_from_dict, instance_to_dict
 from schedlab.offline.result import Result, relative_gap
-from schedlab.offline.solve import available_solvers, solve, with_bound
+from schedlab.offline.solve import available_solvers, check_seed, solve, with_bound
 from schedlab.offline.solvers import get_solver
 from schedlab.offline.solvers.contract import check_options
 from schedlab.progress import Progress
@@ -232,10 +232,14 @@ def records_to_csv(records: Sequence[dict[str, Any]], handle: TextIO | None = No
     return buffer.getvalue()
 
 
-def solver_names(solvers: Sequence[str] | None) -> list[str]:
-    """``solvers`` (or :data:`DEFAULT_SOLVERS`) after checking every name is known and
-    none is given twice (a row per solver)."""
+def solver_names(solvers: str | Sequence[str] | None) -> list[str]:
+    """``solvers`` (or :data:`DEFAULT_SOLVERS`; a string is one name) after checking every
+    name is known and none is given twice (a row per solver)."""
+    if isinstance(solvers, str):
+        solvers = [solvers]
     names = list(DEFAULT_SOLVERS if solvers is None else solvers)
+    if not names:
+        raise SchedlabError("solvers: none given")
     known = available_solvers()
     for name in names:
         if name not in known:
@@ -248,7 +252,7 @@ def solver_names(solvers: Sequence[str] | None) -> list[str]:
 
 def compare(
     instance: Instance,
-    solvers: Sequence[str] | None = None,
+    solvers: str | Sequence[str] | None = None,
     *,
     time_limit: float | None = None,
     seed: int = 0,
@@ -270,6 +274,7 @@ def compare(
     standard error (:mod:`schedlab.progress`), or step the caller's. The bound and each
     solver are jobs of :func:`compare_all` (``backend`` ... ``results``: where they run).
     """
+    check_instance(instance, "compare")
     return compare_all(
         [instance],
         solvers,
@@ -287,7 +292,7 @@ def compare(
 
 def compare_all(
     instances: Sequence[Instance],
-    solvers: Sequence[str] | None = None,
+    solvers: str | Sequence[str] | None = None,
     *,
     time_limit: float | None = None,
     seed: int = 0,
@@ -306,9 +311,16 @@ def compare_all(
     the same result as :func:`~schedlab.offline.solve.solve` gives with it), so the jobs
     do not wait for one another and the comparison is the same on every executor.
     """
+    if not isinstance(instances, Sequence):
+        raise SchedlabError(
+            f"instances: expected a sequence of instances, got {type(instances).__name__}"
+        )
+    for k, instance in enumerate(instances):
+        check_instance(instance, f"instances[{k}]")
     names = solver_names(solvers)
     own = solver_options(names, options)
     time_limit = check_time_limit(time_limit)
+    check_seed(seed)
     _try_options(own, time_limit)
     jobs = []
     for instance in instances:

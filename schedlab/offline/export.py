@@ -28,18 +28,29 @@ import pulp
 import scipy.sparse as sp
 
 from schedlab.errors import FormatError, SchedlabError
-from schedlab.offline.bounds.time_indexed import column_rows
+from schedlab.offline.bounds.time_indexed import check_horizon, column_rows
 from schedlab.offline.bounds.volume import start_slack
 from schedlab.offline.instance import Instance
 from schedlab.offline.priority import best_rule_schedule
 
-__all__ = ["FORMATS", "MAX_NONZEROS", "export_model", "model_nonzeros", "time_indexed_model"]
+__all__ = [
+    "FORMATS",
+    "MAX_NONZEROS",
+    "NONZEROS_CEILING",
+    "export_model",
+    "model_nonzeros",
+    "time_indexed_model",
+]
 
 FORMATS = ("lp", "mps")
 
 #: The largest model :func:`export_model` writes unless told otherwise: an LP file takes
 #: about 17 bytes a nonzero (``mixed-n50``: 68.7 million nonzeros, 1.14 GB, 5½ minutes).
 MAX_NONZEROS = 5_000_000
+
+#: The most ``max_nonzeros`` may be raised to: twice the largest model written so far
+#: (``mixed-n50``'s); beyond it the model is built in memory before anything is written.
+NONZEROS_CEILING = 150_000_000
 
 
 def _windows(instance: Instance) -> np.ndarray:
@@ -62,6 +73,7 @@ def time_indexed_model(instance: Instance) -> pulp.LpProblem:
     offset = np.arange(len(req)) - np.repeat(np.cumsum(width) - width, width)
     tau = instance.arrival[req] + offset
     horizon = int((tau + instance.output[req]).max())
+    check_horizon(horizon, "export")
     starts, rows, values = column_rows(instance, np.arange(horizon + 1), req, tau)
     matrix = sp.csc_matrix((values, rows, starts), shape=(horizon, len(req))).tocsr()
     problem = pulp.LpProblem(instance.name or "schedlab", pulp.LpMinimize)
@@ -96,7 +108,10 @@ def export_model(
         If ``fmt`` (or the file's suffix when ``fmt`` is ``None``) is not a known format,
         or disagrees with the file's suffix.
     SchedlabError
-        If the model has more than ``max_nonzeros`` nonzeros (estimated first).
+        If the model has more than ``max_nonzeros`` nonzeros (estimated first), or
+        ``max_nonzeros`` exceeds :data:`NONZEROS_CEILING`.
+    HorizonError
+        If the model's horizon exceeds the time-indexed methods' ``MAX_HORIZON``.
     """
     path = Path(path)
     suffix = path.suffix.lstrip(".").lower()
@@ -105,6 +120,11 @@ def export_model(
     fmt = (fmt or suffix).lower()
     if fmt not in FORMATS:
         raise FormatError(f"export format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
+    if max_nonzeros > NONZEROS_CEILING:
+        raise SchedlabError(
+            f"export: max_nonzeros = {max_nonzeros:,} is above {NONZEROS_CEILING:,}, the most "
+            "a model built in memory may take (about 2.5 GB as LP)"
+        )
     nonzeros = model_nonzeros(instance)
     if nonzeros > max_nonzeros:
         raise SchedlabError(

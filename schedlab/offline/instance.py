@@ -15,6 +15,7 @@ arXiv 2508.06133 (heterogeneous prompts).
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,12 +27,16 @@ import numpy as np
 
 from schedlab.errors import InfeasibleInstanceError, InstanceError
 
-__all__ = ["MAX_VALUE", "Instance", "Request", "check_int"]
+__all__ = ["MAX_PRODUCT", "MAX_VALUE", "Instance", "Request", "check_instance", "check_int"]
 
 
-#: Largest token count or round accepted (2**40, about 1.1e12): far beyond any GPU, and
-#: small enough that every load and objective fits in 64-bit integers.
+#: Largest token count or round accepted (2**40, about 1.1e12): far beyond any GPU.
 MAX_VALUE = 2**40
+
+#: Largest product the 64-bit arithmetic may meet: an instance's serial horizon
+#: ``H = max_i a_i + sum_i o_i`` (no list schedule ends later) times ``n`` bounds every
+#: objective, times ``M`` every memory-time volume and area, and both must stay below it.
+MAX_PRODUCT = 2**62
 
 
 def check_int(value: Any, where: str, minimum: int, maximum: int = MAX_VALUE) -> int:
@@ -51,8 +56,17 @@ def check_int(value: Any, where: str, minimum: int, maximum: int = MAX_VALUE) ->
     if number < minimum:
         raise InstanceError(f"{where}: must be >= {minimum}, got {number}")
     if number > maximum:
-        raise InstanceError(f"{where}: must be <= {maximum}, got {number}")
+        shown = f"{number}" if number < 10**20 else f"a number of {len(str(number))} digits"
+        raise InstanceError(f"{where}: must be <= {maximum}, got {shown}")
     return number
+
+
+def check_instance(value: Any, where: str) -> Instance:
+    """``value`` if it is an :class:`Instance`, else an
+    :class:`~schedlab.errors.InstanceError` naming ``where``."""
+    if not isinstance(value, Instance):
+        raise InstanceError(f"{where}: expected an Instance, got {type(value).__name__}")
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +171,16 @@ class Instance:
                     f"requests[{i}]: prompt + output = {request.peak} exceeds memory "
                     f"M = {self.memory}; it can never run"
                 )
+        _check_size(self.memory, self.requests)
         object.__setattr__(self, "requests", tuple(self.requests))
+        if not isinstance(self.name, str):
+            raise InstanceError(f"name: must be a string, got {self.name!r}")
+        if not isinstance(self.meta, Mapping):
+            raise InstanceError(f"meta: must be a mapping, got {type(self.meta).__name__}")
+        try:  # instance files carry it
+            json.dumps(dict(self.meta), allow_nan=False)
+        except (TypeError, ValueError) as error:
+            raise InstanceError(f"meta: must be JSON data ({error})") from None
         object.__setattr__(self, "meta", MappingProxyType(dict(self.meta)))
 
     @classmethod
@@ -171,8 +194,8 @@ class Instance:
         meta: Mapping[str, Any] | None = None,
     ) -> Instance:
         """Build an instance from equal-length arrays of prompt, output (and arrival)."""
-        prompt, output = list(prompt), list(output)
-        arrival = [0] * len(prompt) if arrival is None else list(arrival)
+        prompt, output = _values(prompt, "prompt"), _values(output, "output")
+        arrival = [0] * len(prompt) if arrival is None else _values(arrival, "arrival")
         if not len(prompt) == len(output) == len(arrival):
             raise InstanceError(
                 f"arrays: prompt, output and arrival lengths differ "
@@ -215,6 +238,36 @@ class Instance:
     def __repr__(self) -> str:
         label = f" {self.name!r}" if self.name else ""
         return f"<Instance{label} n={self.n} M={self.memory}>"
+
+
+def _values(array: Any, name: str) -> list[Any]:
+    """The entries of a one-dimensional array or sequence, or an error naming ``name``."""
+    try:
+        flat = not isinstance(array, str | bytes | Mapping) and np.ndim(array) == 1
+    except ValueError:  # ragged nested sequences
+        flat = False
+    if not flat:
+        raise InstanceError(
+            f"arrays: {name} must be a one-dimensional sequence, got {array!r:.60}"
+        )
+    return list(array)
+
+
+def _check_size(memory: int, requests: Sequence[Request]) -> None:
+    """Refuse an instance whose objectives or volumes could overflow 64-bit integers.
+
+    With ``H`` the serial horizon (:data:`MAX_PRODUCT`), every start a solver returns is
+    below ``H`` and every objective below ``n H``; every volume and memory-time area is
+    below ``M H``.
+    """
+    horizon = max(r.arrival for r in requests) + sum(r.output for r in requests)
+    n = len(requests)
+    if horizon > MAX_VALUE or n * horizon > MAX_PRODUCT or memory * horizon > MAX_PRODUCT:
+        raise InstanceError(
+            f"requests: too large for 64-bit arithmetic: the latest arrival plus the total "
+            f"output is {horizon:,} rounds, with n = {n:,} and M = {memory:,} (needed: at "
+            f"most 2**40 rounds, and n and M times it at most 2**62)"
+        )
 
 
 def _frozen(values: Any) -> np.ndarray:

@@ -15,7 +15,7 @@ from functools import cached_property
 import numpy as np
 
 from schedlab.errors import ScheduleError
-from schedlab.offline.instance import Instance
+from schedlab.offline.instance import MAX_PRODUCT, MAX_VALUE, Instance
 
 __all__ = ["Schedule", "load_profile", "total_latency"]
 
@@ -87,7 +87,21 @@ class Schedule:
                 raise ScheduleError("starts: every start must be an integer round")
         elif array.dtype.kind not in "iu":
             raise ScheduleError(f"starts: expected integers, got dtype {array.dtype}")
+        if array.size and array.max() > MAX_VALUE:  # before the cast, which would wrap
+            late = int(np.argmax(array))
+            raise ScheduleError(
+                f"starts: request {late} starts in round {array[late]}, above 2**40, the "
+                "latest round schedlab computes with"
+            )
         array = array.astype(np.int64)
+        if array.size and instance.n * (int(array.max()) + int(instance.output.max())) > (
+            MAX_PRODUCT
+        ):
+            raise ScheduleError(
+                f"starts: {instance.n:,} requests ending as late as round "
+                f"{int(array.max()) + int(instance.output.max()):,}: the objective could "
+                "overflow 64-bit integers"
+            )
         array.setflags(write=False)
         object.__setattr__(self, "instance", instance)
         object.__setattr__(self, "starts", array)

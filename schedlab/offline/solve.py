@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
+import operator
 import time
 from typing import Any
 
 from schedlab.budget import Budget
-from schedlab.errors import SolverError
+from schedlab.errors import SchedlabError, SolverError
 from schedlab.interrupts import held_interrupts
 from schedlab.offline.bounds import Bound, bound_within
-from schedlab.offline.instance import Instance
+from schedlab.offline.instance import Instance, check_instance
 from schedlab.offline.result import Result, Status, relative_gap
 from schedlab.offline.schedule import Schedule
 from schedlab.offline.solvers import available_solvers, get_solver
@@ -19,7 +21,7 @@ from schedlab.offline.solvers.contract import check_options
 from schedlab.offline.verify import verify
 from schedlab.progress import Progress, progress_for
 
-__all__ = ["available_solvers", "solve", "with_bound"]
+__all__ = ["available_solvers", "check_seed", "solve", "with_bound"]
 
 
 def _load_kernels() -> None:
@@ -91,9 +93,18 @@ def solve(
         (a ``TypeError``) for an option the solver does not take; lists those it does.
     SolverError
         If the solver's schedule fails verification.
+    SchedlabError
+        For an ``instance`` that is not an :class:`~schedlab.offline.instance.Instance`,
+        a ``seed`` that is not an integer ``>= 0``, or a ``bound`` of another type.
     """
+    check_instance(instance, "solve")
     info = get_solver(solver)
     check_options(solver, info.fn, options)
+    check_seed(seed)
+    if bound is not None and not isinstance(bound, str | Bound):
+        raise SchedlabError(
+            f"bound: expected a method name, a Bound or None, got {type(bound).__name__}"
+        )
     _load_kernels()
     with progress_for(progress, "solve") as bar:
         bar.add(1)
@@ -121,6 +132,15 @@ def solve(
         if isinstance(bound, str):
             bound = bound_within(instance, bound, Budget(time_limit), progress=bar)
     return with_bound(own, bound)
+
+
+def check_seed(seed: Any) -> int:
+    """``seed`` as an integer ``>= 0`` (NumPy integers too), or a one-line error."""
+    if not isinstance(seed, bool):
+        with contextlib.suppress(TypeError):
+            if (value := operator.index(seed)) >= 0:
+                return value
+    raise SchedlabError(f"seed: must be an integer >= 0, got {seed!r}")
 
 
 def with_bound(result: Result, bound: Bound | None) -> Result:

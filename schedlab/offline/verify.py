@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from schedlab.errors import ScheduleError
-from schedlab.offline.instance import Instance
+from schedlab.offline.instance import Instance, check_instance
 
 __all__ = ["assert_feasible", "verify"]
 
@@ -68,6 +68,14 @@ def verify(instance: Instance, starts: StartsLike) -> list[str]:
         sequence of ``(request, start)`` pairs (then duplicates and missing requests
         are detected too).
     """
+    check_instance(instance, "verify")
+    if isinstance(starts, str | bytes) or not isinstance(starts, Iterable | np.ndarray):
+        raise ScheduleError(
+            f"starts: expected a sequence of start rounds or of (request, start) pairs, "
+            f"got {type(starts).__name__}"
+        )
+    if isinstance(starts, np.ndarray) and starts.ndim != 1:
+        raise ScheduleError(f"starts: expected one start a request, got shape {starts.shape}")
     n = instance.n
     if isinstance(starts, np.ndarray) and _array_is_feasible(instance, starts):
         return []

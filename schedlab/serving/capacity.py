@@ -3,10 +3,10 @@ r"""Capacity (highest rate meeting an SLO-attainment target) and policy sweeps.
 Capacity (``docs/design.md``, "Metrics and SLOs"; DistServe, Zhong et al., OSDI 2024, call
 it per-GPU goodput) is the highest mean arrival rate :math:`\lambda` whose run reaches
 attainment :math:`\ge 0.9`. It is found by bracketing (doubling or halving from
-``start_rps``) and then geometric bisection until :math:`hi / lo - 1 \le` ``rel_tol``; the
-answer is the highest rate *tested* that met the target. Streams use common random numbers
-(:mod:`schedlab.serving.workloads`), so each rate sees the same requests at a different
-spacing and one explicit seed fixes everything.
+``start_rps``) and then geometric bisection until :math:`hi / lo - 1 \le` ``rel_tol``
+(at least :data:`MIN_REL_TOL`); the answer is the highest rate *tested* that met the
+target. Streams use common random numbers (:mod:`schedlab.serving.workloads`), so each
+rate sees the same requests at a different spacing and one explicit seed fixes everything.
 
 Two stop rules make overloaded runs cheap without changing any decision:
 
@@ -43,6 +43,7 @@ from schedlab.serving.workloads import DEFAULT_WORKLOAD, Workload, make_workload
 __all__ = [
     "CAPACITY_WINDOW_S",
     "DEFAULT_SWEEP_POLICIES",
+    "MIN_REL_TOL",
     "CapacityResult",
     "GridError",
     "Probe",
@@ -61,6 +62,12 @@ T = TypeVar("T")
 #: The arrival window (seconds) of each run of a capacity search: longer than a single
 #: simulation's, so that a rate near capacity has time to build its queue.
 CAPACITY_WINDOW_S = 120.0
+
+#: The finest relative tolerance of a capacity search. Bisecting a factor-2 bracket down to
+#: it takes 20 runs; a finer step moves the last arrival of a 120 s window by under 120 us,
+#: less than one iteration, so no finer answer means anything (and below the spacing of
+#: floats no rate lies between ``lo`` and ``hi`` at all).
+MIN_REL_TOL = 1e-6
 
 #: The policies ``schedlab sweep`` compares when none are named.
 DEFAULT_SWEEP_POLICIES: tuple[str, ...] = ("vllm", "sarathi", "sloweave", "fixed:512")
@@ -187,19 +194,13 @@ def capacity(
     Raises
     ------
     ServingError
-        On a target outside (0, 1], a non-positive tolerance or rate bounds, or a policy
-        object in the scenario.
+        On a target outside (0, 1], a tolerance below :data:`MIN_REL_TOL`, non-positive
+        rate bounds, or a policy object in the scenario.
     """
     scenario = scenario or Scenario()
     if not isinstance(scenario.policy, str):
         raise ServingError("capacity: give the policy by name (each rate needs a fresh one)")
-    if not 0 < target <= 1:
-        raise ServingError(f"capacity: target attainment must be in (0, 1], got {target}")
-    if not (rel_tol > 0 and start_rps > 0 and max_rps >= start_rps):
-        raise ServingError(
-            "capacity: need rel_tol > 0 and 0 < start_rps <= max_rps, got "
-            f"{rel_tol}, {start_rps}, {max_rps}"
-        )
+    _check_search(target, rel_tol, start_rps, max_rps)
     model = scenario.predicted()
     scenario = scenario.with_(cost_model=model)  # loaded once for every probe
     load = make_workload(workload, data_dir=data_dir) if isinstance(workload, str) else workload
@@ -232,12 +233,30 @@ def capacity(
     )
 
 
+def _check_search(target: float, rel_tol: float, start_rps: float, max_rps: float) -> None:
+    """Refuse the parameters of a capacity search that cannot give an answer.
+
+    Raises
+    ------
+    ServingError
+        On a target outside (0, 1], a tolerance below :data:`MIN_REL_TOL`, or rate
+        bounds that are not ``0 < start_rps <= max_rps``.
+    """
+    if not 0 < target <= 1:
+        raise ServingError(f"capacity: target attainment must be in (0, 1], got {target}")
+    if not rel_tol >= MIN_REL_TOL:
+        raise ServingError(f"capacity: rel_tol must be at least {MIN_REL_TOL:g}, got {rel_tol}")
+    if not (start_rps > 0 and max_rps >= start_rps):
+        raise ServingError(f"capacity: need 0 < start_rps <= max_rps, got {start_rps}, {max_rps}")
+
+
 def _bisect(
     meets: Callable[[float], bool], start: float, top: float, floor: float, rel_tol: float
 ) -> tuple[float, float]:
     """Bracket by doubling (up to ``top``) or halving (down to ``floor``) from ``start``,
-    then bisect geometrically; ``(lo, hi)``: the highest rate that met the target (0 if
-    none) and the lowest above it that failed (``inf`` if none)."""
+    then bisect geometrically until ``hi / lo - 1 <= rel_tol`` or no float lies between
+    them; ``(lo, hi)``: the highest rate that met the target (0 if none) and the lowest
+    above it that failed (``inf`` if none)."""
     lo, hi = 0.0, math.inf
     rate = start
     if meets(rate):
@@ -259,7 +278,9 @@ def _bisect(
             else:
                 hi = rate
     while lo > 0 and hi < math.inf and hi / lo - 1 > rel_tol:
-        mid = math.sqrt(lo * hi)
+        mid = math.sqrt(lo) * math.sqrt(hi)  # lo * hi may overflow
+        if not lo < mid < hi:
+            break  # adjacent floats: no rate left between them to test
         if meets(mid):
             lo = mid
         else:
@@ -472,11 +493,14 @@ def capacity_grid(
 
     Raises
     ------
+    ServingError
+        Before any search runs, on search parameters :func:`capacity` refuses.
     GridError
         After every search ran, if some failed.
     """
     if not policies or not seeds:
         raise ServingError("capacity grid: give at least one policy and one seed")
+    _check_search(target, rel_tol, start_rps, max_rps)
     base = scenario or Scenario()
     inputs = _checked(base, policies, workload, data_dir)
     if len(set(seeds)) < len(seeds):

@@ -58,6 +58,7 @@ import numpy as np
 from schedlab.errors import ServingError
 from schedlab.json_files import nan_to_null
 from schedlab.serving.cost_model import CostModel, LinearAttentionCostModel, hardware_of
+from schedlab.serving.sloweave import check_margin
 
 __all__ = ["FixedChunkHeadroom", "FluidLoad", "Headroom", "headroom"]
 
@@ -289,13 +290,16 @@ def headroom(
     Raises
     ------
     ServingError
-        For a model that is not linear without attention terms, or a deadline that its
+        For a model that is not linear without attention terms, a margin not below the
+        TPOT (:func:`~schedlab.serving.sloweave.check_margin`), or a deadline that its
         fixed cost :math:`F` (plus the margin) already uses up.
     """
     linear = _linear_terms(model)
-    margin = linear.margin_s if margin_s is None else margin_s
-    if not (math.isfinite(tpot_s) and tpot_s > 0 and math.isfinite(margin) and margin >= 0):
-        raise ServingError(f"fluid headroom: bad TPOT {tpot_s!r} or margin {margin!r}")
+    if not (math.isfinite(tpot_s) and tpot_s > 0):
+        raise ServingError(f"fluid headroom: bad TPOT {tpot_s!r}")
+    margin = check_margin(
+        linear.margin_s if margin_s is None else margin_s, tpot_s, "fluid headroom: margin"
+    )
     b, f_d, f_p = linear.base_s, linear.decode_fixed_s, linear.prefill_fixed_s
     a_d, a_p = linear.decode_per_seq_s, linear.prefill_per_token_s
     fixed = b + f_d + f_p

@@ -39,7 +39,7 @@ from typing import Protocol
 from schedlab.errors import ServingError, UnknownNameError
 from schedlab.serving.cost_model import Chunk, CostModel, require_monotone
 from schedlab.serving.engine_config import EngineConfig
-from schedlab.serving.sloweave import SLOWeaveState, choose_chunk
+from schedlab.serving.sloweave import SLOWeaveState, check_margin, choose_chunk
 from schedlab.serving.view import EngineView, Plan, RequestView, reserved_tokens
 
 __all__ = [
@@ -229,9 +229,9 @@ class SLOWeavePolicy:
         self._model = model
         self._tpot_s = tpot_s
         self._c_max = c_max
-        self._margin_s = model.margin_s if margin_s is None else margin_s
-        if not self._margin_s >= 0:
-            raise ServingError(f"policy 'sloweave': margin must be >= 0, got {self._margin_s}")
+        self._margin_s = check_margin(
+            model.margin_s if margin_s is None else margin_s, tpot_s, "policy 'sloweave': margin"
+        )
         self._misses = 0
 
     @property

@@ -19,7 +19,7 @@ from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.metrics import SLO
 from schedlab.serving.policies import Policy, PolicyContext, make_policy
 
-__all__ = ["DEFAULT_COST_MODEL", "DEFAULT_POLICY", "DEFAULT_SLO", "Scenario"]
+__all__ = ["DEFAULT_COST_MODEL", "DEFAULT_POLICY", "DEFAULT_SLO", "MAX_REPLICAS", "Scenario"]
 
 #: The policy simulated when none is named.
 DEFAULT_POLICY = "sloweave"
@@ -29,6 +29,12 @@ DEFAULT_COST_MODEL = "sloweave-default"
 
 #: The SLO when none is given: TTFT 5 s, TPOT 25 ms.
 DEFAULT_SLO = SLO(ttft_s=5.0, tpot_s=0.025)
+
+#: The most data-parallel replicas a scenario may have. Each is an engine simulated in
+#: full, so time and memory grow with the count: a 300-request replay takes about 5 s at
+#: 1,024 replicas, minutes at 100,000, and 10**9 exhausts memory. The largest published
+#: deployments are well below it (DeepSeek-V3's decoding spans 320 GPUs).
+MAX_REPLICAS = 1024
 
 
 @dataclass(frozen=True)
@@ -87,6 +93,10 @@ class Scenario:
                 raise ServingError(
                     f"scenario.{name}: must be an integer >= {least}, got {value!r}"
                 )
+        if self.replicas > MAX_REPLICAS:
+            raise ServingError(
+                f"scenario.replicas: at most {MAX_REPLICAS:,}, got {self.replicas:,}"
+            )
         if isinstance(self.prediction_cv, bool) or not (
             isinstance(self.prediction_cv, int | float) and 0 <= self.prediction_cv <= 10
         ):

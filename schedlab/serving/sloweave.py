@@ -28,7 +28,13 @@ from dataclasses import dataclass
 from schedlab.errors import ServingError
 from schedlab.serving.cost_model import BatchShape, Chunk, CostModel, batch_time
 
-__all__ = ["ChunkDecision", "SLOWeaveState", "choose_chunk", "linear_scan_chunk"]
+__all__ = [
+    "ChunkDecision",
+    "SLOWeaveState",
+    "check_margin",
+    "choose_chunk",
+    "linear_scan_chunk",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +94,25 @@ class ChunkDecision:
     evaluations: int
     deadline_miss: bool
     predicted_s: float
+
+
+def check_margin(margin_s: float, tpot_s: float, where: str) -> float:
+    """``margin_s`` as SLOWeave's margin :math:`\\delta` for the per-token deadline
+    ``tpot_s``: a number of seconds from 0 up to, not including, ``tpot_s`` (a margin as
+    long as the deadline leaves no budget for any iteration).
+
+    Raises
+    ------
+    ServingError
+        Naming ``where``, for any other margin.
+    """
+    if isinstance(margin_s, bool) or not (
+        isinstance(margin_s, int | float) and 0 <= margin_s < tpot_s
+    ):
+        raise ServingError(
+            f"{where}: must be >= 0 and below the TPOT of {tpot_s * 1e3:g} ms, got {margin_s!r} s"
+        )
+    return float(margin_s)
 
 
 def _upper(state: SLOWeaveState, c_max: int, cap: int | None, margin_s: float) -> int:

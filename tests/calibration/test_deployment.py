@@ -6,11 +6,12 @@ import json
 
 import pytest
 
-from schedlab.calibration.deployment import deployment_of
+from schedlab.calibration.deployment import MAX_TENSOR_PARALLEL, deployment_of
 from schedlab.calibration.recorded_run import read_recorded_run
 from schedlab.errors import FormatError
 from schedlab.llm.interconnect import Link
 from schedlab.llm.models import GIB
+from schedlab.serving.scenario import MAX_REPLICAS
 from tests.calibration.recorded import gpu_config, req, write_run
 
 LIMITS = {"max_num_seqs": 8, "max_num_batched_tokens": 64}
@@ -195,12 +196,28 @@ def test_an_fp8_kv_cache_holds_twice_the_tokens(tmp_path):
         (
             {"engine_kwargs": {"tensor_parallel_size": 0}},
             "gpu",
-            "tensor_parallel_size: expected an integer >= 1, got 0",
+            "tensor_parallel_size: expected an integer from 1 to 128, got 0",
         ),
         (
             {"engine_kwargs": {"data_parallel_size": -2}},
             "gpu",
-            "data_parallel_size: expected an integer >= 1",
+            "data_parallel_size: expected an integer from 1 to 1024",
+        ),
+        (  # a billion engines would exhaust memory
+            {"resolved_config": {"parallel_config": {"data_parallel_size": 10**9}}},
+            "gpu",
+            r"meta\.json: resolved_config\.parallel_config\.data_parallel_size: expected an "
+            "integer from 1 to 1024, got 1000000000$",
+        ),
+        (
+            {"engine_kwargs": {"data_parallel_size": 1025}},
+            "gpu",
+            r"engine_kwargs\.data_parallel_size: expected an integer from 1 to 1024, got 1025",
+        ),
+        (
+            {"engine_kwargs": {"tensor_parallel_size": 129}},
+            "gpu",
+            r"engine_kwargs\.tensor_parallel_size: expected an integer from 1 to 128, got 129",
         ),
         ({"resolved_config": [1]}, "gpu", r"meta\.json: resolved_config: expected an object"),
         (
@@ -226,6 +243,17 @@ def test_malformed_records_are_refused_by_name(tmp_path, meta, config, message):
     config = gpu_config() if config == "gpu" else config
     with pytest.raises(FormatError, match=message):
         deployment(tmp_path, meta, config)
+
+
+def test_parallel_degrees_given_are_capped(tmp_path):
+    meta = {"engine_kwargs": LIMITS}
+    config = gpu_config()
+    assert deployment(tmp_path, meta, config, dp=MAX_REPLICAS).replicas == MAX_REPLICAS
+    assert deployment(tmp_path, meta, config, tp=MAX_TENSOR_PARALLEL).tp == MAX_TENSOR_PARALLEL
+    with pytest.raises(FormatError, match="data_parallel_size: expected an integer from 1 to"):
+        deployment(tmp_path, meta, config, dp=10**9)
+    with pytest.raises(FormatError, match="tensor_parallel_size: expected an integer from 1 to"):
+        deployment(tmp_path, meta, config, tp=MAX_TENSOR_PARALLEL + 1)
 
 
 def test_a_bench_result_needs_its_limits_given(tmp_path):

@@ -58,6 +58,15 @@ def test_reads_synthetic_profile_with_hashes(synthetic_profile):
         ("dense.csv", "layer,tokens,time_us\nqkv_proj,1,2\nqkv_proj,1,3\n", ":3:", "duplicate"),
         ("dense.csv", "layer,tokens,time_us\nqkv_proj,1\n", ":2:", "fields"),
         ("dense.csv", "layer,tokens,time_us\nqkv_proj,1,nan\n", ":2:", "finite"),
+        # the fit overflowed into a model of 1e304-second iterations
+        ("dense.csv", "layer,tokens,time_us\nqkv_proj,1,1e308\n", ":2:", r"at most 3\.6e\+09"),
+        ("per_sequence.csv", "layer,sequences,time_us\nlm_head,1,4e9\n", ":2:", "an hour"),
+        (
+            "attention.csv",
+            "prefill_chunk,kv_prefill,n_decode,kv_decode,time_us\n16,0,0,0,1e300\n",
+            ":2:",
+            r"time_us: must be at most 3\.6e\+09 \(an hour\)",
+        ),
         ("dense.csv", "", ":1:", "empty"),
         ("per_sequence.csv", "layer,sequences,time_us\nlm_head,0,3\n", ":2:", ">= 1"),
         (
@@ -140,6 +149,9 @@ def test_vidur_malformed(tmp_path):
     path.write_text("num_tokens,num_tensor_parallel_workers\n8,1\n")
     with pytest.raises(FormatError, match="no time_stats"):
         read_vidur_mlp(path)
+    path.write_text(f"{VIDUR_HEADER}\n0.1,3.7e6,32,8,1\n")  # ms: above an hour
+    with pytest.raises(FormatError, match=r"mlp\.csv:2: time_stats\.mlp_up_proj\.median: must"):
+        read_vidur_mlp(path)
 
 
 SPLITWISE_HEADER = (
@@ -167,6 +179,9 @@ def test_splitwise_malformed(tmp_path):
         read_splitwise_perf_model(path)
     path.write_text(f"{SPLITWISE_HEADER}\n,a100-80gb,512,1,128,196,54,7168,2\n")
     with pytest.raises(FormatError, match=r"perf_model\.csv:2: model: empty"):
+        read_splitwise_perf_model(path)
+    path.write_text(f"{SPLITWISE_HEADER}\nllama2-70b,a100-80gb,512,1,128,1e300,54,7168,2\n")
+    with pytest.raises(FormatError, match=r"perf_model\.csv:2: prompt_time: must be at most"):
         read_splitwise_perf_model(path)
 
 

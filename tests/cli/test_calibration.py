@@ -86,6 +86,42 @@ def test_replay_bad_input(tmp_path, capsys, flat_model):
     assert "--plot" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("flag", "value", "limit"), [("--dp", "1000000000", "1,024"), ("--tp", "129", "128")]
+)
+def test_replay_caps_the_parallel_degrees(tmp_path, capsys, flat_model, flag, value, limit):
+    # --dp 1000000000 built a billion engines (memory ran away); refused while parsing
+    run = write_run(tmp_path / "run", [req(10, 3, 5.0, 5.020, 5.040)])
+    with pytest.raises(SystemExit) as exc:
+        main(["replay", str(run), "--cost-model", flat_model, *LIMITS, flag, value])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}: expected an integer from 1 to {limit}, got '{value}'" in err
+    assert len(err.splitlines()) == 1
+
+
+def test_replay_caps_the_recorded_data_parallel_size(tmp_path, capsys, flat_model):
+    meta = {"resolved_config": {"parallel_config": {"data_parallel_size": 10**9}}}
+    run = write_run(tmp_path / "run", [req(10, 3, 5.0, 5.020, 5.040)], meta=meta)
+    assert main(["replay", str(run), "--cost-model", flat_model, *LIMITS]) == 2
+    err = capsys.readouterr().err
+    assert "resolved_config.parallel_config.data_parallel_size: expected an integer" in err
+    assert len(err.splitlines()) == 1
+
+
+def test_calibrate_refuses_a_time_above_an_hour(tmp_path, capsys):
+    profile = write_profile(tmp_path / "profile")
+    dense = profile / "tp1" / "dense.csv"
+    lines = dense.read_text().splitlines()
+    lines[1] = ",".join([*lines[1].split(",")[:-1], "1e308"])
+    dense.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "model.json"
+    assert main(["calibrate", str(profile), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "dense.csv:2: time_us: must be at most 3.6e+09 (an hour), got '1e308'" in err
+    assert len(err.splitlines()) == 1 and not out.exists()
+
+
 def test_calibrate(tmp_path, capsys):
     profile = write_profile(tmp_path / "profile")
     out = tmp_path / "model.json"

@@ -32,7 +32,13 @@ def _schedlab(*argv: str) -> subprocess.CompletedProcess[str]:
         (["simulate", "--max-num-seqs"], "expected one argument"),
         (["simulate", "--tpot-slo", "p95"], "invalid choice: 'p95'"),
         (["solve", TINY, "--time-limit", "-1"], "--time-limit"),
+        (["solve", TINY, "--time-limit", "1e308"], "at most 1e+09 seconds"),
+        (
+            ["solve", TINY, "--solver", "lp-search", "--option", "history=1000000000"],
+            "history must be <= 10,000,000",
+        ),
         (["compare", TINY, "--solvers", "fcfs,,svf"], "empty items"),
+        (["compare", TINY, "--backend", "serial", "--workers", "3"], "not with --backend serial"),
         (["sweep", "--policies", "vllm,vllm", "--rates", "1"], "vllm given twice"),
         (["simulate", "--tpot", "25"], "'25' has no unit"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import importlib
 import json
 import re
 import subprocess
@@ -225,11 +226,32 @@ def test_sweep_plot_without_matplotlib(monkeypatch, tmp_path):
         (["--cost-model", "nowhere"], UnknownNameError, "sloweave-default"),
         (["--max-num-batched-tokens", "200"], SchedlabError, "engine.max_num_batched_tokens"),
         (["--prediction-cv", "-1"], SchedlabError, "prediction_cv"),
+        (["--margin", "1e9s"], SchedlabError, "--margin: must be >= 0 and below the TPOT"),
+        (["--margin", "25ms"], SchedlabError, "--margin"),
     ],
 )
 def test_bad_input_raises_schedlab_errors(extra, error, message):
     with pytest.raises(error, match=message):
         main([*SIM, *extra])
+
+
+def test_simulate_and_headroom_check_a_margin_alike():
+    # one check, naming the flag, for both commands
+    for command in (SIM, ["headroom", "--tpot", "25ms"]):
+        with pytest.raises(SchedlabError, match="--margin: must be >= 0 and below the TPOT"):
+            main([*command, "--margin", "1e9s"])
+
+
+def test_a_tolerance_below_the_finest_is_one_line(capsys, monkeypatch):
+    # The command bisected for ever; it is now refused before any rate runs.
+    from schedlab.cli import main as schedlab
+
+    capacity_module = importlib.import_module("schedlab.serving.capacity")
+    monkeypatch.setattr(capacity_module, "probe", None)
+    argv = ["capacity", "--duration", "5s", "--quiet", "--tolerance", "1e-300", "--json"]
+    assert schedlab(argv) == 2
+    err = capsys.readouterr().err
+    assert "--tolerance: must be at least 1e-06" in err and len(err.splitlines()) == 1
 
 
 def test_cli_module_imports_no_heavy_libraries():

@@ -102,3 +102,12 @@ def test_a_solver_named_twice_is_refused():
     inst = read_instance(INSTANCES / "tiny-1.json")
     with pytest.raises(SchedlabError, match="solvers: fcfs given twice"):
         compare(inst, ["fcfs", "svf", "fcfs"])
+
+
+def test_one_solver_may_be_named_alone_but_not_none() -> None:
+    inst = read_instance(INSTANCES / "tiny-1.json")
+    assert [r.solver for r in compare(inst, "fcfs").results] == ["fcfs"]
+    with pytest.raises(SchedlabError, match=r"^solvers: none given$"):
+        compare(inst, [])
+    with pytest.raises(SchedlabError, match=r"^compare: expected an Instance, got list$"):
+        compare([inst, inst])  # type: ignore[arg-type]

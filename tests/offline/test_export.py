@@ -7,13 +7,16 @@ from pathlib import Path
 import highspy
 import pytest
 
-from schedlab.errors import FormatError, SchedlabError
+from schedlab.errors import FormatError, HorizonError, SchedlabError
+from schedlab.offline.bounds.time_indexed import MAX_HORIZON
 from schedlab.offline.export import (
     MAX_NONZEROS,
+    NONZEROS_CEILING,
     export_model,
     model_nonzeros,
     time_indexed_model,
 )
+from schedlab.offline.instance import Instance
 from schedlab.offline.instance_io import read_instance
 from tests.conftest import INSTANCES
 
@@ -68,3 +71,12 @@ def test_cli_default_limit_is_the_library_one() -> None:
 
     args = build_parser().parse_args(["export", "x.json", "-o", "x.lp"])
     assert args.max_nonzeros == MAX_NONZEROS
+
+
+def test_a_horizon_or_a_limit_beyond_what_fits_is_refused(tmp_path: Path) -> None:
+    late = Instance.from_arrays(10, [1], [1], [MAX_HORIZON])  # few nonzeros, long horizon
+    with pytest.raises(HorizonError, match=r"^export: the horizon is 5,000,001 rounds"):
+        export_model(late, tmp_path / "late.lp")
+    small = read_instance(INSTANCES / "tiny-1.json")
+    with pytest.raises(SchedlabError, match=r"^export: max_nonzeros = 150,000,001 is above"):
+        export_model(small, tmp_path / "t.lp", max_nonzeros=NONZEROS_CEILING + 1)

@@ -82,3 +82,46 @@ def test_from_arrays_names_the_index():
         Instance.from_arrays(10, [1, 2], [1])
     inst = Instance.from_arrays(10, np.array([1, 2]), np.array([3, 4]), [0, 5], name="a")
     assert inst.arrival.tolist() == [0, 5] and inst.name == "a"
+
+
+@pytest.mark.parametrize(
+    ("memory", "prompt", "output", "arrival"),
+    [
+        (2**40, [0] * 5000, [2**40] * 5000, None),  # objectives near 1.4e19 would wrap
+        (2**40, [0] * 3, [2**40] * 3, None),  # volumes near 2**79
+        (10, [1, 1], [1, 1], [0, 2**40]),  # a serial horizon past 2**40 rounds
+        (2**40, [0, 0], [2**21, 2**21 + 1], None),  # M times the horizon past 2**62
+    ],
+)
+def test_instances_beyond_64_bit_arithmetic_are_refused(memory, prompt, output, arrival):
+    with pytest.raises(InstanceError, match=r"^requests: too large for 64-bit arithmetic"):
+        Instance.from_arrays(memory, prompt, output, arrival)
+
+
+def test_the_largest_values_still_fit():
+    inst = Instance.from_arrays(2**40, [2**39], [2**20])
+    assert inst.volume[0] == 2**39 * 2**20 + 2**20 * (2**20 + 1) // 2
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: Instance.from_arrays(10, 1, 1), r"^arrays: prompt must be a one-dimensional"),
+        (lambda: Instance.from_arrays(10, np.array(1), [1]), r"^arrays: prompt must be"),
+        (lambda: Instance.from_arrays(10, [1], [[1, 2], [3]]), r"^arrays: output must be"),
+        (lambda: Instance.from_arrays(10, [1], [1], arrival="0"), r"^arrays: arrival must be"),
+        (lambda: Instance.from_arrays(10, [1], [1], meta=[1, 2]), r"^meta: must be a mapping"),
+        (lambda: Instance.from_arrays(10, [1], [1], meta={"a": object()}), r"^meta: must be JSON"),
+        (lambda: Instance.from_arrays(10, [1], [1], name=5), r"^name: must be a string"),
+    ],
+)
+def test_bad_arrays_name_and_meta_are_refused_in_one_line(call, message):
+    with pytest.raises(InstanceError, match=message):
+        call()
+
+
+def test_a_huge_value_is_not_echoed_digit_by_digit():
+    with pytest.raises(
+        InstanceError, match=r"^memory: must be <= 1099511627776, got a number of 4000 digits$"
+    ):
+        Instance.from_arrays(10**3999, [1], [1])

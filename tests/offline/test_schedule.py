@@ -4,6 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schedlab.errors import ScheduleError
+from schedlab.offline import schedule
 from schedlab.offline.instance import Instance, Request
 from schedlab.offline.schedule import Schedule, load_profile
 from tests.strategies import instances
@@ -70,3 +71,28 @@ def test_load_profile_of_a_window_and_a_subset(inst: Instance, data: st.DataObje
         for t in range(origin, span)
     ]
     assert load_profile(inst, starts, origin, span, kept).tolist() == expected
+
+
+@pytest.mark.parametrize(
+    "starts",
+    [
+        np.array([0, 2**63 - 1], dtype=np.int64),
+        np.array([0, 2**64 - 1], dtype=np.uint64),  # a cast would make it -1
+        [0.0, 2.0**41],
+        [0, 2**40 + 1],
+    ],
+)
+def test_starts_beyond_two_to_the_forty_are_refused(starts):
+    inst = Instance(10, (Request(1, 2), Request(1, 2)))
+    with pytest.raises(ScheduleError, match=r"^starts: request 1 starts in round .*above 2\*\*40"):
+        Schedule(inst, starts)
+
+
+def test_objectives_that_could_overflow_are_refused(monkeypatch):
+    # for real only past 2**22 requests ending near round 2**40 (n * 2**41 > 2**62);
+    # the same test on a small scale
+    monkeypatch.setattr(schedule, "MAX_PRODUCT", 100)
+    inst = Instance(10, (Request(1, 2), Request(1, 2)))
+    assert Schedule(inst, [0, 48]).objective == 52  # 2 * (48 + 2) = 100
+    with pytest.raises(ScheduleError, match="could overflow 64-bit integers"):
+        Schedule(inst, [0, 49])

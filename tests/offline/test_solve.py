@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 
 from schedlab import Status, available_solvers, read_instance, solve
@@ -18,7 +19,7 @@ def test_unknown_solver_lists_the_known_ones():
         solve(inst, "nope")
 
 
-@pytest.mark.parametrize("limit", [0, -1, float("nan"), float("inf"), "5", True])
+@pytest.mark.parametrize("limit", [0, -1, float("nan"), float("inf"), 1e308, "5", True])
 def test_bad_time_limits(limit):
     with pytest.raises(SchedlabError, match="time_limit"):
         solve(Instance(5, (Request(1, 1),)), "fcfs", time_limit=limit)
@@ -86,3 +87,24 @@ def test_certifying_against_a_separate_bound_is_solving_with_it():
                 twice.gap,
             )
             assert with_bound(once, bound) == once
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda inst: solve(inst, "local-search", seed=-1), r"^seed: must be an integer >= 0"),
+        (lambda inst: solve(inst, "local-search", seed=1.5), r"^seed: "),
+        (lambda inst: solve(inst, "mc-sf", seed="x"), r"^seed: "),
+        (lambda inst: solve(inst, "mc-sf", bound=5), r"^bound: expected a method name"),
+        (lambda inst: solve(None), r"^solve: expected an Instance, got NoneType"),
+    ],
+)
+def test_bad_arguments_are_refused_in_one_line(call, message):
+    with pytest.raises(SchedlabError, match=message):
+        call(Instance(5, (Request(1, 1),)))
+
+
+def test_a_numpy_seed_is_a_seed():
+    inst = read_instance(INSTANCES / "tiny-1.json")
+    ours = solve(inst, "local-search", seed=np.int64(3), bound=None)
+    assert ours.objective == solve(inst, "local-search", seed=3, bound=None).objective

@@ -3,7 +3,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from schedlab.errors import ScheduleError
+from schedlab.errors import SchedlabError, ScheduleError
 from schedlab.offline.decoder import list_schedule
 from schedlab.offline.instance import Instance, Request
 from schedlab.offline.verify import assert_feasible, verify
@@ -145,3 +145,19 @@ def test_the_array_check_agrees_with_the_exact_sweep(inst, data):
             data.draw(st.lists(st.integers(-2, 30), min_size=inst.n, max_size=inst.n))
         )
     assert verify(inst, starts) == verify(inst, starts.tolist())
+
+
+@pytest.mark.parametrize(
+    ("instance", "starts", "message"),
+    [
+        (None, [0], r"^verify: expected an Instance, got NoneType"),
+        ("tiny", None, r"^starts: expected a sequence .* got NoneType"),
+        ("tiny", 5, r"^starts: expected a sequence .* got int"),
+        ("tiny", "0", r"^starts: expected a sequence .* got str"),
+        ("tiny", np.array(3), r"^starts: expected one start a request, got shape \(\)"),
+    ],
+)
+def test_what_is_not_a_schedule_is_refused_in_one_line(instance, starts, message):
+    tiny = Instance(5, (Request(1, 1),))
+    with pytest.raises(SchedlabError, match=message):
+        verify(tiny if instance == "tiny" else instance, starts)

@@ -64,11 +64,38 @@ def test_early_failure_is_a_lower_bound():
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
-    [({"target": 0.0}, "target"), ({"rel_tol": 0.0}, "rel_tol"), ({"max_rps": 0.5}, "max_rps")],
+    [
+        ({"target": 0.0}, "target"),
+        ({"rel_tol": 0.0}, "rel_tol"),
+        ({"rel_tol": 1e-300}, "rel_tol must be at least 1e-06"),
+        ({"rel_tol": math.nan}, "rel_tol"),
+        ({"max_rps": 0.5}, "max_rps"),
+    ],
 )
-def test_capacity_validation(kwargs, message):
+def test_capacity_validation(kwargs, message, monkeypatch):
+    # refused before a single rate is simulated, by a search and by a grid alike
+    capacity_module = importlib.import_module("schedlab.serving.capacity")
+    monkeypatch.setattr(capacity_module, "probe", None)
+    monkeypatch.setattr(capacity_module, "run_jobs", None)
     with pytest.raises(ServingError, match=message):
         capacity("chat", VLLM, **kwargs)
+    with pytest.raises(ServingError, match=message):
+        capacity_grid("chat", ["vllm"], VLLM, **kwargs)
+
+
+def test_bisection_ends_between_adjacent_floats():
+    # Below the spacing of floats no rate lies between lo and hi: the search stops there
+    # instead of testing the same rate for ever.
+    capacity_module = importlib.import_module("schedlab.serving.capacity")
+    tested: list[float] = []
+
+    def meets(rate: float) -> bool:
+        assert len(tested) < 200, "the bisection does not end"
+        tested.append(rate)
+        return rate <= 3.0
+
+    lo, hi = capacity_module._bisect(meets, 1.0, 1000.0, 0.1, 1e-300)
+    assert lo == 3.0 and hi == math.nextafter(3.0, math.inf)
 
 
 def test_sweep_is_deterministic_across_worker_counts():

@@ -10,6 +10,7 @@ from schedlab.errors import ServingError, UnknownNameError
 from schedlab.serving import view as rules
 from schedlab.serving.cost_model import SLOWEAVE_DEFAULT
 from schedlab.serving.engine_config import EngineConfig
+from schedlab.serving.fluid import FluidLoad, headroom
 from schedlab.serving.policies import PolicyContext, make_policy, slo_token_budget
 
 
@@ -164,6 +165,17 @@ def test_slo_token_budget_hand_solved():
             assert SLOWEAVE_DEFAULT.iteration_time(n, 0, chunks) <= 0.025
     with pytest.raises(ServingError, match="even with a one-token batch"):
         slo_token_budget(SLOWEAVE_DEFAULT, 0.0005, config)
+
+
+@pytest.mark.parametrize("margin_s", [-1e-3, 0.025, 1e9, float("inf"), float("nan")])
+def test_sloweave_refuses_a_margin_outside_the_deadline(margin_s):
+    # the check of the fluid headroom (schedlab.serving.sloweave.check_margin)
+    context = PolicyContext(SLOWEAVE_DEFAULT, EngineConfig(), 0.025, margin_s)
+    for spec in ("sloweave", "sloweave-kv"):
+        with pytest.raises(ServingError, match="margin: must be >= 0 and below the TPOT"):
+            make_policy(spec, context)
+    with pytest.raises(ServingError, match="fluid headroom: margin: must be >= 0"):
+        headroom(SLOWEAVE_DEFAULT, FluidLoad.of([100], [10]), 0.025, margin_s=margin_s)
 
 
 @pytest.mark.parametrize(

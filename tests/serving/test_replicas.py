@@ -10,7 +10,7 @@ from schedlab.errors import ServingError
 from schedlab.serving.cost_model import LinearAttentionCostModel
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.metrics import SLO
-from schedlab.serving.scenario import Scenario
+from schedlab.serving.scenario import MAX_REPLICAS, Scenario
 from schedlab.serving.simulator import run_engine
 from tests.serving.streams import FLAT, MS, ms_stream
 
@@ -122,6 +122,10 @@ def test_noise_per_replica():
 def test_scenario_checks_replicas():
     with pytest.raises(ServingError, match=r"scenario\.replicas: must be an integer >= 1"):
         Scenario(replicas=0)
+    # one engine each: a billion of them would exhaust memory before the first step
+    assert Scenario(replicas=MAX_REPLICAS).replicas == MAX_REPLICAS
+    with pytest.raises(ServingError, match=r"scenario\.replicas: at most 1,024, got 1,000,000"):
+        Scenario(replicas=10**9)
     from schedlab.serving.policies import PolicyContext, make_policy
 
     policy = make_policy("vllm", PolicyContext(FLAT, SMALL, 0.025, None))

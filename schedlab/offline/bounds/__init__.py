@@ -3,7 +3,9 @@
 Every method is a function ``fn(instance, *, budget) -> Bound`` listed in
 :data:`BUILTIN_BOUNDS`, in the order ``method="best"`` runs them (cheap bounds first);
 ``best`` takes the largest value among the methods chosen for the instance. Every
-bound's validity is proven in ``proofs/``.
+bound's validity is proven in ``proofs/``. The methods with arrays over the rounds refuse
+horizons above :data:`~schedlab.offline.bounds.time_indexed.MAX_HORIZON` rounds
+(:class:`~schedlab.errors.HorizonError`), and ``best`` then goes on without them.
 
 ``trivial``
     ``sum_i o_i``: request ``i`` is active for ``o_i`` rounds, so ``C_i - a_i >= o_i``.
@@ -60,7 +62,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from schedlab.budget import UNLIMITED, Budget, stopped_by
-from schedlab.errors import SchedlabError, UnknownNameError
+from schedlab.errors import HorizonError, SchedlabError, UnknownNameError
 from schedlab.offline.bounds import (
     completion_spacing,
     fluid_spacing,
@@ -71,7 +73,7 @@ from schedlab.offline.bounds import (
     volume,
 )
 from schedlab.offline.bounds.bound import Bound, BoundFn
-from schedlab.offline.instance import Instance
+from schedlab.offline.instance import Instance, check_instance
 from schedlab.progress import Progress, progress_for
 
 __all__ = [
@@ -223,6 +225,7 @@ def bound_within(
     instance: Instance, method: str, budget: Budget, *, progress: bool | Progress = False
 ) -> Bound:
     """:func:`lower_bound` within ``budget`` (for methods that share theirs)."""
+    check_instance(instance, "lower_bound")
     if method != "best" and method not in BOUNDS:
         raise UnknownNameError("bound", method, available_bounds())
     chosen = (
@@ -241,10 +244,12 @@ def bound_within(
 
 
 def _best(instance: Instance, chosen: list[BoundMethod], budget: Budget, bar: Progress) -> Bound:
-    """The largest of the ``chosen`` methods' bounds (``best``), each stepping ``bar``."""
+    """The largest of the ``chosen`` methods' bounds (``best``), each stepping ``bar``;
+    a method that refuses the instance's horizon (:class:`HorizonError`) is skipped."""
     start = time.perf_counter()
     values: dict[str, float] = {}
     stops: list[str | None] = []
+    skipped: list[str] = []
     best: Bound | None = None
     for k, entry in enumerate(chosen):
         if budget.expired() and best is not None:
@@ -253,8 +258,13 @@ def _best(instance: Instance, chosen: list[BoundMethod], budget: Budget, bar: Pr
         # under a cap, every method but the last may use half of what is left
         share = budget if k == len(chosen) - 1 else budget.share(0.5)
         bar.doing(entry.name)
-        bound = entry.fn(instance, budget=share)
-        bar.step()
+        try:
+            bound = entry.fn(instance, budget=share)
+        except HorizonError:
+            skipped.append(entry.name)
+            continue
+        finally:
+            bar.step()
         values[entry.name] = bound.value
         stops.append(bound.stats.get("stopped_by"))
         if best is None or bound.value > best.value:
@@ -265,5 +275,5 @@ def _best(instance: Instance, chosen: list[BoundMethod], budget: Budget, bar: Pr
         best.method,
         best.status,
         time.perf_counter() - start,
-        {**best.stats, "values": values, "stopped_by": stopped_by(*stops)},
+        {**best.stats, "values": values, "skipped": skipped, "stopped_by": stopped_by(*stops)},
     )

@@ -66,7 +66,7 @@ from schedlab.budget import UNLIMITED, Budget
 from schedlab.errors import SchedlabError
 from schedlab.offline.bounds.bound import Bound, integer_bound
 from schedlab.offline.bounds.completion_spacing import piece_waste, search_multiplier
-from schedlab.offline.bounds.time_indexed import RoundPrices
+from schedlab.offline.bounds.time_indexed import MAX_HORIZON, RoundPrices, check_horizon
 from schedlab.offline.instance import Instance
 
 __all__ = [
@@ -91,9 +91,6 @@ _SAFETY = 1e-9
 
 #: (request, block) pairs priced at once (bounds working memory).
 _CHUNK_PAIRS = 1_000_000
-
-#: Longest horizon accepted: arrays of ``T`` entries take about 70 bytes a round in all.
-MAX_HORIZON = 5_000_000
 
 
 def price_horizon(instance: Instance) -> int:
@@ -173,8 +170,9 @@ class FluidSpacing:
     Raises
     ------
     SchedlabError
-        If ``pieces`` or ``blocks`` is not an integer ``>= 1``, or the horizon exceeds
-        :data:`MAX_HORIZON`.
+        If ``pieces`` or ``blocks`` is not an integer ``>= 1``.
+    HorizonError
+        If the horizon exceeds :data:`MAX_HORIZON`.
     """
 
     def __init__(
@@ -188,11 +186,7 @@ class FluidSpacing:
         self.pieces = _count(pieces, "pieces")
         blocks = _count(blocks, "blocks")
         horizon = price_horizon(instance)
-        if horizon > MAX_HORIZON:
-            raise SchedlabError(
-                f"fluid_spacing: the horizon is {horizon:,} rounds, above {MAX_HORIZON:,} "
-                "(its arrays would not fit); use mean-busy-time"
-            )
+        check_horizon(horizon, "fluid_spacing")
         self.instance = instance
         self.prices = busy_time_prices(instance)
         self.horizon = len(self.prices)

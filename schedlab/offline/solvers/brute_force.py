@@ -9,7 +9,9 @@ schedule ``C_i - a_i <= OPT - sum_{j != i} o_j <= U - sum_{j != i} o_j``, that i
 Depth-first search assigns requests in order of decreasing peak ``s_i + o_i``, trying
 every start in its window with the per-round load kept in an array, and prunes a branch
 when the partial objective plus ``sum of o_j`` over the unassigned requests reaches the
-incumbent. It is exponential; it refuses more than :data:`MAX_REQUESTS` requests.
+incumbent. It is exponential; it refuses more than :data:`MAX_REQUESTS` requests, and
+instances whose search spans more than :data:`MAX_ROUNDS` rounds (``a_max + U``, the
+length of the load array; the windows and the profiles grow with it).
 Work unit: a search node; ``max_nodes`` (default ``None``: no limit) and the budget's
 wall-clock cap stop it early, with the incumbent and status ``TIME_LIMIT``.
 """
@@ -24,20 +26,50 @@ from schedlab.offline.decoder import list_schedule
 from schedlab.offline.instance import Instance
 from schedlab.offline.priority import RULES, priority_order
 from schedlab.offline.result import SolverOutput, Status
+from schedlab.offline.solvers.contract import integer_option
 
-__all__ = ["MAX_REQUESTS", "brute_force"]
+__all__ = ["MAX_REQUESTS", "MAX_ROUNDS", "brute_force"]
 
 MAX_REQUESTS = 8
 
+#: Most rounds the search may span by default, ``a_max + U`` (``max_rounds=`` overrides
+#: it). The searches of the tests and the shipped tiny instances span at most 171
+#: (``jaillet_instance(11, n=8)``). Time grows about as the window ``U - sum_j o_j`` to the
+#: power ``n``: four requests that cannot overlap, with outputs of 20, 30 and 50 rounds
+#: (windows of 73, 119 and 209; spans of 161, 254 and 439), took 0.4, 3 and 26 s, and
+#: with outputs of 100 (span 901) more than a minute (2026-12-03).
+MAX_ROUNDS = 256
+
 
 def brute_force(
-    instance: Instance, *, budget: Budget = UNLIMITED, seed: int = 0, max_nodes: int | None = None
+    instance: Instance,
+    *,
+    budget: Budget = UNLIMITED,
+    seed: int = 0,
+    max_nodes: int | None = None,
+    max_rounds: int = MAX_ROUNDS,
 ) -> SolverOutput:
     """Optimal schedule by exhaustive enumeration (``n <= 8``); see the module docs.
 
     Returns ``OPTIMAL`` when the search finished, ``TIME_LIMIT`` with the incumbent
     otherwise. Deterministic; ``seed`` is unused.
+
+    Parameters
+    ----------
+    max_nodes
+        The work budget: search nodes (``None``: no limit).
+    max_rounds
+        The most rounds the search may span, ``a_max + U`` (``>= 1``; :data:`MAX_ROUNDS`).
+
+    Raises
+    ------
+    SchedlabError
+        If ``max_rounds`` is not an integer >= 1, or ``max_nodes`` not one >= 0.
+    InstanceError
+        If the instance has more than :data:`MAX_REQUESTS` requests or its search spans
+        more than ``max_rounds`` rounds.
     """
+    max_rounds = integer_option("brute-force", "max_rounds", max_rounds, "", minimum=1)
     n = instance.n
     if n > MAX_REQUESTS:
         raise InstanceError(f"brute-force: n = {n} is too large (at most {MAX_REQUESTS})")
@@ -56,6 +88,13 @@ def brute_force(
         key=lambda p: int((p + instance.output - instance.arrival).sum()),
     )
     best = [int((incumbent + instance.output - instance.arrival).sum()), incumbent.tolist()]
+    rounds = max(a) + best[0]
+    if rounds > max_rounds:
+        raise InstanceError(
+            f"brute-force: the search spans {rounds:,} rounds (latest arrival + the best "
+            f"rule's objective), above max_rounds = {max_rounds:,}; use dp or cpsat, or "
+            "raise max_rounds"
+        )
     slack = best[0] - sum(o)
     load = np.zeros(max(a) + best[0] + 1, dtype=np.int64)
     order = sorted(range(n), key=lambda i: -(s[i] + o[i]))

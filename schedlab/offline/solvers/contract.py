@@ -136,19 +136,28 @@ def check_options(name: str, fn: Any, options: Mapping[str, Any]) -> None:
             )
 
 
-def integer_option(solver: str, key: str, value: object, also: str) -> int:
+def integer_option(
+    solver: str, key: str, value: object, also: str, minimum: int | None = None
+) -> int:
     """``value`` of a solver's count option as an integer (NumPy integers too, never a
-    ``bool``), for a solver called directly rather than through :func:`check_options`.
+    ``bool``), for a solver called directly rather than through :func:`check_options`;
+    with ``minimum``, an integer no smaller.
 
     Raises
     ------
     SchedlabError
-        Naming the solver, the option and what else it takes (``also``).
+        Naming the solver and the option, with what else it takes (``also``) or its
+        least value (``minimum``).
     """
+    number = None
     if not isinstance(value, bool):
         with contextlib.suppress(TypeError):
-            return operator.index(cast(SupportsIndex, value))
-    raise SchedlabError(f"{solver}: {key} must be an integer{also}, got {value!r}")
+            number = operator.index(cast(SupportsIndex, value))
+    if number is None:
+        raise SchedlabError(f"{solver}: {key} must be an integer{also}, got {value!r}")
+    if minimum is not None and number < minimum:
+        raise SchedlabError(f"{solver}: {key} must be >= {minimum}, got {number}")
+    return number
 
 
 def parse_options(name: str, fn: Any, texts: Mapping[str, str]) -> dict[str, Any]:

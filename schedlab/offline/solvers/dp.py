@@ -5,7 +5,10 @@ says otherwise: the search is exponential in ``n`` (the state count below, and u
 ``2^n - n - 1`` subset searches), so the cap is a guard, not a guarantee. ``n = 10`` is
 proven in seconds (figures in ``proofs/dp_rounds.md``); ``n = 12`` is still accepted so
 that it can be tried under a time limit, which returns a verified schedule and a valid
-lower bound; beyond that, use ``cpsat``.
+lower bound; beyond that, use ``cpsat``. It also refuses instances spanning more than
+:data:`MAX_DP_ROUNDS` rounds (``a_max + sum_i o_i``, ``max_rounds=`` overrides it): every
+state is one round, and the load profiles kept for the running sets are up to
+``max_i o_i`` long, so time and memory grow about as the square of the outputs.
 
 State and recursion
 -------------------
@@ -79,11 +82,21 @@ from schedlab.errors import InstanceError, SchedlabError
 from schedlab.offline.instance import Instance
 from schedlab.offline.priority import best_rule_schedule
 from schedlab.offline.result import SolverOutput, Status
+from schedlab.offline.solvers.contract import integer_option
 
-__all__ = ["MAX_DP_REQUESTS", "MAX_START_SETS", "solve_dp"]
+__all__ = ["MAX_DP_REQUESTS", "MAX_DP_ROUNDS", "MAX_START_SETS", "solve_dp"]
 
 #: Largest instance the DP accepts by default (``max_requests=`` overrides it).
 MAX_DP_REQUESTS = 12
+
+#: Most rounds an instance may span by default, ``a_max + sum_i o_i`` (the end of the
+#: schedule that runs the requests one at a time after the last release; ``max_rounds=``
+#: overrides it). Five times 4,096, so that ``receding-horizon``'s default windows of five
+#: requests from the shipped length tables (outputs up to 4,056) are all accepted. Near it
+#: a backlog whose requests cannot overlap is the costliest shape measured (2026-12-03):
+#: four requests of 5,000 rounds took 38 s and 2.5 GB, five of 4,000 33 s and 2.3 GB;
+#: with outputs of 10^7 the search had taken 1.1 GB within a minute and went on.
+MAX_DP_ROUNDS = 5 * 4_096
 
 #: The most start sets one state may have (every subset of the ready requests that fits
 #: is one, with the running set it leads to: up to tens of kilobytes with long outputs),
@@ -511,6 +524,7 @@ def solve_dp(
     budget: Budget = UNLIMITED,
     seed: int = 0,
     max_requests: int = MAX_DP_REQUESTS,
+    max_rounds: int = MAX_DP_ROUNDS,
     max_expansions: int | None = None,
 ) -> SolverOutput:
     """Solve exactly by the dynamic programme over rounds (see module docs).
@@ -522,21 +536,41 @@ def solve_dp(
     seed
         Unused: the search is deterministic.
     max_requests
-        The largest instance accepted.
+        The largest instance accepted (``>= 1``).
+    max_rounds
+        The most rounds the instance may span, ``a_max + sum_i o_i`` (``>= 1``;
+        :data:`MAX_DP_ROUNDS`).
     max_expansions
-        The work budget: state expansions of the main search (``None``: until proven).
+        The work budget: state expansions of the main search (``>= 1``; ``None``: until
+        proven).
         Stopped by it or by the cap, the answer is the warm start with status
         ``TIME_LIMIT`` and the search's valid lower bound.
 
     Raises
     ------
+    SchedlabError
+        If an option is not an integer >= 1 (``max_expansions`` may be ``None``).
     InstanceError
-        If the instance has more than ``max_requests`` requests.
+        If the instance has more than ``max_requests`` requests or spans more than
+        ``max_rounds`` rounds.
     """
+    max_requests = integer_option("dp", "max_requests", max_requests, "", minimum=1)
+    max_rounds = integer_option("dp", "max_rounds", max_rounds, "", minimum=1)
+    if max_expansions is not None:
+        max_expansions = integer_option(
+            "dp", "max_expansions", max_expansions, " or None", minimum=1
+        )
     if instance.n > max_requests:
         raise InstanceError(
             f"dp: n = {instance.n} requests exceeds max_requests = {max_requests}; "
             "use cpsat or raise max_requests"
+        )
+    rounds = int(instance.arrival.max() + instance.output.sum())
+    if rounds > max_rounds:
+        raise InstanceError(
+            f"dp: instance {instance.name or '(unnamed)'} spans {rounds:,} rounds (latest "
+            f"arrival + sum of outputs), above max_rounds = {max_rounds:,}; use local-search "
+            "or lp-search, or raise max_rounds"
         )
     subsets = _SubsetOptima(instance, budget.deadline)
     search = _Search(_Model(instance, subsets), budget.deadline)

@@ -129,6 +129,7 @@ from schedlab.offline.solvers.sorted_f import batch_order, sorted_f_batches
 __all__ = [
     "DEFAULT_MOVES",
     "ENGINES",
+    "MAX_HISTORY",
     "MAX_IDLE",
     "MAX_WINDOW",
     "STRATEGIES",
@@ -167,6 +168,10 @@ MAX_WINDOW = 2**31 - 1
 
 #: Largest ``idle``: the compiled search keeps it in a 64-bit integer.
 MAX_IDLE = 2**63 - 1
+
+#: Largest late-acceptance ``history``: its list takes 8 bytes an entry (80 MB here), and
+#: the longest runs measured use 10,000 (``lp_guided``'s docs).
+MAX_HISTORY = 10_000_000
 
 
 @dataclass(frozen=True)
@@ -556,7 +561,8 @@ class SearchSettings:
     ------
     SchedlabError
         On an unknown strategy or engine, a count that is not an integer or is below 1,
-        a window above :data:`MAX_WINDOW` or an ``idle`` above :data:`MAX_IDLE`.
+        a window above :data:`MAX_WINDOW`, a history above :data:`MAX_HISTORY` or an
+        ``idle`` above :data:`MAX_IDLE`.
     """
 
     strategy: str = "late"
@@ -594,6 +600,8 @@ class SearchSettings:
                 raise SchedlabError(f"{name}: {field} must be >= 1, got {getattr(self, field)}")
         if self.window > MAX_WINDOW:
             raise SchedlabError(f"{name}: window must be <= {MAX_WINDOW:,}, got {self.window}")
+        if self.history > MAX_HISTORY:
+            raise SchedlabError(f"{name}: history must be <= {MAX_HISTORY:,}, got {self.history}")
         if self.idle is not None and self.idle > MAX_IDLE:
             raise SchedlabError(f"{name}: idle must be <= {MAX_IDLE:,}, got {self.idle}")
         if self.max_moves is not None and self.max_moves < 0:

@@ -40,7 +40,9 @@ is returned as the solver's lower bound.
     within 3 positions and history 5,000 (2026-12-03), 8 M exact moves reached 1.536 /
     1.542 % above the best bound (seeds 0 / 1, about 200 s; the long run takes 10 M)
     where 6 M screened ones reached 1.538 / 1.624 % (about 90 s)
-    (``benchmarks/offline_targets.py``, row gap1000, "lp-search (long)").
+    (``benchmarks/offline_targets.py``, row gap1000, "lp-search (long)"). Moves within 2
+    or 4 positions instead of 3 reached 1.549 and 1.542 % (search seed 0, 10 M moves,
+    2026-12-03); the run with 3 last lowered its best at move 6.56 M of the 10 M.
 
 Work (:mod:`schedlab.budget`): the LP runs at most
 :data:`~schedlab.offline.bounds.time_indexed.LP_ROUNDS` column-generation rounds, the
@@ -195,7 +197,14 @@ def sorted_lp(instance: Instance, *, budget: Budget = UNLIMITED, seed: int = 0) 
 def lp_swap(
     instance: Instance, *, budget: Budget = UNLIMITED, seed: int = 0, window: int = 64
 ) -> SolverOutput:
-    """Sorted-LP followed by the LP-guided insertion repair (module docs). ``seed`` unused."""
+    """Sorted-LP followed by the LP-guided insertion repair (module docs). ``seed`` unused.
+
+    Raises
+    ------
+    SchedlabError
+        If ``window`` is not an integer >= 1.
+    """
+    window = integer_option("lp-swap", "window", window, "", minimum=1)
     relaxation = _relax(instance, budget.share(0.5))
     order, start = _start(instance, relaxation, budget.share(0.1))
     order, repair = lp_swap_repair(
@@ -238,7 +247,7 @@ def lp_search(
     seed
         Seed of the search's moves.
     window
-        ``lp-swap``'s repair window.
+        ``lp-swap``'s repair window (``>= 1``).
     moves
         The search's work budget: moves of the late-acceptance search, at most
         (``"auto"``: :data:`DEFAULT_MOVES` on a backlog, :data:`RELEASE_MOVES` with
@@ -259,9 +268,8 @@ def lp_search(
         raise SchedlabError(f"lp-search: neighbourhood must be >= 1, got {neighbourhood}")
     if moves == "auto":
         moves = DEFAULT_MOVES if int(instance.arrival.max()) == 0 else RELEASE_MOVES
-    moves = integer_option("lp-search", "moves", moves, " or 'auto'")
-    if moves < 0:
-        raise SchedlabError(f"lp-search: moves must be >= 0, got {moves}")
+    moves = integer_option("lp-search", "moves", moves, " or 'auto'", minimum=0)
+    window = integer_option("lp-search", "window", window, "", minimum=1)
     settings = SearchSettings(
         "late",
         window=neighbourhood,

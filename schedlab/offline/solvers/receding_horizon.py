@@ -19,7 +19,8 @@ window in isolation; it does not see the memory still held by requests committed
 earlier, so the method is a heuristic (no guarantee). It reuses the exact solvers of the
 package rather than a model of its own. Under a wall-clock cap each window gets what is
 left of it, and once the cap passes the rest of the base order is kept as it is
-(``stats["stopped_by"] == "time_limit"``).
+(``stats["stopped_by"] == "time_limit"``). Windows whose outputs may add up to more than
+their solver takes (:data:`WINDOW_ROUNDS`) are refused before the first is solved.
 """
 
 from __future__ import annotations
@@ -34,13 +35,14 @@ from schedlab.offline.decoder import decode_best
 from schedlab.offline.instance import Instance
 from schedlab.offline.result import SolverOutput, Status
 from schedlab.offline.solvers.brute_force import MAX_REQUESTS as BRUTE_FORCE_MAX
+from schedlab.offline.solvers.brute_force import MAX_ROUNDS as BRUTE_FORCE_ROUNDS
 from schedlab.offline.solvers.brute_force import brute_force
 from schedlab.offline.solvers.contract import SolverFn
-from schedlab.offline.solvers.cpsat import solve_cpsat
-from schedlab.offline.solvers.dp import solve_dp
+from schedlab.offline.solvers.cpsat import MAX_INTERVALS, solve_cpsat
+from schedlab.offline.solvers.dp import MAX_DP_ROUNDS, solve_dp
 from schedlab.offline.solvers.local_search import best_start_order
 
-__all__ = ["WINDOW_SOLVERS", "receding_horizon", "receding_order"]
+__all__ = ["WINDOW_ROUNDS", "WINDOW_SOLVERS", "receding_horizon", "receding_order"]
 
 #: The exact solvers a window may use, by solver name.
 WINDOW_SOLVERS: dict[str, SolverFn] = {
@@ -49,14 +51,34 @@ WINDOW_SOLVERS: dict[str, SolverFn] = {
     "brute-force": brute_force,
 }
 
+#: The most rounds a window's outputs may add up to, by window solver: the size each
+#: takes with its defaults (a window is a backlog, so that is dp's ``max_rounds`` and
+#: cpsat's ``max_intervals``; brute-force's limit is on its rule's objective, at least
+#: that sum, so it may still refuse a window below it).
+WINDOW_ROUNDS: dict[str, int] = {
+    "dp": MAX_DP_ROUNDS,
+    "cpsat": MAX_INTERVALS,
+    "brute-force": BRUTE_FORCE_ROUNDS,
+}
 
-def _window_solver(name: str, window: int) -> SolverFn:
+
+def _window_solver(name: str, window: int, output: np.ndarray) -> SolverFn:
+    """The window solver called ``name``, once checked to take windows of ``window`` of
+    requests with these outputs (the longest ones' included)."""
     if name not in WINDOW_SOLVERS:
         raise UnknownNameError("window solver", name, tuple(WINDOW_SOLVERS))
     if name == "brute-force" and window > BRUTE_FORCE_MAX:
         raise SchedlabError(
             f"receding-horizon: brute-force takes windows of at most {BRUTE_FORCE_MAX} "
             f"requests, got window = {window}"
+        )
+    size = min(window, output.size)
+    widest = int(np.sort(output)[-size:].sum())
+    if widest > WINDOW_ROUNDS[name]:
+        raise SchedlabError(
+            f"receding-horizon: a window of the {size} longest requests runs {widest:,} "
+            f"rounds in all (sum of outputs), above the {WINDOW_ROUNDS[name]:,} that {name} "
+            "takes; use a smaller window, or local-search or lp-search"
         )
     return WINDOW_SOLVERS[name]
 
@@ -72,7 +94,7 @@ def receding_order(
     seed: int = 0,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """The global priority order built by the receding-horizon loop (module docs)."""
-    solve_window = _window_solver(solver, window)
+    solve_window = _window_solver(solver, window, instance.output)
     queue = [int(i) for i in base]
     order: list[int] = []
     windows = optimal = 0
@@ -121,11 +143,20 @@ def receding_horizon(
         Requests committed per window (``1 <= commit <= window``).
     window_solver
         Exact solver for the windows, a name of :data:`WINDOW_SOLVERS`.
+
+    Raises
+    ------
+    SchedlabError
+        On bad ``commit`` or ``window``, or windows too large for their solver
+        (:data:`WINDOW_ROUNDS`).
+    UnknownNameError
+        On an unknown ``window_solver``.
     """
     if not 1 <= commit <= window:
         raise SchedlabError(
             f"receding-horizon: need 1 <= commit <= window, got {commit}, {window}"
         )
+    _window_solver(window_solver, window, instance.output)  # refused before any work
     base, start = best_start_order(instance, budget=budget.share(0.25))
     order, stats = receding_order(
         instance,

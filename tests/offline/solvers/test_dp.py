@@ -275,3 +275,34 @@ def test_an_instance_too_wide_for_dp_is_refused_before_memory_runs_out():
     inst = read_instance(INSTANCES / "mixed-n50.json")
     with pytest.raises(SchedlabError, match="more than 20,000 start sets"):
         solve(inst, "dp", max_requests=60, bound=None)
+
+
+def test_an_instance_of_too_many_rounds_is_refused_before_the_search() -> None:
+    # four requests of 10^7 rounds that cannot overlap: the search would take gigabytes;
+    # the 1 s cap only keeps an unguarded solver from running away here
+    inst = Instance.from_arrays(10**7 + 100, [10, 20, 30, 40], [10**7 - i for i in range(4)])
+    with pytest.raises(InstanceError, match=r"^dp: .* spans 39,999,994 rounds .* = 20,480; "):
+        solve(inst, "dp", time_limit=1, bound=None)
+
+
+def test_max_rounds_counts_the_latest_arrival_and_the_outputs() -> None:
+    inst = Instance.from_arrays(10, [0, 0], [3, 3], [0, 5])  # spans 5 + 3 + 3 rounds
+    with pytest.raises(InstanceError, match=r"spans 11 rounds .* above max_rounds = 10; "):
+        solve(inst, "dp", max_rounds=10, bound=None)
+    assert solve(inst, "dp", max_rounds=11, bound=None).status is Status.OPTIMAL
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("max_requests", 0),
+        ("max_requests", -1),
+        ("max_rounds", 0),
+        ("max_expansions", 0),
+        ("max_expansions", -1),
+    ],
+)
+def test_a_count_option_below_one_is_refused_by_its_name(key: str, value: int) -> None:
+    inst = Instance.from_arrays(7, [0, 2, 2], [3, 4, 3])
+    with pytest.raises(SchedlabError, match=f"^dp: {key} must be >= 1, got {value}$"):
+        solve(inst, "dp", bound=None, **{key: value})

@@ -15,6 +15,7 @@ from schedlab.offline.decoder import list_schedule
 from schedlab.offline.instance import Instance
 from schedlab.offline.instance_io import read_instance
 from schedlab.offline.solvers.local_search import (
+    MAX_HISTORY,
     MAX_IDLE,
     STRATEGIES,
     OrderEvaluator,
@@ -148,6 +149,12 @@ def test_a_count_below_one_is_refused_by_its_name(field: str) -> None:
     inst = mixed_backlog(10, seed=0)
     with pytest.raises(SchedlabError, match=f"^local-search: {field} must be >= 1, got 0$"):
         solve(inst, "local-search", time_limit=0.1, **{field: 0})
+
+
+def test_a_history_too_long_to_hold_is_refused() -> None:
+    inst = mixed_backlog(10, seed=0)
+    with pytest.raises(SchedlabError, match=r"^lp-search: history must be <= 10,000,000, got"):
+        solve(inst, "lp-search", history=MAX_HISTORY + 1)
 
 
 def test_late_acceptance_returns_its_best_order_and_is_seeded() -> None:

@@ -172,3 +172,12 @@ def test_a_relaxation_cut_short_costs_no_more_than_the_best_rule(solver: str) ->
     assert result.stats["start"] != "lp"
     order, _ = best_start_order(inst)
     assert result.objective <= int((list_schedule(inst, order) + inst.output).sum())
+
+
+@pytest.mark.parametrize("window", [0, -7])
+@pytest.mark.parametrize("solver", ["lp-swap", "lp-search"])
+def test_a_repair_window_below_one_is_refused(solver: str, window: int) -> None:
+    # it would leave the repair out silently (21,919 instead of 21,848 on mixed-n50)
+    inst = Instance.from_arrays(4, [0, 1], [3, 1])
+    with pytest.raises(SchedlabError, match=f"^{solver}: window must be >= 1, got {window}$"):
+        solve(inst, solver, bound=None, window=window)

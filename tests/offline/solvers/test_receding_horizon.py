@@ -58,3 +58,20 @@ def test_bad_parameters() -> None:
         solve(inst, "receding-horizon", window=2, commit=3)
     with pytest.raises(UnknownNameError):
         solve(inst, "receding-horizon", window_solver="oracle")
+
+
+def test_windows_of_too_many_rounds_are_refused_before_the_first() -> None:
+    # four requests of 10^7 rounds that cannot overlap: dp's window would take gigabytes;
+    # the 1 s cap only keeps an unguarded solver from running away here
+    inst = Instance.from_arrays(10**7 + 100, [10, 20, 30, 40], [10**7 - i for i in range(4)])
+    message = r"^receding-horizon: a window of the 4 longest .* above the 20,480 that dp takes"
+    with pytest.raises(SchedlabError, match=message):
+        solve(inst, "receding-horizon", time_limit=1, bound=None)
+
+
+def test_the_window_limit_is_the_window_solvers() -> None:
+    inst = Instance.from_arrays(400, [0, 0, 0], [100, 100, 100])
+    with pytest.raises(SchedlabError, match=r"runs 300 rounds .* above the 256 that brute-force"):
+        solve(inst, "receding-horizon", window=3, window_solver="brute-force", bound=None)
+    result = solve(inst, "receding-horizon", window=2, commit=1, window_solver="brute-force")
+    assert verify(inst, result.starts) == []
