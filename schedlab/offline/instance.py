@@ -15,7 +15,6 @@ arXiv 2508.06133 (heterogeneous prompts).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -177,10 +176,6 @@ class Instance:
             raise InstanceError(f"name: must be a string, got {self.name!r}")
         if not isinstance(self.meta, Mapping):
             raise InstanceError(f"meta: must be a mapping, got {type(self.meta).__name__}")
-        try:  # instance files carry it
-            json.dumps(dict(self.meta), allow_nan=False)
-        except (TypeError, ValueError) as error:
-            raise InstanceError(f"meta: must be JSON data ({error})") from None
         object.__setattr__(self, "meta", MappingProxyType(dict(self.meta)))
 
     @classmethod

@@ -15,7 +15,7 @@ from functools import cached_property
 import numpy as np
 
 from schedlab.errors import ScheduleError
-from schedlab.offline.instance import MAX_PRODUCT, MAX_VALUE, Instance
+from schedlab.offline.instance import MAX_VALUE, Instance
 
 __all__ = ["Schedule", "load_profile", "total_latency"]
 
@@ -94,13 +94,11 @@ class Schedule:
                 "latest round schedlab computes with"
             )
         array = array.astype(np.int64)
-        if array.size and instance.n * (int(array.max()) + int(instance.output.max())) > (
-            MAX_PRODUCT
-        ):
+        latest = int(array.max()) + int(instance.output.max()) if array.size else 0
+        if instance.n * latest > np.iinfo(np.int64).max:
             raise ScheduleError(
-                f"starts: {instance.n:,} requests ending as late as round "
-                f"{int(array.max()) + int(instance.output.max()):,}: the objective could "
-                "overflow 64-bit integers"
+                f"starts: {instance.n:,} requests ending as late as round {latest:,}: the "
+                "objective could overflow 64-bit integers"
             )
         array.setflags(write=False)
         object.__setattr__(self, "instance", instance)

@@ -89,10 +89,11 @@ def test_starts_beyond_two_to_the_forty_are_refused(starts):
 
 
 def test_objectives_that_could_overflow_are_refused(monkeypatch):
-    # for real only past 2**22 requests ending near round 2**40 (n * 2**41 > 2**62);
-    # the same test on a small scale
-    monkeypatch.setattr(schedule, "MAX_PRODUCT", 100)
+    # for real only past 2**22 requests ending near round 2**41 (n * 2**41 > 2**63); the
+    # same test on a small scale, with an integer type of a smaller range
+    small = np.iinfo(np.int8)  # max 127
+    monkeypatch.setattr(schedule.np, "iinfo", lambda _: small)
     inst = Instance(10, (Request(1, 2), Request(1, 2)))
-    assert Schedule(inst, [0, 48]).objective == 52  # 2 * (48 + 2) = 100
+    assert Schedule(inst, [0, 61]).objective == 65  # 2 * (61 + 2) = 126
     with pytest.raises(ScheduleError, match="could overflow 64-bit integers"):
-        Schedule(inst, [0, 49])
+        Schedule(inst, [0, 62])

@@ -15,7 +15,7 @@ def test_a_search_over_too_many_rounds_is_refused_before_it_starts() -> None:
     # four requests of about 100 rounds that cannot overlap, released apart: start windows
     # of 433 rounds, over a minute of search; the 1 s cap keeps an unguarded solver short
     inst = Instance.from_arrays(110, [2, 4, 6, 8], [100, 99, 98, 97], [0, 25, 50, 75])
-    message = r"^brute-force: the search spans 901 rounds .* = 256; use dp or cpsat"
+    message = r"^brute-force: the search spans 901 rounds .* = 512; use dp or cpsat"
     with pytest.raises(InstanceError, match=message):
         solve(inst, "brute-force", time_limit=1, bound=None)
 

@@ -70,8 +70,8 @@ def test_windows_of_too_many_rounds_are_refused_before_the_first() -> None:
 
 
 def test_the_window_limit_is_the_window_solvers() -> None:
-    inst = Instance.from_arrays(400, [0, 0, 0], [100, 100, 100])
-    with pytest.raises(SchedlabError, match=r"runs 300 rounds .* above the 256 that brute-force"):
+    inst = Instance.from_arrays(400, [0, 0, 0], [200, 200, 200])
+    with pytest.raises(SchedlabError, match=r"runs 600 rounds .* above the 512 that brute-force"):
         solve(inst, "receding-horizon", window=3, window_solver="brute-force", bound=None)
     result = solve(inst, "receding-horizon", window=2, commit=1, window_solver="brute-force")
     assert verify(inst, result.starts) == []
