@@ -45,6 +45,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
@@ -289,6 +290,29 @@ def _pooled(
     return sorted(broken)
 
 
+#: Seconds to wait for a Ray head's port to accept a connection before ``ray.init``.
+CONNECT_TIMEOUT_S = 10.0
+
+
+def _check_reachable(address: str) -> None:
+    """Refuse a ``HOST:PORT`` (or ``ray://HOST:PORT``) address that does not accept a TCP
+    connection within :data:`CONNECT_TIMEOUT_S`.
+
+    ``ray.init`` itself retries an unreachable head for minutes (Ray 2.60, address
+    ``127.0.0.1:1``: still waiting when killed after 150 s); ``"auto"`` is left to Ray,
+    which reads the address of a cluster started on this machine.
+    """
+    if address == "auto":
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise SchedlabError(f"--address {address}: expected 'auto' or HOST:PORT")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        raise SchedlabError(f"--address {address}: cannot connect ({_describe(exc)})") from None
+
+
 def _ray(runner: Runner, jobs: Sequence[Job], workers: int, address: str | None) -> _Stream:
     """Tasks on a Ray cluster, each retried once by Ray if its worker dies."""
     try:
@@ -298,6 +322,8 @@ def _ray(runner: Runner, jobs: Sequence[Job], workers: int, address: str | None)
             "backend ray: Ray is not installed; pip install 'schedlab[ray]'"
         ) from None
     if not ray.is_initialized():
+        if address is not None:
+            _check_reachable(address)
         # ray.init puts its own SIGTERM handler in place (it logs and exits at once);
         # the caller's (the command line's: a clean interrupt, exit 130) is kept
         keep = threading.current_thread() is threading.main_thread()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -154,6 +155,27 @@ def test_a_sweep_killed_half_way_completes_on_rerun_without_redoing(tmp_path):
     rerun = subprocess.run(argv, capture_output=True, text=True, check=True)
     assert json.loads(rerun.stdout) == json.loads(done.stdout)  # all from the file now
     assert len(results.read_text().splitlines()) == 8
+
+
+@pytest.mark.parametrize("address", ["closed", "nonsense", "ray://"])
+def test_an_unreachable_ray_address_is_refused_at_once(address):
+    pytest.importorskip("ray", reason="Ray is an optional extra: schedlab[ray]")
+    if address == "closed":  # a port nothing listens on: bound, then let go
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            address = f"127.0.0.1:{probe.getsockname()[1]}"
+    grid = ["--policies", "vllm", "--rates", "2", "--duration", "10s", "--quiet"]
+    began = time.monotonic()
+    done = subprocess.run(
+        _schedlab("sweep", *grid, "--backend", "ray", "--address", address),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"schedlab: error: --address {address}: ")
+    assert len(done.stderr.splitlines()) == 1
+    assert time.monotonic() - began < 60  # ray.init alone waits minutes for such a head
 
 
 # --- Ray: a local instance started by the test ------------------------------------------

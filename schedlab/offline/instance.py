@@ -144,7 +144,8 @@ class Instance:
     Raises
     ------
     InstanceError
-        On a malformed value; the message names it (``requests[3].output: ...``).
+        On a malformed value, or two requests with the same ``id``; the message names it
+        (``requests[3].output: ...``).
     InfeasibleInstanceError
         If some request has ``s + o > M``.
     """
@@ -171,6 +172,7 @@ class Instance:
                     f"M = {self.memory}; it can never run"
                 )
         _check_size(self.memory, self.requests)
+        _check_ids(self.requests)
         object.__setattr__(self, "requests", tuple(self.requests))
         if not isinstance(self.name, str):
             raise InstanceError(f"name: must be a string, got {self.name!r}")
@@ -246,6 +248,20 @@ def _values(array: Any, name: str) -> list[Any]:
             f"arrays: {name} must be a one-dimensional sequence, got {array!r:.60}"
         )
     return list(array)
+
+
+def _check_ids(requests: Sequence[Request]) -> None:
+    """Refuse two requests with the same ``id``: schedules name requests by it."""
+    seen: dict[str, int] = {}
+    for i, request in enumerate(requests):
+        if request.id is None:
+            continue
+        if request.id in seen:
+            raise InstanceError(
+                f"requests[{i}].id: {request.id!r:.60} is already the id of "
+                f"requests[{seen[request.id]}]"
+            )
+        seen[request.id] = i
 
 
 def _check_size(memory: int, requests: Sequence[Request]) -> None:

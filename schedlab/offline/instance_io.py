@@ -6,8 +6,9 @@ The format, exactly::
      "requests": [{"prompt": int, "output": int, "arrival": int, "id": str}, ...],
      "meta": {...}}
 
-``arrival`` (default 0), ``id``, ``name`` and ``meta`` are optional; request ``i`` is the
-i-th list entry. Errors name the file and the place (``requests[17].output``).
+``arrival`` (default 0), ``id`` (distinct where given), ``name`` and ``meta`` are
+optional; request ``i`` is the i-th list entry. Errors name the file and the place
+(``requests[17].output``).
 """
 
 from __future__ import annotations

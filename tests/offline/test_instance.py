@@ -75,6 +75,14 @@ def test_instance_level_errors():
         Instance(5, ((1, 2),))  # type: ignore[arg-type]
 
 
+def test_duplicate_ids_are_refused():
+    with pytest.raises(
+        InstanceError, match=r"requests\[2\]\.id: 'a' is already the id of requests\[0\]"
+    ):
+        Instance(10, (Request(1, 1, id="a"), Request(1, 1), Request(1, 1, id="a")))
+    assert Instance(10, (Request(1, 1), Request(1, 1))).n == 2  # ids are optional
+
+
 def test_from_arrays_names_the_index():
     with pytest.raises(InstanceError, match=r"requests\[2\]\.output: must be >= 1, got 0"):
         Instance.from_arrays(10, [1, 2, 3], [1, 1, 0])

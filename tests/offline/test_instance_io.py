@@ -57,6 +57,11 @@ def test_arrival_defaults_to_zero():
             InfeasibleInstanceError,
             r"requests\[0\]: prompt \+ output = 11 exceeds memory M = 10",
         ),
+        (
+            _doc(requests=[{"prompt": 1, "output": 1, "id": "x"}] * 2),
+            InstanceError,
+            r"requests\[1\]\.id: 'x' is already the id of requests\[0\]",
+        ),
         (_doc(memory="10"), InstanceError, "memory: must be an integer"),
         (_doc(name=3), FormatError, "name: expected a string"),
         (_doc(meta=[]), FormatError, "meta: expected an object"),
