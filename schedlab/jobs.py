@@ -55,10 +55,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from schedlab.errors import SchedlabError
-from schedlab.json_files import nan_to_null, parse_json
+from schedlab.json_files import nan_to_null, parse_json, plain
 from schedlab.progress import Progress, progress_for
 
 __all__ = [
@@ -85,16 +83,6 @@ Runner = Callable[["Job"], Any]
 _Stream = Generator[tuple[int, "Outcome"], None, None]
 
 
-def _plain(value: Any) -> Any:
-    """NumPy scalars and arrays as the JSON values they stand for (``json.dumps``'s
-    ``default``); anything else is refused as not JSON-ready."""
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"{type(value).__name__} is not JSON-ready")
-
-
 @dataclass(frozen=True)
 class Job:
     """One independent unit of work: what to do (``kind``) and with what (``params``,
@@ -107,7 +95,7 @@ class Job:
     def key(self) -> str:
         """A digest of ``kind`` and ``params``: equal jobs have equal keys, in any run."""
         text = json.dumps(
-            [self.kind, self.params], sort_keys=True, separators=(",", ":"), default=_plain
+            [self.kind, self.params], sort_keys=True, separators=(",", ":"), default=plain
         )
         return hashlib.sha256(text.encode()).hexdigest()[:24]
 
@@ -140,7 +128,7 @@ class Outcome:
             "error": self.error,
             "seconds": self.seconds,
         }
-        return json.dumps(nan_to_null(data), separators=(",", ":"), default=_plain)
+        return json.dumps(nan_to_null(data), separators=(",", ":"), default=plain)
 
 
 class ResultsFile:

@@ -2,7 +2,8 @@
 
 :func:`read_json` turns the ways a file can be unreadable into one
 :class:`~schedlab.errors.SchedlabError` naming the file (and, for invalid JSON, the line
-and column); :func:`nan_to_null` prepares results for JSON, which has no NaN.
+and column); :func:`nan_to_null` prepares results for JSON, which has no NaN, and
+:func:`plain` writes NumPy's numbers as the JSON values they stand for.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from schedlab.errors import DataNotFoundError, FormatError
 
-__all__ = ["nan_to_null", "parse_json", "read_json"]
+__all__ = ["nan_to_null", "parse_json", "plain", "read_json"]
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -105,3 +108,13 @@ def nan_to_null(obj: Any) -> Any:
     if isinstance(obj, float) and math.isnan(obj):
         return None
     return obj
+
+
+def plain(value: Any) -> Any:
+    """NumPy scalars and arrays as the JSON values they stand for (``json.dumps``'s
+    ``default``); anything else is refused as not JSON-ready (``TypeError``)."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON-ready")

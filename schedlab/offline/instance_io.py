@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.errors import FormatError, InstanceError
-from schedlab.json_files import read_json
+from schedlab.json_files import plain, read_json
 from schedlab.offline.instance import Instance, Request
 
 __all__ = ["FORMAT", "instance_from_dict", "instance_to_dict", "read_instance", "write_instance"]
@@ -111,9 +111,21 @@ def read_instance(path: str | Path) -> Instance:
 
 
 def write_instance(instance: Instance, path: str | Path) -> None:
-    """Write ``instance`` as JSON, one request a line for readable diffs."""
+    """Write ``instance`` as JSON, one request a line for readable diffs.
+
+    NumPy numbers and arrays in ``meta`` are written as the JSON values they stand for.
+
+    Raises
+    ------
+    FormatError
+        If ``meta`` holds a value JSON cannot carry (an arbitrary object, NaN); nothing is
+        written.
+    """
     data = instance_to_dict(instance)
     lines = [json.dumps(r, separators=(", ", ": ")) for r in data.pop("requests")]
-    head = json.dumps(data, indent=1)[:-2]  # drop the closing "\n}"
+    try:
+        head = json.dumps(data, indent=1, allow_nan=False, default=plain)[:-2]  # no "\n}"
+    except (TypeError, ValueError) as exc:  # not JSON-ready, NaN, a cycle
+        raise FormatError(f"{path}: meta: {exc}") from None
     body = ",\n  ".join(lines)
     Path(path).write_text(f'{head},\n "requests": [\n  {body}\n ]\n}}\n', encoding="utf-8")

@@ -1,8 +1,11 @@
 import json
+import math
 
+import numpy as np
 import pytest
 
 from schedlab.errors import DataNotFoundError, FormatError, InfeasibleInstanceError, InstanceError
+from schedlab.offline.backlogs import mixed_backlog
 from schedlab.offline.instance import Instance, Request
 from schedlab.offline.instance_io import FORMAT, instance_from_dict, read_instance, write_instance
 
@@ -25,6 +28,19 @@ def test_round_trip(tmp_path):
     data = json.loads(path.read_text())
     assert data["requests"][0] == {"prompt": 2, "output": 3, "id": "a"}
     assert data["requests"][1] == {"prompt": 0, "output": 1, "arrival": 4}
+
+
+def test_numpy_meta_is_written_plain_and_other_objects_are_refused(tmp_path):
+    # a generator given a NumPy seed records it in meta
+    inst = mixed_backlog(5, seed=np.int64(3))
+    path = tmp_path / "i.json"
+    write_instance(inst, path)
+    assert read_instance(path).meta["seed"] == 3
+    for meta, message in (({"a": object()}, "object is not JSON-ready"), ({"a": math.nan}, "nan")):
+        bad = Instance(10, (Request(1, 1),), meta=meta)
+        with pytest.raises(FormatError, match=f"y.json: meta: .*{message}"):
+            write_instance(bad, tmp_path / "y.json")
+    assert not (tmp_path / "y.json").exists()
 
 
 def test_arrival_defaults_to_zero():
