@@ -303,6 +303,8 @@ def _check_reachable(address: str) -> None:
 
 def _ray(runner: Runner, jobs: Sequence[Job], workers: int, address: str | None) -> _Stream:
     """Tasks on a Ray cluster, each retried once by Ray if its worker dies."""
+    if address is not None:
+        _check_reachable(address)
     try:
         import ray
     except ImportError:
@@ -310,8 +312,6 @@ def _ray(runner: Runner, jobs: Sequence[Job], workers: int, address: str | None)
             "backend ray: Ray is not installed; pip install 'schedlab[ray]'"
         ) from None
     if not ray.is_initialized():
-        if address is not None:
-            _check_reachable(address)
         # ray.init puts its own SIGTERM handler in place (it logs and exits at once);
         # the caller's (the command line's: a clean interrupt, exit 130) is kept
         keep = threading.current_thread() is threading.main_thread()

@@ -320,7 +320,9 @@ def _attention_rows(path: Path) -> AttentionRows:
     for k, (line, fields_) in enumerate(rows):
         where = f"{path}:{line}"
         values = [_field(fields_[i], c, where) for i, c in zip(index, columns, strict=True)]
-        pc, kp, n, kv, _ = values
+        pc, kp, n, kv, time_us = values
+        if time_us == 0:  # the fit weighs each row by its inverse time
+            raise FormatError(f"{where}: time_us: a batch of attention must take time, got 0")
         if pc == 0 and n == 0:
             raise FormatError(f"{where}: an empty batch (prefill_chunk = n_decode = 0)")
         if (n == 0) != (kv == 0):

@@ -46,12 +46,13 @@ import numpy as np
 from schedlab.errors import DataNotFoundError, FormatError
 from schedlab.json_files import read_json
 from schedlab.llm.traces import MAX_TOKENS, jsonl_rows, read_trace
-from schedlab.serving.workloads import RequestStream
+from schedlab.serving.workloads import MAX_WINDOW_S, RequestStream
 
 __all__ = ["MeasuredSeries", "RecordedRun", "read_recorded_run", "read_vllm_bench_result"]
 
-#: The longest span of arrivals and tokens read (seconds; 115 days).
-MAX_SPAN_S = 1e7
+#: The longest span of arrivals and tokens read (seconds): the longest window a simulated
+#: stream takes (:data:`~schedlab.serving.workloads.MAX_WINDOW_S`, 11.6 days).
+MAX_SPAN_S = MAX_WINDOW_S
 
 _FIELDS = ("input_toks", "output_toks", "queued_ts", "first_token_ts", "last_token_ts")
 _SERIES = ("t", "prompt_throughput", "gen_throughput", "running", "waiting")

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from schedlab.budget import MAX_TIME_LIMIT
@@ -15,6 +18,8 @@ __all__ = [
     "non_negative_int",
     "positive_int",
     "positive_seconds",
+    "refuse_overwriting",
+    "single_or_grid",
 ]
 
 
@@ -105,3 +110,36 @@ def executor_options(args: argparse.Namespace) -> dict[str, Any]:
         "address": args.address,
         "results": args.results,
     }
+
+
+def single_or_grid(args: argparse.Namespace, *pairs: tuple[str, str]) -> None:
+    """Refuse an option given both alone and as a grid, for each ``(single, grid)`` pair
+    of attribute names (``("rate", "rates")``): the grid would silently win.
+
+    The single option's default must be ``None``, so that giving it can be told apart.
+    """
+    for single, grid in pairs:
+        if getattr(args, grid) and getattr(args, single) is not None:
+            raise SchedlabError(
+                f"--{single} and --{grid}: give one (a grid's {grid} are --{grid})"
+            )
+
+
+def refuse_overwriting(
+    args: argparse.Namespace, outputs: Sequence[str], inputs: Sequence[str]
+) -> None:
+    """Refuse an output option (``--records``) naming the file that an input option
+    (``--workload``) reads: the run would destroy its own input. Options are given as
+    flags; those not set, and inputs that are names rather than files, are skipped."""
+
+    def value(flag: str) -> Any:
+        return getattr(args, flag.lstrip("-").replace("-", "_"), None)
+
+    for out in outputs:
+        target = value(out)
+        if not target or not Path(target).is_file():
+            continue
+        for flag in inputs:
+            source = value(flag)
+            if source and Path(source).is_file() and os.path.samefile(target, source):
+                raise SchedlabError(f"{out}: {target} is the {flag} file; it would be overwritten")

@@ -15,11 +15,14 @@ import argparse
 import json
 from typing import Any
 
-from schedlab.cli.arguments import comma_list, positive_int
-from schedlab.cli.serving import _common, _ms, _positive_number, _scenario, parse_duration
+from schedlab.cli.arguments import comma_list, positive_int, refuse_overwriting, single_or_grid
+from schedlab.cli.serving import _INPUTS, _common, _ms, _positive_number, _scenario, parse_duration
 from schedlab.serving.workloads import MAX_REQUESTS
 
 __all__ = ["register"]
+
+#: The router ``schedlab cluster`` uses when none is named.
+_DEFAULT_ROUTER = "disaggregated"
 
 
 def _cluster(args: argparse.Namespace) -> int:
@@ -37,8 +40,10 @@ def _cluster(args: argparse.Namespace) -> int:
     from schedlab.serving.routers import get_router
     from schedlab.serving.scenario import DEFAULT_POLICY
 
+    single_or_grid(args, ("router", "routers"), ("rate", "rates"))
+    refuse_overwriting(args, ["--plot"], _INPUTS)
     nodes = parse_nodes(args.nodes)
-    routers = args.routers or [args.router]
+    routers = args.routers or [_DEFAULT_ROUTER if args.router is None else args.router]
     for name in routers:
         get_router(name)
     colocated = nodes[0].role == "colocated"
@@ -58,7 +63,7 @@ def _cluster(args: argparse.Namespace) -> int:
                 f"{flag}: does not apply to the {kind} cluster {args.nodes!r}"
                 + (f" (give {other})" if "policy" in flag else "")
             )
-    args.policy = args.policy or DEFAULT_POLICY
+    args.policy = DEFAULT_POLICY if args.policy is None else args.policy
     rate_texts = args.rates or ([args.rate] if args.rate is not None else [None])
     rates = [None if r is None else _positive_number(r, "--rates/--rate") for r in rate_texts]
     link = kv_link(args.link or DEFAULT_LINK, args.model or DEFAULT_MODEL, args.pipelined)
@@ -161,9 +166,7 @@ def register(subparsers: Any) -> None:
         help="node counts and roles: 2P2D (2 prefill + 2 decode), 4C (4 colocated), ... "
         "(default 2P2D)",
     )
-    cmd.add_argument(
-        "--router", default="disaggregated", help="the router (default disaggregated)"
-    )
+    cmd.add_argument("--router", default=None, help=f"the router (default {_DEFAULT_ROUTER})")
     cmd.add_argument(
         "--routers", type=comma_list, default=None, help="a grid: these routers, e.g. a,b"
     )

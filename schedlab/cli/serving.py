@@ -24,6 +24,8 @@ from schedlab.cli.arguments import (
     executor_options,
     non_negative_int,
     positive_int,
+    refuse_overwriting,
+    single_or_grid,
 )
 from schedlab.errors import ServingError
 from schedlab.serving.workloads import MAX_REQUESTS
@@ -99,6 +101,10 @@ def _cost_model_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+#: The options of the serving commands that name files they read.
+_INPUTS = ("--workload", "--cost-model", "--actual-cost-model")
+
+
 def _common(parser: argparse.ArgumentParser, *, policy: bool = True, duration: float) -> None:
     from schedlab.serving.engine_config import BLOCK_SIZES, EngineConfig
     from schedlab.serving.policies import policy_names
@@ -111,7 +117,7 @@ def _common(parser: argparse.ArgumentParser, *, policy: bool = True, duration: f
     if policy:
         parser.add_argument(
             "--policy",
-            default=DEFAULT_POLICY,
+            default=None,
             help=f"{', '.join(policy_names())} (default {DEFAULT_POLICY})",
         )
     _cost_model_option(parser)
@@ -126,7 +132,10 @@ def _common(parser: argparse.ArgumentParser, *, policy: bool = True, duration: f
     )
     parser.add_argument("--ttft", default=ttft, help=f"TTFT target (default {ttft})")
     parser.add_argument(
-        "--seed", type=non_negative_int, default=0, help="seed of every random draw (default 0)"
+        "--seed",
+        type=non_negative_int,
+        default=None,
+        help="seed of every random draw (default 0)",
     )
     engine = EngineConfig()
     parser.add_argument(
@@ -202,14 +211,14 @@ def _scenario(args: argparse.Namespace) -> Scenario:
 
     slo = _slo(args)
     return Scenario(
-        policy=getattr(args, "policy", DEFAULT_POLICY),  # sweep names its own
+        policy=DEFAULT_POLICY if getattr(args, "policy", None) is None else args.policy,
         cost_model=args.cost_model,
         slo=slo,
         engine=_engine(args),
         actual_cost_model=getattr(args, "actual_cost_model", None),
         noise_cv=getattr(args, "noise_cv", 0.0),
         margin_s=_margin(getattr(args, "margin", None), slo.tpot_s),
-        seed=args.seed,
+        seed=0 if args.seed is None else args.seed,
         prediction_cv=args.prediction_cv,
     )
 
@@ -226,6 +235,7 @@ def _ms(seconds: float | None) -> str:
 def _simulate(args: argparse.Namespace) -> int:
     from schedlab.serving.simulator import simulate
 
+    refuse_overwriting(args, ["--records"], _INPUTS)
     rate = None if args.rate is None else _positive_number(args.rate, "--rate")
     result = simulate(
         args.workload,
@@ -263,6 +273,8 @@ def _simulate(args: argparse.Namespace) -> int:
 def _capacity(args: argparse.Namespace) -> int:
     from schedlab.serving.capacity import MIN_REL_TOL, capacity
 
+    refuse_overwriting(args, ["--results"], _INPUTS)
+
     search = {
         "duration_s": parse_duration(args.duration, "--duration"),
         "target": _positive_number(args.target, "--target"),
@@ -272,6 +284,7 @@ def _capacity(args: argparse.Namespace) -> int:
         "data_dir": args.data_dir,
         "progress": not (args.json or args.quiet),
     }
+    single_or_grid(args, ("policy", "policies"), ("seed", "seeds"))
     if args.policies or args.seeds:
         return _capacity_grid(args, search)
     if args.results or args.backend != "local" or args.workers or args.address:
@@ -386,6 +399,7 @@ def _sweep(args: argparse.Namespace) -> int:
     from schedlab.plotting.figures import check_figure_path, check_output_path
     from schedlab.serving.capacity import GridError, sweep
 
+    refuse_overwriting(args, ["--csv", "--plot", "--results"], _INPUTS)
     policies = args.policies
     rates = [_positive_number(r, "--rates") for r in args.rates]
     if args.csv:

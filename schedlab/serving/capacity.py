@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from schedlab.errors import ServingError
-from schedlab.jobs import Job, run_jobs
+from schedlab.jobs import Job, Outcome, run_jobs
 from schedlab.progress import Progress, progress_for
 from schedlab.serving.cost_model import hardware_of
 from schedlab.serving.metrics import Summary
@@ -90,7 +90,9 @@ class Probe:
     peak_kv_tokens: int = 0
 
     def meets(self, target: float) -> bool:
-        return self.n_requests == 0 or self.attainment >= target
+        """Whether the run reached ``target``; a run without requests shows nothing and
+        does not (:func:`capacity` refuses to search on one)."""
+        return self.n_requests > 0 and self.attainment >= target
 
 
 def probe(
@@ -195,7 +197,8 @@ def capacity(
     ------
     ServingError
         On a target outside (0, 1], a tolerance below :data:`MIN_REL_TOL`, non-positive
-        rate bounds, or a policy object in the scenario.
+        rate bounds, or a policy object in the scenario; and when a rate tried draws no
+        request in ``duration_s``.
     """
     scenario = scenario or Scenario()
     if not isinstance(scenario.policy, str):
@@ -210,6 +213,12 @@ def capacity(
         def meets(rate: float) -> bool:
             bar.doing(f"{rate:.4g} req/s")
             p = probe(load, rate, scenario, duration_s=duration_s, target=target)
+            if p.n_requests == 0:
+                raise ServingError(
+                    f"capacity: no request arrives at {rate:.4g} req/s in {duration_s:g} s "
+                    f"(seed {scenario.seed}), so that rate can be judged neither way; "
+                    "lengthen the duration or raise the start rate"
+                )
             probes.append(p)
             bar.step(f"{rate:.4g} req/s: attainment {p.attainment:.3f}")
             return p.meets(target)
@@ -361,9 +370,22 @@ def _run_grid(
 ) -> list[T]:
     """Run serving ``jobs`` (:func:`schedlab.jobs.run_jobs` with ``executor``'s settings),
     ``read`` each value back; after every job ran, a :class:`GridError` if some failed,
-    each named by ``where``."""
+    each named by ``where``. A value read back from the results file that is not one
+    (edited, or written by another version) is refused in one line naming the file."""
     outcomes = run_jobs(run_serving_job, jobs, progress=progress, desc=what, **executor)
-    done = [read(o.job, o.value) for o in outcomes if o.ok]
+
+    def value(outcome: Outcome) -> T:
+        try:
+            return read(outcome.job, outcome.value)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            if not outcome.resumed:
+                raise
+            raise ServingError(
+                f"{executor['results']}: the line of {where(outcome.job)} does not hold a "
+                f"{what} result ({type(exc).__name__}: {exc}); remove that line to run it again"
+            ) from None
+
+    done = [value(o) for o in outcomes if o.ok]
     failed = [f"{where(o.job)}: {o.error}" for o in outcomes if not o.ok]
     if failed:
         raise GridError(what, done, failed)

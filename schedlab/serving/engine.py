@@ -120,6 +120,7 @@ from schedlab.serving.workloads import RequestStream
 
 __all__ = [
     "EVENT_KINDS",
+    "MAX_ITERATION_S",
     "BatchRecord",
     "Driver",
     "Engine",
@@ -940,11 +941,19 @@ class Engine:
                 req.segments.append((req.seg_start, self.iteration - 1))
 
 
+#: The longest iteration a cost model may predict, in seconds: an hour, as for the
+#: measured times of a GPU profile (:data:`schedlab.calibration.profiles.MAX_TIME_S`).
+#: Far beyond any real batch, it keeps the clock's sums far from overflowing to
+#: infinity (a coefficient of 1e307 s did, and ``--json`` printed ``Infinity``).
+MAX_ITERATION_S = 3600.0
+
+
 def _checked(seconds: float, shape: BatchShape) -> float:
-    if not (math.isfinite(seconds) and seconds > 0):
+    if not (math.isfinite(seconds) and 0 < seconds <= MAX_ITERATION_S):
         raise ServingError(
             f"cost model: iteration time {seconds!r} s for {shape.n_decode} decodes and "
-            f"chunks {list(shape.chunks)} must be positive and finite"
+            f"chunks {list(shape.chunks)} must be positive and at most "
+            f"{MAX_ITERATION_S:g} s"
         )
     return seconds
 

@@ -58,7 +58,7 @@ class Scenario:
         A second model for the actual iteration time (prediction error).
     noise_cv
         Actual time = predicted x lognormal noise of mean 1 and this coefficient of
-        variation; ignored with ``actual_cost_model``.
+        variation; not with ``actual_cost_model`` (which sets the actual time itself).
     margin_s
         SLOWeave's margin (``None``: the cost model's).
     seed
@@ -103,6 +103,11 @@ class Scenario:
             raise ServingError(
                 "scenario.prediction_cv: must be a number from 0 to 10, got "
                 f"{self.prediction_cv!r}"
+            )
+        if self.actual_cost_model is not None and self.noise_cv:
+            raise ServingError(
+                "scenario: noise_cv and actual_cost_model: give one (the noise multiplies the "
+                "predicted time; an actual model replaces it)"
             )
         if self.replicas > 1 and not isinstance(self.policy, str):
             raise ServingError("scenario.policy: several replicas need a policy by name")

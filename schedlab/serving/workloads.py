@@ -50,6 +50,7 @@ from schedlab.llm.traces import Trace, check_lengths, check_time_order, read_tra
 __all__ = [
     "DEFAULT_RATE_RPS",
     "DEFAULT_WORKLOAD",
+    "MAX_WINDOW_S",
     "WORKLOADS",
     "EmpiricalLengths",
     "LengthSampler",
@@ -82,9 +83,16 @@ def _check_size(name: str, expected: float, max_requests: int, what: str) -> Non
     if expected > max_requests:
         raise ServingError(
             f"workload {name!r}: about {expected:,.0f} requests ({what}) exceed the limit of "
-            f"{max_requests:,}; lower the rate or the window, or raise the limit "
-            "(--max-requests N; Python: max_requests=N)"
+            f"{max_requests:,}; lower the rate or the window (simulate and cluster also "
+            "take a higher limit: --max-requests N; Python: max_requests=N)"
         )
+
+
+#: The longest arrival window, and the latest arrival, of a stream (seconds; 11.6 days).
+#: Event times are absolute floats: at 10**6 s their spacing is 1.2e-10 s, under the 1 ns
+#: tolerance of every SLO test (:data:`schedlab.serving.metrics.TIME_TOLERANCE_S`); at
+#: 10**13 s it is 2 ms, and a window of 5e13 s measured every TPOT as 0.
+MAX_WINDOW_S = 1e6
 
 
 #: The workload simulated when none is named.
@@ -147,6 +155,12 @@ class RequestStream:
         if not (math.isfinite(self.duration_s) and self.duration_s > 0):
             raise ServingError(
                 f"stream {where!r}: duration must be positive, got {self.duration_s}"
+            )
+        latest = max(self.duration_s, float(self.arrival_s[-1]) if n else 0.0)
+        if latest > MAX_WINDOW_S:
+            raise ServingError(
+                f"stream {where!r}: arrivals over {latest:.3g} s, beyond the {MAX_WINDOW_S:g} s "
+                "that times are resolved to 1 ns in (MAX_WINDOW_S); shorten the window"
             )
 
     def __len__(self) -> int:

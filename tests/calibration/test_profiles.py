@@ -75,6 +75,12 @@ def test_reads_synthetic_profile_with_hashes(synthetic_profile):
             ":2:",
             "empty batch",
         ),
+        (  # the fit divided by it: a traceback from nnls
+            "attention.csv",
+            "prefill_chunk,kv_prefill,n_decode,kv_decode,time_us\n16,0,0,0,0\n",
+            ":2:",
+            "time_us: a batch of attention must take time, got 0",
+        ),
         (
             "attention.csv",
             "prefill_chunk,kv_prefill,n_decode,kv_decode,time_us\n16,0,2,0,1\n",

@@ -27,7 +27,8 @@ def test_json_has_the_headline_figures_and_a_breakdown_that_adds_up(capsys):
 
 def test_a_grid_of_routers_and_rates_and_its_plot(capsys, tmp_path):
     plot = tmp_path / "breakdown.png"
-    argv = [*BASE, "--routers", "disaggregated,hybrid", "--rates", "2,4", "--plot", str(plot)]
+    grid = BASE[:3] + BASE[5:]  # without --rate, which a grid of rates refuses beside it
+    argv = [*grid, "--routers", "disaggregated,hybrid", "--rates", "2,4", "--plot", str(plot)]
     assert main([*argv, "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [(r["cluster"], r["rate_rps"]) for r in rows] == [
@@ -52,7 +53,8 @@ def test_a_grid_of_routers_and_rates_and_its_plot(capsys, tmp_path):
         (["--link", "25GB"], "--link"),
         (["--link", "fast"], "--link: cannot read link 'fast'"),
         (["--link", "25GB/s,3parsecs"], "unknown latency unit"),
-        (["--rates", "1,-2"], "--rates/--rate"),
+        (["--rate", "-2"], "--rates/--rate"),
+        (["--rates", "1,2"], "--rate and --rates: give one"),
         (["--plot", "out.txt"], "--plot: cannot write a figure"),
         (["--model", "gpt-9"], "unknown model 'gpt-9'"),
         (["--nodes", "1P1D", "--policy", "nope"], "--policy: does not apply"),

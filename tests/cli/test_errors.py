@@ -50,6 +50,17 @@ def _schedlab(*argv: str) -> subprocess.CompletedProcess[str]:
         (["solve", TINY, "--option", "max_moves"], "expected KEY=VALUE"),
         (["solve", TINY, "--option", "x=1"], "unknown option(s) x"),
         (["compare", TINY, "--option", "max_moves=1"], "SOLVER.KEY=VALUE"),
+        # a single option beside its grid was dropped without a word
+        (["capacity", "--policy", "vllm", "--policies", "sloweave"], "--policy and --policies"),
+        (["capacity", "--seed", "7", "--seeds", "1"], "--seed and --seeds: give one"),
+        (["cluster", "--rate", "1", "--rates", "2"], "--rate and --rates: give one"),
+        (["cluster", "--router", "x", "--routers", "disaggregated"], "--router and --routers"),
+        # Ray's own wait for an unreachable head is minutes; ours is at most 10 s
+        (
+            ["sweep", "--rates", "1", "--backend", "ray", "--address", "x"],
+            "expected 'auto' or HOST:PORT",
+        ),
+        (["simulate", "--duration", "5e18s", "--rate", "1.5e-17"], "beyond the 1e+06 s"),
     ],
 )
 def test_option_errors_are_one_line(argv, message):

@@ -235,6 +235,24 @@ def test_bad_input_raises_schedlab_errors(extra, error, message):
         main([*SIM, *extra])
 
 
+@pytest.mark.parametrize(
+    ("command", "output"),
+    [
+        (["simulate", "--records"], "--records"),
+        (["sweep", "--rates", "1", "--csv"], "--csv"),
+        (["sweep", "--rates", "1", "--results"], "--results"),
+    ],
+)
+def test_an_output_naming_the_input_trace_is_refused(tmp_path, command, output):
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"timestamp": 0, "input_length": 50, "output_length": 4}\n')
+    before = trace.read_bytes()
+    # the same file by another spelling of its path
+    with pytest.raises(SchedlabError, match=f"{output}: .* is the --workload file"):
+        main([*command, str(tmp_path / "." / "t.jsonl"), "--workload", str(trace)])
+    assert trace.read_bytes() == before
+
+
 def test_simulate_and_headroom_check_a_margin_alike():
     # one check, naming the flag, for both commands
     for command in (SIM, ["headroom", "--tpot", "25ms"]):

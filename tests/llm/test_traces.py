@@ -79,6 +79,11 @@ def test_mooncake_jsonl(tmp_path):
             r":2: num_prefill_tokens: expected a finite number",
         ),
         ("num_prefill_tokens\n5\n", "length-stats", r":1: missing column\(s\) num_decode_tokens"),
+        (  # the last of the two was read, silently
+            "num_prefill_tokens,num_decode_tokens,num_prefill_tokens\n5,2,99\n",
+            "length-stats",
+            r":1: column\(s\) num_prefill_tokens given twice",
+        ),
         ("num_prefill_tokens,num_decode_tokens\n", "length-stats", "no requests"),
         (
             '{"timestamp": 1, "input_length": 2}\n',

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import math
 
 import pytest
@@ -40,6 +41,15 @@ def test_capacity_zero_when_nothing_meets():
     result = capacity("chat", VLLM.with_(slo=SLO(2.0, 0.001)), duration_s=20.0, start_rps=4.0)
     assert result.capacity_rps == 0.0
     assert [p.rate_rps for p in result.probes] == [4.0, 2.0, 1.0]
+
+
+def test_a_rate_without_requests_is_refused_not_counted_as_met():
+    # 1 ms of arrivals at up to 1,000 req/s: the first rate draws no request, and an
+    # empty run would otherwise "meet" any SLO (a TTFT of 1 us included)
+    with pytest.raises(ServingError, match=r"no request arrives at 1 req/s in 0.001 s"):
+        capacity("chat", VLLM.with_(slo=SLO(1e-6, 0.025)), duration_s=0.001)
+    empty = probe(make_workload("chat"), 1.0, VLLM, duration_s=0.001)
+    assert empty.n_requests == 0 and not empty.meets(0.9)
 
 
 def test_exact_horizon_keeps_attainment():
@@ -172,6 +182,16 @@ def test_a_point_is_keyed_by_the_trace_it_reads_not_its_path(tmp_path):
     write(rows[:5])  # the same path, another trace: the stored point must not come back
     second = sweep(str(trace), ["vllm"], [1.0], VLLM, duration_s=20.0, results=results)
     assert first[0].summary.n_requests == 10 and second[0].summary.n_requests == 5
+
+
+@pytest.mark.parametrize("value", [{}, [1, 2], "x"])
+def test_a_results_line_that_holds_no_result_is_refused_in_one_line(tmp_path, value):
+    results = tmp_path / "r.jsonl"
+    sweep("chat", ["vllm"], [2.0], VLLM, duration_s=5.0, results=results)
+    line = json.loads(results.read_text())
+    results.write_text(json.dumps({**line, "value": value}) + "\n")
+    with pytest.raises(ServingError, match=r"r\.jsonl: the line of vllm at 2 req/s does not hold"):
+        sweep("chat", ["vllm"], [2.0], VLLM, duration_s=5.0, results=results)
 
 
 def test_a_rate_or_seed_given_twice_is_refused():

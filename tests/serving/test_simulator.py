@@ -265,9 +265,11 @@ def test_engine_refuses_invalid_plans(policy, message):
         run_engine(stream_of([0.0], [10], [3]), Scenario(policy))
 
 
-def test_non_positive_iteration_time_is_an_error():
-    model = LinearAttentionCostModel(name="free", base_s=0.0)
-    with pytest.raises(ServingError, match="must be positive and finite"):
+@pytest.mark.parametrize("base_s", [0.0, 3600.5, 1e307])
+def test_iteration_times_outside_zero_to_an_hour_are_errors(base_s):
+    # 1e307 s a batch once summed to an infinite clock, printed as Infinity in --json
+    model = LinearAttentionCostModel(name="odd", base_s=base_s)
+    with pytest.raises(ServingError, match="must be positive and at most 3600 s"):
         run(stream_of([0.0], [10], [3]), model=model)
 
 
