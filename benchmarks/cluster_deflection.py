@@ -1,8 +1,7 @@
 """Cluster serving: prefill deflection, hybrid overflow, routing cost (issue 14).
 
-Run::
-
-    SCHEDLAB_DATA=/work/shared/data python benchmarks/cluster_deflection.py
+Run: ``python benchmarks/cluster_deflection.py`` (the Azure trace is read from
+``$SCHEDLAB_DATA``, by default ``../shared/data`` beside the repository).
 
 Cost model: ``rtxpro6000_llama-3.1-8b``, the shipped calibrated model of the 96 GB RTX PRO
 6000 (vLLM 0.19.0, Llama-3.1-8B); of the two shipped models it is the closer to the
@@ -39,10 +38,13 @@ prediction is the true length (an oracle router), as the output says.
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import sys
 import time
+from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -59,6 +61,8 @@ from schedlab.serving.workloads import (
     make_workload,
 )
 
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("SCHEDLAB_DATA") or ROOT.parent / "shared" / "data")
 COST_MODEL = "rtxpro6000_llama-3.1-8b"
 WINDOW_S = 180.0
 SEEDS = (0, 1, 2)
@@ -80,9 +84,7 @@ def scenario(policy: str, seed: int) -> Scenario:
 
 def azure_windows(rate: float) -> list[RequestStream]:
     """Three disjoint 180 s windows of the Azure code trace rescaled to ``rate``."""
-    whole = make_workload("azure-code", data_dir=os.environ.get("SCHEDLAB_DATA")).generate(
-        rate, None, 0
-    )
+    whole = make_workload("azure-code", data_dir=DATA).generate(rate, None, 0)
     windows = []
     for k in range(len(SEEDS)):
         lo, hi = k * WINDOW_S, (k + 1) * WINDOW_S
@@ -196,7 +198,9 @@ def _sangam_point(workload: str, rate: float) -> None:
     )
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.parse_args(argv)
     started = time.perf_counter()
     print("output predictions: prediction_cv = 0 (the true lengths: an oracle router)")
     routing = part_a()

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import os
 import statistics
 import sys
@@ -75,9 +76,32 @@ def fitted_model(run: RecordedRun, deployment: Deployment) -> ProfileCostModel:
     )
     shipped = shipped_cost_models().get(model.name)
     if shipped is not None:
-        same = load_cost_model(shipped).to_dict() == model.to_dict()
-        print(f"  shipped {shipped.name}: {'identical to this fit' if same else 'DIFFERS'}")
+        gap = largest_difference(load_cost_model(shipped).to_dict(), model.to_dict())
+        verdict = "DIFFERS" if gap > SAME_FIT else f"this fit (numbers within {gap:.1g} relative)"
+        print(f"  shipped {shipped.name}: {verdict}")
     return model
+
+
+#: Shipped and refitted coefficients that agree to this relative difference are the same
+#: fit: the last bits of a least-squares fit change with the machine's BLAS.
+SAME_FIT = 1e-9
+
+
+def largest_difference(a: object, b: object) -> float:
+    """The largest relative difference between the numbers of two JSON-like values of the
+    same shape; ``inf`` where their shapes or other values differ."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if a.keys() != b.keys():
+            return math.inf
+        return max((largest_difference(a[k], b[k]) for k in a), default=0.0)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        if len(a) != len(b):
+            return math.inf
+        return max((largest_difference(x, y) for x, y in zip(a, b, strict=True)), default=0.0)
+    numbers = (int, float)
+    if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool):
+        return 0.0 if a == b else abs(a - b) / max(abs(a), abs(b))
+    return 0.0 if a == b else math.inf
 
 
 def print_report(name: str, report: ReplayReport, walls: list[float]) -> None:

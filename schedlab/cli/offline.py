@@ -367,7 +367,13 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--method", default="best", help=f"{', '.join(available_bounds())} (default best)"
     )
-    p.add_argument("--time-limit", type=positive_seconds, default=None, metavar="SECONDS")
+    p.add_argument(
+        "--time-limit",
+        type=positive_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="wall-clock cap for the bound (default none: each method runs its work budget)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     p.set_defaults(func=_cmd_bound)
@@ -395,8 +401,12 @@ def register(sub: Any) -> None:
         default=None,
         help="backlog: a shipped length table (default sharegpt) or a trace file path",
     )
-    p.add_argument("--seed", type=non_negative_int, default=0)
-    p.add_argument("--name", default=None)
+    p.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default 0)")
+    p.add_argument(
+        "--name",
+        default=None,
+        help="the instance's name (default KIND-nN-sSEED, e.g. mixed-n200-s0)",
+    )
     p.add_argument("-o", "--output", default=None, help="write to this file (default stdout)")
     p.add_argument(
         "--max-requests",
