@@ -287,14 +287,14 @@ def _check_reachable(address: str) -> None:
     connection within :data:`CONNECT_TIMEOUT_S`.
 
     ``ray.init`` itself retries an unreachable head for minutes (Ray 2.60, address
-    ``127.0.0.1:1``: still waiting when killed after 150 s); ``"auto"`` is left to Ray,
-    which reads the address of a cluster started on this machine.
+    ``127.0.0.1:1``: still waiting when killed after 150 s); ``"auto"`` and ``"local"``
+    are left to Ray (the cluster started on this machine; a new local instance).
     """
-    if address == "auto":
+    if address in ("auto", "local"):
         return
     host, _, port = address.removeprefix("ray://").rpartition(":")
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise SchedlabError(f"--address {address}: expected 'auto' or HOST:PORT")
+        raise SchedlabError(f"--address {address}: expected 'auto', 'local' or HOST:PORT")
     try:
         socket.create_connection((host.strip("[]"), int(port)), CONNECT_TIMEOUT_S).close()
     except OSError as exc:

@@ -178,6 +178,13 @@ def test_an_unreachable_ray_address_is_refused_at_once(address):
     assert time.monotonic() - began < 60  # ray.init alone waits minutes for such a head
 
 
+def test_ray_own_address_words_are_left_to_ray():
+    from schedlab.jobs import _check_reachable
+
+    for word in ("auto", "local"):  # Ray resolves these itself; nothing to connect to
+        assert _check_reachable(word) is None
+
+
 # --- Ray: a local instance started by the test ------------------------------------------
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -126,20 +126,28 @@ def single_or_grid(args: argparse.Namespace, *pairs: tuple[str, str]) -> None:
 
 
 def refuse_overwriting(
-    args: argparse.Namespace, outputs: Sequence[str], inputs: Sequence[str]
+    args: argparse.Namespace, outputs: Sequence[str], inputs: Mapping[str, Path | None]
 ) -> None:
-    """Refuse an output option (``--records``) naming the file that an input option
-    (``--workload``) reads: the run would destroy its own input. Options are given as
-    flags; those not set, and inputs that are names rather than files, are skipped."""
+    """Refuse an output option (``--records``) naming a file the command reads.
 
-    def value(flag: str) -> Any:
-        return getattr(args, flag.lstrip("-").replace("-", "_"), None)
+    Parameters
+    ----------
+    args
+        The parsed options; ``outputs`` are flags of them (those not given are skipped).
+    inputs
+        The files read, by the flag that names them (``None``: that input is no file,
+        e.g. a built-in workload).
 
+    Raises
+    ------
+    SchedlabError
+        If an output and an input are the same existing file, by any spelling of its path:
+        the run would destroy its own input.
+    """
     for out in outputs:
-        target = value(out)
+        target = getattr(args, out.lstrip("-").replace("-", "_"), None)
         if not target or not Path(target).is_file():
             continue
-        for flag in inputs:
-            source = value(flag)
-            if source and Path(source).is_file() and os.path.samefile(target, source):
+        for flag, source in inputs.items():
+            if source is not None and source.is_file() and os.path.samefile(target, source):
                 raise SchedlabError(f"{out}: {target} is the {flag} file; it would be overwritten")

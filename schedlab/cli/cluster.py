@@ -16,7 +16,14 @@ import json
 from typing import Any
 
 from schedlab.cli.arguments import comma_list, positive_int, refuse_overwriting, single_or_grid
-from schedlab.cli.serving import _INPUTS, _common, _ms, _positive_number, _scenario, parse_duration
+from schedlab.cli.serving import (
+    _common,
+    _input_files,
+    _ms,
+    _positive_number,
+    _scenario,
+    parse_duration,
+)
 from schedlab.serving.workloads import MAX_REQUESTS
 
 __all__ = ["register"]
@@ -41,7 +48,7 @@ def _cluster(args: argparse.Namespace) -> int:
     from schedlab.serving.scenario import DEFAULT_POLICY
 
     single_or_grid(args, ("router", "routers"), ("rate", "rates"))
-    refuse_overwriting(args, ["--plot"], _INPUTS)
+    refuse_overwriting(args, ["--plot"], _input_files(args))
     nodes = parse_nodes(args.nodes)
     routers = args.routers or [_DEFAULT_ROUTER if args.router is None else args.router]
     for name in routers:

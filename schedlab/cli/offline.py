@@ -20,6 +20,7 @@ from schedlab.cli.arguments import (
     non_negative_int,
     positive_int,
     positive_seconds,
+    refuse_overwriting,
 )
 from schedlab.errors import SchedlabError
 
@@ -269,6 +270,8 @@ def _cmd_generate(args: argparse.Namespace) -> int:
             source = read_trace(source)
         inst = sample_backlog(n, memory, source, args.seed, name=args.name, **limit)
     if args.output:
+        source = {"--source": Path(args.source) if args.source else None}
+        refuse_overwriting(args, ["--output"], source)
         write_instance(inst, args.output)
         print(f"wrote {args.output}: n = {inst.n}, M = {inst.memory:,}", file=sys.stderr)
     else:

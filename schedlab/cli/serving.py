@@ -27,7 +27,7 @@ from schedlab.cli.arguments import (
     refuse_overwriting,
     single_or_grid,
 )
-from schedlab.errors import ServingError
+from schedlab.errors import SchedlabError, ServingError
 from schedlab.serving.workloads import MAX_REQUESTS
 
 if TYPE_CHECKING:
@@ -101,8 +101,30 @@ def _cost_model_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-#: The options of the serving commands that name files they read.
-_INPUTS = ("--workload", "--cost-model", "--actual-cost-model")
+def _input_files(args: argparse.Namespace) -> dict[str, Path | None]:
+    """The files a serving command reads, by option: the ``--workload`` trace (a path, or
+    a named trace under the data directory) and ``--cost-model`` /
+    ``--actual-cost-model`` files (a path, or a shipped model's file); ``None`` for
+    built-in names and for names that do not resolve (the command reports those)."""
+    from schedlab.serving.cost_model import shipped_cost_models
+    from schedlab.serving.workloads import WORKLOADS, make_workload
+
+    files: dict[str, Path | None] = {}
+    if args.workload in WORKLOADS:  # a name, even where a file of that name lies here
+        try:
+            files["--workload"] = getattr(
+                make_workload(args.workload, data_dir=args.data_dir), "path", None
+            )
+        except SchedlabError:
+            files["--workload"] = None
+    else:
+        files["--workload"] = Path(args.workload)
+    shipped = shipped_cost_models()
+    for flag in ("--cost-model", "--actual-cost-model"):
+        spec = getattr(args, flag[2:].replace("-", "_"), None)
+        if isinstance(spec, str):
+            files[flag] = shipped.get(spec) or (Path(spec) if Path(spec).is_file() else None)
+    return files
 
 
 def _common(parser: argparse.ArgumentParser, *, policy: bool = True, duration: float) -> None:
@@ -235,7 +257,7 @@ def _ms(seconds: float | None) -> str:
 def _simulate(args: argparse.Namespace) -> int:
     from schedlab.serving.simulator import simulate
 
-    refuse_overwriting(args, ["--records"], _INPUTS)
+    refuse_overwriting(args, ["--records"], _input_files(args))
     rate = None if args.rate is None else _positive_number(args.rate, "--rate")
     result = simulate(
         args.workload,
@@ -273,7 +295,7 @@ def _simulate(args: argparse.Namespace) -> int:
 def _capacity(args: argparse.Namespace) -> int:
     from schedlab.serving.capacity import MIN_REL_TOL, capacity
 
-    refuse_overwriting(args, ["--results"], _INPUTS)
+    refuse_overwriting(args, ["--results"], _input_files(args))
 
     search = {
         "duration_s": parse_duration(args.duration, "--duration"),
@@ -342,23 +364,24 @@ def _capacity_table(args: argparse.Namespace, found: Sequence[Any]) -> None:
 
 
 def _headroom(args: argparse.Namespace) -> int:
+    from schedlab.llm.traces import read_trace
     from schedlab.serving.cost_model import get_cost_model
     from schedlab.serving.fluid import FluidLoad, headroom
-    from schedlab.serving.workloads import TraceReplay, make_workload
+    from schedlab.serving.workloads import TraceReplay, check_trace, make_workload
 
     model = get_cost_model(args.cost_model)
     workload = make_workload(args.workload, data_dir=args.data_dir)
-    if isinstance(workload, TraceReplay):  # its own lengths, all of them, unscaled
-        stream = workload.generate(None, None, args.seed)
+    if isinstance(workload, TraceReplay):  # its own lengths, all of them; no times needed
+        lengths: Any = check_trace(read_trace(workload.path), workload.path)
     else:
-        stream = workload.generate(100.0, 1000.0, args.seed)
+        lengths = workload.generate(100.0, 1000.0, args.seed)
     tpot = parse_duration(args.tpot, "--tpot")
     kv = _engine(args).kv_capacity_tokens
     result = headroom(
         model,
-        FluidLoad.of(stream.prompt, stream.output),
+        FluidLoad.of(lengths.prompt, lengths.output),
         tpot,
-        workload=stream.name,
+        workload=workload.name,
         margin_s=_margin(args.margin, tpot),
         kv_capacity_tokens=kv,
     )
@@ -399,7 +422,7 @@ def _sweep(args: argparse.Namespace) -> int:
     from schedlab.plotting.figures import check_figure_path, check_output_path
     from schedlab.serving.capacity import GridError, sweep
 
-    refuse_overwriting(args, ["--csv", "--plot", "--results"], _INPUTS)
+    refuse_overwriting(args, ["--csv", "--plot", "--results"], _input_files(args))
     policies = args.policies
     rates = [_positive_number(r, "--rates") for r in args.rates]
     if args.csv:

@@ -124,7 +124,7 @@ def _csv_rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[str, dict
     with path.open(newline="", encoding="utf-8-sig") as handle:  # a BOM, as Excel saves it
         reader = csv.DictReader(handle)
         header = reader.fieldnames or []
-        twice = sorted({c for c in header if header.count(c) > 1})
+        twice = sorted({c for c in header if c and header.count(c) > 1})  # "": a blank column
         if twice:  # csv would keep the last of them
             raise FormatError(f"{path}:1: column(s) {', '.join(twice)} given twice")
         missing = [c for c in required if c not in header]

@@ -27,7 +27,7 @@ import hashlib
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -91,7 +91,7 @@ class Probe:
 
     def meets(self, target: float) -> bool:
         """Whether the run reached ``target``; a run without requests shows nothing and
-        does not (:func:`capacity` refuses to search on one)."""
+        does not (:func:`capacity` searches on above it, and refuses to answer with it)."""
         return self.n_requests > 0 and self.attainment >= target
 
 
@@ -197,8 +197,8 @@ def capacity(
     ------
     ServingError
         On a target outside (0, 1], a tolerance below :data:`MIN_REL_TOL`, non-positive
-        rate bounds, or a policy object in the scenario; and when a rate tried draws no
-        request in ``duration_s``.
+        rate bounds, or a policy object in the scenario; and when the highest rate that
+        met the target drew no request in ``duration_s`` (an empty run meets nothing).
     """
     scenario = scenario or Scenario()
     if not isinstance(scenario.policy, str):
@@ -213,18 +213,20 @@ def capacity(
         def meets(rate: float) -> bool:
             bar.doing(f"{rate:.4g} req/s")
             p = probe(load, rate, scenario, duration_s=duration_s, target=target)
-            if p.n_requests == 0:
-                raise ServingError(
-                    f"capacity: no request arrives at {rate:.4g} req/s in {duration_s:g} s "
-                    f"(seed {scenario.seed}), so that rate can be judged neither way; "
-                    "lengthen the duration or raise the start rate"
-                )
             probes.append(p)
             bar.step(f"{rate:.4g} req/s: attainment {p.attainment:.3f}")
-            return p.meets(target)
+            # a run without requests shows nothing; the search goes on above it (with
+            # common random numbers a higher rate draws at least the same requests)
+            return p.n_requests == 0 or p.meets(target)
 
         # below ~20 requests an attainment means little
         lo, hi = _bisect(meets, start_rps, max_rps, 20.0 / duration_s, rel_tol)
+    if lo > 0 and next(p for p in probes if p.rate_rps == lo).n_requests == 0:
+        raise ServingError(
+            f"capacity: no request arrives at {lo:.4g} req/s in {duration_s:g} s (seed "
+            f"{scenario.seed}), the highest rate the search kept, so it shows nothing; "
+            "lengthen the duration"
+        )
     return CapacityResult(
         policy=str(scenario.policy),
         workload=load.name,
@@ -376,7 +378,10 @@ def _run_grid(
 
     def value(outcome: Outcome) -> T:
         try:
-            return read(outcome.job, outcome.value)
+            result = read(outcome.job, outcome.value)
+            if outcome.resumed:
+                _check_fields(result)
+            return result
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             if not outcome.resumed:
                 raise
@@ -390,6 +395,31 @@ def _run_grid(
     if failed:
         raise GridError(what, done, failed)
     return done
+
+
+#: The field types :func:`_check_fields` checks, by their annotation.
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "float": (int, float),
+    "int": (int,),
+    "str": (str,),
+    "bool": (bool,),
+}
+
+
+def _check_fields(obj: Any) -> None:
+    """Raise ``TypeError`` where a field of the dataclass ``obj`` (or of one inside it)
+    annotated ``float``, ``int``, ``str`` or ``bool`` holds another type: what a result
+    read back from a results file must pass (``"attainment": "high"`` was printed)."""
+    for f in fields(obj):
+        value = getattr(obj, f.name)
+        inner = value if isinstance(value, tuple) else (value,)
+        for item in inner:
+            if is_dataclass(item):
+                _check_fields(item)
+        expected = _FIELD_TYPES.get(str(f.type))
+        wrong_bool = isinstance(value, bool) and f.type != "bool"
+        if expected is not None and (wrong_bool or not isinstance(value, expected)):
+            raise TypeError(f"{f.name}: expected {f.type}, got {value!r}")
 
 
 def sweep_title(points: Sequence[SweepPoint]) -> str:

@@ -240,7 +240,8 @@ class IterationTime:
         A second model for the actual duration.
     noise_cv
         Actual = predicted x lognormal noise of mean 1 and this coefficient of variation
-        (seeded by ``seed``); ignored when ``actual`` is given.
+        (seeded by ``seed``); not with ``actual``, which sets the actual time itself
+        (:class:`~schedlab.serving.scenario.Scenario` refuses the pair).
     seed
         Seed of the noise.
     """
@@ -598,10 +599,12 @@ class Engine:
         (:func:`~schedlab.serving.cost_model.lockstep_time`)."""
         timing = self.timing
         model = timing.predicted if timing.actual is None else timing.actual
-        seconds = lockstep_time(model, group) if group else batch_time(model, shape)
+        seconds = _checked(
+            lockstep_time(model, group) if group else batch_time(model, shape), shape
+        )
         if timing.actual is None and self._noise_sigma > 0:
-            seconds *= self._next_noise()
-        return _checked(seconds, shape)
+            seconds *= self._next_noise()  # finite and positive: a lognormal factor
+        return seconds
 
     def projected_kv_peak(self) -> int:
         r"""The most KV tokens the admitted requests will hold at once from this iteration

@@ -159,8 +159,9 @@ class RequestStream:
         latest = max(self.duration_s, float(self.arrival_s[-1]) if n else 0.0)
         if latest > MAX_WINDOW_S:
             raise ServingError(
-                f"stream {where!r}: arrivals over {latest:.3g} s, beyond the {MAX_WINDOW_S:g} s "
-                "that times are resolved to 1 ns in (MAX_WINDOW_S); shorten the window"
+                f"stream {where!r}: arrivals over {latest:,.0f} s, beyond the "
+                f"{MAX_WINDOW_S:,.0f} s that times are resolved to 1 ns in (MAX_WINDOW_S); "
+                "shorten the window"
             )
 
     def __len__(self) -> int:

@@ -58,9 +58,9 @@ def _schedlab(*argv: str) -> subprocess.CompletedProcess[str]:
         # Ray's own wait for an unreachable head is minutes; ours is at most 10 s
         (
             ["sweep", "--rates", "1", "--backend", "ray", "--address", "x"],
-            "expected 'auto' or HOST:PORT",
+            "expected 'auto', 'local' or HOST:PORT",
         ),
-        (["simulate", "--duration", "5e18s", "--rate", "1.5e-17"], "beyond the 1e+06 s"),
+        (["simulate", "--duration", "5e18s", "--rate", "1.5e-17"], "beyond the 1,000,000 s"),
     ],
 )
 def test_option_errors_are_one_line(argv, message):

@@ -293,3 +293,12 @@ def test_compare_refuses_an_option_value_before_running(capsys):
     argv = ["compare", DEFAULT, "--solvers", "fcfs,local-search", "--quiet"]
     code, out, err = run(capsys, *argv, "--option", "local-search.max_moves=-5")
     assert code == 2 and out == "" and "local-search: options {'max_moves': -5}" in err
+
+
+def test_generate_does_not_overwrite_its_source(tmp_path, capsys):
+    source = tmp_path / "lengths.csv"
+    source.write_text("num_prefill_tokens,num_decode_tokens\n5,2\n7,3\n")
+    argv = ["generate", "backlog", "-n", "3", "--source", str(source), "-o", str(source)]
+    assert main(argv) == 2
+    assert "is the --source file; it would be overwritten" in capsys.readouterr().err
+    assert source.read_text().startswith("num_prefill_tokens")

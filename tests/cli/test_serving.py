@@ -157,6 +157,21 @@ def test_headroom_text_and_json(capsys):
     assert [row["chunk"] for row in data["fixed"]] == [64, 128, 256, 512, 1024, 2048]
 
 
+def test_headroom_reads_a_trace_of_any_span(capsys, tmp_path):
+    # only the lengths count; a month of timestamps is beyond a simulated window's cap
+    trace = tmp_path / "month.jsonl"
+    rows = [(0, 500, 40), (1_300_000_000, 900, 60), (2_500_000_000, 700, 20)]  # ms
+    trace.write_text(
+        "".join(
+            f'{{"timestamp": {t}, "input_length": {p}, "output_length": {o}}}\n'
+            for t, p, o in rows
+        )
+    )
+    assert main(["headroom", "--workload", str(trace), "--json"]) == 0
+    load = json.loads(capsys.readouterr().out)["load"]
+    assert load["n_requests"] == 3 and load["mean_prompt"] == 700
+
+
 def test_headroom_refuses_a_calibrated_model():
     with pytest.raises(SchedlabError, match="not a linear-attention model"):
         main(["headroom", "--cost-model", "rtx4090_llama-3.1-8b"])
@@ -241,6 +256,7 @@ def test_bad_input_raises_schedlab_errors(extra, error, message):
         (["simulate", "--records"], "--records"),
         (["sweep", "--rates", "1", "--csv"], "--csv"),
         (["sweep", "--rates", "1", "--results"], "--results"),
+        (["capacity", "--seeds", "0", "--results"], "--results"),
     ],
 )
 def test_an_output_naming_the_input_trace_is_refused(tmp_path, command, output):
@@ -251,6 +267,22 @@ def test_an_output_naming_the_input_trace_is_refused(tmp_path, command, output):
     with pytest.raises(SchedlabError, match=f"{output}: .* is the --workload file"):
         main([*command, str(tmp_path / "." / "t.jsonl"), "--workload", str(trace)])
     assert trace.read_bytes() == before
+
+
+def test_outputs_are_checked_against_what_names_resolve_to(tmp_path, monkeypatch, capsys):
+    # a named trace under the data directory is the file it names
+    traces = tmp_path / "data" / "traces"
+    traces.mkdir(parents=True)
+    azure = traces / "AzureLLMInferenceTrace_code.csv"
+    azure.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.98,48,4\n")
+    argv = ["simulate", "--workload", "azure-code", "--data-dir", str(tmp_path / "data")]
+    with pytest.raises(SchedlabError, match=r"--records: .* is the --workload file"):
+        main([*argv, "--records", str(azure)])
+    # a built-in name is no file, even beside a file of that name
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "chat").write_text("")
+    assert main([*SIM, "--records", "chat", "--json"]) == 0
+    assert capsys.readouterr().out and (tmp_path / "chat").read_text()
 
 
 def test_simulate_and_headroom_check_a_margin_alike():

@@ -170,3 +170,10 @@ def test_json_traces_take_numbers_only(tmp_path, line, message):
     path.write_text(line + "\n")
     with pytest.raises(FormatError, match=rf":1: {message}"):
         read_trace(path, kind="mooncake")
+
+
+def test_blank_columns_of_a_spreadsheet_export_are_not_duplicates(tmp_path):
+    path = tmp_path / "trace.csv"
+    path.write_text("num_prefill_tokens,num_decode_tokens,,\n5,2,,\n")
+    trace = read_trace(path, kind="length-stats")
+    assert trace.prompt.tolist() == [5] and trace.output.tolist() == [2]

@@ -43,13 +43,21 @@ def test_capacity_zero_when_nothing_meets():
     assert [p.rate_rps for p in result.probes] == [4.0, 2.0, 1.0]
 
 
-def test_a_rate_without_requests_is_refused_not_counted_as_met():
-    # 1 ms of arrivals at up to 1,000 req/s: the first rate draws no request, and an
-    # empty run would otherwise "meet" any SLO (a TTFT of 1 us included)
-    with pytest.raises(ServingError, match=r"no request arrives at 1 req/s in 0.001 s"):
+def test_an_answer_resting_on_a_run_without_requests_is_refused():
+    # 1 ms of arrivals at up to 1,000 req/s: no rate draws a request, and empty runs once
+    # "met" a TTFT of 1 us: 1,000 req/s was reported
+    with pytest.raises(ServingError, match=r"no request arrives at 1000 req/s in 0.001 s"):
         capacity("chat", VLLM.with_(slo=SLO(1e-6, 0.025)), duration_s=0.001)
     empty = probe(make_workload("chat"), 1.0, VLLM, duration_s=0.001)
     assert empty.n_requests == 0 and not empty.meets(0.9)
+
+
+def test_empty_runs_at_low_rates_do_not_stop_the_search():
+    # at seed 0, chat draws no request at 0.02 req/s in 30 s: the search doubles on
+    result = capacity("chat", VLLM, duration_s=30.0, start_rps=0.02, rel_tol=0.05)
+    assert result.probes[0].n_requests == 0
+    assert result.at_capacity is not None and result.at_capacity.n_requests > 0
+    assert result.capacity_rps > 1.0
 
 
 def test_exact_horizon_keeps_attainment():
@@ -184,12 +192,21 @@ def test_a_point_is_keyed_by_the_trace_it_reads_not_its_path(tmp_path):
     assert first[0].summary.n_requests == 10 and second[0].summary.n_requests == 5
 
 
-@pytest.mark.parametrize("value", [{}, [1, 2], "x"])
-def test_a_results_line_that_holds_no_result_is_refused_in_one_line(tmp_path, value):
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        lambda value: {},
+        lambda value: [1, 2],
+        lambda value: "x",
+        lambda value: {**value, "attainment": "high"},  # printed as it was, once
+        lambda value: {**value, "ttft": {**value["ttft"], "p99": [1]}},
+    ],
+)
+def test_a_results_line_that_holds_no_result_is_refused_in_one_line(tmp_path, tamper):
     results = tmp_path / "r.jsonl"
     sweep("chat", ["vllm"], [2.0], VLLM, duration_s=5.0, results=results)
     line = json.loads(results.read_text())
-    results.write_text(json.dumps({**line, "value": value}) + "\n")
+    results.write_text(json.dumps({**line, "value": tamper(line["value"])}) + "\n")
     with pytest.raises(ServingError, match=r"r\.jsonl: the line of vllm at 2 req/s does not hold"):
         sweep("chat", ["vllm"], [2.0], VLLM, duration_s=5.0, results=results)
 

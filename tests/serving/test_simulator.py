@@ -265,6 +265,13 @@ def test_engine_refuses_invalid_plans(policy, message):
         run_engine(stream_of([0.0], [10], [3]), Scenario(policy))
 
 
+def test_noise_beside_an_actual_cost_model_is_refused():
+    # the noise multiplies the predicted time; with an actual model it was ignored
+    with pytest.raises(ServingError, match="noise_cv and actual_cost_model: give one"):
+        Scenario(actual_cost_model=SLOWEAVE_DEFAULT, noise_cv=0.5)
+    assert Scenario(actual_cost_model=SLOWEAVE_DEFAULT).noise_cv == 0.0
+
+
 @pytest.mark.parametrize("base_s", [0.0, 3600.5, 1e307])
 def test_iteration_times_outside_zero_to_an_hour_are_errors(base_s):
     # 1e307 s a batch once summed to an infinite clock, printed as Infinity in --json
