@@ -14,6 +14,7 @@ import csv
 import json
 import math
 import re
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -228,11 +229,12 @@ def _margin(text: str | None, tpot_s: float) -> float | None:
 
 
 def _scenario(args: argparse.Namespace) -> Scenario:
-    """The scenario the common options describe (and ``simulate``'s own, if given)."""
+    """The scenario the common options describe (and ``simulate``'s own, if given), after
+    a note on standard error when no request of two or more tokens can meet its TPOT."""
     from schedlab.serving.scenario import DEFAULT_POLICY, Scenario
 
     slo = _slo(args)
-    return Scenario(
+    scenario = Scenario(
         policy=DEFAULT_POLICY if getattr(args, "policy", None) is None else args.policy,
         cost_model=args.cost_model,
         slo=slo,
@@ -243,6 +245,16 @@ def _scenario(args: argparse.Namespace) -> Scenario:
         seed=0 if args.seed is None else args.seed,
         prediction_cv=args.prediction_cv,
     )
+    model = scenario.actual() or scenario.predicted()
+    alone = model.iteration_time(1, 1, ())  # one decode of one token, nothing else
+    if alone > slo.tpot_s:
+        print(
+            f"schedlab: note: one decode alone takes {alone * 1e3:.3g} ms on cost model "
+            f"{model.name!r}, above the TPOT target {slo.tpot_s * 1e3:g} ms: no request of "
+            "two or more output tokens can meet it (--tpot)",
+            file=sys.stderr,
+        )
+    return scenario
 
 
 def _seed_list(text: str) -> list[int]:

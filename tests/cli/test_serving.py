@@ -285,6 +285,16 @@ def test_outputs_are_checked_against_what_names_resolve_to(tmp_path, monkeypatch
     assert capsys.readouterr().out and (tmp_path / "chat").read_text()
 
 
+def test_a_tpot_below_one_lone_decode_is_noted(capsys):
+    # sloweave-default: a decode of one token alone takes 1.305 ms
+    assert main([*SIM, "--tpot", "1ms", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["attainment"] < 0.5
+    assert "one decode alone takes 1.3 ms" in captured.err and "above the TPOT" in captured.err
+    assert main([*SIM, "--json"]) == 0
+    assert "note" not in capsys.readouterr().err
+
+
 def test_simulate_and_headroom_check_a_margin_alike():
     # one check, naming the flag, for both commands
     for command in (SIM, ["headroom", "--tpot", "25ms"]):
