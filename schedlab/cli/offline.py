@@ -270,8 +270,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
             source = read_trace(source)
         inst = sample_backlog(n, memory, source, args.seed, name=args.name, **limit)
     if args.output:
-        source = {"--source": Path(args.source) if args.source else None}
-        refuse_overwriting(args, ["--output"], source)
+        refuse_overwriting(args, ["--output"], {"--source": Path(args.source or "")})
         write_instance(inst, args.output)
         print(f"wrote {args.output}: n = {inst.n}, M = {inst.memory:,}", file=sys.stderr)
     else:

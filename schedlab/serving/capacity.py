@@ -221,13 +221,7 @@ def capacity(
 
         # below ~20 requests an attainment means little
         lo, hi = _bisect(meets, start_rps, max_rps, 20.0 / duration_s, rel_tol)
-    if lo > 0 and next(p for p in probes if p.rate_rps == lo).n_requests == 0:
-        raise ServingError(
-            f"capacity: no request arrives at {lo:.4g} req/s in {duration_s:g} s (seed "
-            f"{scenario.seed}), the highest rate the search kept, so it shows nothing; "
-            "lengthen the duration"
-        )
-    return CapacityResult(
+    result = CapacityResult(
         policy=str(scenario.policy),
         workload=load.name,
         cost_model=model.name,
@@ -242,6 +236,14 @@ def capacity(
         saturated=hi == math.inf,
         probes=tuple(probes),
     )
+    kept = result.at_capacity
+    if kept is not None and kept.n_requests == 0:
+        raise ServingError(
+            f"capacity: no request arrives at {lo:.4g} req/s in {duration_s:g} s (seed "
+            f"{scenario.seed}), the highest rate the search kept, so it shows nothing; "
+            "lengthen the duration"
+        )
+    return result
 
 
 def _check_search(target: float, rel_tol: float, start_rps: float, max_rps: float) -> None:
