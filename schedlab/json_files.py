@@ -118,3 +118,17 @@ def plain(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return value.tolist()
     raise TypeError(f"{type(value).__name__} is not JSON-ready")
+
+
+def string_keys(value: Any) -> None:
+    """Refuse (``TypeError``) a dict inside ``value`` (dicts, lists, tuples) keyed by
+    anything but strings: JSON would write ``{1: x}`` as ``{"1": x}``, and the value read
+    back would differ from the one written."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TypeError(f"key {key!r} is not a string (JSON would write {str(key)!r})")
+            string_keys(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            string_keys(item)

@@ -77,7 +77,7 @@ def _cluster(args: argparse.Namespace) -> int:
     duration = parse_duration(args.duration, "--duration")
     if args.plot:
         check_figure_path(args.plot, "--plot")
-    scenario = _scenario(args)
+    scenario = _scenario(args, engine_policies=False)
     results = []
     for rate in rates:
         for name in routers:

@@ -228,9 +228,14 @@ def _margin(text: str | None, tpot_s: float) -> float | None:
     return check_margin(parse_duration(text, "--margin", allow_zero=True), tpot_s, "--margin")
 
 
-def _scenario(args: argparse.Namespace) -> Scenario:
+def _scenario(args: argparse.Namespace, *, engine_policies: bool = True) -> Scenario:
     """The scenario the common options describe (and ``simulate``'s own, if given), after
-    a note on standard error when no request of two or more tokens can meet its TPOT."""
+    a note on standard error when no request of two or more tokens can meet its TPOT.
+
+    With ``engine_policies`` (all but ``cluster``, whose routers read predictions too),
+    ``--margin`` and ``--prediction-cv`` are refused when no policy of the run
+    (``--policies``, else ``--policy``) reads them.
+    """
     from schedlab.serving.scenario import DEFAULT_POLICY, Scenario
 
     slo = _slo(args)
@@ -245,6 +250,8 @@ def _scenario(args: argparse.Namespace) -> Scenario:
         seed=0 if args.seed is None else args.seed,
         prediction_cv=args.prediction_cv,
     )
+    if engine_policies:
+        _refuse_unread(scenario, getattr(args, "policies", None) or [scenario.policy])
     model = scenario.actual() or scenario.predicted()
     alone = model.iteration_time(1, 1, ())  # one decode of one token, nothing else
     if alone > slo.tpot_s:
@@ -255,6 +262,25 @@ def _scenario(args: argparse.Namespace) -> Scenario:
             file=sys.stderr,
         )
     return scenario
+
+
+def _refuse_unread(scenario: Scenario, policies: Sequence[str]) -> None:
+    """Refuse ``--margin`` or a positive ``--prediction-cv`` that no policy of ``policies``
+    reads (each a built-in policy outside :data:`~schedlab.serving.policies.MARGIN_READERS`
+    or :data:`~schedlab.serving.policies.PREDICTION_READERS`): the run would not change."""
+    from schedlab.serving.policies import MARGIN_READERS, PREDICTION_READERS, ignores
+
+    given = (
+        ("--margin", scenario.margin_s is not None, MARGIN_READERS),
+        ("--prediction-cv", scenario.prediction_cv > 0, PREDICTION_READERS),
+    )
+    for flag, used, readers in given:
+        if used and all(ignores(p, readers) for p in policies):
+            noun = "policy" if len(policies) == 1 else "policies"
+            raise ServingError(
+                f"{flag}: read only by {' and '.join(sorted(readers))}; "
+                f"{noun} {', '.join(policies)} would not change with it"
+            )
 
 
 def _seed_list(text: str) -> list[int]:

@@ -251,7 +251,14 @@ def _read_vllm_bench_serve(path: Path) -> Trace:
         raise FormatError(f"{path}: missing field(s) {', '.join(missing)}")
     n = len(data["input_lens"]) if isinstance(data["input_lens"], list) else -1
     inputs, outputs = (_column(data, k, n, path) for k in ("input_lens", "output_lens"))
-    detailed = all(k in data for k in ("start_times", "ttfts", "itls"))
+    timed = [k for k in ("start_times", "ttfts", "itls") if k in data]
+    detailed = len(timed) == 3
+    if timed and not detailed:  # read as lengths only, its times would be lost unsaid
+        lacking = sorted({"start_times", "ttfts", "itls"} - set(timed))
+        raise FormatError(
+            f"{path}: has {', '.join(timed)} but not {', '.join(lacking)} (vllm bench serve "
+            "--save-detailed saves all three); give all three or none"
+        )
     errors = _column(data, "errors", n, path) if "errors" in data else [""] * n
     columns = (
         {k: _column(data, k, n, path) for k in ("start_times", "ttfts", "itls")}

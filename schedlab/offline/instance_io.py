@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.errors import FormatError, InstanceError
-from schedlab.json_files import plain, read_json
+from schedlab.json_files import plain, read_json, string_keys
 from schedlab.offline.instance import Instance, Request
 
 __all__ = ["FORMAT", "instance_from_dict", "instance_to_dict", "read_instance", "write_instance"]
@@ -118,12 +118,13 @@ def write_instance(instance: Instance, path: str | Path) -> None:
     Raises
     ------
     FormatError
-        If ``meta`` holds a value JSON cannot carry (an arbitrary object, NaN); nothing is
-        written.
+        If ``meta`` holds a value JSON cannot carry (an arbitrary object, NaN, a key that
+        is not a string); nothing is written.
     """
     data = instance_to_dict(instance)
     lines = [json.dumps(r, separators=(", ", ": ")) for r in data.pop("requests")]
     try:
+        string_keys(data)
         head = json.dumps(data, indent=1, allow_nan=False, default=plain)[:-2]  # no "\n}"
     except (TypeError, ValueError) as exc:  # not JSON-ready, NaN, a cycle
         raise FormatError(f"{path}: meta: {exc}") from None

@@ -43,13 +43,16 @@ from schedlab.serving.sloweave import SLOWeaveState, check_margin, choose_chunk
 from schedlab.serving.view import EngineView, Plan, RequestView, reserved_tokens
 
 __all__ = [
+    "MARGIN_READERS",
     "POLICIES",
+    "PREDICTION_READERS",
     "Policy",
     "PolicyContext",
     "SLOWeaveKVPolicy",
     "SLOWeavePolicy",
     "SangamPolicy",
     "TokenQuotaPolicy",
+    "ignores",
     "make_policy",
     "policy_names",
     "register_policy",
@@ -550,6 +553,22 @@ POLICIES: dict[str, PolicyFactory] = {
     "sloweave-kv": _sloweave_kv,
     "sangam": _sangam,
 }
+
+
+#: The built-in policies that read SLOWeave's margin (:attr:`PolicyContext.margin_s`).
+MARGIN_READERS = frozenset({"sloweave", "sloweave-kv"})
+
+#: The built-in policies that read predicted output lengths
+#: (:meth:`~schedlab.serving.view.EngineView.projected_kv_peak`).
+PREDICTION_READERS = frozenset({"sloweave-kv"})
+
+
+def ignores(spec: str, readers: frozenset[str]) -> bool:
+    """Whether the policy spelt ``spec`` is a built-in one outside ``readers``
+    (:data:`MARGIN_READERS`, :data:`PREDICTION_READERS`): one known not to read what they
+    read. A registered policy may read anything, so it never ``ignores``."""
+    name = spec.split(":", 1)[0]
+    return name in _SPELLINGS and name not in readers
 
 
 def register_policy(name: str, factory: PolicyFactory) -> None:

@@ -337,3 +337,41 @@ def test_a_replay_sweep_is_titled_by_its_workload_not_one_rate(capsys, tmp_path)
     # the name asked for, not the first point's rescaled stream ("... x0.5 to 1 req/s")
     assert title.startswith(f"{trace}, cost model sloweave-default (illustrative, no GPU)")
     assert "timestamps" not in title
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["simulate", "--policy", "vllm", "--margin", "1ms"], "--margin: read only by sloweave"),
+        (
+            ["simulate", "--policy", "sloweave", "--prediction-cv", "0.5"],
+            "--prediction-cv: read only by sloweave-kv; policy sloweave",
+        ),
+        (
+            ["capacity", "--policies", "vllm,sarathi", "--prediction-cv", "0.5"],
+            "policies vllm, sarathi would not change",
+        ),
+        (
+            ["sweep", "--policies", "vllm,fixed:256", "--rates", "1", "--prediction-cv", "0.2"],
+            "--prediction-cv: read only by sloweave-kv",
+        ),
+    ],
+)
+def test_an_option_no_policy_of_the_run_reads_is_refused(argv, message):
+    with pytest.raises(SchedlabError, match=message):
+        main(argv)
+
+
+def test_an_option_some_policy_of_the_run_reads_is_kept(capsys):
+    # one reader in the grid is enough; a registered policy may read anything
+    from schedlab.serving.policies import MARGIN_READERS, ignores
+
+    assert not ignores("my-own-policy", MARGIN_READERS)
+    assert ignores("fixed:512", MARGIN_READERS) and not ignores("sloweave:2048", MARGIN_READERS)
+    argv = ["sweep", "--policies", "vllm,sloweave-kv", "--rates", "1", "--duration", "5s"]
+    assert main([*argv, "--prediction-cv", "0.2", "--json", "--quiet"]) == 0
+    with_cv = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--json", "--quiet"]) == 0
+    exact = json.loads(capsys.readouterr().out)
+    assert len(with_cv) == len(exact) == 2
+    assert main([*SIM, "--policy", "sloweave", "--margin", "1ms", "--json"]) == 0

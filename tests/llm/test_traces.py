@@ -141,6 +141,11 @@ def test_vllm_bench_serve_result_as_a_trace(tmp_path):
     assert trace.arrival_s.tolist() == [0.0, 1.25]
     assert trace.extra["ttft_s"].tolist() == [0.2, 0.3]
     assert trace.extra["decode_s"] == pytest.approx([0.12, 0.4])
+    # Some of the three but not all: refused, not read as lengths with the times dropped.
+    del detailed["itls"]
+    path.write_text(json.dumps(detailed))
+    with pytest.raises(FormatError, match="has start_times, ttfts but not itls"):
+        read_trace(path)
 
 
 @pytest.mark.parametrize(

@@ -36,7 +36,12 @@ def test_numpy_meta_is_written_plain_and_other_objects_are_refused(tmp_path):
     path = tmp_path / "i.json"
     write_instance(inst, path)
     assert read_instance(path).meta["seed"] == 3
-    for meta, message in (({"a": object()}, "object is not JSON-ready"), ({"a": math.nan}, "nan")):
+    refused = (
+        ({"a": object()}, "object is not JSON-ready"),
+        ({"a": math.nan}, "nan"),
+        ({"a": [{1: 2}]}, "key 1 is not a string"),  # JSON would read it back as "1"
+    )
+    for meta, message in refused:
         bad = Instance(10, (Request(1, 1),), meta=meta)
         with pytest.raises(FormatError, match=f"y.json: meta: .*{message}"):
             write_instance(bad, tmp_path / "y.json")
