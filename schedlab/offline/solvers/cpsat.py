@@ -48,6 +48,11 @@ iff ``δ <= -o_j`` or ``δ >= o_i`` or ``δ >= s_i + s_j + 2 o_i - M`` (when
 ``δ >= o_i - o_j``) or ``δ <= M - s_i - s_j - 2 o_j`` (when ``δ < o_i - o_j``).
 Every pair's offset is restricted to that union of intervals: implied by the
 memory checks, but propagated more strongly (``proofs/cpsat_pair_cuts.md``).
+A redundant cumulative of each request's age segments (3 or 4 fixed-size intervals at
+``p_i + age``, each demanding the ``s_i + age + 1`` tokens it holds at least) was tried and
+left out: on ``jaillet_instance(seed, 14)``, seeds 0..2, 60 s, it proved the same seed
+(2, in 27 s against 31 s) and left the others at the same incumbent and posted bound,
+with ``linearization_level=2`` too (2026-12-04).
 
 Solving
 -------
