@@ -120,15 +120,24 @@ def plain(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON-ready")
 
 
-def string_keys(value: Any) -> None:
-    """Refuse (``TypeError``) a dict inside ``value`` (dicts, lists, tuples) keyed by
-    anything but strings: JSON would write ``{1: x}`` as ``{"1": x}``, and the value read
-    back would differ from the one written."""
-    if isinstance(value, dict):
-        for key, item in value.items():
+def string_keys(value: Any, _open: frozenset[int] = frozenset()) -> None:
+    """Refuse (``TypeError``) a dict inside ``value`` (dicts, lists, tuples, NumPy object
+    arrays) keyed by anything but strings: JSON keys are strings, so ``{1: x}`` would be
+    written as ``{"1": x}`` and read back other than it was. A container inside itself is
+    left for ``json.dumps`` to name (``_open``: the containers being walked)."""
+    if id(value) in _open:
+        return
+    if isinstance(value, np.ndarray):
+        items: Any = value.tolist() if value.dtype == object else ()
+    elif isinstance(value, dict):
+        for key in value:
             if not isinstance(key, str):
-                raise TypeError(f"key {key!r} is not a string (JSON would write {str(key)!r})")
-            string_keys(item)
+                raise TypeError(f"key {key!r} is not a string (JSON keys are strings)")
+        items = value.values()
     elif isinstance(value, list | tuple):
-        for item in value:
-            string_keys(item)
+        items = value
+    else:
+        return
+    inner = _open | {id(value)}
+    for item in items:
+        string_keys(item, inner)

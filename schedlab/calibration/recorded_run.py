@@ -264,15 +264,17 @@ def read_vllm_bench_result(path: str | Path) -> RecordedRun:
     Raises
     ------
     FormatError
-        Naming the field, if one is malformed — or if ``start_times``, ``ttfts`` and
-        ``itls`` are missing, which only ``--save-detailed`` records.
+        Naming the field, if one is malformed — or if any of ``start_times``, ``ttfts``
+        and ``itls`` is missing (only ``--save-detailed`` records them, and some vLLM
+        versions leave out ``start_times``).
     """
     path = Path(path)
     trace = read_trace(path, "vllm-bench-serve")
-    if trace.arrival_s is None:
+    if trace.arrival_s is None or "ttft_s" not in trace.extra:
         raise FormatError(
-            f"{path}: missing field(s) start_times, ttfts, itls (saved without "
-            "--save-detailed: the send times are unknown)"
+            f"{path}: needs start_times, ttfts and itls, and one or more is missing "
+            "(saved without --save-detailed, or by a vLLM version that does not save "
+            "start_times: the send times are unknown)"
         )
     first = trace.arrival_s + trace.extra["ttft_s"]
     records = [

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import sys
 import threading
@@ -71,9 +72,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, previous)
 
 
+#: A negative value with a unit or exponent (``-10s``, ``-1e3``): argparse reads such a
+#: token as an option, not as the value of the option before it (plain ``-10`` it keeps).
+_NEGATIVE_VALUE = re.compile(r"-\.?\d")
+_PLAIN_NEGATIVE = re.compile(r"-\d+|-\d*\.\d+")
+
+
+def _attach_negative_values(argv: Sequence[str]) -> list[str]:
+    """``--opt -10s`` as ``--opt=-10s``, so that a negative duration or number reaches
+    the check that says what is wrong with it, instead of argparse's "expected one
+    argument" (a flag that takes no value still gets argparse's own error)."""
+    out: list[str] = []
+    for token in argv:
+        before = out[-1] if out else ""
+        is_option = before.startswith("--") and "=" not in before and before != "--"
+        if is_option and _NEGATIVE_VALUE.match(token) and not _PLAIN_NEGATIVE.fullmatch(token):
+            out[-1] = f"{before}={token}"
+        else:
+            out.append(token)
+    return out
+
+
 def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_attach_negative_values(sys.argv[1:] if argv is None else argv))
     try:
         return int(args.func(args))
     except SchedlabError as exc:

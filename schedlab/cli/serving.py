@@ -232,7 +232,7 @@ def _scenario(args: argparse.Namespace, *, engine_policies: bool = True) -> Scen
     """The scenario the common options describe (and ``simulate``'s own, if given), after
     a note on standard error when no request of two or more tokens can meet its TPOT.
 
-    With ``engine_policies`` (all but ``cluster``, whose routers read predictions too),
+    With ``engine_policies`` (all but ``cluster``, whose routers may read predictions too),
     ``--margin`` and ``--prediction-cv`` are refused when no policy of the run
     (``--policies``, else ``--policy``) reads them.
     """
@@ -276,6 +276,8 @@ def _refuse_unread(scenario: Scenario, policies: Sequence[str]) -> None:
     )
     for flag, used, readers in given:
         if used and all(ignores(p, readers) for p in policies):
+            for policy in policies:  # a misspelt policy is the error to report first
+                scenario.with_(policy=policy).build_policy()
             noun = "policy" if len(policies) == 1 else "policies"
             raise ServingError(
                 f"{flag}: read only by {' and '.join(sorted(readers))}; "

@@ -20,10 +20,11 @@ Four shapes are understood (see ``../shared/data/README.md``):
     The JSON that ``vllm bench serve --save-result`` writes (field names from
     ``vllm/benchmarks/serve.py``, lines 993–999): per request ``input_lens`` and
     ``output_lens``; with ``--save-detailed`` also ``start_times`` (when each request was
-    sent, ``time.perf_counter`` seconds: the arrivals), ``ttfts`` (seconds) and ``itls``
-    (each request's gaps between tokens, seconds), kept in :attr:`Trace.extra` as
-    ``ttft_s`` and ``decode_s`` (the sum of the gaps). Failed requests (an ``errors``
-    entry, or no output) are left out.
+    sent, ``time.perf_counter`` seconds: the arrivals; some versions do not save them),
+    ``ttfts`` (seconds) and ``itls`` (each request's gaps between tokens, seconds), kept
+    in :attr:`Trace.extra` as ``ttft_s`` and ``decode_s`` (the sum of the gaps) when all
+    three are there. Without ``start_times`` the trace has lengths only. Failed requests
+    (an ``errors`` entry, or no output) are left out.
 
 Every reader returns a :class:`Trace` with arrival times in seconds relative to the
 first request, and raises :class:`~schedlab.errors.FormatError` naming the file and
@@ -251,20 +252,14 @@ def _read_vllm_bench_serve(path: Path) -> Trace:
         raise FormatError(f"{path}: missing field(s) {', '.join(missing)}")
     n = len(data["input_lens"]) if isinstance(data["input_lens"], list) else -1
     inputs, outputs = (_column(data, k, n, path) for k in ("input_lens", "output_lens"))
-    timed = [k for k in ("start_times", "ttfts", "itls") if k in data]
-    detailed = len(timed) == 3
-    if timed and not detailed:  # read as lengths only, its times would be lost unsaid
-        lacking = sorted({"start_times", "ttfts", "itls"} - set(timed))
-        raise FormatError(
-            f"{path}: has {', '.join(timed)} but not {', '.join(lacking)} (vllm bench serve "
-            "--save-detailed saves all three); give all three or none"
-        )
+    timed = "start_times" in data  # some vLLM versions save ttfts, itls without it
+    detailed = timed and "ttfts" in data and "itls" in data
     errors = _column(data, "errors", n, path) if "errors" in data else [""] * n
-    columns = (
-        {k: _column(data, k, n, path) for k in ("start_times", "ttfts", "itls")}
-        if detailed
-        else {}
-    )
+    columns = {
+        k: _column(data, k, n, path)
+        for k in ("start_times", "ttfts", "itls")
+        if k in data and (k == "start_times" or detailed)
+    }
     prompt: list[int] = []
     output: list[int] = []
     timing: dict[str, list[float]] = {"start": [], "ttft_s": [], "decode_s": []}
@@ -274,11 +269,12 @@ def _read_vllm_bench_serve(path: Path) -> Trace:
             continue
         prompt.append(_int_field(inputs[i], place, "input_lens", 1))
         output.append(_int_field(outputs[i], place, "output_lens", 1))
+        if timed:
+            timing["start"].append(_float_field(columns["start_times"][i], place, "start_times"))
         if detailed:
             gaps = columns["itls"][i]
             if not isinstance(gaps, list):
                 raise FormatError(f"{place}: itls: expected a list of gaps")
-            timing["start"].append(_float_field(columns["start_times"][i], place, "start_times"))
             ttft = _float_field(columns["ttfts"][i], place, "ttfts")
             decode = sum(_float_field(g, place, "itls") for g in gaps)
             if ttft < 0 or decode < 0:
@@ -286,9 +282,9 @@ def _read_vllm_bench_serve(path: Path) -> Trace:
             timing["ttft_s"].append(ttft)
             timing["decode_s"].append(decode)
     _empty_check(path, prompt)
-    if not detailed:
+    if not timed:  # no send times: lengths only, whatever else was measured
         return Trace(path.stem, _ints(prompt), _ints(output))
-    extra = {k: np.array(timing[k]) for k in ("ttft_s", "decode_s")}
+    extra = {k: np.array(timing[k]) for k in ("ttft_s", "decode_s")} if detailed else {}
     return Trace(path.stem, _ints(prompt), _ints(output), _relative(timing["start"]), extra)
 
 

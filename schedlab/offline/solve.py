@@ -12,7 +12,7 @@ from typing import Any
 from schedlab.budget import Budget
 from schedlab.errors import SchedlabError, SolverError
 from schedlab.interrupts import held_interrupts
-from schedlab.offline.bounds import Bound, bound_within
+from schedlab.offline.bounds import Bound, bound_steps, bound_within
 from schedlab.offline.instance import Instance, check_instance
 from schedlab.offline.result import Result, Status, relative_gap
 from schedlab.offline.schedule import Schedule
@@ -106,8 +106,9 @@ def solve(
             f"bound: expected a method name, a Bound or None, got {type(bound).__name__}"
         )
     _load_kernels()
+    steps = 1 + (bound_steps(instance, bound) if isinstance(bound, str) else 0)
     with progress_for(progress, "solve") as bar:
-        bar.add(1)
+        bar.add(steps)  # the solver and each bound method, counted from the start
         bar.doing(solver)
         began = time.perf_counter()
         output = info.fn(instance, budget=Budget(time_limit), seed=seed, **options)
@@ -130,7 +131,7 @@ def solve(
             {**output.stats, "stopped_by": output.stats.get("stopped_by")},
         )
         if isinstance(bound, str):
-            bound = bound_within(instance, bound, Budget(time_limit), progress=bar)
+            bound = bound_within(instance, bound, Budget(time_limit), progress=bar, counted=True)
     return with_bound(own, bound)
 
 

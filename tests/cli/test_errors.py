@@ -61,6 +61,12 @@ def _schedlab(*argv: str) -> subprocess.CompletedProcess[str]:
             "expected 'auto', 'local' or HOST:PORT",
         ),
         (["simulate", "--duration", "5e18s", "--rate", "1.5e-17"], "beyond the 1,000,000 s"),
+        # a negative value with a unit reaches its check (argparse took it for an option)
+        (["simulate", "--json", "--duration", "-10s"], "--duration: cannot read duration '-10s'"),
+        (["simulate", "--rate", "-1e3"], "--rate: must be a positive number, got '-1e3'"),
+        (["compare", TINY, "--json", "-5s"], "argument --json: ignored explicit argument"),
+        # a misspelt policy is reported before an option it would not read
+        (["simulate", "--policy", "vllm:3", "--margin", "1ms"], "takes no ':' argument"),
     ],
 )
 def test_option_errors_are_one_line(argv, message):

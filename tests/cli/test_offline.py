@@ -46,6 +46,8 @@ def test_solve_and_bound_progress_only_on_request(capsys, terminal_stderr, quiet
         assert chosen[-1] in shown
         if command == "solve":
             assert "mc-sf" in shown  # the default solver was named while it ran
+            # the total counts the bound's methods from the first frame (it grew from 1/1)
+            assert "1/1 " not in shown and f"0/{steps[command]}" in shown
         capsys.readouterr()
         terminal_stderr.seek(0)
         terminal_stderr.truncate(0)

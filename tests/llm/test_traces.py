@@ -3,6 +3,7 @@ import json
 import numpy as np
 import pytest
 
+from schedlab.calibration.recorded_run import read_vllm_bench_result
 from schedlab.errors import DataNotFoundError, FormatError, UnknownNameError
 from schedlab.llm.traces import detect_kind, read_trace
 
@@ -141,11 +142,18 @@ def test_vllm_bench_serve_result_as_a_trace(tmp_path):
     assert trace.arrival_s.tolist() == [0.0, 1.25]
     assert trace.extra["ttft_s"].tolist() == [0.2, 0.3]
     assert trace.extra["decode_s"] == pytest.approx([0.12, 0.4])
-    # Some of the three but not all: refused, not read as lengths with the times dropped.
-    del detailed["itls"]
-    path.write_text(json.dumps(detailed))
-    with pytest.raises(FormatError, match="has start_times, ttfts but not itls"):
-        read_trace(path)
+    # Send times without the gaps: the arrivals are kept, no timing.
+    path.write_text(json.dumps({k: v for k, v in detailed.items() if k != "itls"}))
+    trace = read_trace(path)
+    assert trace.arrival_s.tolist() == [0.0, 1.25] and trace.extra == {}
+    with pytest.raises(FormatError, match="needs start_times, ttfts and itls"):
+        read_vllm_bench_result(path)
+    # --save-detailed of a vLLM version that does not save send times: lengths only.
+    path.write_text(json.dumps({k: v for k, v in detailed.items() if k != "start_times"}))
+    trace = read_trace(path)
+    assert trace.arrival_s is None and trace.prompt.tolist() == [12, 30]
+    with pytest.raises(FormatError, match="does not save start_times"):
+        read_vllm_bench_result(path)
 
 
 @pytest.mark.parametrize(

@@ -36,10 +36,14 @@ def test_numpy_meta_is_written_plain_and_other_objects_are_refused(tmp_path):
     path = tmp_path / "i.json"
     write_instance(inst, path)
     assert read_instance(path).meta["seed"] == 3
+    cycle: list = []
+    cycle.append(cycle)
     refused = (
         ({"a": object()}, "object is not JSON-ready"),
         ({"a": math.nan}, "nan"),
         ({"a": [{1: 2}]}, "key 1 is not a string"),  # JSON would read it back as "1"
+        ({"a": np.array([{None: 2}], dtype=object)}, "key None is not a string"),
+        ({"a": cycle}, "Circular reference"),  # json names it
     )
     for meta, message in refused:
         bad = Instance(10, (Request(1, 1),), meta=meta)

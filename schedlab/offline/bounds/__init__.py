@@ -87,6 +87,7 @@ __all__ = [
     "BoundFn",
     "BoundMethod",
     "available_bounds",
+    "bound_steps",
     "bound_within",
     "lower_bound",
     "register_bound",
@@ -221,20 +222,36 @@ def lower_bound(
     return bound_within(instance, method, Budget(time_limit), progress=progress)
 
 
-def bound_within(
-    instance: Instance, method: str, budget: Budget, *, progress: bool | Progress = False
-) -> Bound:
-    """:func:`lower_bound` within ``budget`` (for methods that share theirs)."""
+def _chosen(instance: Instance, method: str) -> list[BoundMethod]:
+    """The methods ``method`` runs on ``instance`` (for ``best``: those chosen for it)."""
     check_instance(instance, "lower_bound")
     if method != "best" and method not in BOUNDS:
         raise UnknownNameError("bound", method, available_bounds())
-    chosen = (
-        [m for m in BOUNDS.values() if m.chosen_for(instance)]
-        if method == "best"
-        else [BOUNDS[method]]
-    )
+    if method == "best":
+        return [m for m in BOUNDS.values() if m.chosen_for(instance)]
+    return [BOUNDS[method]]
+
+
+def bound_steps(instance: Instance, method: str) -> int:
+    """The steps :func:`bound_within` counts on a progress bar: one a method it runs."""
+    return len(_chosen(instance, method))
+
+
+def bound_within(
+    instance: Instance,
+    method: str,
+    budget: Budget,
+    *,
+    progress: bool | Progress = False,
+    counted: bool = False,
+) -> Bound:
+    """:func:`lower_bound` within ``budget`` (for methods that share theirs); ``counted``:
+    the caller's ``progress`` bar already counts its :func:`bound_steps` (so its total is
+    right from the start, as :func:`schedlab.solve` makes it)."""
+    chosen = _chosen(instance, method)
     with progress_for(progress, "lower bound") as bar:
-        bar.add(len(chosen))
+        if not counted:
+            bar.add(len(chosen))
         if method != "best":
             bar.doing(method)
             bound = BOUNDS[method].fn(instance, budget=budget)
