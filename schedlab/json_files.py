@@ -128,7 +128,7 @@ def string_keys(value: Any, _open: frozenset[int] = frozenset()) -> None:
     if id(value) in _open:
         return
     if isinstance(value, np.ndarray):
-        items: Any = value.tolist() if value.dtype == object else ()
+        items: Any = value.flat if value.dtype == object else ()  # 0-d too
     elif isinstance(value, dict):
         for key in value:
             if not isinstance(key, str):

@@ -271,10 +271,11 @@ def read_vllm_bench_result(path: str | Path) -> RecordedRun:
     path = Path(path)
     trace = read_trace(path, "vllm-bench-serve")
     if trace.arrival_s is None or "ttft_s" not in trace.extra:
+        data = read_json(path, "benchmark result")  # an object: read_trace checked it
+        missing = [k for k in ("start_times", "ttfts", "itls") if k not in data]
         raise FormatError(
-            f"{path}: needs start_times, ttfts and itls, and one or more is missing "
-            "(saved without --save-detailed, or by a vLLM version that does not save "
-            "start_times: the send times are unknown)"
+            f"{path}: missing field(s) {', '.join(missing)} (only --save-detailed saves "
+            "start_times, ttfts and itls, and some vLLM versions not start_times)"
         )
     first = trace.arrival_s + trace.extra["ttft_s"]
     records = [

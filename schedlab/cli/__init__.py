@@ -83,9 +83,11 @@ def _attach_negative_values(argv: Sequence[str]) -> list[str]:
     the check that says what is wrong with it, instead of argparse's "expected one
     argument" (a flag that takes no value still gets argparse's own error)."""
     out: list[str] = []
-    for token in argv:
+    for k, token in enumerate(argv):
+        if token == "--":  # what follows are positional arguments, as they are
+            return [*out, *argv[k:]]
         before = out[-1] if out else ""
-        is_option = before.startswith("--") and "=" not in before and before != "--"
+        is_option = before.startswith("--") and "=" not in before
         if is_option and _NEGATIVE_VALUE.match(token) and not _PLAIN_NEGATIVE.fullmatch(token):
             out[-1] = f"{before}={token}"
         else:

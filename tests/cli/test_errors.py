@@ -77,6 +77,23 @@ def test_option_errors_are_one_line(argv, message):
     assert lines[0].startswith("schedlab")
 
 
+def test_negative_values_are_attached_up_to_a_double_dash():
+    from schedlab.cli import _attach_negative_values
+
+    argv = ["--x", "-1s", "--y", "-1", "--z=-3s", "--w", "--v", "-4ms", "--", "--a", "-1.json"]
+    assert _attach_negative_values(argv) == [
+        "--x=-1s",
+        "--y",
+        "-1",
+        "--z=-3s",
+        "--w",
+        "--v=-4ms",
+        "--",
+        "--a",
+        "-1.json",
+    ]
+
+
 def test_every_error_class_survives_pickling():
     # a worker process sends errors back pickled; one that cannot be rebuilt used to
     # turn "unknown policy" into BrokenProcessPool

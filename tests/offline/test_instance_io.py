@@ -43,6 +43,7 @@ def test_numpy_meta_is_written_plain_and_other_objects_are_refused(tmp_path):
         ({"a": math.nan}, "nan"),
         ({"a": [{1: 2}]}, "key 1 is not a string"),  # JSON would read it back as "1"
         ({"a": np.array([{None: 2}], dtype=object)}, "key None is not a string"),
+        ({"a": np.array({3: 4}, dtype=object)}, "key 3 is not a string"),  # 0-d
         ({"a": cycle}, "Circular reference"),  # json names it
     )
     for meta, message in refused:
