@@ -78,17 +78,25 @@ def _cluster(args: argparse.Namespace) -> int:
     if args.plot:
         check_figure_path(args.plot, "--plot")
     scenario = _scenario(args, engine_policies=False)
+    clusters = [
+        Cluster(
+            nodes,
+            name,
+            scenario,
+            link,
+            prefill_policy=args.prefill_policy or DEFAULT_PREFILL_POLICY,
+            decode_policy=args.decode_policy,
+        )
+        for name in routers
+    ]
+    if scenario.prediction_cv > 0 and not any(map(_reads_predictions, clusters)):
+        raise ServingError(
+            "--prediction-cv: no router or node policy of this run reads predicted lengths "
+            "(round-robin does not; of the policies, only sloweave-kv does)"
+        )
     results = []
     for rate in rates:
-        for name in routers:
-            cluster = Cluster(
-                nodes,
-                name,
-                scenario,
-                link,
-                prefill_policy=args.prefill_policy or DEFAULT_PREFILL_POLICY,
-                decode_policy=args.decode_policy,
-            )
+        for cluster in clusters:
             result = simulate_cluster(
                 args.workload,
                 cluster,
@@ -114,6 +122,19 @@ def _cluster(args: argparse.Namespace) -> int:
         return 0
     _report(results, scenario)
     return 0
+
+
+def _reads_predictions(cluster: Any) -> bool:
+    """Whether the router or a node policy of ``cluster`` reads predicted output lengths
+    (:attr:`~schedlab.serving.routers.RouterSpec.reads_predictions`,
+    :data:`~schedlab.serving.policies.PREDICTION_READERS`)."""
+    from schedlab.serving.policies import PREDICTION_READERS, ignores
+    from schedlab.serving.routers import get_router
+
+    policies = [cluster.policy_of(node) for node in cluster.nodes]
+    return get_router(cluster.router).reads_predictions or not all(
+        ignores(p, PREDICTION_READERS) for p in policies
+    )
 
 
 def _report(results: list[tuple[float | None, Any]], scenario: Any) -> None:

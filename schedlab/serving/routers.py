@@ -440,17 +440,22 @@ def hybrid(request: Arrival, cluster: ClusterView) -> Route:
 @dataclass(frozen=True)
 class RouterSpec:
     """A named router: the function, a one-line description, whether it needs prefill
-    and decode nodes, and the policy its decode nodes run unless told otherwise."""
+    and decode nodes, the policy its decode nodes run unless told otherwise, and whether
+    it reads predicted output lengths (outstanding and committed tokens count requests at
+    their predicted sizes; ``round-robin`` reads no node state)."""
 
     router: Router
     description: str
     disaggregated: bool = False
     decode_policy: str = "sloweave"
+    reads_predictions: bool = True
 
 
 #: The routers by name.
 ROUTERS: dict[str, RouterSpec] = {
-    "round-robin": RouterSpec(round_robin, "request k to node k mod N (per side)"),
+    "round-robin": RouterSpec(
+        round_robin, "request k to node k mod N (per side)", reads_predictions=False
+    ),
     "least-tokens": RouterSpec(least_tokens, "least outstanding tokens (per side)"),
     "p2c": RouterSpec(power_of_two, "power of two choices, seeded (per side)"),
     "disaggregated": RouterSpec(

@@ -66,6 +66,15 @@ def test_a_grid_of_routers_and_rates_and_its_plot(capsys, tmp_path):
         (["--nodes", "2C", "--router", "p2c", "--link", "1GB/s,1us"], "--link: does not"),
         (["--nodes", "2C", "--router", "p2c", "--pipelined"], "--pipelined: does not"),
         (["--router", "deflect", "--decode-policy", "vllm"], "assume a SLOWeave policy"),
+        # round-robin reads no node state, and no policy here reads predicted lengths
+        (
+            ["--nodes", "2C", "--router", "round-robin", "--prediction-cv", "0.5"],
+            "--prediction-cv: no router or node policy of this run reads",
+        ),
+        (
+            ["--nodes", "1P1D", "--router", "round-robin", "--prediction-cv", "0.5"],
+            "--prediction-cv: no router",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(argv, message):
@@ -78,3 +87,16 @@ def test_bad_input_is_one_line_and_exit_2(argv, message):
     assert done.returncode == 2, done.stderr
     assert message in done.stderr
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--nodes", "2C", "--router", "least-tokens"],  # counts predicted sizes
+        ["--nodes", "2C", "--router", "round-robin", "--policy", "sloweave-kv"],
+        ["--nodes", "2C", "--routers", "round-robin,p2c"],  # one reader in the grid
+    ],
+)
+def test_prediction_error_is_taken_where_something_reads_it(capsys, extra):
+    assert main([*BASE, *extra, "--prediction-cv", "0.5", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)
