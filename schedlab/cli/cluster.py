@@ -92,7 +92,8 @@ def _cluster(args: argparse.Namespace) -> int:
     if scenario.prediction_cv > 0 and not any(map(_reads_predictions, clusters)):
         raise ServingError(
             "--prediction-cv: no router or node policy of this run reads predicted lengths "
-            "(round-robin does not; of the policies, only sloweave-kv does)"
+            "(round-robin never does, the others when they choose among two or more "
+            "colocated or decode nodes, deflect always; of the policies, only sloweave-kv)"
         )
     results = []
     for rate in rates:
@@ -132,9 +133,11 @@ def _reads_predictions(cluster: Any) -> bool:
     from schedlab.serving.routers import get_router
 
     policies = [cluster.policy_of(node) for node in cluster.nodes]
-    return get_router(cluster.router).reads_predictions or not all(
-        ignores(p, PREDICTION_READERS) for p in policies
-    )
+    if not all(ignores(p, PREDICTION_READERS) for p in policies):
+        return True
+    reads = get_router(cluster.router).reads_predictions
+    choices = sum(node.role != "prefill" for node in cluster.nodes)
+    return reads == "always" or (reads == "choosing" and choices >= 2)
 
 
 def _report(results: list[tuple[float | None, Any]], scenario: Any) -> None:

@@ -104,7 +104,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -440,21 +440,24 @@ def hybrid(request: Arrival, cluster: ClusterView) -> Route:
 @dataclass(frozen=True)
 class RouterSpec:
     """A named router: the function, a one-line description, whether it needs prefill
-    and decode nodes, the policy its decode nodes run unless told otherwise, and whether
-    it reads predicted output lengths (outstanding and committed tokens count requests at
-    their predicted sizes; ``round-robin`` reads no node state)."""
+    and decode nodes, the policy its decode nodes run unless told otherwise, and when it
+    reads predicted output lengths (``reads_predictions``): ``"never"`` (``round-robin``
+    reads no node state), ``"choosing"`` (when it picks among two or more colocated or
+    decode nodes, by outstanding tokens, which count requests at their predicted sizes;
+    a prefill node's do not), ``"always"`` (``deflect`` also checks each request's
+    predicted final size against a decode node's free blocks)."""
 
     router: Router
     description: str
     disaggregated: bool = False
     decode_policy: str = "sloweave"
-    reads_predictions: bool = True
+    reads_predictions: Literal["never", "choosing", "always"] = "choosing"
 
 
 #: The routers by name.
 ROUTERS: dict[str, RouterSpec] = {
     "round-robin": RouterSpec(
-        round_robin, "request k to node k mod N (per side)", reads_predictions=False
+        round_robin, "request k to node k mod N (per side)", reads_predictions="never"
     ),
     "least-tokens": RouterSpec(least_tokens, "least outstanding tokens (per side)"),
     "p2c": RouterSpec(power_of_two, "power of two choices, seeded (per side)"),
@@ -462,7 +465,10 @@ ROUTERS: dict[str, RouterSpec] = {
         disaggregated, "every prefill on a prefill node, then transfer", disaggregated=True
     ),
     "deflect": RouterSpec(
-        deflect, "disaggregated, or deflected to a decode node if faster", disaggregated=True
+        deflect,
+        "disaggregated, or deflected to a decode node if faster",
+        disaggregated=True,
+        reads_predictions="always",
     ),
     "hybrid": RouterSpec(
         hybrid, "overflow to decode nodes when prefill is backed up", True, "sangam"

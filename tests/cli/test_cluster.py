@@ -75,6 +75,9 @@ def test_a_grid_of_routers_and_rates_and_its_plot(capsys, tmp_path):
             ["--nodes", "1P1D", "--router", "round-robin", "--prediction-cv", "0.5"],
             "--prediction-cv: no router",
         ),
+        # one decode node: nothing to choose between by predicted sizes
+        (["--nodes", "2P1D", "--prediction-cv", "0.5"], "--prediction-cv: no router"),
+        (["--nodes", "1C", "--router", "p2c", "--prediction-cv", "0.5"], "--prediction-cv"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(argv, message):
@@ -95,6 +98,8 @@ def test_bad_input_is_one_line_and_exit_2(argv, message):
         ["--nodes", "2C", "--router", "least-tokens"],  # counts predicted sizes
         ["--nodes", "2C", "--router", "round-robin", "--policy", "sloweave-kv"],
         ["--nodes", "2C", "--routers", "round-robin,p2c"],  # one reader in the grid
+        ["--nodes", "1P1D", "--router", "deflect"],  # checks each predicted final size
+        ["--nodes", "1P2D", "--router", "disaggregated"],
     ],
 )
 def test_prediction_error_is_taken_where_something_reads_it(capsys, extra):
