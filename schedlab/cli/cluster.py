@@ -89,7 +89,7 @@ def _cluster(args: argparse.Namespace) -> int:
         )
         for name in routers
     ]
-    if scenario.prediction_cv > 0 and not any(map(_reads_predictions, clusters)):
+    if scenario.prediction_cv > 0 and not any(c.reads_predictions for c in clusters):
         raise ServingError(
             "--prediction-cv: no router or node policy of this run reads predicted lengths "
             "(round-robin never does, the others when they choose among two or more "
@@ -123,21 +123,6 @@ def _cluster(args: argparse.Namespace) -> int:
         return 0
     _report(results, scenario)
     return 0
-
-
-def _reads_predictions(cluster: Any) -> bool:
-    """Whether the router or a node policy of ``cluster`` reads predicted output lengths
-    (:attr:`~schedlab.serving.routers.RouterSpec.reads_predictions`,
-    :data:`~schedlab.serving.policies.PREDICTION_READERS`)."""
-    from schedlab.serving.policies import PREDICTION_READERS, ignores
-    from schedlab.serving.routers import get_router
-
-    policies = [cluster.policy_of(node) for node in cluster.nodes]
-    if not all(ignores(p, PREDICTION_READERS) for p in policies):
-        return True
-    reads = get_router(cluster.router).reads_predictions
-    choices = sum(node.role != "prefill" for node in cluster.nodes)
-    return reads == "always" or (reads == "choosing" and choices >= 2)
 
 
 def _report(results: list[tuple[float | None, Any]], scenario: Any) -> None:

@@ -69,6 +69,7 @@ from schedlab.serving.engine import EVENT_KINDS, Driver, Engine, EngineRun, Iter
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.kv_transfer import KVLink, LinkQueue, Transfer
 from schedlab.serving.metrics import Distribution, RequestRecord, Summary, summarize
+from schedlab.serving.policies import MARGIN_READERS, PREDICTION_READERS, ignores
 from schedlab.serving.prediction import predicted_outputs
 from schedlab.serving.routers import ROLES, Arrival, Route, Router, get_router
 from schedlab.serving.scenario import Scenario
@@ -150,7 +151,7 @@ class Node:
 def is_sloweave(policy: str) -> bool:
     """Whether ``policy`` names a SLOWeave policy (``sloweave``, ``sloweave-kv``, with or
     without their ``:CMAX``): the decode-node policies ``deflect`` assumes."""
-    return policy.split(":", 1)[0] in ("sloweave", "sloweave-kv")
+    return policy.split(":", 1)[0] in MARGIN_READERS  # SLOWeave's policies read its margin
 
 
 def parse_nodes(spec: str, flag: str = "--nodes") -> tuple[Node, ...]:
@@ -253,6 +254,19 @@ class Cluster:
                     "and guarantee (proofs/deflect.md) assume a SLOWeave policy there "
                     "(sloweave, sloweave-kv)"
                 )
+
+    @property
+    def reads_predictions(self) -> bool:
+        """Whether its router or a node policy reads predicted output lengths
+        (:attr:`~schedlab.serving.routers.RouterSpec.reads_predictions`: a ``"choosing"``
+        router only with two or more colocated or decode nodes to choose from;
+        :data:`~schedlab.serving.policies.PREDICTION_READERS`)."""
+        policies = [self.policy_of(node) for node in self.nodes]
+        if not all(ignores(p, PREDICTION_READERS) for p in policies):
+            return True
+        reads = get_router(self.router).reads_predictions
+        choices = sum(node.role != "prefill" for node in self.nodes)
+        return reads == "always" or (reads == "choosing" and choices >= 2)
 
     @property
     def label(self) -> str:
