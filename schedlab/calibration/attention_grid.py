@@ -261,7 +261,7 @@ class AttentionGrid:
             strict=True,
         ):
             lookup[key[:4]] = key[4]
-        tensor = np.zeros(shape)
+        tensor: np.ndarray = np.zeros(shape)
         for a, c in enumerate(chunks):
             for b, p in enumerate(contexts):
                 for i, n in enumerate(decodes):

@@ -174,6 +174,8 @@ class ReplayReport:
         KV tokens resumed requests took back from the prefix cache.
     hardware
         The GPU the cost model describes.
+    engine_kind
+        Whose scheduler ran (:mod:`schedlab.serving.engine_kinds`).
     """
 
     metrics: dict[str, MetricComparison]
@@ -191,6 +193,7 @@ class ReplayReport:
     measured_series: MeasuredSeries | None = field(default=None, repr=False)
     reused_tokens: int = 0
     hardware: str = ""
+    engine_kind: str = "schedlab"
 
     @property
     def config(self) -> Any:
@@ -228,6 +231,7 @@ class ReplayReport:
             "reused_tokens": self.reused_tokens,
             "iterations": self.iterations,
             "policy": self.policy,
+            "engine_kind": self.engine_kind,
             "cost_model": self.cost_model,
             "hardware": self.hardware,
             "async_scheduling": engine.async_scheduling,
@@ -254,7 +258,8 @@ class ReplayReport:
         lines.append(
             f"worst {worst} {diff:+.2f}%; simulated {self.n_finished}/{self.n_requests} "
             f"requests, {self.iterations} iterations, {self.preemptions} preemptions, "
-            f"policy {self.policy}, cost model {self.cost_model} ({self.hardware}); wall time "
+            f"policy {self.policy} on engine {self.engine_kind}, cost model {self.cost_model} "
+            f"({self.hardware}); wall time "
             f"{self.wall_s:.3f} s"
         )
         lines.append(
@@ -366,6 +371,8 @@ def replay(
     tpot_target_s: float = 0.025,
     allow_mismatch: bool = False,
     series: bool = False,
+    engine_kind: str = "schedlab",
+    engine_model: str | None = None,
 ) -> ReplayReport:
     """Simulate ``run``'s requests on its deployment and compare the metrics.
 
@@ -389,6 +396,11 @@ def replay(
     series
         Also build the simulated per-second series (for
         :func:`~schedlab.plotting.plot_replay`; its cost grows with the run's span).
+    engine_kind
+        Whose scheduler runs the replicas: ``schedlab``, or ``vllm`` for vLLM's own
+        (:mod:`schedlab.serving.engine_kinds`; ``policy`` must then be ``vllm``).
+    engine_model
+        The model folder of an engine kind that reads one (``vllm``; ``None``: its own).
     """
     deployment = deployment or deployment_of(run)
     if cost_model is None:
@@ -415,6 +427,8 @@ def replay(
         engine=deployment.engine,
         replicas=deployment.replicas,
         lockstep=deployment.lockstep,
+        engine_kind=engine_kind,
+        engine_model=engine_model,
     )
     result = run_engine(run.stream(), scenario, record_batches=True)
     records = result.records
@@ -457,4 +471,5 @@ def replay(
         measured_series=run.series,
         reused_tokens=result.reused_tokens,
         hardware=result.hardware,
+        engine_kind=engine_kind,
     )

@@ -111,8 +111,10 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     from schedlab.calibration.deployment import deployment_of
     from schedlab.calibration.recorded_run import read_recorded_run
     from schedlab.calibration.replay import replay
+    from schedlab.cli.serving import announce_engine
     from schedlab.plotting.figures import check_figure_path
     from schedlab.serving.cost_model import get_cost_model
+    from schedlab.serving.engine_kinds import BUILTIN_KIND
 
     if args.plot:
         check_figure_path(args.plot, "--plot")
@@ -127,13 +129,21 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         async_scheduling={"auto": None, "on": True, "off": False}[args.async_scheduling],
         prefix_caching={"auto": None, "on": True, "off": False}[args.prefix_caching],
     )
+    policy = (
+        (args.engine if args.engine != BUILTIN_KIND else "vllm")
+        if args.policy is None
+        else args.policy
+    )
+    announce_engine(args.engine, deployment.engine)
     report = replay(
         run,
         None if args.cost_model is None else get_cost_model(args.cost_model),
         deployment=deployment,
-        policy=args.policy,
+        policy=policy,
         allow_mismatch=args.allow_mismatch,
         series=args.plot is not None,
+        engine_kind=args.engine,
+        engine_model=args.vllm_model,
     )
     if args.plot:
         from schedlab.plotting.replay import plot_replay
@@ -150,6 +160,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add ``calibrate`` and ``replay`` to the ``schedlab`` command line."""
+    from schedlab.cli.serving import engine_kind_options
     from schedlab.serving.cost_model import cost_model_names
     from schedlab.serving.policies import policy_names
 
@@ -201,9 +212,8 @@ def register(subparsers: Any) -> None:
         help=f"{', '.join(cost_model_names())}, or a JSON file (default: the shipped model "
         "of the run's model, GPU and TP degree)",
     )
-    rep.add_argument(
-        "--policy", default="vllm", help=f"{', '.join(policy_names())} (default vllm)"
-    )
+    rep.add_argument("--policy", default=None, help=f"{', '.join(policy_names())} (default vllm)")
+    engine_kind_options(rep)
     rep.add_argument("--max-num-seqs", type=positive_int, default=None, metavar="N")
     rep.add_argument("--max-num-batched-tokens", type=positive_int, default=None, metavar="B")
     rep.add_argument(

@@ -169,7 +169,7 @@ def register(subparsers: Any) -> None:
     from schedlab.serving.policies import policy_names
     from schedlab.serving.scenario import DEFAULT_POLICY
 
-    _common(cmd, policy=False, duration=DEFAULT_WINDOW_S)
+    _common(cmd, policy=False, duration=DEFAULT_WINDOW_S, engines=False)
     cmd.add_argument(
         "--policy",
         default=None,

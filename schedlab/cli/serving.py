@@ -128,7 +128,9 @@ def _input_files(args: argparse.Namespace) -> dict[str, Path | None]:
     return files
 
 
-def _common(parser: argparse.ArgumentParser, *, policy: bool = True, duration: float) -> None:
+def _common(
+    parser: argparse.ArgumentParser, *, policy: bool = True, duration: float, engines: bool = True
+) -> None:
     from schedlab.serving.engine_config import BLOCK_SIZES, EngineConfig
     from schedlab.serving.policies import policy_names
     from schedlab.serving.scenario import DEFAULT_POLICY, DEFAULT_SLO
@@ -193,7 +195,47 @@ def _common(parser: argparse.ArgumentParser, *, policy: bool = True, duration: f
         help="output lengths seen by sloweave-kv: exact (0) or with a lognormal error of this CV",
     )
     parser.add_argument("--data-dir", default=None, help="directory holding traces/ (Azure)")
+    if engines:
+        engine_kind_options(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def engine_kind_options(parser: argparse.ArgumentParser) -> None:
+    """``--engine`` (whose scheduler runs) and ``--vllm-model`` (the model folder vLLM is
+    configured with)."""
+    from schedlab.serving.engine_kinds import BUILTIN_KIND, engine_kind_names
+
+    parser.add_argument(
+        "--engine",
+        default=BUILTIN_KIND,
+        help=f"whose scheduler runs: {', '.join(engine_kind_names())} (default "
+        f"{BUILTIN_KIND}; vllm: vLLM's own, needs the extra schedlab[vllm], and is the policy)",
+    )
+    parser.add_argument(
+        "--vllm-model",
+        default=None,
+        metavar="DIR",
+        help="with --engine vllm: a model folder holding config.json (default: the "
+        "integration's own small decoder-only model; only its limits matter)",
+    )
+
+
+def announce_engine(kind: str, engine: EngineConfig) -> None:
+    """For an engine kind other than schedlab's, check it can run and print (on standard
+    error) which release runs and how each engine setting maps onto its configuration."""
+    from schedlab.serving.engine_kinds import BUILTIN_KIND
+
+    if kind != "vllm":
+        if kind != BUILTIN_KIND:
+            print(f"schedlab: engine {kind} (an installed engine kind)", file=sys.stderr)
+        return
+    from schedlab.integrations.vllm import config_mapping, require_vllm
+
+    version = require_vllm()
+    pairs = "; ".join(
+        f"{ours} -> {theirs} = {value}" for ours, theirs, value in config_mapping(engine)
+    )
+    print(f"schedlab: engine vllm (vLLM {version}'s scheduler): {pairs}", file=sys.stderr)
 
 
 def _engine(args: argparse.Namespace) -> EngineConfig:
@@ -236,11 +278,14 @@ def _scenario(args: argparse.Namespace, *, engine_policies: bool = True) -> Scen
     ``--margin`` and ``--prediction-cv`` are refused when no policy of the run
     (``--policies``, else ``--policy``) reads them.
     """
+    from schedlab.serving.engine_kinds import BUILTIN_KIND
     from schedlab.serving.scenario import DEFAULT_POLICY, Scenario
 
     slo = _slo(args)
+    kind = getattr(args, "engine", BUILTIN_KIND)
+    default_policy = DEFAULT_POLICY if kind == BUILTIN_KIND else kind
     scenario = Scenario(
-        policy=DEFAULT_POLICY if getattr(args, "policy", None) is None else args.policy,
+        policy=default_policy if getattr(args, "policy", None) is None else args.policy,
         cost_model=args.cost_model,
         slo=slo,
         engine=_engine(args),
@@ -249,9 +294,12 @@ def _scenario(args: argparse.Namespace, *, engine_policies: bool = True) -> Scen
         margin_s=_margin(getattr(args, "margin", None), slo.tpot_s),
         seed=0 if args.seed is None else args.seed,
         prediction_cv=args.prediction_cv,
+        engine_kind=kind,
+        engine_model=getattr(args, "vllm_model", None),
     )
     if engine_policies:
         _refuse_unread(scenario, getattr(args, "policies", None) or [scenario.policy])
+    announce_engine(scenario.engine_kind, scenario.engine)
     model = scenario.actual() or scenario.predicted()
     alone = model.iteration_time(1, 1, ())  # one decode of one token, nothing else
     if alone > slo.tpot_s:

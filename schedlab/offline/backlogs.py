@@ -185,7 +185,7 @@ def jaillet_instance(
     count = int(rng.integers(40, 61)) if n is None else _count(n, max_requests)
     if shared_prompt:
         shared = int(rng.integers(1, 6))
-        prompt = np.full(count, shared, dtype=np.int64)
+        prompt: np.ndarray = np.full(count, shared, dtype=np.int64)
         output = rng.integers(1, memory - shared + 1, count)
     else:
         prompt = rng.integers(1, 6, count)

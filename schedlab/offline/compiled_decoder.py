@@ -343,7 +343,7 @@ def bucket_layout(output: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, ..
     """
     steps = np.diff(output[order])
     if bool(np.all(steps >= 0) or np.all(steps <= 0)):  # one tree prunes well (see above)
-        bucket = np.zeros(len(output), dtype=np.int64)
+        bucket: np.ndarray = np.zeros(len(output), dtype=np.int64)
     else:
         levels = np.arange(1, OUTPUT_BUCKETS) / OUTPUT_BUCKETS
         cuts = np.unique(np.quantile(output, levels, method="lower"))  # outputs themselves

@@ -480,6 +480,8 @@ class ClusterDriver(Driver):
         As for :class:`~schedlab.serving.engine.Driver`.
     """
 
+    engines: Sequence[Engine]  # schedlab's own engines: nodes hand requests over
+
     def __init__(
         self,
         stream: RequestStream,

@@ -112,6 +112,7 @@ from schedlab.serving.cost_model import (
     uses_decode_spread,
 )
 from schedlab.serving.engine_config import EngineConfig
+from schedlab.serving.engine_kinds import Replica
 from schedlab.serving.kv_cache import KVCache
 from schedlab.serving.metrics import SLO, RequestRecord, allowed_slow_gaps
 from schedlab.serving.policies import Policy
@@ -125,6 +126,7 @@ __all__ = [
     "Driver",
     "Engine",
     "EngineRun",
+    "IterationClock",
     "IterationTime",
     "check_capacity",
     "least_loaded",
@@ -256,6 +258,53 @@ class IterationTime:
             raise ServingError(
                 f"noise_cv: must be from 0 to {MAX_NOISE_CV:g}, got {self.noise_cv}"
             )
+
+
+class IterationClock:
+    """The durations of one replica's iterations, as :class:`IterationTime` says.
+
+    Parameters
+    ----------
+    timing
+        The cost models and the noise.
+    index
+        The replica's number: replica 0 draws its noise from ``timing.seed`` alone (one
+        engine's noise does not depend on the replica count), the others from
+        independent streams of ``(seed, index)``.
+    """
+
+    def __init__(self, timing: IterationTime, index: int = 0) -> None:
+        self.timing = timing
+        self._sigma = math.sqrt(math.log1p(timing.noise_cv**2))
+        self._rng = np.random.default_rng(timing.seed if index == 0 else (timing.seed, index))
+        self._noise: list[float] = []
+
+    def seconds(self, shape: BatchShape, group: Sequence[BatchShape] = ()) -> float:
+        """How long the batch ``shape`` takes (predicted, actual, or predicted times the
+        next noise factor); with ``group``, the batches of all replicas in lockstep, how
+        long their step takes (:func:`~schedlab.serving.cost_model.lockstep_time`).
+
+        Raises
+        ------
+        ServingError
+            If the model's time is not a positive number of at most
+            :data:`MAX_ITERATION_S` seconds.
+        """
+        timing = self.timing
+        model = timing.predicted if timing.actual is None else timing.actual
+        seconds = _checked(
+            lockstep_time(model, group) if group else batch_time(model, shape), shape
+        )
+        if timing.actual is None and self._sigma > 0:
+            seconds *= self._next_noise()  # finite and positive: a lognormal factor
+        return seconds
+
+    def _next_noise(self) -> float:
+        if not self._noise:
+            sigma = self._sigma
+            draws = self._rng.lognormal(-sigma * sigma / 2, sigma, _NOISE_BLOCK)
+            self._noise = draws.tolist()[::-1]
+        return self._noise.pop()
 
 
 class _Request:
@@ -443,11 +492,7 @@ class Engine:
         self.kv = KVCache(
             config.total_blocks, config.block_size, prefix_caching=config.prefix_caching
         )
-        self._noise_sigma = math.sqrt(math.log1p(timing.noise_cv**2))
-        # Replica 0 draws from ``seed`` alone (one engine's noise does not depend on the
-        # replica count); the others from independent streams of ``(seed, index)``.
-        self._rng = np.random.default_rng(timing.seed if index == 0 else (timing.seed, index))
-        self._noise: list[float] = []
+        self.clock = IterationClock(timing, index)
         self.slo = slo
         self.violations = 0
         self.peak_blocks = 0  # most KV blocks in use at once
@@ -484,8 +529,9 @@ class Engine:
         # Asynchronous scheduling (module docstring).
         self.inbox: list[_Request] = []  # arrived while a batch was in flight
         self.back_to_back = False  # the pending start follows an iteration end
-        self.held_seats = 0  # seats of requests finished in the last iteration
-        self.held_frees: list[tuple[int, int]] = []  # (request, tokens) not yet freed
+        # requests finished in the last iteration, by admission number, with the KV
+        # tokens they hold: their seats and blocks are not free yet
+        self.held: dict[int, tuple[_Request, int]] = {}
         self._pending: tuple[float, tuple[int, ...], tuple[tuple[int, int], ...]] | None = None
         self._preempted: list[int] = []
         self._reused: list[tuple[int, int]] = []
@@ -498,6 +544,11 @@ class Engine:
         self.held_off = 0  # handed-off requests still holding blocks here
 
     # -- what the driver sees ----------------------------------------------------------------
+    @property
+    def evicted_blocks(self) -> int:
+        """Cached KV blocks whose content an allocation overwrote."""
+        return self.kv.evicted
+
     @property
     def has_work(self) -> bool:
         """Whether it has requests to serve (running, waiting or just arrived)."""
@@ -550,12 +601,12 @@ class Engine:
             else:
                 view.decode_kv_max = view.decode_kv_min = None
             view.free_blocks = kv.free_blocks
-            view.free_seats = config.max_num_seqs - len(self.running) - self.held_seats
+            view.free_seats = config.max_num_seqs - len(self.running) - len(self.held)
             view.admitting = admitting
             plan = self.policy.plan(view)
             if plan or self.n_decode:
                 break
-            if self.held_seats or self.held_frees or self.inbox:
+            if self.held or self.inbox:
                 # An empty lagged batch: the next scheduling pass sees everything.
                 self._release_lagged()
                 continue
@@ -594,17 +645,8 @@ class Engine:
         return self.shape
 
     def duration(self, shape: BatchShape, group: Sequence[BatchShape] = ()) -> float:
-        """How long this replica's batch ``shape`` takes (predicted, actual, or noisy);
-        with ``group``, the batches of all replicas in lockstep, how long their step takes
-        (:func:`~schedlab.serving.cost_model.lockstep_time`)."""
-        timing = self.timing
-        model = timing.predicted if timing.actual is None else timing.actual
-        seconds = _checked(
-            lockstep_time(model, group) if group else batch_time(model, shape), shape
-        )
-        if timing.actual is None and self._noise_sigma > 0:
-            seconds *= self._next_noise()  # finite and positive: a lognormal factor
-        return seconds
+        """How long this replica's batch ``shape`` takes (:meth:`IterationClock.seconds`)."""
+        return self.clock.seconds(shape, group)
 
     def projected_kv_peak(self) -> int:
         r"""The most KV tokens the admitted requests will hold at once from this iteration
@@ -626,7 +668,7 @@ class Engine:
         i = self.iteration
         slack = config.block_size - 1
         lag = 1 if config.async_scheduling else 0
-        reserved = sum(config.blocks(tokens) for _, tokens in self.held_frees)
+        reserved = sum(config.blocks(tokens) for _, tokens in self.held.values())
         reserved *= config.block_size
         rests: list[int] = []
         holds: list[int] = []
@@ -641,10 +683,9 @@ class Engine:
 
     def _release_lagged(self) -> None:
         """Make the lagged seats, blocks and arrivals visible to the next plan."""
-        self.held_seats = 0
-        for index, tokens in self.held_frees:
-            self.kv.free(index, tokens, keep=False)
-        self.held_frees.clear()
+        for req, tokens in self.held.values():
+            self.kv.free(req.index, tokens, keep=False)
+        self.held.clear()
         if self.inbox:
             self.waiting.extend(self.inbox)
             self.inbox.clear()
@@ -750,7 +791,7 @@ class Engine:
             self.waiting.remove(req)
         else:
             raise ServingError(f"policy {name!r}: request {req.index} is not waiting")
-        if len(self.running) + self.held_seats >= self.config.max_num_seqs:
+        if len(self.running) + len(self.held) >= self.config.max_num_seqs:
             raise ServingError(f"policy {name!r}: admits beyond max_num_seqs")
         self.admissions += 1
         req.seq = self.admissions
@@ -767,12 +808,25 @@ class Engine:
         With ``chunked`` (the batch so far) the iteration's blocks are allocated already:
         a decode victim gives back its new block too, and a victim given a chunk is taken
         back out of the batch, the chunk's blocks freed without content.
+
+        The blocks that stay cached are the full ones of tokens whose ids the scheduler
+        knew. Under asynchronous scheduling, vLLM plans iteration ``i`` before it has
+        the token that iteration ``i - 1`` sampled, so a victim that decoded in
+        ``i - 1`` has one token computed but not yet known, and not hashed: vLLM caches
+        blocks up to ``num_computed_tokens - num_output_placeholders``
+        (``vllm/v1/core/sched/async_scheduler.py`` lines 55–58) and, on allocation, up
+        to the tokens it knows (``kv_cache_manager.py``, ``allocate_slots``).
         """
+        if self.held and (not self.running or max(self.held) > next(reversed(self.running))):
+            self._preempt_finished()
+            return 0
         _, victim = self.running.popitem()
         saved = 0
         if victim.decoding:
             generated = victim.gen_at_join + (i - victim.join_iter)
             computed = held = victim.prompt + generated - 1
+            if self.config.async_scheduling and victim.join_iter < i:
+                computed -= 1  # the token of iteration i - 1 is not known yet
             saved = 1 if victim.bucket == phase else 0
             if chunked is not None:
                 held += saved
@@ -895,11 +949,22 @@ class Engine:
         self.kv.free(req.index, req.prompt, keep=False)
         self.held_off -= 1
 
+    def _preempt_finished(self) -> None:
+        """Preempt the newest request that finished in the last iteration, under
+        asynchronous scheduling: vLLM plans this iteration before it knows that request
+        finished, so it is still running there and can be the newest
+        (``scheduler.py``, ``_preempt_request``): its seat and blocks are freed now,
+        and vLLM counts the preemption."""
+        seq = max(self.held)
+        req, tokens = self.held.pop(seq)
+        self.kv.free(req.index, tokens, keep=False)
+        req.preemptions += 1
+        self._preempted.append(req.index)
+
     def _finish(self, req: _Request, now: float, i: int, tokens: int) -> None:
         del self.running[req.seq]
         if self.config.async_scheduling:
-            self.held_seats += 1
-            self.held_frees.append((req.index, tokens))
+            self.held[req.seq] = (req, tokens)
         else:
             self.kv.free(req.index, tokens, keep=False)
         req.generated = req.output
@@ -929,13 +994,6 @@ class Engine:
             if k and ends[first] - ends[segments[k - 1][1]] > limit:
                 slow += 1
         return slow
-
-    def _next_noise(self) -> float:
-        if not self._noise:
-            sigma = self._noise_sigma
-            draws = self._rng.lognormal(-sigma * sigma / 2, sigma, _NOISE_BLOCK)
-            self._noise = draws.tolist()[::-1]
-        return self._noise.pop()
 
     def close_open_segments(self) -> None:
         """Record the tokens of requests still decoding when the run stopped."""
@@ -983,7 +1041,7 @@ def check_capacity(stream: RequestStream, config: EngineConfig, where: str = "")
         )
 
 
-def least_loaded(engines: list[Engine]) -> Engine:
+def least_loaded(engines: Sequence[Replica]) -> Replica:
     """The replica of least ``4 * waiting + running``, the first on ties (vLLM's score)."""
     return min(engines, key=lambda engine: engine.load)
 
@@ -1012,7 +1070,7 @@ class Driver:
     def __init__(
         self,
         stream: RequestStream,
-        engines: list[Engine],
+        engines: Sequence[Replica],
         *,
         lockstep: bool = False,
         max_violations: int | None = None,
@@ -1021,7 +1079,7 @@ class Driver:
     ) -> None:
         if not engines:
             raise ServingError("driver: needs at least one engine")
-        self.engines = engines
+        self.engines: Sequence[Replica] = list(engines)
         self.lockstep = lockstep and len(engines) > 1
         predicted = stream.output if predicted_output is None else predicted_output
         self.requests = [
@@ -1090,7 +1148,7 @@ class Driver:
         """An event of a kind a subclass adds (:data:`EVENT_KINDS`); none here."""
         raise ServingError(f"driver: unknown event kind {kind}")
 
-    def _wake(self, t: float, engine: Engine) -> None:
+    def _wake(self, t: float, engine: Replica) -> None:
         """An arrival: start an idle replica (or the idle group)."""
         if self.lockstep:
             if not any(e.busy for e in self.engines) and not self.group_pending:
@@ -1173,7 +1231,7 @@ class Driver:
             end_s,
             stats,
             tuple(batches),
-            sum(e.kv.evicted for e in self.engines),
+            sum(e.evicted_blocks for e in self.engines),
             sum(e.reused_tokens for e in self.engines),
             lead.policy.name,
             lead.timing.predicted.name,

@@ -13,9 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from schedlab.errors import ServingError
+from schedlab.errors import ServingError, UnknownNameError
 from schedlab.serving.cost_model import CostModel, cost_model_from_dict, get_cost_model
 from schedlab.serving.engine_config import EngineConfig
+from schedlab.serving.engine_kinds import BUILTIN_KIND, engine_kind_names
 from schedlab.serving.metrics import SLO
 from schedlab.serving.policies import Policy, PolicyContext, make_policy
 
@@ -71,6 +72,14 @@ class Scenario:
     prediction_cv
         The output lengths policies see: exact (0) or the true ones times a lognormal
         error of this coefficient of variation (:mod:`schedlab.serving.prediction`).
+    engine_kind
+        Whose scheduler runs each replica (:mod:`schedlab.serving.engine_kinds`):
+        ``schedlab`` (this package's engine and ``policy``) or an installed kind such as
+        ``vllm`` (vLLM's own scheduler, which is then the policy: ``policy`` must be
+        ``vllm``).
+    engine_model
+        A model folder for engine kinds that configure a model from one (``vllm``:
+        its ``config.json``; ``None``: the integration's own).
     """
 
     policy: str | Policy = DEFAULT_POLICY
@@ -84,6 +93,8 @@ class Scenario:
     replicas: int = 1
     lockstep: bool = False
     prediction_cv: float = 0.0
+    engine_kind: str = BUILTIN_KIND
+    engine_model: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("seed", "replicas"):
@@ -111,6 +122,18 @@ class Scenario:
             )
         if self.replicas > 1 and not isinstance(self.policy, str):
             raise ServingError("scenario.policy: several replicas need a policy by name")
+        if self.engine_kind not in engine_kind_names():
+            raise UnknownNameError("engine", str(self.engine_kind), engine_kind_names())
+        if self.engine_kind != BUILTIN_KIND and self.policy != self.engine_kind:
+            raise ServingError(
+                f"scenario.policy: engine {self.engine_kind} forms batches with its own "
+                f"scheduler; the policy must be {self.engine_kind!r}, got {self.policy!r}"
+            )
+        if self.engine_model is not None and self.engine_kind == BUILTIN_KIND:
+            raise ServingError(
+                "scenario.engine_model: read only by engine kinds that configure a model "
+                f"(e.g. vllm), not by {BUILTIN_KIND}"
+            )
 
     def predicted(self) -> CostModel:
         """The predicted cost model, resolved."""

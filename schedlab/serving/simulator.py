@@ -15,6 +15,7 @@ from pathlib import Path
 
 from schedlab.errors import ServingError
 from schedlab.serving.engine import BatchRecord, Driver, Engine, EngineRun, IterationTime
+from schedlab.serving.engine_kinds import BUILTIN_KIND, Replica, replica_factory
 from schedlab.serving.metrics import RequestRecord, Summary, summarize
 from schedlab.serving.prediction import predicted_outputs
 from schedlab.serving.scenario import Scenario
@@ -63,17 +64,25 @@ def run_engine(
     """
     model = scenario.predicted()
     timing = IterationTime(model, scenario.actual(), scenario.noise_cv, scenario.seed)
-    engines = [
-        Engine(
-            scenario.build_policy(model),
-            scenario.engine,
-            timing,
-            slo=scenario.slo,
-            index=k,
-            record_batches=record_batches,
-        )
-        for k in range(scenario.replicas)
-    ]
+    engines: list[Replica]
+    if scenario.engine_kind == BUILTIN_KIND:
+        engines = [
+            Engine(
+                scenario.build_policy(model),
+                scenario.engine,
+                timing,
+                slo=scenario.slo,
+                index=k,
+                record_batches=record_batches,
+            )
+            for k in range(scenario.replicas)
+        ]
+    else:
+        factory = replica_factory(scenario.engine_kind)
+        engines = [
+            factory(scenario, timing=timing, index=k, record_batches=record_batches)
+            for k in range(scenario.replicas)
+        ]
     driver = Driver(
         stream,
         engines,

@@ -408,7 +408,7 @@ def improve_alns(
             "stopped_by": None,
         }
     rng = np.random.default_rng(seed)
-    weights = np.ones(len(names))
+    weights: np.ndarray = np.ones(len(names))
     scores = np.zeros(len(names))
     counts = np.zeros(len(names))
     costs = {

@@ -1,0 +1,49 @@
+"""vLLM's own scheduler in schedlab's loop (the optional extra ``schedlab[vllm]``).
+
+:mod:`.config` maps an :class:`~schedlab.serving.engine_config.EngineConfig` onto vLLM's
+configuration and builds its scheduler; :mod:`.engine` drives that scheduler as one
+replica of the driver (engine kind ``vllm``). Importing this package does not import
+vLLM; building an engine does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from schedlab.integrations.vllm.config import (
+    ANY_VERSION_ENV,
+    MODEL_DIR,
+    SUPPORTED_VERSION,
+    VllmSetup,
+    build_scheduler,
+    config_mapping,
+    require_vllm,
+)
+
+__all__ = [
+    "ANY_VERSION_ENV",
+    "MODEL_DIR",
+    "SUPPORTED_VERSION",
+    "VllmSetup",
+    "build_scheduler",
+    "config_mapping",
+    "make_replica",
+    "require_vllm",
+]
+
+
+def make_replica(
+    scenario: Any, *, timing: Any, index: int = 0, record_batches: bool = False
+) -> Any:
+    """The engine-kind factory of ``vllm`` (:mod:`schedlab.serving.engine_kinds`): one
+    :class:`~schedlab.integrations.vllm.engine.VllmEngine` for ``scenario``."""
+    require_vllm()
+    from schedlab.integrations.vllm.engine import VllmEngine
+
+    return VllmEngine(
+        VllmSetup(scenario.engine, scenario.engine_model),
+        timing,
+        slo=scenario.slo,
+        index=index,
+        record_batches=record_batches,
+    )

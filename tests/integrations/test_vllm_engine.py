@@ -1,0 +1,120 @@
+"""The ``vllm`` engine kind: vLLM's own scheduler wherever schedlab's engine runs, its
+settings printed, and every way it can be misused refused in one line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from schedlab.cli import main
+from schedlab.errors import ServingError, UnknownNameError
+from schedlab.serving.engine_config import EngineConfig
+from schedlab.serving.engine_kinds import engine_kind_names
+from schedlab.serving.scenario import Scenario
+from schedlab.serving.simulator import simulate
+
+SMALL = ["--rate", "4", "--duration", "5s", "--kv-tokens", "8192", "--max-num-seqs", "16"]
+
+
+def _schedlab(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "schedlab", *argv], capture_output=True, text=True, check=False
+    )
+
+
+def test_the_kind_is_installed_by_entry_point() -> None:
+    assert engine_kind_names() == ("schedlab", "vllm")
+
+
+def test_a_missing_vllm_is_one_line_naming_the_extra(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "vllm", None)  # import vllm now raises ImportError
+    assert main(["simulate", "--engine", "vllm", *SMALL]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "pip install -e '.[vllm]'" in err and "0.19.0" in err
+
+
+def test_another_vllm_release_is_refused(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    vllm = pytest.importorskip("vllm")
+    monkeypatch.setattr(vllm, "__version__", "0.33.0")
+    monkeypatch.delenv("SCHEDLAB_VLLM_ANY_VERSION", raising=False)
+    assert main(["simulate", "--engine", "vllm", *SMALL]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("schedlab: error: engine vllm: vLLM 0.33.0 is installed")
+    assert len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--engine", "tgi"], "unknown engine 'tgi'; known: schedlab, vllm"),
+        (["--engine", "vllm", "--policy", "sloweave"], "the policy must be 'vllm'"),
+        (["--vllm-model", "."], "engine_model: read only by engine kinds"),
+    ],
+)
+def test_misuse_is_one_line(argv: list[str], message: str) -> None:
+    done = _schedlab("simulate", *SMALL, *argv)
+    assert done.returncode == 2, done.stderr
+    lines = [line for line in done.stderr.splitlines() if not line.startswith("W")]
+    assert len(lines) == 1 and message in lines[0], done.stderr
+
+
+def test_a_model_folder_without_config_json_is_refused(tmp_path: Path) -> None:
+    pytest.importorskip("vllm")
+    done = _schedlab("simulate", *SMALL, "--engine", "vllm", "--vllm-model", str(tmp_path))
+    assert done.returncode == 2
+    assert f"model folder {str(tmp_path)!r} has no config.json" in done.stderr.splitlines()[-1]
+
+
+def test_simulate_prints_the_mapping_and_matches_our_engine() -> None:
+    """``simulate --engine vllm`` prints how each setting maps, and its summary is our
+    engine's under the ``vllm`` policy (the differential test holds them step by step)."""
+    pytest.importorskip("vllm")
+    theirs = _schedlab("simulate", *SMALL, "--engine", "vllm", "--json")
+    ours = _schedlab("simulate", *SMALL, "--policy", "vllm", "--json")
+    assert theirs.returncode == 0 and ours.returncode == 0, theirs.stderr
+    assert "cache_config.num_gpu_blocks = 513" in theirs.stderr  # 512 blocks + null block
+    assert "scheduler_config.max_num_seqs = 16" in theirs.stderr
+    a, b = json.loads(ours.stdout), json.loads(theirs.stdout)
+    a.pop("wall_s"), b.pop("wall_s")
+    assert a == b
+
+
+def test_scenario_runs_either_engine_in_python() -> None:
+    pytest.importorskip("vllm")
+    engine = EngineConfig(kv_capacity_tokens=4096, max_num_seqs=8, async_scheduling=True)
+    ours = simulate("chat", Scenario(policy="vllm", engine=engine), rate=3, duration_s=5)
+    theirs = simulate(
+        "chat", Scenario(policy="vllm", engine=engine, engine_kind="vllm"), rate=3, duration_s=5
+    )
+    assert theirs.records == ours.records
+    assert theirs.summary.n_finished == len(theirs.records) > 0
+
+
+def test_scenario_checks_the_kind() -> None:
+    with pytest.raises(UnknownNameError, match="unknown engine 'x'"):
+        Scenario(engine_kind="x")
+    with pytest.raises(ServingError, match="the policy must be 'vllm'"):
+        Scenario(engine_kind="vllm")
+
+
+@pytest.mark.parametrize("run", ["vllm-0.19.0_RTXPRO6000_Llama-3.1-8B"])
+def test_replay_with_vllms_scheduler_equals_ours(data_dir: Path, run: str) -> None:
+    """A recorded run replayed on vLLM's scheduler gives our engine's 15 metrics."""
+    pytest.importorskip("vllm")
+    path = str(data_dir / "validation" / run)
+    theirs = _schedlab("replay", path, "--engine", "vllm", "--json")
+    ours = _schedlab("replay", path, "--json")
+    assert theirs.returncode == 0, theirs.stderr
+    a, b = json.loads(ours.stdout), json.loads(theirs.stdout)
+    assert b["engine_kind"] == "vllm" and a["engine_kind"] == "schedlab"
+    assert a["metrics"] == b["metrics"]
+    assert (a["iterations"], a["preemptions"]) == (b["iterations"], b["preemptions"])
