@@ -171,9 +171,9 @@ def with_bound(result: Result, bound: Bound | None) -> Result:
     its own, ``bound``'s value, and its objective if the solver proved it optimal. An
     objective that meets that bound (``objective <= ceil(bound)``: objectives are
     integers) is optimal, and its bound is then the objective. Certifying twice, or
-    against ``None`` first, gives the same result, so a bound computed apart from the solver (by another job:
-    :mod:`schedlab.offline.compare`) certifies it exactly as :func:`solve` does
-    (``tests/offline/test_solve.py``).
+    against ``None`` first, gives the same result, so a bound computed apart from the
+    solver (by another job: :mod:`schedlab.offline.compare`) certifies it exactly as
+    :func:`solve` does (``tests/offline/test_solve.py``).
 
     Raises
     ------
