@@ -66,9 +66,10 @@ def _too_large(path: Any, size: int, limit: int, what: str) -> FileAccessError:
     )
 
 
-def check_size(path: str | Path, what: str = "file", limit: int = MAX_FILE_BYTES) -> Path:
-    """``path`` if it is an existing regular file of at most ``limit`` bytes (readers
-    that stream a file line by line call it before they open it).
+def check_size(path: str | Path, what: str = "file", limit: int | None = None) -> Path:
+    """``path`` if it is an existing file of at most ``limit`` bytes (default
+    :data:`MAX_FILE_BYTES`, read when called); readers that stream a file line by line
+    call it before they open it.
 
     Raises
     ------
@@ -80,6 +81,7 @@ def check_size(path: str | Path, what: str = "file", limit: int = MAX_FILE_BYTES
         If it is larger than ``limit``, or cannot be looked at (no permission...).
     """
     path = _check_path(path, what)
+    limit = MAX_FILE_BYTES if limit is None else limit
     try:
         folder, found = path.is_dir(), path.exists()
         size = path.stat().st_size if found else 0
@@ -94,9 +96,10 @@ def check_size(path: str | Path, what: str = "file", limit: int = MAX_FILE_BYTES
     return path
 
 
-def read_bytes(path: str | Path, what: str = "file", limit: int = MAX_FILE_BYTES) -> bytes:
-    """The content of ``path``, at most ``limit`` bytes; ``-`` and ``/dev/stdin`` read
-    standard input, and a pipe or device is read as a file is (up to the cap).
+def read_bytes(path: str | Path, what: str = "file", limit: int | None = None) -> bytes:
+    """The content of ``path``, at most ``limit`` bytes (:func:`check_size`); ``-`` and
+    ``/dev/stdin`` read standard input, and a pipe or device is read as a file is (up to
+    the cap).
 
     Raises
     ------
@@ -111,6 +114,7 @@ def read_bytes(path: str | Path, what: str = "file", limit: int = MAX_FILE_BYTES
         permission).
     """
     path = _check_path(path, what)
+    limit = MAX_FILE_BYTES if limit is None else limit
     if is_stdin(path):
         data = sys.stdin.buffer.read(limit + 1)
     else:
@@ -125,7 +129,7 @@ def read_bytes(path: str | Path, what: str = "file", limit: int = MAX_FILE_BYTES
     return data
 
 
-def read_text(path: str | Path, what: str = "file", limit: int = MAX_FILE_BYTES) -> str:
+def read_text(path: str | Path, what: str = "file", limit: int | None = None) -> str:
     """:func:`read_bytes` decoded as UTF-8.
 
     Raises
