@@ -27,8 +27,8 @@ import csv
 from pathlib import Path
 from typing import Any
 
-from schedlab.errors import DataNotFoundError, FormatError
-from schedlab.json_files import read_json
+from schedlab.errors import FormatError
+from schedlab.json_files import check_size, read_json
 from schedlab.offline.instance import Instance
 from schedlab.offline.schedule import Schedule
 
@@ -72,10 +72,7 @@ def read_starts(path: str | Path, instance: Instance) -> list[tuple[Any, Any]] |
 
 
 def _read_csv(path: Path, instance: Instance) -> list[tuple[Any, Any]]:
-    if path.is_dir():
-        raise FormatError(f"{path}: is a directory (schedule file expected)")
-    if not path.is_file():
-        raise DataNotFoundError(f"{path}: no such schedule file")
+    check_size(path, "schedule file")
     pairs: list[tuple[Any, Any]] = []
     try:
         with path.open(newline="", encoding="utf-8-sig") as handle:  # as Excel saves it
