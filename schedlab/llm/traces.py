@@ -28,9 +28,9 @@ Four shapes are understood (see ``../shared/data/README.md``):
 
 Every reader returns a :class:`Trace` with arrival times in seconds relative to the
 first request, and raises :class:`~schedlab.errors.FormatError` naming the file and
-line of the first malformed value. Timestamps must be finite and ``>= 0``, and span at
-most :data:`MAX_SPAN_S` (the longest stream the simulator takes); files are read under
-the size cap of :func:`schedlab.json_files.check_size`.
+line of the first malformed value. Timestamps must be finite, ``>= 0`` and at most
+:data:`MAX_TIMESTAMP_S`; files are read under the size cap of
+:func:`schedlab.json_files.check_size`.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from schedlab.errors import FormatError, UnknownNameError
 from schedlab.json_files import check_size, parse_json, read_json
 
 __all__ = [
-    "MAX_SPAN_S",
+    "MAX_TIMESTAMP_S",
     "MAX_TOKENS",
     "TRACE_KINDS",
     "Trace",
@@ -107,49 +107,25 @@ def _number(value: object, where: str, column: str, what: str, text: bool) -> fl
     return number
 
 
-#: The longest span of a trace's timestamps (seconds; 11.6 days): the longest window a
-#: simulated stream takes (:data:`schedlab.serving.workloads.MAX_WINDOW_S` is this value,
-#: where the reason is given). A wider span is a wrong unit, an absurd timestamp, or two
-#: clocks mixed.
-MAX_SPAN_S = 1e6
+#: The latest timestamp read (seconds; 2286-11-20 as a Unix time): later than any clock a
+#: trace is recorded with reads (Unix time, a monotonic clock, ``time.perf_counter``), so
+#: a larger one is a wrong unit or an absurd value. The span a simulated stream may have
+#: is checked where a trace becomes one
+#: (:data:`schedlab.serving.workloads.MAX_WINDOW_S`): lengths alone are read from traces
+#: of any span.
+MAX_TIMESTAMP_S = 1e10
 
 
-def _time_field(value: object, where: str, column: str, *, text: bool = False) -> float:
-    """A timestamp or duration in seconds: finite and ``>= 0``."""
-    number = _number(value, where, column, "a number", text)
-    if number < 0:
-        raise FormatError(f"{where}: {column}: must be >= 0, got {value!r}")
-    return number
-
-
-class _Clock:
-    """Arrival times read one a row: each finite and ``>= 0``, none more than
-    :data:`MAX_SPAN_S` from another (refused at the row that would widen the span)."""
-
-    def __init__(self, column: str, unit_s: float = 1.0) -> None:
-        self.column = column
-        self.unit_s = unit_s
-        self.times: list[float] = []
-        self.low = (math.inf, "")
-        self.high = (-math.inf, "")
-
-    def read(self, value: object, where: str, *, text: bool = False) -> None:
-        seconds = _time_field(value, where, self.column, text=text) * self.unit_s
-        self.low = min(self.low, (seconds, where))
-        self.high = max(self.high, (seconds, where))
-        span = self.high[0] - self.low[0]
-        if span > MAX_SPAN_S:  # this row is one end of the span
-            other = self.low[1] if seconds == self.high[0] else self.high[1]
-            raise FormatError(
-                f"{where}: {self.column}: {span:,.7g} s from the request at {other}, more "
-                f"than the {MAX_SPAN_S:,.0f} s a trace may span (MAX_SPAN_S): a wrong unit "
-                "or an absurd timestamp?"
-            )
-        self.times.append(seconds)
-
-    def relative(self) -> np.ndarray:
-        """The times read, from the earliest."""
-        return _relative(self.times)
+def _time_field(value: object, where: str, column: str, *, unit_s: float = 1.0) -> float:
+    """A timestamp or duration in units of ``unit_s``, as seconds: finite, from 0 to
+    :data:`MAX_TIMESTAMP_S`."""
+    seconds = _number(value, where, column, "a number", False) * unit_s
+    if not 0 <= seconds <= MAX_TIMESTAMP_S:
+        raise FormatError(
+            f"{where}: {column}: must be from 0 to {MAX_TIMESTAMP_S / unit_s:g} (as seconds, "
+            f"a date before 2287), got {value!r}"
+        )
+    return seconds
 
 
 def _int_field(value: object, where: str, column: str, minimum: int, *, text: bool = False) -> int:
@@ -225,7 +201,7 @@ def _empty_check(path: Path, prompt: list[int]) -> None:
 def _read_azure(path: Path) -> Trace:
     prompt: list[int] = []
     output: list[int] = []
-    clock = _Clock("TIMESTAMP")
+    stamps: list[float] = []
     cols = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
     for place, row in _csv_rows(path, cols):
         try:
@@ -234,11 +210,11 @@ def _read_azure(path: Path) -> Trace:
             raise FormatError(
                 f"{place}: TIMESTAMP: expected a date-time, got {row['TIMESTAMP']!r}"
             ) from None
-        clock.read(stamp, place)
+        stamps.append(_time_field(stamp, place, "TIMESTAMP"))
         prompt.append(_int_field(row["ContextTokens"], place, "ContextTokens", 0, text=True))
         output.append(_int_field(row["GeneratedTokens"], place, "GeneratedTokens", 0, text=True))
     _empty_check(path, prompt)
-    return Trace(path.stem, _ints(prompt), _ints(output), clock.relative())
+    return Trace(path.stem, _ints(prompt), _ints(output), _relative(stamps))
 
 
 def _read_length_stats(path: Path) -> Trace:
@@ -258,13 +234,13 @@ def _read_length_stats(path: Path) -> Trace:
 def _read_mooncake(path: Path) -> Trace:
     prompt: list[int] = []
     output: list[int] = []
-    clock = _Clock("timestamp", unit_s=1e-3)  # milliseconds
+    stamps: list[float] = []
     for place, row in jsonl_rows(path, ("timestamp", "input_length", "output_length")):
-        clock.read(row["timestamp"], place)
+        stamps.append(_time_field(row["timestamp"], place, "timestamp", unit_s=1e-3))  # ms
         prompt.append(_int_field(row["input_length"], place, "input_length", 0))
         output.append(_int_field(row["output_length"], place, "output_length", 0))
     _empty_check(path, prompt)
-    return Trace(path.stem, _ints(prompt), _ints(output), clock.relative())
+    return Trace(path.stem, _ints(prompt), _ints(output), _relative(stamps))
 
 
 _VLLM_TIMES = ("queued_ts", "scheduled_ts", "first_token_ts", "last_token_ts")
@@ -273,18 +249,18 @@ _VLLM_TIMES = ("queued_ts", "scheduled_ts", "first_token_ts", "last_token_ts")
 def _read_vllm_bench(path: Path) -> Trace:
     prompt: list[int] = []
     output: list[int] = []
-    clock = _Clock("arrival_time")
+    stamps: list[float] = []
     measured: dict[str, list[float]] = {k: [] for k in _VLLM_TIMES}
     for place, row in jsonl_rows(path, ("input_toks", "output_toks", "arrival_time")):
         prompt.append(_int_field(row["input_toks"], place, "input_toks", 0))
         output.append(_int_field(row["output_toks"], place, "output_toks", 0))
-        clock.read(row["arrival_time"], place)
+        stamps.append(_time_field(row["arrival_time"], place, "arrival_time"))
         for key in _VLLM_TIMES:
             value = row.get(key)
             measured[key].append(math.nan if value is None else _time_field(value, place, key))
     _empty_check(path, prompt)
     extra = {k: np.array(v) for k, v in measured.items() if not np.isnan(v).all()}
-    return Trace(path.stem, _ints(prompt), _ints(output), clock.relative(), extra)
+    return Trace(path.stem, _ints(prompt), _ints(output), _relative(stamps), extra)
 
 
 def _column(data: dict, key: str, n: int, path: Path) -> list:
@@ -313,8 +289,7 @@ def _read_vllm_bench_serve(path: Path) -> Trace:
     }
     prompt: list[int] = []
     output: list[int] = []
-    timing: dict[str, list[float]] = {"ttft_s": [], "decode_s": []}
-    clock = _Clock("start_times")
+    timing: dict[str, list[float]] = {"start": [], "ttft_s": [], "decode_s": []}
     for i in range(n):
         place = f"{path}: request {i}"
         if errors[i] or not outputs[i]:
@@ -322,7 +297,7 @@ def _read_vllm_bench_serve(path: Path) -> Trace:
         prompt.append(_int_field(inputs[i], place, "input_lens", 1))
         output.append(_int_field(outputs[i], place, "output_lens", 1))
         if timed:
-            clock.read(columns["start_times"][i], place)
+            timing["start"].append(_time_field(columns["start_times"][i], place, "start_times"))
         if detailed:
             gaps = columns["itls"][i]
             if not isinstance(gaps, list):
@@ -337,7 +312,7 @@ def _read_vllm_bench_serve(path: Path) -> Trace:
     if not timed:  # no send times: lengths only, whatever else was measured
         return Trace(path.stem, _ints(prompt), _ints(output))
     extra = {k: np.array(timing[k]) for k in ("ttft_s", "decode_s")} if detailed else {}
-    return Trace(path.stem, _ints(prompt), _ints(output), clock.relative(), extra)
+    return Trace(path.stem, _ints(prompt), _ints(output), _relative(timing["start"]), extra)
 
 
 _READERS: dict[str, Callable[[Path], Trace]] = {
