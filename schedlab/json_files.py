@@ -144,7 +144,7 @@ def read_text(path: str | Path, what: str = "file", limit: int | None = None) ->
 
 
 def write_text(path: str | Path, text: str, what: str = "file") -> Path:
-    """Write ``text`` to ``path`` as UTF-8.
+    """Write ``text`` to ``path`` as UTF-8, line ends as they are.
 
     Raises
     ------
@@ -155,7 +155,7 @@ def write_text(path: str | Path, text: str, what: str = "file") -> Path:
     """
     path = _check_path(path, what)
     try:
-        path.write_text(text, encoding="utf-8")
+        path.write_text(text, encoding="utf-8", newline="")  # the text as it is
     except FileNotFoundError:
         raise DataNotFoundError(
             f"{path}: no folder {path.parent} to write the {what} in"

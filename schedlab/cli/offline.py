@@ -23,7 +23,7 @@ from schedlab.cli.arguments import (
     positive_seconds,
     refuse_overwriting,
 )
-from schedlab.errors import InputError, SchedlabError
+from schedlab.errors import InputError
 
 __all__ = ["register"]
 
@@ -38,9 +38,9 @@ def _key_values(items: list[str] | None, flag: str) -> dict[str, str]:
     for item in items or []:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise SchedlabError(f"{flag}: expected KEY=VALUE, got {item!r}")
+            raise InputError(f"{flag}: expected KEY=VALUE, got {item!r}")
         if key.strip() in pairs:
-            raise SchedlabError(f"{flag}: {key.strip()} given twice")
+            raise InputError(f"{flag}: {key.strip()} given twice")
         pairs[key.strip()] = value
     return pairs
 
@@ -107,9 +107,9 @@ def _compare_options(items: list[str] | None, names: list[str]) -> dict[str, dic
     for key, value in _key_values(items, "--option").items():
         solver, dot, option = key.partition(".")
         if not dot or not option:
-            raise SchedlabError(f"--option: expected SOLVER.KEY=VALUE, got {key}={value}")
+            raise InputError(f"--option: expected SOLVER.KEY=VALUE, got {key}={value}")
         if solver not in names:
-            raise SchedlabError(
+            raise InputError(
                 f"--option {key}: {solver} is not among the solvers ({', '.join(names)})"
             )
         texts.setdefault(solver, {})[option] = value
@@ -122,7 +122,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from schedlab.plotting.figures import check_figure_path
 
     if args.starts and not args.json:
-        raise SchedlabError("--starts: only with --json (the table shows no start rounds)")
+        raise InputError("--starts: only with --json (the table shows no start rounds)")
     names = solver_names(args.solvers)  # names and options are checked before anything runs
     options = _compare_options(args.option, names)
     if args.out:  # a new output folder may also hold the figure
@@ -270,7 +270,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     for option in ("memory", "long_fraction", "source"):
         if getattr(args, option) is not None and option not in allowed[args.kind]:
             flag = "--" + option.replace("_", "-")
-            raise SchedlabError(f"{flag}: does not apply to generate {args.kind}")
+            raise InputError(f"{flag}: does not apply to generate {args.kind}")
     n = 200 if args.n is None and args.kind != "jaillet" else args.n
     memory = DEFAULT_MEMORY if args.memory is None else args.memory
     limit = {"max_requests": args.max_requests}

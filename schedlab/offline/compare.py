@@ -18,7 +18,15 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from schedlab.budget import check_time_limit
-from schedlab.errors import BoundError, FormatError, SchedlabError, SolverError, UnknownNameError
+from schedlab.errors import (
+    BoundError,
+    FormatError,
+    InputError,
+    InputTypeError,
+    SchedlabError,
+    SolverError,
+    UnknownNameError,
+)
 from schedlab.jobs import Job, Outcome, run_jobs
 from schedlab.json_files import nan_to_null
 from schedlab.offline.bounds import Bound, lower_bound
@@ -241,14 +249,14 @@ def solver_names(solvers: str | Sequence[str] | None) -> list[str]:
         solvers = [solvers]
     names = list(DEFAULT_SOLVERS if solvers is None else solvers)
     if not names:
-        raise SchedlabError("solvers: none given")
+        raise InputError("solvers: none given")
     known = available_solvers()
     for name in names:
         if name not in known:
             raise UnknownNameError("solver", name, known)
     twice = sorted({name for name in names if names.count(name) > 1})
     if twice:
-        raise SchedlabError(f"solvers: {', '.join(twice)} given twice")
+        raise InputError(f"solvers: {', '.join(twice)} given twice")
     return names
 
 
@@ -314,7 +322,7 @@ def compare_all(
     do not wait for one another and the comparison is the same on every executor.
     """
     if not isinstance(instances, Sequence):
-        raise SchedlabError(
+        raise InputTypeError(
             f"instances: expected a sequence of instances, got {type(instances).__name__}"
         )
     for k, instance in enumerate(instances):
@@ -386,7 +394,7 @@ def _try_options(options: Mapping[str, Mapping[str, Any]], time_limit: float | N
             try:
                 solve(_ONE_REQUEST, name, bound=None, time_limit=time_limit, **own)
             except SchedlabError as exc:
-                raise SchedlabError(f"{name}: options {dict(own)}: {exc}") from None
+                raise InputError(f"{name}: options {dict(own)}: {exc}") from None
 
 
 def _bound(outcome: Outcome) -> Bound:
@@ -524,7 +532,7 @@ def solver_options(
     given = dict(options or {})
     stray = sorted(set(given) - set(names))
     if stray:
-        raise SchedlabError(
+        raise InputError(
             f"options given for {', '.join(stray)}, which is not among the solvers "
             f"({', '.join(names)})"
         )
