@@ -27,7 +27,7 @@ import math
 import time
 from typing import Any
 
-from schedlab.errors import SchedlabError
+from schedlab.errors import InputError, InputTypeError
 
 __all__ = [
     "MAX_TIME_LIMIT",
@@ -54,11 +54,11 @@ def check_time_limit(time_limit: Any) -> float | None:
     if time_limit is None:
         return None
     if isinstance(time_limit, bool) or not isinstance(time_limit, int | float):
-        raise SchedlabError(f"time_limit: expected seconds, got {time_limit!r}")
+        raise InputTypeError(f"time_limit: expected seconds, got {time_limit!r}")
     if not math.isfinite(time_limit) or time_limit <= 0:
-        raise SchedlabError(f"time_limit: must be a positive number of seconds, got {time_limit}")
+        raise InputError(f"time_limit: must be a positive number of seconds, got {time_limit}")
     if time_limit > MAX_TIME_LIMIT:
-        raise SchedlabError(
+        raise InputError(
             f"time_limit: at most {MAX_TIME_LIMIT:.0e} seconds, got {time_limit:g} (for no "
             "limit, give none)"
         )
@@ -75,8 +75,9 @@ class Budget:
 
     Raises
     ------
-    SchedlabError
-        If ``time_limit`` is not ``None`` or a positive finite number.
+    InputError, InputTypeError
+        (a ``ValueError``, a ``TypeError``) if ``time_limit`` is not ``None`` or a
+        positive finite number.
     """
 
     __slots__ = ("deadline", "time_limit")
@@ -160,7 +161,7 @@ class Stop:
 
     def __init__(self, budget: Budget, max_work: int | None = None) -> None:
         if max_work is not None and (isinstance(max_work, bool) or max_work < 0):
-            raise SchedlabError(f"work budget: must be an integer >= 0, got {max_work!r}")
+            raise InputError(f"work budget: must be an integer >= 0, got {max_work!r}")
         self.budget = budget
         self.max_work = max_work
         self.work = 0

@@ -7,6 +7,8 @@ the place of the problem, e.g. ``requests[17].output: must be >= 1, got 0``.
 ==============================  ==========================================================
 class                           raised when
 ==============================  ==========================================================
+:class:`InputError`             an argument or option value is out of its domain
+:class:`InputTypeError`         a Python entry point is given an argument of the wrong type
 :class:`InstanceError`          a request or instance violates the offline model
 :class:`InfeasibleInstanceError`  a request can never run (``s + o > M``)
 :class:`HorizonError`           a time-indexed method's horizon is too long for its arrays
@@ -14,12 +16,21 @@ class                           raised when
 :class:`UnknownNameError`       an unknown solver, bound, policy, workload... name
 :class:`UnknownOptionError`     a solver or bound is given an option it does not take
 :class:`ScheduleError`          a schedule does not fit its instance
-:class:`DataNotFoundError`      a data file asked for does not exist
+:class:`DataNotFoundError`      a data file asked for, or the folder of one to write, does
+                                not exist
+:class:`FileAccessError`        a file cannot be read or written (no permission, too large...)
 :class:`SolverError`            a solver returned a schedule the verifier rejects (a bug)
+:class:`BoundError`             a lower bound above a verified objective (a bug)
 :class:`ServingError`           bad input to the simulator, a policy, workload, cost model
 :class:`NonMonotoneCostModelError`  a cost model decreases when a chunk grows
 :class:`CalibrationError`       a profile cannot be calibrated
 ==============================  ==========================================================
+
+Each is also the built-in exception Python's habits expect: an input error is a
+``ValueError``, a wrong type a ``TypeError``, a missing file a ``FileNotFoundError``, a
+file that cannot be read or written an ``OSError``. :class:`SchedlabNote` is no error: a
+warning for what was read and repaired (requests sorted by time), which the command line
+shows as one ``schedlab: note:`` line on stderr.
 """
 
 from __future__ import annotations
@@ -27,6 +38,21 @@ from __future__ import annotations
 
 class SchedlabError(Exception):
     """Base class of every error schedlab raises on purpose."""
+
+
+class SchedlabNote(UserWarning):
+    """A remark on input that was read and repaired (e.g. requests sorted by time), given
+    with :func:`warnings.warn`; the command line prints it as one line on stderr."""
+
+
+class InputError(SchedlabError, ValueError):
+    """An argument or option has a value outside its domain (a negative time limit, a
+    seed that is not an integer ``>= 0``, an unknown backend)."""
+
+
+class InputTypeError(SchedlabError, TypeError):
+    """A Python entry point is given an argument of the wrong type (a string where a
+    :class:`~schedlab.serving.scenario.Scenario` belongs); checked at the door."""
 
 
 class InstanceError(SchedlabError, ValueError):
@@ -66,7 +92,13 @@ class ScheduleError(SchedlabError, ValueError):
 
 
 class DataNotFoundError(SchedlabError, FileNotFoundError):
-    """A data file (trace, profile) the caller asked for does not exist."""
+    """A data file (trace, profile) the caller asked for does not exist, or the folder an
+    output is to be written in."""
+
+
+class FileAccessError(SchedlabError, OSError):
+    """A file cannot be read or written: no permission, a name too long, larger than the
+    size cap of :func:`schedlab.json_files.check_size`; the message names the file."""
 
 
 class UnknownOptionError(SchedlabError, TypeError):
@@ -88,6 +120,11 @@ class UnknownOptionError(SchedlabError, TypeError):
 
 class SolverError(SchedlabError, RuntimeError):
     """A solver returned a schedule that the independent verifier rejects (a bug)."""
+
+
+class BoundError(SchedlabError, RuntimeError):
+    """A lower bound above an objective the verifier accepted: the bound method (or a
+    solver's own bound) is wrong, and no certificate may rest on it."""
 
 
 class ServingError(SchedlabError, ValueError):

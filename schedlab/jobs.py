@@ -55,8 +55,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from schedlab.errors import SchedlabError
-from schedlab.json_files import nan_to_null, parse_json, plain
+from schedlab.errors import DataNotFoundError, FormatError, InputError, SchedlabError
+from schedlab.json_files import nan_to_null, parse_json, plain, read_bytes
 from schedlab.progress import Progress, progress_for
 
 __all__ = [
@@ -105,7 +105,10 @@ class Outcome:
     """What one job gave: its ``value``, or ``error`` (``"Type: message"``).
 
     ``seconds`` is the wall time of its last attempt (``0`` when read back from a results
-    file); ``resumed`` says it was read back instead of run.
+    file); ``resumed`` says it was read back instead of run, and ``source`` where from
+    (``FILE:LINE``): a value read back is only as true as the file, so the runner's
+    caller checks it (:mod:`schedlab.offline.compare`, :mod:`schedlab.serving.capacity`)
+    and names that line when it refuses it.
     """
 
     job: Job
@@ -113,6 +116,7 @@ class Outcome:
     error: str | None = None
     seconds: float = 0.0
     resumed: bool = False
+    source: str = ""
 
     @property
     def ok(self) -> bool:
@@ -138,12 +142,15 @@ class ResultsFile:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         if self.path.is_dir():
-            raise SchedlabError(f"{self.path}: is a directory (results file expected)")
+            raise FormatError(f"{self.path}: is a directory (results file expected)")
         if not self.path.parent.is_dir():
-            raise SchedlabError(f"{self.path}: no folder {self.path.parent} to write it in")
+            raise DataNotFoundError(f"{self.path}: no folder {self.path.parent} to write it in")
+        #: The line each value of :meth:`done` was read from, by key.
+        self.lines: dict[str, int] = {}
 
     def done(self) -> dict[str, Any]:
-        """Values of the jobs finished without error, by key.
+        """Values of the jobs finished without error, by key (the line each was read
+        from in :attr:`lines`).
 
         Every complete line must be a results line, or the file is refused untouched
         (it is not a results file). A last line cut short (the run was killed while
@@ -152,12 +159,12 @@ class ResultsFile:
         """
         if not self.path.is_file():
             return {}
-        data = self.path.read_bytes()
+        data = read_bytes(self.path, "results file")
         complete = data[: data.rfind(b"\n") + 1]
         try:
             lines = complete.decode("utf-8").splitlines()
         except UnicodeDecodeError:
-            raise SchedlabError(f"{self.path}: not UTF-8 text") from None
+            raise FormatError(f"{self.path}: not UTF-8 text") from None
         values: dict[str, Any] = {}
         for number, line in enumerate(lines, start=1):
             if not line.strip():
@@ -165,12 +172,13 @@ class ResultsFile:
             row = parse_json(line, str(self.path), number)
             key = row.get("key") if isinstance(row, dict) else None
             if not isinstance(key, str) or "value" not in row or "error" not in row:
-                raise SchedlabError(f"{self.path}:{number}: not a line of a results file")
+                raise FormatError(f"{self.path}:{number}: not a line of a results file")
             if row["error"] is None:
                 values[key] = row["value"]
+                self.lines[key] = number
         if len(complete) < len(data):
             if not values and not lines:  # no results line at all: not ours to cut
-                raise SchedlabError(f"{self.path}: not a results file (one unfinished line)")
+                raise FormatError(f"{self.path}: not a results file (one unfinished line)")
             with self.path.open("r+b") as handle:
                 handle.truncate(len(complete))
         return values
@@ -180,6 +188,11 @@ class ResultsFile:
             handle.write(outcome.line() + "\n")
             handle.flush()
             os.fsync(handle.fileno())
+
+
+def _line_of(store: ResultsFile | None, job: Job) -> str:
+    """``FILE:LINE`` of the line ``job``'s value was read from."""
+    return "" if store is None else f"{store.path}:{store.lines[job.key]}"
 
 
 def _attempt(runner: Runner, job: Job) -> Outcome:
@@ -294,7 +307,7 @@ def _check_reachable(address: str) -> None:
         return
     host, _, port = address.removeprefix("ray://").rpartition(":")
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise SchedlabError(f"--address {address}: expected 'auto', 'local' or HOST:PORT")
+        raise InputError(f"--address {address}: expected 'auto', 'local' or HOST:PORT")
     try:
         socket.create_connection((host.strip("[]"), int(port)), CONNECT_TIMEOUT_S).close()
     except OSError as exc:
@@ -385,14 +398,16 @@ def run_jobs(
     """
     jobs = list(jobs)
     if backend not in BACKENDS:
-        raise SchedlabError(f"backend: expected one of {', '.join(BACKENDS)}, got {backend!r}")
+        raise InputError(f"backend: expected one of {', '.join(BACKENDS)}, got {backend!r}")
     workers = (os.cpu_count() or 1) if workers is None else workers
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise SchedlabError(f"workers: must be an integer >= 1, got {workers!r}")
+        raise InputError(f"workers: must be an integer >= 1, got {workers!r}")
     store = None if results is None else ResultsFile(results)
     done = {} if store is None else store.done()
     outcomes: list[Outcome | None] = [
-        Outcome(job, value=done[job.key], resumed=True) if job.key in done else None
+        Outcome(job, value=done[job.key], resumed=True, source=_line_of(store, job))
+        if job.key in done
+        else None
         for job in jobs
     ]
     todo = [i for i, o in enumerate(outcomes) if o is None]

@@ -1,9 +1,13 @@
-"""Reading and writing JSON the one way every part of schedlab does it.
+"""Reading files and JSON, and writing them, the one way every part of schedlab does it.
 
-:func:`read_json` turns the ways a file can be unreadable into one
-:class:`~schedlab.errors.SchedlabError` naming the file (and, for invalid JSON, the line
-and column); :func:`nan_to_null` prepares results for JSON, which has no NaN, and
-:func:`plain` writes NumPy's numbers as the JSON values they stand for.
+:func:`read_bytes` (and :func:`read_text`) turn the ways a file can be unreadable into one
+:class:`~schedlab.errors.SchedlabError` naming the file, refuse a file above a size cap
+(:data:`MAX_FILE_BYTES`; :func:`check_size` for readers that stream a file line by line)
+and read standard input for ``-`` and ``/dev/stdin``; :func:`read_json` parses strict JSON
+naming the line and column of an error; :func:`check_keys` refuses unknown keys of an
+object by name; :func:`write_text` writes a file with the same typed errors.
+:func:`nan_to_null` prepares results for JSON, which has no NaN, and :func:`plain` writes
+NumPy's numbers as the JSON values they stand for.
 """
 
 from __future__ import annotations
@@ -11,14 +15,170 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from schedlab.errors import DataNotFoundError, FormatError
+from schedlab.errors import DataNotFoundError, FileAccessError, FormatError, InputTypeError
 
-__all__ = ["nan_to_null", "parse_json", "plain", "read_json"]
+__all__ = [
+    "MAX_FILE_BYTES",
+    "STDIN_NAMES",
+    "check_keys",
+    "check_size",
+    "is_stdin",
+    "nan_to_null",
+    "parse_json",
+    "plain",
+    "read_bytes",
+    "read_json",
+    "read_text",
+    "write_text",
+]
+
+#: The largest file any reader of schedlab takes (bytes, 1 GiB): an instance of 10**7
+#: requests, the largest trace or profile published, fit far below it; a larger file is
+#: refused in one line before it is read, instead of filling the machine's memory.
+MAX_FILE_BYTES = 2**30
+
+#: The path names that read standard input.
+STDIN_NAMES = ("-", "/dev/stdin")
+
+
+def is_stdin(path: Any) -> bool:
+    """Whether ``path`` names standard input (:data:`STDIN_NAMES`)."""
+    return isinstance(path, str | os.PathLike) and os.fspath(path) in STDIN_NAMES
+
+
+def _check_path(path: Any, what: str) -> Path:
+    if not isinstance(path, str | os.PathLike):
+        raise InputTypeError(f"{what}: expected a path, got {type(path).__name__}")
+    return Path(path)
+
+
+def _too_large(path: Any, size: int, limit: int, what: str) -> FileAccessError:
+    return FileAccessError(
+        f"{path}: {size:,} bytes or more, larger than the {limit:,} bytes a {what} may "
+        "have (schedlab.json_files.MAX_FILE_BYTES)"
+    )
+
+
+def check_size(path: str | Path, what: str = "file", limit: int | None = None) -> Path:
+    """``path`` if it is an existing file of at most ``limit`` bytes (default
+    :data:`MAX_FILE_BYTES`, read when called); readers that stream a file line by line
+    call it before they open it.
+
+    Raises
+    ------
+    DataNotFoundError
+        ``"{path}: no such {what}"`` if it does not exist.
+    FormatError
+        If it is a directory.
+    FileAccessError
+        If it is larger than ``limit``, or cannot be looked at (no permission...).
+    """
+    path = _check_path(path, what)
+    limit = MAX_FILE_BYTES if limit is None else limit
+    try:
+        folder, found = path.is_dir(), path.exists()
+        size = path.stat().st_size if found else 0
+    except OSError as error:  # a name too long, no permission...
+        raise FileAccessError(f"{path!s:.200}: cannot be read ({error.strerror})") from None
+    if folder:
+        raise FormatError(f"{path}: is a directory ({what} expected)")
+    if not found:
+        raise DataNotFoundError(f"{path}: no such {what}")
+    if size > limit:
+        raise _too_large(path, size, limit, what)
+    return path
+
+
+def read_bytes(path: str | Path, what: str = "file", limit: int | None = None) -> bytes:
+    """The content of ``path``, at most ``limit`` bytes (:func:`check_size`); ``-`` and
+    ``/dev/stdin`` read standard input, and a pipe or device is read as a file is (up to
+    the cap).
+
+    Raises
+    ------
+    InputTypeError
+        If ``path`` is not a path.
+    DataNotFoundError
+        ``"{path}: no such {what}"`` if it does not exist.
+    FormatError
+        If it names a directory.
+    FileAccessError
+        If it is larger than ``limit`` or the system cannot read it (a name too long, no
+        permission).
+    """
+    path = _check_path(path, what)
+    limit = MAX_FILE_BYTES if limit is None else limit
+    if is_stdin(path):
+        data = sys.stdin.buffer.read(limit + 1)
+    else:
+        check_size(path, what, limit)
+        try:
+            with path.open("rb") as handle:  # a pipe or device has no size to check first
+                data = handle.read(limit + 1)
+        except OSError as error:
+            raise FileAccessError(f"{path!s:.200}: cannot be read ({error.strerror})") from None
+    if len(data) > limit:
+        raise _too_large(path, len(data), limit, what)
+    return data
+
+
+def read_text(path: str | Path, what: str = "file", limit: int | None = None) -> str:
+    """:func:`read_bytes` decoded as UTF-8.
+
+    Raises
+    ------
+    FormatError
+        If it is not UTF-8 text; else as :func:`read_bytes`.
+    """
+    try:
+        return read_bytes(path, what, limit).decode("utf-8")
+    except UnicodeDecodeError:
+        raise FormatError(f"{path}: not UTF-8 text") from None
+
+
+def write_text(path: str | Path, text: str, what: str = "file") -> Path:
+    """Write ``text`` to ``path`` as UTF-8, line ends as they are.
+
+    Raises
+    ------
+    DataNotFoundError
+        (a ``FileNotFoundError``) if the folder to write in does not exist.
+    FileAccessError
+        (an ``OSError``) if the system refuses (no permission, a directory, a name too long).
+    """
+    path = _check_path(path, what)
+    try:
+        path.write_text(text, encoding="utf-8", newline="")  # the text as it is
+    except FileNotFoundError:
+        raise DataNotFoundError(
+            f"{path}: no folder {path.parent} to write the {what} in"
+        ) from None
+    except OSError as error:
+        raise FileAccessError(f"{path!s:.200}: cannot be written ({error.strerror})") from None
+    return path
+
+
+def check_keys(data: Mapping[str, Any], known: Collection[str], where: str) -> None:
+    """Refuse keys of the object ``data`` outside ``known``, naming them (a misspelt key,
+    ``"margn_s"``, would otherwise be ignored and its default used without a word).
+
+    Raises
+    ------
+    FormatError
+        ``"{where}: unknown key(s) ...; known: ..."``.
+    """
+    unknown = sorted(str(key) for key in data if key not in known)
+    if unknown:
+        raise FormatError(
+            f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+        )
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -70,32 +230,15 @@ def parse_json(text: str, where: str, first_line: int = 1) -> Any:
 
 
 def read_json(path: str | Path, what: str = "file") -> Any:
-    """The parsed content of the JSON file ``path``.
+    """The parsed content of the JSON file ``path`` (``-``: standard input).
 
     Raises
     ------
-    DataNotFoundError
-        ``"{path}: no such {what}"`` if it does not exist.
-    FormatError
-        If ``path`` is not a path, or names a directory, a file the system cannot read
-        (a name too long, no permission), or one that is not UTF-8 text or not strict
-        JSON (:func:`parse_json`).
+    DataNotFoundError, FormatError, FileAccessError, InputTypeError
+        As :func:`read_text`; also a ``FormatError`` if it is not strict JSON
+        (:func:`parse_json`).
     """
-    if not isinstance(path, str | os.PathLike):
-        raise FormatError(f"{what}: expected a path, got {type(path).__name__}")
-    path = Path(path)
-    try:
-        folder, found = path.is_dir(), path.is_file()
-        text = path.read_text(encoding="utf-8") if found else ""
-    except UnicodeDecodeError:
-        raise FormatError(f"{path}: not UTF-8 text") from None
-    except OSError as error:  # a name too long, no permission...
-        raise FormatError(f"{path!s:.200}: cannot be read ({error.strerror})") from None
-    if folder:
-        raise FormatError(f"{path}: is a directory ({what} expected)")
-    if not found:
-        raise DataNotFoundError(f"{path}: no such {what}")
-    return parse_json(text, str(path))
+    return parse_json(read_text(path, what), str(path))
 
 
 def nan_to_null(obj: Any) -> Any:

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import io
+import sys
+
 import pytest
 
-from schedlab.errors import DataNotFoundError, FormatError
-from schedlab.json_files import parse_json, read_json
+from schedlab.errors import DataNotFoundError, FileAccessError, FormatError, InputTypeError
+from schedlab.json_files import (
+    check_keys,
+    check_size,
+    parse_json,
+    read_bytes,
+    read_json,
+    write_text,
+)
 from schedlab.llm.traces import jsonl_rows
 
 
@@ -63,13 +73,59 @@ def test_a_lone_surrogate_is_refused_a_pair_is_text():
 
 
 @pytest.mark.parametrize(
-    ("path", "message"),
+    ("path", "error", "message"),
     [
-        (None, r"^instance file: expected a path, got NoneType$"),
-        (b"x.json", r"^instance file: expected a path, got bytes$"),
-        ("/tmp/" + "a" * 5000, r": cannot be read \(File name too long\)$"),
+        (None, InputTypeError, r"^instance file: expected a path, got NoneType$"),
+        (b"x.json", InputTypeError, r"^instance file: expected a path, got bytes$"),
+        ("/tmp/" + "a" * 5000, FileAccessError, r": cannot be read \(File name too long\)$"),
     ],
 )
-def test_what_cannot_be_a_file_is_refused_in_one_line(path, message):
-    with pytest.raises(FormatError, match=message):
+def test_what_cannot_be_a_file_is_refused_in_one_line(path, error, message):
+    with pytest.raises(error, match=message):
         read_json(path, "instance file")
+
+
+def test_errors_are_also_the_builtin_exceptions_python_expects(tmp_path):
+    with pytest.raises(TypeError):
+        read_json(None, "instance file")
+    with pytest.raises(FileNotFoundError):
+        read_json(tmp_path / "none.json", "instance file")
+    with pytest.raises(OSError, match="cannot be read"):
+        read_json("/tmp/" + "a" * 5000, "instance file")
+    with pytest.raises(FileNotFoundError, match=r"no folder .*nowhere to write the instance"):
+        write_text(tmp_path / "nowhere" / "x.json", "{}", "instance")
+    with pytest.raises(FileAccessError, match="cannot be written"):
+        write_text(tmp_path, "{}", "instance")
+
+
+def test_a_file_above_the_cap_is_refused_before_it_is_read(tmp_path):
+    big = tmp_path / "big.json"
+    big.write_text("[" + "0," * 600 + "0]")
+    assert len(read_json(big)) == 601
+    with pytest.raises(
+        FileAccessError, match=r"big.json: 1,203 bytes or more, larger than the 1,000"
+    ):
+        read_bytes(big, "instance file", limit=1000)
+    with pytest.raises(FileAccessError, match="larger than the 1,000 bytes"):
+        check_size(big, "trace", limit=1000)
+    assert check_size(big, "trace", limit=2000) == big
+
+
+def test_a_device_without_a_size_is_read_only_up_to_the_cap():
+    # /dev/zero has no size to look at and never ends: it is read up to the cap, refused
+    with pytest.raises(FileAccessError, match="/dev/zero: 11 bytes or more"):
+        read_bytes("/dev/zero", "instance file", limit=10)
+
+
+@pytest.mark.parametrize("name", ["-", "/dev/stdin"])
+def test_a_dash_and_dev_stdin_read_standard_input(name, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b'{"a": [1, 2]}')))
+    assert read_json(name) == {"a": [1, 2]}
+
+
+def test_unknown_keys_are_named_with_the_known_ones():
+    check_keys({"margin_s": 0}, ("kind", "margin_s"), "cm.json")
+    with pytest.raises(
+        FormatError, match=r"^cm.json: unknown key\(s\) margn_s; known: kind, margin_s$"
+    ):
+        check_keys({"margn_s": 0}, ("kind", "margin_s"), "cm.json")

@@ -80,6 +80,7 @@ from schedlab.calibration.experts import ExpertTable
 from schedlab.calibration.profiles import SourceFile
 from schedlab.calibration.skew import SkewTable
 from schedlab.errors import FormatError
+from schedlab.json_files import check_keys
 from schedlab.llm.interconnect import Link
 from schedlab.serving.cost_model import BatchShape, Chunk
 
@@ -356,6 +357,7 @@ def _parallelism(data: Any, where: str) -> Parallelism:
         return Parallelism()
     if not isinstance(data, Mapping):
         raise FormatError(f"{where}: expected an object")
+    check_keys(data, _PARALLELISM_KEYS, where)
     link = data.get("link")
     return Parallelism(
         int(_get(data, "tp", where, int)),
@@ -366,9 +368,34 @@ def _parallelism(data: Any, where: str) -> Parallelism:
     )
 
 
+#: The keys of a ``profile-grid`` cost model's JSON form, and of its ``model`` and
+#: ``parallelism`` objects.
+_KEYS = (
+    "kind",
+    "name",
+    "margin_s",
+    "source",
+    "license",
+    "model",
+    "sources",
+    "ops",
+    "attention",
+    "skew",
+    "experts",
+    "parallelism",
+    "hardware",
+    "report",
+)
+_MODEL_KEYS = ("name", "layers", "profiled_layers")
+_PARALLELISM_KEYS = ("tp", "ep", "hidden", "dtype_bytes", "link")
+
+
 def load_profile_cost_model(data: Mapping[str, Any], where: str) -> ProfileCostModel:
-    """Loader of kind ``profile-grid`` (validates; errors name ``where``)."""
+    """Loader of kind ``profile-grid`` (validates, unknown keys refused by name; errors
+    name ``where``)."""
+    check_keys(data, _KEYS, where)  # a misspelt "margn_s" is named, not ignored
     model = _get(data, "model", where, Mapping)
+    check_keys(model, _MODEL_KEYS, f"{where}: model")
     ops = _get(data, "ops", where, Mapping)
     try:
         layer_ops = tuple(
@@ -415,5 +442,7 @@ def load_profile_cost_model(data: Mapping[str, Any], where: str) -> ProfileCostM
             sources=sources,
             report=dict(data.get("report") or {}),
         )
+    except FormatError:  # names its place already
+        raise
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
         raise FormatError(f"{where}: {exc}") from None

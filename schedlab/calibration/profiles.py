@@ -57,6 +57,7 @@ from typing import Any
 import numpy as np
 
 from schedlab.errors import DataNotFoundError, FormatError
+from schedlab.json_files import check_size, read_bytes, read_text
 
 __all__ = [
     "MAX_TIME_S",
@@ -85,7 +86,7 @@ class SourceFile:
 
 def sha256_of(path: str | Path) -> str:
     """Hex SHA-256 of the file's bytes."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    return hashlib.sha256(read_bytes(path, "profile file")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -217,9 +218,9 @@ MAX_TIME_S = 3600.0
 def _open_rows(
     path: Path, required: Iterable[str]
 ) -> tuple[list[str], list[tuple[int, list[str]]]]:
-    """Header and ``(line number, fields)`` rows of a CSV file, checking required columns."""
-    if not path.is_file():
-        raise DataNotFoundError(f"{path}: no such profile file")
+    """Header and ``(line number, fields)`` rows of a CSV file, checking required columns
+    (and its size: :func:`~schedlab.json_files.check_size`)."""
+    check_size(path, "profile file")
     try:
         return _csv_rows(path, required)
     except UnicodeDecodeError:
@@ -395,20 +396,43 @@ def _skew_rows(path: Path) -> SkewRows:
     )
 
 
+#: The largest ``meta.yaml`` read (bytes): a profile's holds a few kilobytes of settings.
+MAX_META_BYTES = 2**20
+
+
 def read_meta_yaml(path: Path) -> dict[Any, Any]:
-    """A profile's ``meta.yaml``, by PyYAML's safe loader with duplicate keys refused.
+    """A profile's ``meta.yaml``, by PyYAML's safe loader with duplicate keys and aliases
+    refused, at most :data:`MAX_META_BYTES`.
+
+    PyYAML's ``safe_load`` expands aliases, so a few lines of nested ones ("billion
+    laughs") build an object of billions of nodes; a profile's settings need none, so an
+    alias (``*name``) is refused where it stands, before anything is expanded.
 
     Raises
     ------
     DataNotFoundError
         If it does not exist.
     FormatError
-        Naming the file and line of a YAML error, or if it is not a mapping.
+        Naming the file and line of a YAML error or an alias, or if it is not a mapping.
+    FileAccessError
+        If it is larger than :data:`MAX_META_BYTES` or cannot be read.
     """
     import yaml
 
     class Loader(yaml.SafeLoader):
-        """The safe loader, refusing a key given twice in one mapping."""
+        """The safe loader, refusing a key given twice in one mapping and any alias."""
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.events.AliasEvent):
+                event = self.peek_event()
+                raise yaml.composer.ComposerError(
+                    None,
+                    None,
+                    f"alias *{event.anchor} (a profile's settings need none; aliases are "
+                    "not expanded)",
+                    event.start_mark,
+                )
+            return super().compose_node(parent, index)
 
     def mapping(loader: Loader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         keys = set()
@@ -424,16 +448,15 @@ def read_meta_yaml(path: Path) -> dict[Any, Any]:
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
     if not path.is_file():
         raise DataNotFoundError(f"{path}: no such file")
+    text = read_text(path, "profile meta.yaml", MAX_META_BYTES)
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=Loader)
+        data = yaml.load(text, Loader=Loader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = f":{mark.line + 1}" if mark is not None else ""
         raise FormatError(f"{path}{line}: {exc.problem or exc.context}") from None
     except yaml.YAMLError as exc:  # e.g. a control character: PyYAML's text spans lines
         raise FormatError(f"{path}: {' '.join(str(exc).split())}") from None
-    except UnicodeDecodeError:
-        raise FormatError(f"{path}: not UTF-8 text") from None
     if not isinstance(data, dict):
         raise FormatError(f"{path}:1: expected a mapping of keys to values")
     return data

@@ -28,23 +28,26 @@ benchmark's are the client's (``start_times`` is when it sent the request, and i
 includes the front end and the wait for the running iteration); :attr:`RecordedRun.clock`
 says which, and :mod:`schedlab.calibration.replay` measures the simulation alike.
 
-A token count above :data:`~schedlab.llm.traces.MAX_TOKENS` or a run spanning more than
-:data:`MAX_SPAN_S` seconds is refused: neither is a real request or run (the second is
-what mixing epoch and monotonic clocks gives).
+A token count above :data:`~schedlab.llm.traces.MAX_TOKENS`, a negative timestamp, or a
+run spanning more than :data:`MAX_SPAN_S` seconds is refused: none is a real request or
+run (the last is what mixing epoch and monotonic clocks gives). Requests listed out of
+arrival order (neither format promises the order) are read sorted, with a
+:class:`~schedlab.errors.SchedlabNote` (one line on the command line's stderr).
 """
 
 from __future__ import annotations
 
 import csv
 import math
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from schedlab.errors import DataNotFoundError, FormatError
-from schedlab.json_files import read_json
+from schedlab.errors import DataNotFoundError, FormatError, SchedlabNote
+from schedlab.json_files import check_size, read_json
 from schedlab.llm.traces import MAX_TOKENS, jsonl_rows, read_trace
 from schedlab.serving.workloads import MAX_WINDOW_S, RequestStream
 
@@ -139,6 +142,7 @@ def _read_object(path: Path) -> dict[str, Any]:
 def _read_series(path: Path) -> MeasuredSeries | None:
     if not path.is_file():
         return None
+    check_size(path, "time series")
     try:
         return _series_rows(path)
     except UnicodeDecodeError:
@@ -178,7 +182,16 @@ def _run(
             f"{path}: the timestamps span {span:,.0f} s, more than {MAX_SPAN_S:,.0f} s: are two "
             "clocks mixed (epoch and monotonic seconds)?"
         )
-    data = data[np.argsort(data[:, 0], kind="stable")]
+    order = np.argsort(data[:, 0], kind="stable")
+    early = np.flatnonzero(np.diff(data[:, 0]) < 0)
+    if early.size:  # neither format promises arrival order: sorted, and said so
+        warnings.warn(
+            f"{path}: request {early[0] + 1} (in file order) arrived before request "
+            f"{early[0]}; {early.size} such, the requests are read sorted by arrival",
+            SchedlabNote,
+            stacklevel=3,
+        )
+    data = data[order]
     queued, prompt, output, first, last = data.T
     with np.errstate(divide="ignore", invalid="ignore"):
         tpot = np.where(output > 1, (last - first) / (output - 1), np.nan)
@@ -207,8 +220,9 @@ def read_recorded_run(path: str | Path) -> RecordedRun:
         If nothing is there.
     FormatError
         On a malformed line (named ``path:line``): invalid JSON, a missing field, a
-        non-integer or non-positive token count, a non-finite timestamp, or timestamps
-        out of order (``first_token_ts < queued_ts`` or ``last_token_ts < first_token_ts``).
+        non-integer or non-positive token count, a non-finite or negative timestamp, or
+        timestamps out of order (``first_token_ts < queued_ts`` or ``last_token_ts <
+        first_token_ts``).
     """
     path = Path(path)
     if path.is_dir():
@@ -236,6 +250,8 @@ def read_recorded_run(path: str | Path) -> RecordedRun:
                 number = math.inf
             if not math.isfinite(number):
                 raise FormatError(f"{where}: {name}: must be finite")
+            if number < 0:  # token counts are checked below, with their own message
+                raise FormatError(f"{where}: {name}: must be >= 0, got {value!r}")
             values.append(number)
         prompt, output, queued, first, last = values
         for name, count in (("input_toks", prompt), ("output_toks", output)):

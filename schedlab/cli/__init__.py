@@ -6,7 +6,8 @@ Subcommands come from four modules, one per part of the package:
 :mod:`schedlab.cli.cluster` (``cluster``) and :mod:`schedlab.cli.calibration`
 (``calibrate``, ``replay``). Every :class:`~schedlab.errors.SchedlabError` (and unreadable
 files) becomes one line on stderr and exit code 2; ``verify`` exits 1 when the schedule
-is infeasible.
+is infeasible. A :class:`~schedlab.errors.SchedlabNote` (input read and repaired, e.g.
+requests sorted by time) is one ``schedlab: note:`` line on stderr.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ import re
 import signal
 import sys
 import threading
+import warnings
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import NoReturn, TextIO
 
 from schedlab.cli import calibration, cluster, offline, serving
-from schedlab.errors import SchedlabError
+from schedlab.errors import SchedlabError, SchedlabNote
 
 __all__ = ["build_parser", "main"]
 
@@ -98,6 +100,29 @@ def _attach_negative_values(argv: Sequence[str]) -> list[str]:
 def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(_attach_negative_values(sys.argv[1:] if argv is None else argv))
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", SchedlabNote)
+        shown = warnings.showwarning
+
+        def show(
+            message: Warning | str,
+            category: type[Warning],
+            filename: str,
+            lineno: int,
+            file: TextIO | None = None,
+            line: str | None = None,
+        ) -> None:
+            if issubclass(category, SchedlabNote):  # a note on the input: one line
+                print(f"schedlab: note: {_one_line(str(message))}", file=sys.stderr)
+            else:
+                shown(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        return _command(args)
+
+
+def _command(args: argparse.Namespace) -> int:
+    """Run the parsed command: every error it raises on purpose becomes one line."""
     try:
         return int(args.func(args))
     except SchedlabError as exc:

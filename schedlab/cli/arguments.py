@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.budget import MAX_TIME_LIMIT
-from schedlab.errors import SchedlabError
+from schedlab.errors import InputError
 
 __all__ = [
     "add_executor_options",
+    "check_outputs",
     "comma_list",
     "executor_options",
     "non_negative_int",
@@ -101,9 +102,9 @@ def add_executor_options(parser: argparse.ArgumentParser) -> None:
 def executor_options(args: argparse.Namespace) -> dict[str, Any]:
     """The keywords of :func:`schedlab.jobs.run_jobs` the options above give."""
     if args.address is not None and args.backend != "ray":
-        raise SchedlabError("--address: only with --backend ray")
+        raise InputError("--address: only with --backend ray")
     if args.workers is not None and args.backend == "serial":
-        raise SchedlabError("--workers: not with --backend serial (it runs one job at a time)")
+        raise InputError("--workers: not with --backend serial (it runs one job at a time)")
     return {
         "backend": args.backend,
         "workers": args.workers,
@@ -120,34 +121,45 @@ def single_or_grid(args: argparse.Namespace, *pairs: tuple[str, str]) -> None:
     """
     for single, grid in pairs:
         if getattr(args, grid) and getattr(args, single) is not None:
-            raise SchedlabError(
-                f"--{single} and --{grid}: give one (a grid's {grid} are --{grid})"
-            )
+            raise InputError(f"--{single} and --{grid}: give one (a grid's {grid} are --{grid})")
 
 
 def refuse_overwriting(
-    args: argparse.Namespace, outputs: Sequence[str], inputs: Mapping[str, Path | None]
+    args: argparse.Namespace, outputs: Sequence[str], inputs: Mapping[str, Path | str | None]
 ) -> None:
-    """Refuse an output option (``--records``) naming a file the command reads.
+    """Refuse an output option (``--records``) naming a file the command reads:
+    :func:`check_outputs` of the options ``outputs`` of ``args`` (those not given are
+    skipped)."""
+    check_outputs(
+        {out: getattr(args, out.lstrip("-").replace("-", "_"), None) for out in outputs}, inputs
+    )
+
+
+def check_outputs(
+    outputs: Mapping[str, Path | str | None], inputs: Mapping[str, Path | str | None]
+) -> None:
+    """Refuse an output that is one of the files the command reads: the one check of
+    every command that writes a file.
 
     Parameters
     ----------
-    args
-        The parsed options; ``outputs`` are flags of them (those not given are skipped).
+    outputs
+        The files written, by the option (or ``--out DIR``'s file) that names them;
+        ``None``: not written.
     inputs
-        The files read, by the flag that names them (``None``: that input is no file,
-        e.g. a built-in workload).
+        The files read, by the option or argument that names them (``None``: that input
+        is no file, e.g. a built-in workload or standard input).
 
     Raises
     ------
-    SchedlabError
-        If an output and an input are the same existing file, by any spelling of its path:
-        the run would destroy its own input.
+    InputError
+        If an output and an input are the same existing file, by any spelling of its
+        path, through symbolic links or hard links (:func:`os.path.samefile`): the run
+        would destroy its own input.
     """
-    for out in outputs:
-        target = getattr(args, out.lstrip("-").replace("-", "_"), None)
+    for out, target in outputs.items():
         if not target or not Path(target).is_file():
             continue
         for flag, source in inputs.items():
-            if source is not None and source.is_file() and os.path.samefile(target, source):
-                raise SchedlabError(f"{out}: {target} is the {flag} file; it would be overwritten")
+            if source is not None and Path(source).is_file() and os.path.samefile(target, source):
+                raise InputError(f"{out}: {target} is the {flag} file; it would be overwritten")

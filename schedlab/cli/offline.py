@@ -15,6 +15,7 @@ from typing import Any
 
 from schedlab.cli.arguments import (
     add_executor_options,
+    check_outputs,
     comma_list,
     executor_options,
     non_negative_int,
@@ -22,7 +23,7 @@ from schedlab.cli.arguments import (
     positive_seconds,
     refuse_overwriting,
 )
-from schedlab.errors import SchedlabError
+from schedlab.errors import InputError
 
 __all__ = ["register"]
 
@@ -37,9 +38,9 @@ def _key_values(items: list[str] | None, flag: str) -> dict[str, str]:
     for item in items or []:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise SchedlabError(f"{flag}: expected KEY=VALUE, got {item!r}")
+            raise InputError(f"{flag}: expected KEY=VALUE, got {item!r}")
         if key.strip() in pairs:
-            raise SchedlabError(f"{flag}: {key.strip()} given twice")
+            raise InputError(f"{flag}: {key.strip()} given twice")
         pairs[key.strip()] = value
     return pairs
 
@@ -61,9 +62,8 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         check_output_path(args.schedule_csv, "--schedule-csv")
         target = Path(args.schedule_csv)
         if target.suffix.lower() != ".csv":
-            raise SchedlabError(f"--schedule-csv: {target} must end in .csv (verify reads it so)")
-        if target.exists() and target.resolve() == Path(args.file).resolve():
-            raise SchedlabError(f"--schedule-csv: {target} is the instance file itself")
+            raise InputError(f"--schedule-csv: {target} must end in .csv (verify reads it so)")
+        check_outputs({"--schedule-csv": target}, {"instance": args.file})
     instance = read_instance(args.file)
     options = _solver_options(args.solver, _key_values(args.option, "--option"))
     result = solve(
@@ -107,9 +107,9 @@ def _compare_options(items: list[str] | None, names: list[str]) -> dict[str, dic
     for key, value in _key_values(items, "--option").items():
         solver, dot, option = key.partition(".")
         if not dot or not option:
-            raise SchedlabError(f"--option: expected SOLVER.KEY=VALUE, got {key}={value}")
+            raise InputError(f"--option: expected SOLVER.KEY=VALUE, got {key}={value}")
         if solver not in names:
-            raise SchedlabError(
+            raise InputError(
                 f"--option {key}: {solver} is not among the solvers ({', '.join(names)})"
             )
         texts.setdefault(solver, {})[option] = value
@@ -118,17 +118,25 @@ def _compare_options(items: list[str] | None, names: list[str]) -> dict[str, dic
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     from schedlab.offline.compare import solver_names
-    from schedlab.offline.report import run_report
+    from schedlab.offline.report import REPORT_FILES, run_report
     from schedlab.plotting.figures import check_figure_path
 
     if args.starts and not args.json:
-        raise SchedlabError("--starts: only with --json (the table shows no start rounds)")
+        raise InputError("--starts: only with --json (the table shows no start rounds)")
     names = solver_names(args.solvers)  # names and options are checked before anything runs
     options = _compare_options(args.option, names)
     if args.out:  # a new output folder may also hold the figure
         Path(args.out).mkdir(parents=True, exist_ok=True)
     if args.plot:
         check_figure_path(args.plot, "--plot")
+    out = {} if args.out is None else {f"--out {args.out}": Path(args.out)}
+    written = {
+        f"{flag} ({name})": path / name for flag, path in out.items() for name in REPORT_FILES
+    }
+    check_outputs(
+        {**written, "--plot": args.plot, "--results": args.results},
+        {f"instance {path}": path for path in _instance_files(args.paths)},
+    )
     report = run_report(
         args.paths,
         names,
@@ -152,6 +160,14 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if args.plot:
         print(f"wrote {args.plot}", file=sys.stderr)
     return 0
+
+
+def _instance_files(paths: list[str]) -> list[Path]:
+    """The instance files ``compare`` reads: each file named, and a folder's ``*.json``."""
+    files: list[Path] = []
+    for path in map(Path, paths):
+        files.extend(sorted(path.glob("*.json")) if path.is_dir() else [path])
+    return files
 
 
 def _compare_json(report: Any, *, starts: bool) -> list[dict[str, Any]]:
@@ -228,6 +244,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     from schedlab import read_instance
     from schedlab.offline.export import export_model
 
+    check_outputs({"-o": args.output}, {"instance": args.file})
     out = export_model(
         read_instance(args.file), args.output, args.format, max_nonzeros=args.max_nonzeros
     )
@@ -253,7 +270,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     for option in ("memory", "long_fraction", "source"):
         if getattr(args, option) is not None and option not in allowed[args.kind]:
             flag = "--" + option.replace("_", "-")
-            raise SchedlabError(f"{flag}: does not apply to generate {args.kind}")
+            raise InputError(f"{flag}: does not apply to generate {args.kind}")
     n = 200 if args.n is None and args.kind != "jaillet" else args.n
     memory = DEFAULT_MEMORY if args.memory is None else args.memory
     limit = {"max_requests": args.max_requests}
@@ -301,7 +318,7 @@ def register(sub: Any) -> None:
         p.add_argument("--json", action="store_true", help="print JSON")
 
     p = sub.add_parser("solve", help="solve one instance with one solver")
-    p.add_argument("file", help="instance file (schedlab-instance/1 JSON)")
+    p.add_argument("file", help="instance file (schedlab-instance/1 JSON; - for stdin)")
     p.add_argument("--solver", default="mc-sf", help=f"{solvers} (default mc-sf)")
     p.add_argument(
         "--option",
@@ -323,7 +340,9 @@ def register(sub: Any) -> None:
     p.set_defaults(func=_cmd_solve)
 
     p = sub.add_parser("compare", help="compare solvers against one lower bound")
-    p.add_argument("paths", nargs="+", metavar="PATH", help="instance files or folders")
+    p.add_argument(
+        "paths", nargs="+", metavar="PATH", help="instance files or folders (- for stdin)"
+    )
     p.add_argument(
         "--solvers",
         type=comma_list,
@@ -355,7 +374,7 @@ def register(sub: Any) -> None:
     p.set_defaults(func=_cmd_compare)
 
     p = sub.add_parser("verify", help="check a schedule with the independent verifier")
-    p.add_argument("file", help="instance file")
+    p.add_argument("file", help="instance file (- for stdin)")
     p.add_argument(
         "starts",
         metavar="SCHEDULE",
@@ -365,7 +384,7 @@ def register(sub: Any) -> None:
     p.set_defaults(func=_cmd_verify)
 
     p = sub.add_parser("bound", help="compute a lower bound on the optimum")
-    p.add_argument("file", help="instance file")
+    p.add_argument("file", help="instance file (- for stdin)")
     p.add_argument(
         "--method", default="best", help=f"{', '.join(available_bounds())} (default best)"
     )
@@ -419,7 +438,7 @@ def register(sub: Any) -> None:
     p.set_defaults(func=_cmd_generate)
 
     p = sub.add_parser("export", help="write the exact time-indexed model as LP or MPS")
-    p.add_argument("file", help="instance file")
+    p.add_argument("file", help="instance file (- for stdin)")
     p.add_argument("--format", choices=("lp", "mps"), default=None, help="default: from -o")
     p.add_argument("-o", "--output", required=True, help="output file")
     p.add_argument(

@@ -28,7 +28,9 @@ Four shapes are understood (see ``../shared/data/README.md``):
 
 Every reader returns a :class:`Trace` with arrival times in seconds relative to the
 first request, and raises :class:`~schedlab.errors.FormatError` naming the file and
-line of the first malformed value.
+line of the first malformed value. Timestamps must be finite, ``>= 0`` and at most
+:data:`MAX_TIMESTAMP_S`; files are read under the size cap of
+:func:`schedlab.json_files.check_size`.
 """
 
 from __future__ import annotations
@@ -42,10 +44,11 @@ from pathlib import Path
 
 import numpy as np
 
-from schedlab.errors import DataNotFoundError, FormatError, UnknownNameError
-from schedlab.json_files import parse_json, read_json
+from schedlab.errors import FormatError, UnknownNameError
+from schedlab.json_files import check_size, parse_json, read_json
 
 __all__ = [
+    "MAX_TIMESTAMP_S",
     "MAX_TOKENS",
     "TRACE_KINDS",
     "Trace",
@@ -104,6 +107,27 @@ def _number(value: object, where: str, column: str, what: str, text: bool) -> fl
     return number
 
 
+#: The latest timestamp read (seconds; 2286-11-20 as a Unix time): later than any clock a
+#: trace is recorded with reads (Unix time, a monotonic clock, ``time.perf_counter``), so
+#: a larger one is a wrong unit or an absurd value. The span a simulated stream may have
+#: is checked where a trace becomes one
+#: (:data:`schedlab.serving.workloads.MAX_WINDOW_S`): lengths alone are read from traces
+#: of any span.
+MAX_TIMESTAMP_S = 1e10
+
+
+def _time_field(value: object, where: str, column: str, *, unit_s: float = 1.0) -> float:
+    """A timestamp or duration in units of ``unit_s``, as seconds: finite, from 0 to
+    :data:`MAX_TIMESTAMP_S`."""
+    seconds = _number(value, where, column, "a number", False) * unit_s
+    if not 0 <= seconds <= MAX_TIMESTAMP_S:
+        raise FormatError(
+            f"{where}: {column}: must be from 0 to {MAX_TIMESTAMP_S / unit_s:g} (as seconds, "
+            f"a date before 2287), got {value!r}"
+        )
+    return seconds
+
+
 def _int_field(value: object, where: str, column: str, minimum: int, *, text: bool = False) -> int:
     """A token count from ``minimum`` to :data:`MAX_TOKENS`, naming the place on failure."""
     number = _number(value, where, column, "an integer", text)
@@ -142,8 +166,10 @@ def jsonl_rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[str, dic
     """Yield ``(place, object)`` for each non-blank line of a JSONL file.
 
     Raises :class:`FormatError` naming ``file:line`` for invalid JSON, a line that is not
-    an object, or missing ``required`` keys.
+    an object, or missing ``required`` keys; refuses a file above the size cap
+    (:func:`~schedlab.json_files.check_size`).
     """
+    check_size(path, "JSONL file")
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
@@ -179,11 +205,12 @@ def _read_azure(path: Path) -> Trace:
     cols = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
     for place, row in _csv_rows(path, cols):
         try:
-            stamps.append(datetime.fromisoformat(row["TIMESTAMP"].strip()[:26]).timestamp())
-        except ValueError:
+            stamp = datetime.fromisoformat(row["TIMESTAMP"].strip()[:26]).timestamp()
+        except (ValueError, OverflowError, OSError):  # OSError: beyond the platform's clock
             raise FormatError(
                 f"{place}: TIMESTAMP: expected a date-time, got {row['TIMESTAMP']!r}"
             ) from None
+        stamps.append(_time_field(stamp, place, "TIMESTAMP"))
         prompt.append(_int_field(row["ContextTokens"], place, "ContextTokens", 0, text=True))
         output.append(_int_field(row["GeneratedTokens"], place, "GeneratedTokens", 0, text=True))
     _empty_check(path, prompt)
@@ -209,7 +236,7 @@ def _read_mooncake(path: Path) -> Trace:
     output: list[int] = []
     stamps: list[float] = []
     for place, row in jsonl_rows(path, ("timestamp", "input_length", "output_length")):
-        stamps.append(_float_field(row["timestamp"], place, "timestamp") / 1000.0)
+        stamps.append(_time_field(row["timestamp"], place, "timestamp", unit_s=1e-3))  # ms
         prompt.append(_int_field(row["input_length"], place, "input_length", 0))
         output.append(_int_field(row["output_length"], place, "output_length", 0))
     _empty_check(path, prompt)
@@ -227,10 +254,10 @@ def _read_vllm_bench(path: Path) -> Trace:
     for place, row in jsonl_rows(path, ("input_toks", "output_toks", "arrival_time")):
         prompt.append(_int_field(row["input_toks"], place, "input_toks", 0))
         output.append(_int_field(row["output_toks"], place, "output_toks", 0))
-        stamps.append(_float_field(row["arrival_time"], place, "arrival_time"))
+        stamps.append(_time_field(row["arrival_time"], place, "arrival_time"))
         for key in _VLLM_TIMES:
             value = row.get(key)
-            measured[key].append(math.nan if value is None else _float_field(value, place, key))
+            measured[key].append(math.nan if value is None else _time_field(value, place, key))
     _empty_check(path, prompt)
     extra = {k: np.array(v) for k, v in measured.items() if not np.isnan(v).all()}
     return Trace(path.stem, _ints(prompt), _ints(output), _relative(stamps), extra)
@@ -270,7 +297,7 @@ def _read_vllm_bench_serve(path: Path) -> Trace:
         prompt.append(_int_field(inputs[i], place, "input_lens", 1))
         output.append(_int_field(outputs[i], place, "output_lens", 1))
         if timed:
-            timing["start"].append(_float_field(columns["start_times"][i], place, "start_times"))
+            timing["start"].append(_time_field(columns["start_times"][i], place, "start_times"))
         if detailed:
             gaps = columns["itls"][i]
             if not isinstance(gaps, list):
@@ -375,9 +402,7 @@ def read_trace(path: str | Path, kind: str | None = None) -> Trace:
         If ``kind`` is not one of :data:`TRACE_KINDS`.
     """
 
-    path = Path(path)
-    if not path.is_file():
-        raise DataNotFoundError(f"{path}: no such trace file")
+    path = check_size(path, "trace file")
     try:
         kind = kind or detect_kind(path)
         if kind not in _READERS:

@@ -11,22 +11,32 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from schedlab.budget import check_time_limit
-from schedlab.errors import SchedlabError, SolverError, UnknownNameError
+from schedlab.errors import (
+    BoundError,
+    FormatError,
+    InputError,
+    InputTypeError,
+    SchedlabError,
+    SolverError,
+    UnknownNameError,
+)
 from schedlab.jobs import Job, Outcome, run_jobs
 from schedlab.json_files import nan_to_null
 from schedlab.offline.bounds import Bound, lower_bound
 from schedlab.offline.instance import Instance, check_instance
 from schedlab.offline.instance_io import instance_from_dict, instance_to_dict
-from schedlab.offline.result import Result, relative_gap
+from schedlab.offline.result import Result, Status, relative_gap
 from schedlab.offline.solve import available_solvers, check_seed, solve, with_bound
 from schedlab.offline.solvers import get_solver
 from schedlab.offline.solvers.contract import check_options
+from schedlab.offline.verify import verify
 from schedlab.progress import Progress
 
 __all__ = [
@@ -239,14 +249,14 @@ def solver_names(solvers: str | Sequence[str] | None) -> list[str]:
         solvers = [solvers]
     names = list(DEFAULT_SOLVERS if solvers is None else solvers)
     if not names:
-        raise SchedlabError("solvers: none given")
+        raise InputError("solvers: none given")
     known = available_solvers()
     for name in names:
         if name not in known:
             raise UnknownNameError("solver", name, known)
     twice = sorted({name for name in names if names.count(name) > 1})
     if twice:
-        raise SchedlabError(f"solvers: {', '.join(twice)} given twice")
+        raise InputError(f"solvers: {', '.join(twice)} given twice")
     return names
 
 
@@ -312,7 +322,7 @@ def compare_all(
     do not wait for one another and the comparison is the same on every executor.
     """
     if not isinstance(instances, Sequence):
-        raise SchedlabError(
+        raise InputTypeError(
             f"instances: expected a sequence of instances, got {type(instances).__name__}"
         )
     for k, instance in enumerate(instances):
@@ -345,17 +355,24 @@ def compare_all(
     )
     comparisons = []
     for instance in instances:
-        shared = None if bound is None else _bound(next(outcomes))
+        read = None if bound is None else next(outcomes)
+        shared = None if read is None else _bound(read)
         found: list[Result] = []
         failures: list[Failure] = []
         for name in names:
             outcome = next(outcomes)
             if not outcome.ok:  # not a refusal: the solver crashed
                 failures.append(Failure(name, "error", outcome.error or ""))
+            elif outcome.resumed:
+                back = _read_back(instance, name, outcome)
+                if isinstance(back, Failure):
+                    failures.append(back)
+                else:
+                    found.append(_certified(back, shared, read))
             elif "failure" in outcome.value:
                 failures.append(Failure(name, outcome.value["failure"], outcome.value["reason"]))
             else:
-                found.append(with_bound(Result.from_dict(instance, outcome.value), shared))
+                found.append(_certified(Result.from_dict(instance, outcome.value), shared, read))
         value = None if shared is None else shared.value
         comparisons.append(
             Comparison(instance, tuple(found), value, tuple(failures), tuple(names))
@@ -377,14 +394,96 @@ def _try_options(options: Mapping[str, Mapping[str, Any]], time_limit: float | N
             try:
                 solve(_ONE_REQUEST, name, bound=None, time_limit=time_limit, **own)
             except SchedlabError as exc:
-                raise SchedlabError(f"{name}: options {dict(own)}: {exc}") from None
+                raise InputError(f"{name}: options {dict(own)}: {exc}") from None
 
 
 def _bound(outcome: Outcome) -> Bound:
+    """The bound job's :class:`Bound`; one read back from a results file is checked to be
+    a bound's JSON form with a finite value ``>= 0``."""
     if not outcome.ok:
         raise SchedlabError(f"lower bound: {outcome.error}")
     data = outcome.value
-    return Bound(data["value"], data["method"], data["status"], data["runtime_s"], data["stats"])
+    try:
+        found = Bound(
+            data["value"], data["method"], data["status"], data["runtime_s"], data["stats"]
+        )
+    except (KeyError, TypeError) as exc:
+        raise _unreadable(outcome, "lower bound", f"{type(exc).__name__}: {exc}") from None
+    if outcome.resumed:
+        fields_ = {"value": found.value, "runtime_s": found.runtime}
+        for key, value in fields_.items():
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise _unreadable(
+                    outcome, "lower bound", f"{key}: expected a number, got {value!r}"
+                )
+            if not (math.isfinite(value) and value >= 0):
+                raise _unreadable(
+                    outcome, "lower bound", f"{key}: must be finite >= 0, got {value}"
+                )
+        if not (isinstance(found.method, str) and isinstance(found.stats, dict)):
+            raise _unreadable(outcome, "lower bound", "method or stats of the wrong type")
+    return found
+
+
+def _unreadable(outcome: Outcome, what: str, why: str) -> FormatError:
+    """The refusal of a value read back from a results file, naming its line."""
+    return FormatError(
+        f"{outcome.source}: not a true {what} ({why}); remove that line to run it again"
+    )
+
+
+def _read_back(instance: Instance, name: str, outcome: Outcome) -> Result | Failure:
+    """A solver's outcome read back from a results file, checked as a computed one is:
+    its schedule through the independent verifier, its objective recomputed from the
+    starts; a line that fails is refused by file and line (an edited or foreign file
+    would otherwise be shown as the solver's, even as ``OPTIMAL`` below a valid bound)."""
+    data = outcome.value
+    what = f"result of {name} on {instance.name or 'the instance'}"
+    if isinstance(data, dict) and "failure" in data:
+        failure, reason = data["failure"], data.get("reason")
+        if failure not in ("refused", "error") or not isinstance(reason, str):
+            raise _unreadable(outcome, what, f"failure {failure!r}")
+        return Failure(name, failure, reason)
+    try:
+        result = Result.from_dict(instance, data)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # ScheduleError too
+        raise _unreadable(outcome, what, f"{type(exc).__name__}: {exc}") from None
+    if result.solver != name:
+        raise _unreadable(outcome, what, f"it names the solver {result.solver!r}")
+    problems = verify(instance, result.starts)
+    if problems:
+        raise _unreadable(outcome, what, f"its schedule is infeasible: {problems[0]}")
+    if result.objective != result.schedule.objective:
+        raise _unreadable(
+            outcome,
+            what,
+            f"objective {result.objective:,}, but its starts give {result.schedule.objective:,}",
+        )
+    if not (math.isfinite(result.runtime) and result.runtime >= 0):
+        raise _unreadable(outcome, what, f"runtime_s {result.runtime}")
+    own = result.lower_bound
+    if own is not None and (isinstance(own, bool) or not isinstance(own, int | float)):
+        raise _unreadable(outcome, what, f"lower_bound {own!r}")
+    if result.status is Status.OPTIMAL and (
+        own is None or result.objective > math.ceil(own - 1e-6)
+    ):
+        # solve() records a proven optimum with its objective as its bound
+        raise _unreadable(outcome, what, "OPTIMAL without a bound that meets its objective")
+    try:  # its own bound, checked against its objective
+        return with_bound(result, None)
+    except BoundError as exc:
+        raise _unreadable(outcome, what, str(exc)) from None
+
+
+def _certified(result: Result, bound: Bound | None, read: Outcome | None) -> Result:
+    """:func:`with_bound`; a bound that a results file gave (``read``: the bound job's
+    outcome, resumed), found above the verified objective, is refused by its line."""
+    try:
+        return with_bound(result, bound)
+    except BoundError as exc:
+        if read is None or not read.resumed:
+            raise
+        raise _unreadable(read, "lower bound", str(exc)) from None
 
 
 def run_offline_job(job: Job) -> dict[str, Any]:
@@ -433,7 +532,7 @@ def solver_options(
     given = dict(options or {})
     stray = sorted(set(given) - set(names))
     if stray:
-        raise SchedlabError(
+        raise InputError(
             f"options given for {', '.join(stray)}, which is not among the solvers "
             f"({', '.join(names)})"
         )

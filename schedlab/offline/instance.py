@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from schedlab.errors import InfeasibleInstanceError, InstanceError
+from schedlab.errors import InfeasibleInstanceError, InputTypeError, InstanceError
 
 __all__ = ["MAX_PRODUCT", "MAX_VALUE", "Instance", "Request", "check_instance", "check_int"]
 
@@ -62,9 +62,9 @@ def check_int(value: Any, where: str, minimum: int, maximum: int = MAX_VALUE) ->
 
 def check_instance(value: Any, where: str) -> Instance:
     """``value`` if it is an :class:`Instance`, else an
-    :class:`~schedlab.errors.InstanceError` naming ``where``."""
+    :class:`~schedlab.errors.InputTypeError` (a ``TypeError``) naming ``where``."""
     if not isinstance(value, Instance):
-        raise InstanceError(f"{where}: expected an Instance, got {type(value).__name__}")
+        raise InputTypeError(f"{where}: expected an Instance, got {type(value).__name__}")
     return value
 
 

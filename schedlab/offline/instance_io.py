@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.errors import FormatError, InstanceError
-from schedlab.json_files import plain, read_json, string_keys
-from schedlab.offline.instance import Instance, Request
+from schedlab.json_files import check_keys, plain, read_json, string_keys, write_text
+from schedlab.offline.instance import Instance, Request, check_instance
 
 __all__ = ["FORMAT", "instance_from_dict", "instance_to_dict", "read_instance", "write_instance"]
 
@@ -42,9 +42,7 @@ def instance_from_dict(data: Any, where: str = "instance") -> Instance:
         raise FormatError(f"{where}: expected a JSON object, got {type(data).__name__}")
     if data.get("format") != FORMAT:
         raise FormatError(f"{where}: format: expected {FORMAT!r}, got {data.get('format')!r}")
-    unknown = sorted(set(data) - _TOP_KEYS)
-    if unknown:
-        raise FormatError(f"{where}: unknown key(s) {', '.join(unknown)}")
+    check_keys(data, _TOP_KEYS, where)
     for key in ("memory", "requests"):
         if key not in data:
             raise FormatError(f"{where}: missing key {key!r}")
@@ -62,12 +60,10 @@ def instance_from_dict(data: Any, where: str = "instance") -> Instance:
         place = f"requests[{i}]"
         if not isinstance(entry, dict):
             raise FormatError(f"{where}: {place}: expected an object, got {entry!r}")
+        check_keys(entry, _REQUEST_KEYS, f"{where}: {place}")  # "outptu": named, not missing
         for key in ("prompt", "output"):
             if key not in entry:
                 raise FormatError(f"{where}: {place}: missing key {key!r}")
-        extra = sorted(set(entry) - _REQUEST_KEYS)
-        if extra:
-            raise FormatError(f"{where}: {place}: unknown key(s) {', '.join(extra)}")
         try:
             requests.append(
                 Request.at(
@@ -106,7 +102,19 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
 
 
 def read_instance(path: str | Path) -> Instance:
-    """Read an instance file; errors name the file and the place inside it."""
+    """Read an instance file (``-`` or ``/dev/stdin``: standard input); errors name the
+    file and the place inside it.
+
+    Raises
+    ------
+    DataNotFoundError
+        (a ``FileNotFoundError``) if it does not exist.
+    FormatError, InstanceError
+        (``ValueError``) if it is not an instance file, naming the place.
+    FileAccessError
+        (an ``OSError``) if it cannot be read or is above the size cap
+        (:func:`~schedlab.json_files.read_bytes`).
+    """
     return instance_from_dict(read_json(path, "instance file"), str(path))
 
 
@@ -120,7 +128,12 @@ def write_instance(instance: Instance, path: str | Path) -> None:
     FormatError
         If ``meta`` holds a value JSON cannot carry (an arbitrary object, NaN, a key that
         is not a string); nothing is written.
+    DataNotFoundError
+        (a ``FileNotFoundError``) if the folder of ``path`` does not exist.
+    FileAccessError
+        (an ``OSError``) if the system refuses to write it.
     """
+    check_instance(instance, "write_instance")
     data = instance_to_dict(instance)
     lines = [json.dumps(r, separators=(", ", ": ")) for r in data.pop("requests")]
     try:
@@ -129,4 +142,4 @@ def write_instance(instance: Instance, path: str | Path) -> None:
     except (TypeError, ValueError) as exc:  # not JSON-ready, NaN, a cycle
         raise FormatError(f"{path}: meta: {exc}") from None
     body = ",\n  ".join(lines)
-    Path(path).write_text(f'{head},\n "requests": [\n  {body}\n ]\n}}\n', encoding="utf-8")
+    write_text(path, f'{head},\n "requests": [\n  {body}\n ]\n}}\n', "instance file")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from schedlab.errors import FormatError
+from schedlab.json_files import is_stdin
 from schedlab.offline.compare import (
     Comparison,
     compare_all,
@@ -28,13 +29,17 @@ from schedlab.offline.instance import Instance
 from schedlab.offline.instance_io import read_instance
 from schedlab.offline.result import relative_gap
 
-__all__ = ["Report", "load_instances", "run_report"]
+__all__ = ["REPORT_FILES", "Report", "load_instances", "run_report"]
+
+#: The files :meth:`Report.save` writes in its folder: the CSV and the Markdown table.
+REPORT_FILES: tuple[str, str] = ("report.csv", "report.md")
 
 
 def load_instances(
     items: Iterable[str | Path | Instance] | str | Path | Instance,
 ) -> list[Instance]:
-    """Instances from objects, instance files, and folders (their ``*.json``, sorted).
+    """Instances from objects, instance files (``-``: standard input), and folders (their
+    ``*.json``, sorted).
 
     Raises
     ------
@@ -55,7 +60,7 @@ def load_instances(
             if not files:
                 raise FormatError(f"{path}: folder holds no .json instance file")
             instances.extend(read_instance(f) for f in files)
-        elif path.is_file():
+        elif path.is_file() or is_stdin(item):
             instances.append(read_instance(path))
         else:
             raise FormatError(f"{path}: no such file or folder")
@@ -111,7 +116,10 @@ class Report:
         """Write ``report.csv`` and ``report.md`` into ``out_dir`` (created if needed)."""
         folder = Path(out_dir)
         folder.mkdir(parents=True, exist_ok=True)
-        paths = {"csv": folder / "report.csv", "markdown": folder / "report.md"}
+        paths = {
+            kind: folder / name
+            for kind, name in zip(("csv", "markdown"), REPORT_FILES, strict=True)
+        }
         paths["csv"].write_text(self.to_csv(), encoding="utf-8")
         paths["markdown"].write_text(self.to_markdown(), encoding="utf-8")
         return paths

@@ -24,11 +24,12 @@ duplicate and missing requests itself. Errors name the file and the row.
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 from typing import Any
 
-from schedlab.errors import DataNotFoundError, FormatError
-from schedlab.json_files import read_json
+from schedlab.errors import FormatError
+from schedlab.json_files import check_size, read_json, write_text
 from schedlab.offline.instance import Instance
 from schedlab.offline.schedule import Schedule
 
@@ -39,19 +40,23 @@ CSV_COLUMNS: tuple[str, ...] = ("request", "id", "start", "completion", "prompt"
 
 
 def write_schedule_csv(schedule: Schedule, path: str | Path) -> Path:
-    """Write ``schedule`` as a CSV of :data:`CSV_COLUMNS`, one row a request."""
+    """Write ``schedule`` as a CSV of :data:`CSV_COLUMNS`, one row a request.
+
+    Raises
+    ------
+    DataNotFoundError, FileAccessError
+        (a ``FileNotFoundError``, an ``OSError``) if its folder does not exist or the
+        system refuses (:func:`~schedlab.json_files.write_text`).
+    """
     inst = schedule.instance
-    path = Path(path)
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(CSV_COLUMNS)
-        for i, request in enumerate(inst.requests):
-            start = int(schedule.starts[i])
-            completion = int(schedule.completion[i])
-            writer.writerow(
-                [i, request.id or "", start, completion, request.prompt, request.output]
-            )
-    return path
+    buffer = io.StringIO(newline="")
+    writer = csv.writer(buffer)
+    writer.writerow(CSV_COLUMNS)
+    for i, request in enumerate(inst.requests):
+        start = int(schedule.starts[i])
+        completion = int(schedule.completion[i])
+        writer.writerow([i, request.id or "", start, completion, request.prompt, request.output])
+    return write_text(path, buffer.getvalue(), "schedule file")
 
 
 def read_starts(path: str | Path, instance: Instance) -> list[tuple[Any, Any]] | list[Any]:
@@ -72,10 +77,7 @@ def read_starts(path: str | Path, instance: Instance) -> list[tuple[Any, Any]] |
 
 
 def _read_csv(path: Path, instance: Instance) -> list[tuple[Any, Any]]:
-    if path.is_dir():
-        raise FormatError(f"{path}: is a directory (schedule file expected)")
-    if not path.is_file():
-        raise DataNotFoundError(f"{path}: no such schedule file")
+    check_size(path, "schedule file")
     pairs: list[tuple[Any, Any]] = []
     try:
         with path.open(newline="", encoding="utf-8-sig") as handle:  # as Excel saves it

@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from schedlab.budget import Budget
-from schedlab.errors import SchedlabError, SolverError
+from schedlab.errors import BoundError, InputError, InputTypeError, SolverError
 from schedlab.interrupts import held_interrupts
 from schedlab.offline.bounds import Bound, bound_steps, bound_within
 from schedlab.offline.instance import Instance, check_instance
@@ -21,7 +21,12 @@ from schedlab.offline.solvers.contract import check_options
 from schedlab.offline.verify import verify
 from schedlab.progress import Progress, progress_for
 
-__all__ = ["available_solvers", "check_seed", "solve", "with_bound"]
+__all__ = ["BOUND_TOLERANCE", "available_solvers", "check_seed", "solve", "with_bound"]
+
+
+#: How far (relative to the objective, at least 1e-6 absolute) a lower bound computed in
+#: floating point may lie above a verified objective before it is called wrong.
+BOUND_TOLERANCE = 1e-6
 
 
 def _load_kernels() -> None:
@@ -83,7 +88,7 @@ def solve(
     -------
     Result
         With a verified schedule. Status is ``OPTIMAL`` when the solver proved it or
-        the objective meets the lower bound.
+        the objective meets a lower bound checked against it (:func:`with_bound`).
 
     Raises
     ------
@@ -93,16 +98,23 @@ def solve(
         (a ``TypeError``) for an option the solver does not take; lists those it does.
     SolverError
         If the solver's schedule fails verification.
-    SchedlabError
-        For an ``instance`` that is not an :class:`~schedlab.offline.instance.Instance`,
-        a ``seed`` that is not an integer ``>= 0``, or a ``bound`` of another type.
+    BoundError
+        If the bound, or the solver's own, lies above the verified objective: it is
+        wrong, and no certificate is given (:func:`with_bound`).
+    InputTypeError
+        (a ``TypeError``) for an ``instance`` that is not an
+        :class:`~schedlab.offline.instance.Instance`, a ``seed`` that is not an integer,
+        or a ``bound`` of another type.
+    InputError
+        (a ``ValueError``) for a negative ``seed`` or a ``time_limit`` that is not a
+        positive number of seconds.
     """
     check_instance(instance, "solve")
     info = get_solver(solver)
     check_options(solver, info.fn, options)
     check_seed(seed)
     if bound is not None and not isinstance(bound, str | Bound):
-        raise SchedlabError(
+        raise InputTypeError(
             f"bound: expected a method name, a Bound or None, got {type(bound).__name__}"
         )
     _load_kernels()
@@ -136,31 +148,48 @@ def solve(
 
 
 def check_seed(seed: Any) -> int:
-    """``seed`` as an integer ``>= 0`` (NumPy integers too), or a one-line error."""
+    """``seed`` as an integer ``>= 0`` (NumPy integers too), or a one-line error: an
+    :class:`~schedlab.errors.InputTypeError` for a non-integer, an
+    :class:`~schedlab.errors.InputError` for a negative one."""
+    value = None
     if not isinstance(seed, bool):
         with contextlib.suppress(TypeError):
-            if (value := operator.index(seed)) >= 0:
-                return value
-    raise SchedlabError(f"seed: must be an integer >= 0, got {seed!r}")
+            value = operator.index(seed)
+    if value is None:
+        raise InputTypeError(f"seed: must be an integer >= 0, got {seed!r}")
+    if value < 0:
+        raise InputError(f"seed: must be an integer >= 0, got {seed!r}")
+    return value
 
 
 def with_bound(result: Result, bound: Bound | None) -> Result:
     """``result`` certified against ``bound`` as well as its own.
 
-    Its lower bound becomes the largest valid one known: its own, ``bound``'s value, and
-    its objective if the solver proved it optimal. An objective that meets that bound
-    (``objective <= ceil(bound)``: objectives are integers) is optimal, and its bound is
-    then the objective. Certifying twice, or against ``None`` first, gives the same
-    result, so a bound computed apart from the solver (by another job:
-    :mod:`schedlab.offline.compare`) certifies it exactly as :func:`solve` does
-    (``tests/offline/test_solve.py``).
+    Each bound is first checked against the objective of the verified schedule: a lower
+    bound above it (beyond :data:`BOUND_TOLERANCE`, relative) is wrong, and is refused
+    rather than made a certificate. Its lower bound then becomes the largest one known:
+    its own, ``bound``'s value, and its objective if the solver proved it optimal. An
+    objective that meets that bound (``objective <= ceil(bound)``: objectives are
+    integers) is optimal, and its bound is then the objective. Certifying twice, or
+    against ``None`` first, gives the same result, so a bound computed apart from the
+    solver (by another job: :mod:`schedlab.offline.compare`) certifies it exactly as
+    :func:`solve` does (``tests/offline/test_solve.py``).
+
+    Raises
+    ------
+    BoundError
+        If ``bound``'s value, or the result's own lower bound, is above its objective (or
+        not a number), naming the bound method or the solver.
     """
+    objective = result.objective
+    _check_below(result.lower_bound, objective, f"{result.solver}'s own lower bound")
+    if bound is not None:
+        _check_below(bound.value, objective, f"lower bound {bound.method!r}")
     stats = dict(result.stats)
     best = result.lower_bound
     if bound is not None:
         stats["bound"] = {"method": bound.method, "value": bound.value, "runtime_s": bound.runtime}
         best = bound.value if best is None else max(best, bound.value)
-    objective = result.objective
     status = result.status
     if status is Status.OPTIMAL:  # a proven optimum is also the best possible bound
         best = objective if best is None else max(best, objective)
@@ -170,3 +199,14 @@ def with_bound(result: Result, bound: Bound | None) -> Result:
     return dataclasses.replace(
         result, lower_bound=best, gap=relative_gap(objective, best), status=status, stats=stats
     )
+
+
+def _check_below(value: float | None, objective: int, what: str) -> None:
+    """Refuse a lower bound above a verified ``objective``: it can only be wrong."""
+    if value is None:
+        return
+    if not value <= objective + BOUND_TOLERANCE * max(1.0, abs(objective)):  # NaN too
+        raise BoundError(
+            f"{what} is {value:,.6g}, above the objective {objective:,} of a schedule the "
+            "verifier accepts: the bound is wrong, and certifies nothing"
+        )

@@ -11,7 +11,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from schedlab.errors import SchedlabError
+from schedlab.errors import DataNotFoundError, InputError, SchedlabError
 
 __all__ = ["check_figure_path", "check_output_path", "pyplot", "save_figure"]
 
@@ -37,10 +37,11 @@ def pyplot() -> ModuleType:
 
 
 def check_output_path(path: str | Path, flag: str) -> Path:
-    """``path`` if its folder exists, else a :class:`SchedlabError` naming ``flag``."""
+    """``path`` if its folder exists, else a
+    :class:`~schedlab.errors.DataNotFoundError` (a ``FileNotFoundError``) naming ``flag``."""
     path = Path(path)
     if not path.parent.is_dir():
-        raise SchedlabError(f"{flag}: folder {path.parent} does not exist")
+        raise DataNotFoundError(f"{flag}: folder {path.parent} does not exist")
     return path
 
 
@@ -50,7 +51,7 @@ def check_figure_path(path: str | Path, flag: str) -> Path:
     formats = pyplot().figure().canvas.get_supported_filetypes()
     suffix = path.suffix.lstrip(".").lower()
     if suffix not in formats:
-        raise SchedlabError(
+        raise InputError(
             f"{flag}: cannot write a figure as {path.name!r}; use one of "
             f"{', '.join('.' + f for f in sorted(formats))}"
         )

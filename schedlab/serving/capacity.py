@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from schedlab.errors import ServingError
+from schedlab.errors import FormatError, ServingError
 from schedlab.jobs import Job, Outcome, run_jobs
 from schedlab.progress import Progress, progress_for
 from schedlab.serving.cost_model import hardware_of
@@ -387,8 +387,8 @@ def _run_grid(
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             if not outcome.resumed:
                 raise
-            raise ServingError(
-                f"{executor['results']}: the line of {where(outcome.job)} does not hold a "
+            raise FormatError(
+                f"{outcome.source}: the line of {where(outcome.job)} does not hold a true "
                 f"{what} result ({type(exc).__name__}: {exc}); remove that line to run it again"
             ) from None
 
@@ -408,10 +408,18 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+#: Fields read back that are fractions, in [0, 1].
+_FRACTIONS = frozenset({"attainment", "target"})
+
+
 def _check_fields(obj: Any) -> None:
-    """Raise ``TypeError`` where a field of the dataclass ``obj`` (or of one inside it)
-    annotated ``float``, ``int``, ``str`` or ``bool`` holds another type: what a result
-    read back from a results file must pass (``"attainment": "high"`` was printed)."""
+    """What a result read back from a results file must pass: raise ``TypeError`` where a
+    field of the dataclass ``obj`` (or of one inside it) annotated ``float``, ``int``,
+    ``str`` or ``bool`` holds another type (``"attainment": "high"`` was printed), and
+    ``ValueError`` where a number is out of its range: every count and time of a serving
+    result is finite and ``>= 0`` (``nan``, written ``null``, where nothing was
+    measured), an attainment or target in [0, 1] (a forged 9.99 was printed), and a
+    policy's counters integers ``>= 0``."""
     for f in fields(obj):
         value = getattr(obj, f.name)
         inner = value if isinstance(value, tuple) else (value,)
@@ -422,6 +430,15 @@ def _check_fields(obj: Any) -> None:
         wrong_bool = isinstance(value, bool) and f.type != "bool"
         if expected is not None and (wrong_bool or not isinstance(value, expected)):
             raise TypeError(f"{f.name}: expected {f.type}, got {value!r}")
+        if expected in (_FIELD_TYPES["float"], _FIELD_TYPES["int"]) and not math.isnan(value):
+            top = 1.0 if f.name in _FRACTIONS else math.inf
+            if not (math.isfinite(value) and 0 <= value <= top):
+                span = "in [0, 1]" if f.name in _FRACTIONS else "finite and >= 0"
+                raise ValueError(f"{f.name}: must be {span}, got {value!r}")
+        if isinstance(value, dict):  # a policy's counters
+            for key, count in value.items():
+                if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                    raise ValueError(f"{f.name}.{key}: expected a count >= 0, got {count!r}")
 
 
 def sweep_title(points: Sequence[SweepPoint]) -> str:

@@ -16,9 +16,10 @@ JSON form (``save_cost_model`` / ``load_cost_model``)::
      "hardware": "...",                 # the GPU it describes (optional, free text)
      "coefficients": {"base_s": 0.00035, ...}}   # kind-specific body
 
-Any other kind plugs in with a ``kind`` string and a loader
-``loader(data: Mapping, where: str) -> CostModel`` that validates ``data`` (raising
-:class:`~schedlab.errors.FormatError` naming ``where``); the object's ``to_dict()`` must
+Unknown keys are refused by name (:func:`~schedlab.json_files.check_keys`). Any other kind
+plugs in with a ``kind`` string and a loader ``loader(data: Mapping, where: str) ->
+CostModel`` that validates ``data`` (raising :class:`~schedlab.errors.FormatError` naming
+``where``, unknown keys included); the object's ``to_dict()`` must
 return the same JSON form with that ``kind``. Two ways, never a module named in a string:
 :func:`register_cost_model_kind` at run time, or a Python entry point in the group
 :data:`KIND_ENTRY_POINTS` of an installed package — which is how
@@ -39,7 +40,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from schedlab.errors import FormatError, NonMonotoneCostModelError, ServingError, UnknownNameError
-from schedlab.json_files import read_json
+from schedlab.json_files import check_keys, read_json
 
 __all__ = [
     "BUILTIN_COST_MODELS",
@@ -248,7 +249,12 @@ SLOWEAVE_DEFAULT = LinearAttentionCostModel(
 BUILTIN_COST_MODELS: dict[str, CostModel] = {SLOWEAVE_DEFAULT.name: SLOWEAVE_DEFAULT}
 
 
+#: The keys of a ``linear-attention`` cost model's JSON form.
+_LINEAR_KEYS = ("kind", "name", "margin_s", "source", "hardware", "coefficients")
+
+
 def _load_linear_attention(data: Mapping[str, Any], where: str) -> CostModel:
+    check_keys(data, _LINEAR_KEYS, where)  # a misspelt "margn_s" would run with margin 0
     body = data.get("coefficients")
     if not isinstance(body, Mapping):
         raise FormatError(f"{where}: coefficients: expected an object")

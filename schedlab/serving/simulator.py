@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from numbers import Integral, Real
 from pathlib import Path
+from typing import Any
 
-from schedlab.errors import ServingError
+from schedlab.errors import InputTypeError, ServingError
 from schedlab.serving.engine import BatchRecord, Driver, Engine, EngineRun, IterationTime
 from schedlab.serving.engine_kinds import BUILTIN_KIND, Replica, replica_factory
 from schedlab.serving.metrics import RequestRecord, Summary, summarize
@@ -62,6 +64,14 @@ def run_engine(
     record_batches
         Keep a :class:`~schedlab.serving.engine.BatchRecord` per iteration.
     """
+    _check_types(
+        "run_engine",
+        stream=(stream, (RequestStream,)),
+        scenario=(scenario, (Scenario,)),
+        stop_at_s=(stop_at_s, (Real, type(None))),
+        max_violations=(max_violations, (Integral, type(None))),
+        record_batches=(record_batches, (bool,)),
+    )
     model = scenario.predicted()
     timing = IterationTime(model, scenario.actual(), scenario.noise_cv, scenario.seed)
     engines: list[Replica]
@@ -92,6 +102,28 @@ def run_engine(
         predicted_output=predicted_outputs(stream.output, scenario.prediction_cv, scenario.seed),
     )
     return driver.result(driver.run())
+
+
+_TYPE_NAMES = {type(None): "None", Real: "a number", Integral: "an integer"}
+
+
+def _check_types(entry: str, **arguments: tuple[Any, tuple[type, ...]]) -> None:
+    """Refuse, at the door of ``entry``, an argument whose value is none of its types
+    (a bool is no number): ``simulate("chat", "sloweave")`` would fail deep inside with
+    an ``AttributeError``.
+
+    Raises
+    ------
+    InputTypeError
+        (a ``TypeError``) naming the argument, the types expected and the one given.
+    """
+    for name, (value, types) in arguments.items():
+        wrong_bool = isinstance(value, bool) and bool not in types
+        if wrong_bool or not isinstance(value, types):
+            expected = " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in types)
+            raise InputTypeError(
+                f"{entry}: {name}: expected {expected}, got {type(value).__name__} {value!r:.60}"
+            )
 
 
 @dataclass(frozen=True)
@@ -139,10 +171,25 @@ def simulate(
 
     Raises
     ------
+    InputTypeError
+        (a ``TypeError``) for an argument of the wrong type, e.g. a policy name where a
+        :class:`Scenario` belongs.
     ServingError
         On a stream without requests (the rate and window give none) or one too large.
     """
     started = time.perf_counter()
+    _check_types(
+        "simulate",
+        workload=(workload, (str, RequestStream)),
+        scenario=(scenario, (Scenario, type(None))),
+        rate=(rate, (Real, type(None))),
+        duration_s=(duration_s, (Real,)),
+        data_dir=(data_dir, (str, Path, type(None))),
+        stop_at_s=(stop_at_s, (Real, type(None))),
+        max_violations=(max_violations, (Integral, type(None))),
+        record_batches=(record_batches, (bool,)),
+        max_requests=(max_requests, (Integral,)),
+    )
     scenario = scenario or Scenario()
     if isinstance(workload, RequestStream):
         stream = workload

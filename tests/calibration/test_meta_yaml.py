@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from schedlab.calibration.profiles import read_meta_yaml
-from schedlab.errors import DataNotFoundError, FormatError
+from schedlab.calibration.profiles import MAX_META_BYTES, read_meta_yaml
+from schedlab.errors import DataNotFoundError, FileAccessError, FormatError
 
 from .conftest import PROFILE
 
@@ -47,11 +49,38 @@ def test_not_a_mapping_and_missing_file(tmp_path):
 
 
 def test_flow_mappings_and_anchors_are_valid_yaml(tmp_path):
-    # constructs the old hand-written subset reader refused
+    # constructs the old hand-written subset reader refused; an alias is not read
     path = tmp_path / "meta.yaml"
-    path.write_text("base: &b {x: 1, y: [2, 3]}\ncopy: *b\nnote: |\n  two\n  lines\n")
-    assert read_meta_yaml(path) == {
-        "base": {"x": 1, "y": [2, 3]},
-        "copy": {"x": 1, "y": [2, 3]},
-        "note": "two\nlines\n",
-    }
+    path.write_text("base: &b {x: 1, y: [2, 3]}\nnote: |\n  two\n  lines\n")
+    assert read_meta_yaml(path) == {"base": {"x": 1, "y": [2, 3]}, "note": "two\nlines\n"}
+    path.write_text("base: &b {x: 1, y: [2, 3]}\ncopy: *b\n")
+    with pytest.raises(FormatError, match=r"meta\.yaml:2: alias \*b "):
+        read_meta_yaml(path)
+
+
+def test_an_alias_bomb_is_refused_before_anything_is_expanded(tmp_path):
+    # "billion laughs": nine levels of ten aliases each would build 10**9 lists; PyYAML's
+    # safe_load expands them (it hung calibrate until killed at 120 s)
+    levels = ['a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    for k in range(1, 10):
+        prev, name = chr(ord("a") + k - 1), chr(ord("a") + k)
+        levels.append(f"{name}: &{name} [{', '.join(['*' + prev] * 10)}]")
+    path = tmp_path / "meta.yaml"
+    path.write_text("\n".join(levels) + "\n")
+    began = time.perf_counter()
+    with pytest.raises(FormatError, match=r"meta\.yaml:2: alias \*a \(a profile's settings"):
+        read_meta_yaml(path)
+    assert time.perf_counter() - began < 5  # refused at the first alias, not expanded
+
+
+def test_an_anchor_without_alias_is_plain_yaml(tmp_path):
+    path = tmp_path / "meta.yaml"
+    path.write_text("a: &x 1\nb: 2\n")
+    assert read_meta_yaml(path) == {"a": 1, "b": 2}
+
+
+def test_a_meta_yaml_above_its_cap_is_refused_unread(tmp_path):
+    path = tmp_path / "meta.yaml"
+    path.write_text("a: " + "x" * MAX_META_BYTES + "\n")
+    with pytest.raises(FileAccessError, match=r"meta\.yaml: .* larger than the 1,048,576 bytes"):
+        read_meta_yaml(path)

@@ -10,7 +10,7 @@ import pytest
 
 from schedlab.calibration.recorded_run import read_recorded_run, read_vllm_bench_result
 from schedlab.calibration.replay import METRIC_KEYS, run_metrics
-from schedlab.errors import DataNotFoundError, FormatError
+from schedlab.errors import DataNotFoundError, FormatError, SchedlabNote
 from tests.calibration.recorded import req, write_run
 
 
@@ -26,7 +26,8 @@ def test_measured_metric_definitions(tmp_path):
             req(4, 1, 101.0, 101.1, 101.1),
         ],
     )
-    run = read_recorded_run(path)
+    with pytest.warns(SchedlabNote, match=r"request 1 \(in file order\) arrived before"):
+        run = read_recorded_run(path)  # read sorted, and said so
     assert run.arrival_s.tolist() == [0.0, 1.0, 2.0]  # sorted by queued_ts, aligned at 99.0
     assert run.prompt.tolist() == [7, 10, 4]
     assert run.ttft_s == pytest.approx([0.2, 0.5, 0.1])
@@ -40,7 +41,25 @@ def test_measured_metric_definitions(tmp_path):
     assert metrics["tpot_p99"] == pytest.approx(0.5)  # the one-token request is excluded
     assert metrics["latency_p90"] == pytest.approx(np.percentile([1.2, 2.5, 0.1], 90))
     # The directory reads the same as its requests.jsonl.
-    assert read_recorded_run(tmp_path).prompt.tolist() == [7, 10, 4]
+    with pytest.warns(SchedlabNote):
+        assert read_recorded_run(tmp_path).prompt.tolist() == [7, 10, 4]
+
+
+def test_a_run_in_arrival_order_is_read_without_a_note(tmp_path, recwarn):
+    path = write_run(tmp_path, [req(7, 3, 99.0, 99.2, 100.2), req(10, 5, 100.0, 100.5, 102.5)])
+    assert read_recorded_run(path).prompt.tolist() == [7, 10]
+    assert not [w for w in recwarn if issubclass(w.category, SchedlabNote)]
+
+
+@pytest.mark.parametrize("field", ["queued_ts", "first_token_ts", "last_token_ts"])
+def test_a_negative_timestamp_is_refused_by_line(tmp_path, field):
+    times = {"queued_ts": -3.0, "first_token_ts": -2.0, "last_token_ts": -1.0}
+    row = {"input_toks": 3, "output_toks": 2, **{k: abs(v) for k, v in times.items()}}
+    row[field] = times[field] if field == "queued_ts" else -abs(times[field])
+    path = tmp_path / "requests.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    with pytest.raises(FormatError, match=rf"requests\.jsonl:1: {field}: must be >= 0"):
+        read_recorded_run(path)
 
 
 @pytest.mark.parametrize(

@@ -3,12 +3,14 @@ traceback; errors that cross a process boundary intact."""
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -175,3 +177,120 @@ def test_cpsat_stops_at_sigterm_and_ctrl_c(tmp_path):
         err = process.communicate(timeout=30)[1]
         assert process.returncode == 130 and err.strip() == "schedlab: interrupted", sig
         assert time.monotonic() - began < 5.0
+
+
+def _one_error_line(done: subprocess.CompletedProcess[str], message: str) -> None:
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert lines[0].startswith("schedlab: error: ") and message in lines[0], lines[0]
+
+
+def _instance(path):  # type: ignore[no-untyped-def]
+    path.write_bytes((INSTANCES / "tiny-1.json").read_bytes())
+    return path
+
+
+def test_an_output_naming_an_input_is_refused_and_the_input_kept(tmp_path):
+    lp = _instance(tmp_path / "inst.lp")  # an instance named .lp
+    _one_error_line(_schedlab("export", str(lp), "-o", str(lp)), "is the instance file")
+    png = _instance(tmp_path / "inst.png")
+    done = _schedlab("compare", str(png), "--solvers", "fcfs", "--plot", str(png), "--quiet")
+    _one_error_line(done, f"--plot: {png} is the instance {png} file")
+    inst = _instance(tmp_path / "inst.json")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "report.csv").symlink_to(inst)  # through a link
+    done = _schedlab("compare", str(inst), "--solvers", "fcfs", "--out", str(tmp_path / "out"))
+    _one_error_line(done, "report.csv is the instance")
+    done = _schedlab("solve", str(inst), "--schedule-csv", str(tmp_path / "out" / "report.csv"))
+    _one_error_line(done, "--schedule-csv")
+    done = _schedlab("compare", str(inst), "--solvers", "fcfs", "--results", str(inst))
+    _one_error_line(done, "--results")
+    for path in (lp, png, inst):
+        assert path.read_bytes() == (INSTANCES / "tiny-1.json").read_bytes()
+
+
+@pytest.mark.parametrize("name", ["-", "/dev/stdin"])
+@pytest.mark.parametrize("command", ["solve", "bound", "compare"])
+def test_standard_input_is_read_for_a_dash_and_dev_stdin(name, command):
+    text = (INSTANCES / "tiny-1.json").read_text()
+    done = subprocess.run(  # a pipe: /dev/stdin is no regular file
+        [sys.executable, "-m", "schedlab", command, name, "--quiet", "--json"],
+        input=text,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip()
+
+
+def test_a_misspelt_key_of_a_cost_model_or_request_is_named(tmp_path):
+    model = json.loads(
+        (
+            Path(errors.__file__).parent / "data" / "cost_models" / "rtx4090_llama-3.1-8b.json"
+        ).read_text()
+    )
+    model["margn_s"] = model.pop("margin_s")
+    path = tmp_path / "cm.json"
+    path.write_text(json.dumps(model))
+    _one_error_line(_schedlab("simulate", "--cost-model", str(path)), "unknown key(s) margn_s")
+    inst = json.loads((INSTANCES / "tiny-1.json").read_text())
+    inst["requests"][0]["outptu"] = inst["requests"][0].pop("output")
+    path = tmp_path / "inst.json"
+    path.write_text(json.dumps(inst))
+    _one_error_line(_schedlab("solve", str(path)), "requests[0]: unknown key(s) outptu")
+
+
+def test_forged_results_lines_are_refused_on_resume(tmp_path):
+    results = tmp_path / "r.jsonl"
+    grid = ["compare", TINY, "--solvers", "fcfs", "--results", str(results), "--quiet"]
+    assert _schedlab(*grid).returncode == 0
+    lines = [json.loads(line) for line in results.read_text().splitlines()]
+    k = next(k for k, line in enumerate(lines) if line["kind"] == "solve")
+    # the issue's forgery: objective 1 with every start at round 0 (infeasible)
+    lines[k]["value"] |= {"objective": 1, "starts": [0] * len(lines[k]["value"]["starts"])}
+    results.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    _one_error_line(_schedlab(*grid), f"{results}:{k + 1}: not a true result of fcfs")
+    sweep_file = tmp_path / "s.jsonl"
+    points = ["sweep", "--policies", "vllm", "--rates", "2", "--duration", "5s", "--quiet"]
+    assert _schedlab(*points, "--results", str(sweep_file)).returncode == 0
+    line = json.loads(sweep_file.read_text())
+    line["value"]["attainment"] = 9.99  # was printed as it was
+    sweep_file.write_text(json.dumps(line) + "\n")
+    done = _schedlab(*points, "--results", str(sweep_file))
+    _one_error_line(done, "attainment: must be in [0, 1], got 9.99")
+
+
+def test_a_yaml_alias_bomb_is_refused_at_once(tmp_path):
+    levels = ['a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    for k in range(1, 10):
+        prev, name = chr(ord("a") + k - 1), chr(ord("a") + k)
+        levels.append(f"{name}: &{name} [{', '.join(['*' + prev] * 10)}]")
+    (tmp_path / "meta.yaml").write_text("\n".join(levels) + "\n")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "schedlab",
+            "calibrate",
+            str(tmp_path),
+            "-o",
+            str(tmp_path / "m.json"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,  # it hung until killed at 120 s
+    )
+    _one_error_line(done, "meta.yaml:2: alias *a")
+
+
+def test_a_recorded_run_out_of_order_is_sorted_with_a_note(tmp_path):
+    from tests.calibration.recorded import req, write_run
+
+    write_run(tmp_path, [req(10, 5, 100.0, 100.5, 102.5), req(7, 3, 99.0, 99.2, 100.2)])
+    done = _schedlab("replay", str(tmp_path), "--json")  # refused after: no engine recorded
+    assert "Traceback" not in done.stderr
+    notes = [line for line in done.stderr.splitlines() if line.startswith("schedlab: note:")]
+    assert len(notes) == 1 and "read sorted by arrival" in notes[0], done.stderr

@@ -3,9 +3,17 @@ import json
 import numpy as np
 import pytest
 
+from schedlab import json_files
 from schedlab.calibration.recorded_run import read_vllm_bench_result
-from schedlab.errors import DataNotFoundError, FormatError, UnknownNameError
-from schedlab.llm.traces import detect_kind, read_trace
+from schedlab.errors import (
+    DataNotFoundError,
+    FileAccessError,
+    FormatError,
+    ServingError,
+    UnknownNameError,
+)
+from schedlab.llm.traces import MAX_TIMESTAMP_S, detect_kind, read_trace
+from schedlab.serving.workloads import make_workload
 
 
 def test_real_azure_traces(data_dir):
@@ -190,3 +198,52 @@ def test_blank_columns_of_a_spreadsheet_export_are_not_duplicates(tmp_path):
     path.write_text("num_prefill_tokens,num_decode_tokens,,\n5,2,,\n")
     trace = read_trace(path, kind="length-stats")
     assert trace.prompt.tolist() == [5] and trace.output.tolist() == [2]
+
+
+def _mooncake(path, stamps):
+    path.write_text(
+        "".join(
+            json.dumps({"timestamp": t, "input_length": 10, "output_length": 5}) + "\n"
+            for t in stamps
+        )
+    )
+    return path
+
+
+@pytest.mark.parametrize(
+    ("stamps", "message"),
+    [
+        # an absurd timestamp was read without a word (arrivals 1e297 s apart)
+        ([0, 1e300], r"mc\.jsonl:2: timestamp: must be from 0 to 1e\+13 .*, got 1e\+300"),
+        ([0, -5], r"mc\.jsonl:2: timestamp: must be from 0 to 1e\+13 .*, got -5"),
+    ],
+)
+def test_mooncake_timestamps_are_finite_non_negative_and_not_absurd(tmp_path, stamps, message):
+    with pytest.raises(FormatError, match=message):
+        read_trace(_mooncake(tmp_path / "mc.jsonl", stamps))
+
+
+def test_a_trace_of_any_real_span_is_read_and_refused_as_a_stream_beyond_the_cap(tmp_path):
+    # lengths are read from a trace of a month; replaying it is refused where the stream
+    # is made (its window cap), in one line
+    month = [0, 2_600_000_000]  # ms
+    trace = read_trace(_mooncake(tmp_path / "mc.jsonl", month))
+    assert trace.arrival_s.tolist() == [0.0, 2.6e6] and MAX_TIMESTAMP_S >= 2.6e6
+    with pytest.raises(ServingError, match=r"beyond the 1,000,000 s"):
+        make_workload(str(tmp_path / "mc.jsonl")).generate(None, None, 0)  # the whole trace
+
+
+@pytest.mark.parametrize("field", ["arrival_time", "first_token_ts"])
+def test_a_vllm_requests_file_with_negative_times_is_refused(tmp_path, field):
+    row = {"input_toks": 3, "output_toks": 2, "arrival_time": 1.0, "first_token_ts": 2.0}
+    path = tmp_path / "requests.jsonl"
+    path.write_text(json.dumps(row) + "\n" + json.dumps({**row, field: -4.0}) + "\n")
+    with pytest.raises(FormatError, match=rf"requests\.jsonl:2: {field}: must be from 0 to"):
+        read_trace(path, "vllm-bench")
+
+
+def test_a_trace_above_the_size_cap_is_refused_unread(tmp_path, monkeypatch):
+    path = _mooncake(tmp_path / "mc.jsonl", [0, 1, 2])
+    monkeypatch.setattr(json_files, "MAX_FILE_BYTES", 100)
+    with pytest.raises(FileAccessError, match=r"mc\.jsonl: .* larger than the 100 bytes"):
+        read_trace(path)

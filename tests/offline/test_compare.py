@@ -1,10 +1,11 @@
 import csv
 import io
+import json
 
 import pytest
 
 from schedlab import compare, read_instance
-from schedlab.errors import SchedlabError, UnknownNameError, UnknownOptionError
+from schedlab.errors import FormatError, SchedlabError, UnknownNameError, UnknownOptionError
 from schedlab.offline.compare import DEFAULT_SOLVERS
 from schedlab.offline.verify import verify
 from tests.conftest import INSTANCES
@@ -111,3 +112,63 @@ def test_one_solver_may_be_named_alone_but_not_none() -> None:
         compare(inst, [])
     with pytest.raises(SchedlabError, match=r"^compare: expected an Instance, got list$"):
         compare([inst, inst])  # type: ignore[arg-type]
+
+
+def _forge(results, solver, edit):
+    """Rewrite ``solver``'s line of the results file with ``edit(value)``; its number."""
+    lines = results.read_text().splitlines()
+    for number, line in enumerate(lines, start=1):
+        row = json.loads(line)
+        if row["kind"] == "solve" and row["params"]["solver"] == solver:
+            edit(row["value"])
+            lines[number - 1] = json.dumps(row)
+            results.write_text("\n".join(lines) + "\n")
+            return number
+    raise AssertionError(f"no line of {solver}")
+
+
+def test_a_resumed_comparison_equals_the_computed_one(tmp_path):
+    inst = read_instance(INSTANCES / "tiny-2.json")
+    results = tmp_path / "r.jsonl"
+    first = compare(inst, ["fcfs", "brute-force"], results=results)
+    again = compare(inst, ["fcfs", "brute-force"], results=results)
+    strip = [{k: v for k, v in r.items() if k != "runtime_s"} for r in first.records()]
+    assert [{k: v for k, v in r.items() if k != "runtime_s"} for r in again.records()] == strip
+    assert [r.status for r in again.results] == [r.status for r in first.results]
+
+
+@pytest.mark.parametrize(
+    ("edit", "why"),
+    [
+        # the issue's forgery: objective 1, every start at round 0 (infeasible)
+        (lambda v: v.update(objective=1, starts=[0] * len(v["starts"])), "is infeasible"),
+        (lambda v: v.update(objective=v["objective"] - 1), r"but its starts give"),
+        (lambda v: v.update(status="OPTIMAL"), "OPTIMAL without a bound that meets"),
+        (lambda v: v.update(lower_bound=1e9), r"own lower bound is 1e\+09, above the objective"),
+        (lambda v: v.update(starts="all"), "ScheduleError"),
+        (lambda v: v.pop("objective"), "KeyError"),
+        (lambda v: v.update(solver="brute-force"), "it names the solver 'brute-force'"),
+    ],
+)
+def test_a_forged_result_read_back_is_refused_by_line(tmp_path, edit, why):
+    inst = read_instance(INSTANCES / "tiny-2.json")
+    results = tmp_path / "r.jsonl"
+    compare(inst, ["fcfs"], results=results)
+    number = _forge(results, "fcfs", edit)
+    with pytest.raises(
+        FormatError, match=rf"^{results}:{number}: not a true result of fcfs on tiny-2 .*{why}"
+    ):
+        compare(inst, ["fcfs"], results=results)
+
+
+def test_a_forged_bound_read_back_is_refused_by_line(tmp_path):
+    inst = read_instance(INSTANCES / "tiny-2.json")
+    results = tmp_path / "r.jsonl"
+    compare(inst, ["fcfs"], results=results)
+    lines = [json.loads(line) for line in results.read_text().splitlines()]
+    assert lines[0]["kind"] == "bound"
+    for value, why in ((1e12, "above the objective"), (-5, "must be finite >= 0")):
+        lines[0]["value"]["value"] = value
+        results.write_text("".join(json.dumps(row) + "\n" for row in lines))
+        with pytest.raises(FormatError, match=rf"^{results}:1: not a true lower bound .*{why}"):
+            compare(inst, ["fcfs"], results=results)

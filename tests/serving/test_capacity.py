@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from schedlab.errors import ServingError, UnknownNameError
+from schedlab.errors import FormatError, ServingError, UnknownNameError
 from schedlab.serving.capacity import GridError, capacity, capacity_grid, probe, sweep
 from schedlab.serving.metrics import SLO
 from schedlab.serving.scenario import Scenario
@@ -200,15 +200,38 @@ def test_a_point_is_keyed_by_the_trace_it_reads_not_its_path(tmp_path):
         lambda value: "x",
         lambda value: {**value, "attainment": "high"},  # printed as it was, once
         lambda value: {**value, "ttft": {**value["ttft"], "p99": [1]}},
+        # in range, or refused: a forged attainment of 9.99 was printed as it was
+        lambda value: {**value, "attainment": 9.99},
+        lambda value: {**value, "attainment": -0.5},
+        lambda value: {**value, "ttft": {**value["ttft"], "p99": -1.0}},
+        lambda value: {**value, "end_s": 1e300 * 1e300},  # written 1e400 below
+        lambda value: {**value, "n_requests": -3},
+        lambda value: {**value, "preemptions": 2.5},
+        lambda value: {**value, "policy_stats": {"misses": -1}},
     ],
 )
 def test_a_results_line_that_holds_no_result_is_refused_in_one_line(tmp_path, tamper):
     results = tmp_path / "r.jsonl"
     sweep("chat", ["vllm"], [2.0], VLLM, duration_s=5.0, results=results)
     line = json.loads(results.read_text())
-    results.write_text(json.dumps({**line, "value": tamper(line["value"])}) + "\n")
-    with pytest.raises(ServingError, match=r"r\.jsonl: the line of vllm at 2 req/s does not hold"):
+    text = json.dumps({**line, "value": tamper(line["value"])})
+    results.write_text(text.replace("Infinity", "1e400") + "\n")  # JSON, read as inf
+    with pytest.raises(
+        FormatError, match=r"r\.jsonl:1: the line of vllm at 2 req/s does not hold a true"
+    ):
         sweep("chat", ["vllm"], [2.0], VLLM, duration_s=5.0, results=results)
+
+
+def test_a_forged_capacity_read_back_is_refused(tmp_path):
+    results = tmp_path / "r.jsonl"
+    search = {"duration_s": 20.0, "rel_tol": 0.5, "results": results, "backend": "serial"}
+    honest = capacity_grid("chat", ["vllm"], VLLM, **search)
+    assert capacity_grid("chat", ["vllm"], VLLM, **search) == honest  # resumed as it was
+    line = json.loads(results.read_text())
+    line["value"]["probes"][0]["attainment"] = 1.5
+    results.write_text(json.dumps(line) + "\n")
+    with pytest.raises(FormatError, match=r"r\.jsonl:1: .*attainment: must be in \[0, 1\]"):
+        capacity_grid("chat", ["vllm"], VLLM, **search)
 
 
 def test_a_rate_or_seed_given_twice_is_refused():

@@ -27,6 +27,7 @@ from schedlab.serving.cost_model import (
     register_cost_model_kind,
     require_monotone,
     save_cost_model,
+    shipped_cost_models,
 )
 
 MS = 1e-3
@@ -87,6 +88,11 @@ def test_json_round_trip(tmp_path):
         ({"kind": "linear-attention", "coefficients": {"base_s": "1"}}, "base_s: expected"),
         ({"kind": "linear-attention", "coefficients": {}, "margin_s": -1}, "margin_s"),
         ({"kind": "linear-attention", "coefficients": {"base_s": float("inf")}}, "finite"),
+        # a misspelt margin ran with margin 0 without a word
+        (
+            {"kind": "linear-attention", "coefficients": {}, "margn_s": 1e-3},
+            r"^m.json: unknown key\(s\) margn_s; known: coefficients, hardware, kind, margin_s",
+        ),
     ],
 )
 def test_bad_json_names_the_place(data, message):
@@ -187,3 +193,19 @@ def test_every_model_names_its_hardware():
     assert hardware_of(LinearAttentionCostModel()) == "hardware not stated"
     assert cost_model_names()[0] == "sloweave-default"
     assert "rtxpro6000_llama-3.1-8b" in cost_model_names()
+
+
+@pytest.mark.parametrize(
+    ("place", "key"),
+    [((), "margn_s"), (("model",), "layer"), (("parallelism",), "tp_size")],
+)
+def test_a_calibrated_model_with_an_unknown_key_names_it(place, key):
+    shipped = json.loads(shipped_cost_models()["rtx4090_llama-3.1-8b"].read_text())
+    assert cost_model_from_dict(shipped, "m.json").name == "rtx4090_llama-3.1-8b"
+    target = shipped
+    for name in place:
+        target = target[name]
+    target[key] = 1
+    where = "".join(f": {name}" for name in place)
+    with pytest.raises(FormatError, match=rf"^m.json{where}: unknown key\(s\) {key}; known: "):
+        cost_model_from_dict(shipped, "m.json")

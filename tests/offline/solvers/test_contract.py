@@ -21,9 +21,9 @@ from hypothesis import given, settings
 
 from schedlab import available_solvers, solve
 from schedlab.budget import STOPPED_BY
-from schedlab.errors import SchedlabError, UnknownOptionError
+from schedlab.errors import BoundError, SchedlabError, UnknownOptionError
 from schedlab.offline.backlogs import jaillet_instance, mixed_backlog
-from schedlab.offline.bounds import lower_bound
+from schedlab.offline.bounds import BOUNDS, Bound, lower_bound, register_bound
 from schedlab.offline.instance import Instance
 from schedlab.offline.instance_io import read_instance
 from schedlab.offline.result import Status
@@ -74,6 +74,27 @@ def test_schedule_is_verified_and_objective_is_its_own(solver: SolverInfo, index
     assert result.stats["stopped_by"] in STOPPED_BY
     if result.lower_bound is not None:
         assert result.lower_bound <= result.objective + 1e-9
+
+
+@pytest.fixture(scope="module")
+def bogus_bound() -> Iterator[str]:
+    """A registered bound that is wrong on every instance: 10**12 rounds."""
+
+    def bogus(instance: Instance, *, budget: object = None) -> Bound:
+        return Bound(1e12, "bogus")
+
+    register_bound("bogus", bogus)
+    yield "bogus"
+    del BOUNDS["bogus"]
+
+
+def test_a_wrong_bound_is_refused_not_made_a_certificate(
+    solver: SolverInfo, bogus_bound: str
+) -> None:
+    # a bound above an objective the verifier accepts can only be wrong: no OPTIMAL
+    # with gap 0 may rest on it, whichever solver found the schedule
+    with pytest.raises(BoundError, match=r"lower bound 'bogus' is 1e\+12, above the objective"):
+        solve(SAMPLE[0], solver.name, time_limit=60, seed=1, bound=bogus_bound)
 
 
 def test_same_seed_same_schedule(solver: SolverInfo) -> None:
