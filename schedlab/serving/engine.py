@@ -593,38 +593,49 @@ class Engine:
         view.now_s = now
         view.last_token_s = self.last_token_s
         admitting = not self._preempted
-        while True:
-            view.n_decode = self.n_decode
-            view.decode_kv = self.kv_sum + self.n_decode * i
-            if self.model_spread and self.n_decode:
-                view.decode_kv_max, view.decode_kv_min = self._decode_extremes(i)
-            else:
-                view.decode_kv_max = view.decode_kv_min = None
-            view.free_blocks = kv.free_blocks
-            view.free_seats = config.max_num_seqs - len(self.running) - len(self.held)
-            view.admitting = admitting
-            plan = self.policy.plan(view)
-            if plan or self.n_decode:
+        for _ in range(2):
+            while True:
+                view.n_decode = self.n_decode
+                view.decode_kv = self.kv_sum + self.n_decode * i
+                if self.model_spread and self.n_decode:
+                    view.decode_kv_max, view.decode_kv_min = self._decode_extremes(i)
+                else:
+                    view.decode_kv_max = view.decode_kv_min = None
+                view.free_blocks = kv.free_blocks
+                view.free_seats = config.max_num_seqs - len(self.running) - len(self.held)
+                view.admitting = admitting
+                plan = self.policy.plan(view)
+                if plan or self.n_decode:
+                    break
+                if self.held or self.inbox:
+                    # An empty lagged batch: the next scheduling pass sees everything.
+                    self._release_lagged()
+                    continue
+                if self.partials:
+                    # stuck prefills hold KV they cannot extend: free the newest
+                    self._preempt_newest(i, phase)
+                    admitting = False
+                    continue
+                if self.waiting and not admitting:
+                    # nothing runs: vLLM's next scheduling pass, right away, admits again
+                    admitting = True
+                    continue
+                if self.waiting and not self.held_off:
+                    raise ServingError(
+                        f"policy {self.policy.name!r}: empty batch at t={now:.6f} s with "
+                        f"{len(self.waiting)} request(s) waiting and none running"
+                    )
+                return None  # idle until the next arrival (or a hand-off's blocks come back)
+            chunks = self._apply(plan, i, phase, admitting)
+            if self.batch or self.n_decode:
                 break
-            if self.held or self.inbox:
-                # An empty lagged batch: the next scheduling pass sees everything.
-                self._release_lagged()
-                continue
-            if self.partials:  # stuck prefills hold KV they cannot extend: free the newest
-                self._preempt_newest(i, phase)
-                admitting = False
-                continue
-            if self.waiting and not admitting:
-                # nothing runs: vLLM's next scheduling pass, right away, admits again
-                admitting = True
-                continue
-            if self.waiting and not self.held_off:
-                raise ServingError(
-                    f"policy {self.policy.name!r}: empty batch at t={now:.6f} s with "
-                    f"{len(self.waiting)} request(s) waiting and none running"
-                )
-            return None  # idle until the next arrival (or a hand-off's blocks come back)
-        chunks = self._apply(plan, i, phase, admitting)
+            # The plan emptied itself: its only chunk's request was preempted to make
+            # room for it. vLLM completes the empty batch at once and schedules again,
+            # with what it has learnt since and no preemption in that pass.
+            self._release_lagged()
+            admitting = True
+        else:
+            return None
         for req, _ in self.batch:
             if math.isnan(req.first_chunk_s):
                 req.first_chunk_s = now

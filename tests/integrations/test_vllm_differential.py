@@ -98,7 +98,7 @@ def test_the_random_cases_reach_preemption_and_prefix_hits() -> None:
         np.full(6, 80, dtype=np.int64),
         1.0,
     )
-    engine = EngineConfig(kv_capacity_tokens=48 * 16, block_size=16, max_num_seqs=6)
+    engine = EngineConfig(kv_capacity_tokens=60 * 16, block_size=16, max_num_seqs=6)
     ours, theirs, mismatch = differential_run(stream, engine)
     assert mismatch is None, str(mismatch)
     assert sum(r.preemptions for r in theirs.records) > 0

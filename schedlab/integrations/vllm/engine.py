@@ -175,21 +175,17 @@ class VllmEngine:
         """Schedule the step starting at ``now`` (and, under asynchronous scheduling, the
         one after it); its batch's shape, or ``None`` when nothing can run."""
         self._take_arrivals()
-        if not self.config.async_scheduling:
+        step = self._ahead if self._ahead is not None else self._schedule(now)
+        self._ahead = None
+        if step.empty:
+            # an empty batch completes at once, and the engine core schedules again
+            self._complete_empty(step)
+            if not self.scheduler.has_requests():
+                return None
             step = self._schedule(now)
             if step.empty:
                 self._complete_empty(step)
-                return None
-        else:
-            step = self._ahead if self._ahead is not None else self._schedule(now)
-            self._ahead = None
-            if step.empty:
-                self._complete_empty(step)
-                step = self._schedule(now) if self.scheduler.has_requests() else step
-                if step.empty:
-                    if step.output is not None:
-                        self._complete_empty(step)
-                    return None
+                return None  # nothing can run until a request arrives
         # blocks held while the step runs, before the next one allocates (asynchronous
         # scheduling frees the blocks of requests finished in the last step only now)
         step.used_blocks = self._used_blocks()
