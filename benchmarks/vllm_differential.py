@@ -91,23 +91,31 @@ def main(argv: list[str] | None = None) -> int:
 
     version = require_vllm()
     started = time.perf_counter()
-    chunks = [list(range(start, min(start + 50, args.traces))) for start in range(0, args.traces, 50)]
+    chunks = [
+        list(range(start, min(start + 50, args.traces))) for start in range(0, args.traces, 50)
+    ]
     results: list[tuple[int, int, str | None]] = []
     with ProcessPoolExecutor(args.workers) as pool, Progress("traces", args.traces) as bar:
         for found in pool.map(run_chunk, [args.seed] * len(chunks), chunks):
             results.extend(found)
             bar(len(results), args.traces)
     wall = time.perf_counter() - started
-    print(f"vLLM {version} against schedlab's engine: {args.traces:,} traces, seed {args.seed}, "
-          f"{wall:.0f} s")
-    print(f"{'prefix caching':<16}{'scheduling':<14}{'traces':>8}{'mismatches':>12}"
-          f"{'with preemption':>17}")
+    print(
+        f"vLLM {version} against schedlab's engine: {args.traces:,} traces, seed {args.seed}, "
+        f"{wall:.0f} s"
+    )
+    print(
+        f"{'prefix caching':<16}{'scheduling':<14}{'traces':>8}{'mismatches':>12}"
+        f"{'with preemption':>17}"
+    )
     for m, (prefix, asynchronous) in enumerate(MODES):
         mine = [r for r in results if r[0] % len(MODES) == m]
         bad = sum(r[2] is not None for r in mine)
         pressed = sum(r[1] > 0 for r in mine)
-        print(f"{'on' if prefix else 'off':<16}{'async' if asynchronous else 'sync':<14}"
-              f"{len(mine):>8,}{bad:>12,}{pressed:>17,}")
+        print(
+            f"{'on' if prefix else 'off':<16}{'async' if asynchronous else 'sync':<14}"
+            f"{len(mine):>8,}{bad:>12,}{pressed:>17,}"
+        )
     wrong = [r for r in results if r[2] is not None]
     print(f"mismatch rate {len(wrong) / len(results):.4%} ({len(wrong)} of {len(results):,})")
     for number, _, text in wrong[: args.show]:

@@ -170,6 +170,8 @@ class BatchRecord:
     received
         ``(request index, tokens)``: KV tokens an admitted request brought from another
         node (a transfer), allocated here without being computed here.
+    shape
+        The batch as the cost model saw it.
     """
 
     start_s: float
@@ -183,6 +185,7 @@ class BatchRecord:
     used_blocks: int = 0
     handed_off: tuple[int, ...] = ()
     received: tuple[tuple[int, int], ...] = ()
+    shape: BatchShape | None = None
 
 
 @dataclass(frozen=True)
@@ -890,6 +893,7 @@ class Engine:
                     self.kv.used_blocks,
                     tuple(r.index for r, _ in self.batch if r.hand_off and r.done == r.target),
                     tuple(self._received),
+                    self.shape,
                 )
             )
             self._reused = []

@@ -75,8 +75,8 @@ class Scenario:
     engine_kind
         Whose scheduler runs each replica (:mod:`schedlab.serving.engine_kinds`):
         ``schedlab`` (this package's engine and ``policy``) or an installed kind such as
-        ``vllm`` (vLLM's own scheduler, which is then the policy: ``policy`` must be
-        ``vllm``).
+        ``vllm`` (vLLM's own scheduler; ``policy`` is then ``vllm``, or a policy that
+        kind runs inside that scheduler: ``sloweave``, ``sloweave-kv``).
     engine_model
         A model folder for engine kinds that configure a model from one (``vllm``:
         its ``config.json``; ``None``: the integration's own).
@@ -124,10 +124,10 @@ class Scenario:
             raise ServingError("scenario.policy: several replicas need a policy by name")
         if self.engine_kind not in engine_kind_names():
             raise UnknownNameError("engine", str(self.engine_kind), engine_kind_names())
-        if self.engine_kind != BUILTIN_KIND and self.policy != self.engine_kind:
+        if self.engine_kind != BUILTIN_KIND and not isinstance(self.policy, str):
             raise ServingError(
-                f"scenario.policy: engine {self.engine_kind} forms batches with its own "
-                f"scheduler; the policy must be {self.engine_kind!r}, got {self.policy!r}"
+                f"scenario.policy: engine {self.engine_kind} takes a policy by name (its "
+                "own scheduler forms the batches)"
             )
         if self.engine_model is not None and self.engine_kind == BUILTIN_KIND:
             raise ServingError(

@@ -124,10 +124,15 @@ class VllmSetup:
         The engine's limits and behaviours.
     model_dir
         A folder holding the model's ``config.json`` (default :data:`MODEL_DIR`).
+    policy
+        ``vllm`` (vLLM's own ``Scheduler``, or ``AsyncScheduler``), or a policy of
+        :data:`~schedlab.integrations.vllm.sloweave.POLICIES` (``SLOWeaveScheduler``,
+        configured by the caller).
     """
 
     engine: EngineConfig
     model_dir: str | None = None
+    policy: str = "vllm"
 
     def folder(self) -> Path:
         """The model folder, checked: it must hold a readable ``config.json``."""
@@ -163,8 +168,9 @@ def _model_config(folder: str) -> Any:
 
 
 def build_scheduler(setup: VllmSetup) -> Any:
-    """A fresh vLLM scheduler (``AsyncScheduler`` under asynchronous scheduling) of
-    ``setup``'s engine settings, with one full-attention KV cache group.
+    """A fresh vLLM scheduler (``AsyncScheduler`` under asynchronous scheduling, or
+    ``SLOWeaveScheduler`` for a SLOWeave policy) of ``setup``'s engine settings, with one
+    full-attention KV cache group.
 
     Raises
     ------
@@ -210,7 +216,14 @@ def build_scheduler(setup: VllmSetup) -> Any:
         kv_cache_groups=[KVCacheGroupSpec(["layer"], spec)],
     )
     _check_kept(vllm_config, config)
-    kind = AsyncScheduler if config.async_scheduling else Scheduler
+    kind: type
+    if setup.policy != "vllm":
+        from schedlab.integrations.vllm.sloweave import SLOWeaveScheduler, check_policy
+
+        check_policy(setup.policy)
+        kind = SLOWeaveScheduler
+    else:
+        kind = AsyncScheduler if config.async_scheduling else Scheduler
     return kind(
         vllm_config,
         kv_cache_config,

@@ -105,6 +105,8 @@ class VllmEngine:
         The replica's number.
     record_batches
         Keep a :class:`~schedlab.serving.engine.BatchRecord` per step.
+    margin_s
+        SLOWeave's margin, for a SLOWeave policy (``None``: the cost model's).
     """
 
     def __init__(
@@ -115,6 +117,7 @@ class VllmEngine:
         slo: SLO | None = None,
         index: int = 0,
         record_batches: bool = False,
+        margin_s: float | None = None,
     ) -> None:
         from vllm.sampling_params import SamplingParams
         from vllm.utils.hashing import sha256
@@ -127,8 +130,15 @@ class VllmEngine:
         self.index = index
         self.slo = slo
         self.clock = IterationClock(timing, index)
-        self.policy = VllmPolicy()
         self.scheduler = build_scheduler(setup)
+        self._now = 0.0  # the virtual clock, as the scheduler reads it
+        self.policy: Any = VllmPolicy()
+        if setup.policy != "vllm":  # SLOWeaveScheduler plans with our policy
+            tpot = (slo or SLO(ttft_s=60.0, tpot_s=0.025)).tpot_s
+            self.scheduler.configure(
+                setup.policy, timing.predicted, tpot, margin_s, clock=lambda: self._now
+            )
+            self.policy = self.scheduler.planner
         self._pool = self.scheduler.kv_cache_manager.block_pool
         self._evicted = 0
         self._count_evictions()
@@ -174,6 +184,7 @@ class VllmEngine:
     def plan(self, now: float) -> BatchShape | None:
         """Schedule the step starting at ``now`` (and, under asynchronous scheduling, the
         one after it); its batch's shape, or ``None`` when nothing can run."""
+        self._now = now
         self._take_arrivals()
         step = self._ahead if self._ahead is not None else self._schedule(now)
         self._ahead = None
@@ -210,6 +221,7 @@ class VllmEngine:
         if step is None:
             raise ServingError("engine vllm: an iteration ended that never started")
         self._current = None
+        self._now = now
         ids = list(step.output.num_scheduled_tokens)
         output = self._output_class(
             req_ids=ids,
@@ -234,6 +246,7 @@ class VllmEngine:
                     step.running,
                     step.waiting,
                     step.used_blocks,
+                    shape=step.shape,
                 )
             )
 
