@@ -12,6 +12,7 @@ class                           raised when
 :class:`InstanceError`          a request or instance violates the offline model
 :class:`InfeasibleInstanceError`  a request can never run (``s + o > M``)
 :class:`HorizonError`           a time-indexed method's horizon is too long for its arrays
+:class:`MemoryBudgetError`      a solver or bound would pass its memory budget
 :class:`FormatError`            a file is malformed (names file and place)
 :class:`UnknownNameError`       an unknown solver, bound, policy, workload... name
 :class:`UnknownOptionError`     a solver or bound is given an option it does not take
@@ -137,3 +138,9 @@ class NonMonotoneCostModelError(ServingError):
 
 class CalibrationError(SchedlabError, ValueError):
     """A profile cannot be calibrated (wrong model name, unknown ops or architecture)."""
+
+
+class MemoryBudgetError(SchedlabError, MemoryError):
+    """A solver or bound would take more memory than its budget (``max_memory``), or ran
+    out of memory; names the method and the size. A ``MemoryError``: what a caller that
+    handles running out of memory catches, though here nothing was allocated yet."""

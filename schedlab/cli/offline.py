@@ -45,6 +45,27 @@ def _key_values(items: list[str] | None, flag: str) -> dict[str, str]:
     return pairs
 
 
+def _memory_size(text: str) -> int:
+    """``--max-memory``: a size such as ``4G``, ``512M`` or bare bytes."""
+    from schedlab.budget import parse_memory
+
+    try:
+        return parse_memory(text)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _add_max_memory(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument(
+        "--max-memory",
+        type=_memory_size,
+        default=None,
+        metavar="SIZE",
+        help=f"memory budget {what}, e.g. 4G, 512M or bytes; a method that would pass it "
+        "refuses in one line (default: a quarter of the machine's memory)",
+    )
+
+
 def _solver_options(solver: str, texts: dict[str, str]) -> dict[str, Any]:
     from schedlab.offline.solvers import get_solver
     from schedlab.offline.solvers.contract import parse_options
@@ -70,6 +91,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         instance,
         args.solver,
         time_limit=args.time_limit,
+        max_memory=args.max_memory,
         seed=args.seed,
         bound=None if args.no_bound else "best",
         progress=not (args.json or args.quiet),
@@ -88,6 +110,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     ended = {
         None: "",
         "work": ", stopped by its work budget",
+        "memory": ", stopped by its memory budget",
         "time_limit": ", stopped by the time limit",
     }.get(stopped, f", stopped by {stopped}")
     print(f"{instance.name or args.file}: n = {instance.n}, M = {instance.memory:,} tokens")
@@ -141,6 +164,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         args.paths,
         names,
         time_limit=args.time_limit,
+        max_memory=args.max_memory,
         seed=args.seed,
         options=options,
         out_dir=args.out,
@@ -220,6 +244,7 @@ def _cmd_bound(args: argparse.Namespace) -> int:
         instance,
         args.method,
         time_limit=args.time_limit,
+        max_memory=args.max_memory,
         progress=not (args.json or args.quiet),
     )
     if args.json:
@@ -314,6 +339,7 @@ def register(sub: Any) -> None:
             help="wall-clock cap per solver (and for the bound); default none: solvers "
             "stop at their work budgets, so a seed gives the same answer on any machine",
         )
+        _add_max_memory(p, "per solver (and for the bound)")
         p.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default 0)")
         p.add_argument("--json", action="store_true", help="print JSON")
 
@@ -395,6 +421,7 @@ def register(sub: Any) -> None:
         metavar="SECONDS",
         help="wall-clock cap for the bound (default none: each method runs its work budget)",
     )
+    _add_max_memory(p, "of each method")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     p.set_defaults(func=_cmd_bound)

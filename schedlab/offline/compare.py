@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from schedlab.budget import check_time_limit
+from schedlab.budget import check_max_memory, check_time_limit
 from schedlab.errors import (
     BoundError,
     FormatError,
@@ -265,6 +265,7 @@ def compare(
     solvers: str | Sequence[str] | None = None,
     *,
     time_limit: float | None = None,
+    max_memory: int | None = None,
     seed: int = 0,
     bound: str | None = "best",
     options: Mapping[str, Mapping[str, Any]] | None = None,
@@ -277,7 +278,9 @@ def compare(
     """Solve ``instance`` with each solver and measure every gap to one lower bound.
 
     The bound is computed once (within ``time_limit``); each solver gets ``time_limit``
-    of its own. Names and options are checked before anything runs. A solver that
+    of its own, and likewise ``max_memory`` bytes (``None``: a quarter of the memory of
+    the machine a job runs on, :mod:`schedlab.budget`). Names and options are checked
+    before anything runs. A solver that
     refuses the instance (a :class:`~schedlab.errors.SchedlabError`) is recorded as a
     :class:`Failure` and the others go on. ``options``: each solver's own options by
     solver name (``{"local-search": {"max_moves": 5000}}``). ``progress``: show a bar on
@@ -289,6 +292,7 @@ def compare(
         [instance],
         solvers,
         time_limit=time_limit,
+        max_memory=max_memory,
         seed=seed,
         bound=bound,
         options=options,
@@ -305,6 +309,7 @@ def compare_all(
     solvers: str | Sequence[str] | None = None,
     *,
     time_limit: float | None = None,
+    max_memory: int | None = None,
     seed: int = 0,
     bound: str | None = "best",
     options: Mapping[str, Mapping[str, Any]] | None = None,
@@ -330,17 +335,20 @@ def compare_all(
     names = solver_names(solvers)
     own = solver_options(names, options)
     time_limit = check_time_limit(time_limit)
+    # a job's parameters name a memory budget only when one is given, so that results
+    # files written without one still match
+    memory = {} if max_memory is None else {"max_memory": check_max_memory(max_memory)}
     check_seed(seed)
     _try_options(own, time_limit)
     jobs = []
     for instance in instances:
         data = instance_to_dict(instance)
         if bound is not None:
-            params = {"instance": data, "method": bound, "time_limit": time_limit}
+            params = {"instance": data, "method": bound, "time_limit": time_limit, **memory}
             jobs.append(Job("bound", params))
         for name in names:
             params = {"instance": data, "solver": name, "time_limit": time_limit, "seed": seed}
-            jobs.append(Job("solve", {**params, "options": own[name]}))
+            jobs.append(Job("solve", {**params, **memory, "options": own[name]}))
     outcomes = iter(
         run_jobs(
             run_offline_job,
@@ -495,7 +503,9 @@ def run_offline_job(job: Job) -> dict[str, Any]:
     p = job.params
     instance = instance_from_dict(p["instance"], f"job {job.key}")
     if job.kind == "bound":
-        found = lower_bound(instance, p["method"], time_limit=p["time_limit"])
+        found = lower_bound(
+            instance, p["method"], time_limit=p["time_limit"], max_memory=p.get("max_memory")
+        )
         return {
             "value": found.value,
             "method": found.method,
@@ -505,7 +515,12 @@ def run_offline_job(job: Job) -> dict[str, Any]:
         }
     if job.kind != "solve":
         raise SchedlabError(f"offline job: unknown kind {job.kind!r}")
-    run = {"time_limit": p["time_limit"], "seed": p["seed"], "bound": None}
+    run = {
+        "time_limit": p["time_limit"],
+        "max_memory": p.get("max_memory"),
+        "seed": p["seed"],
+        "bound": None,
+    }
     try:
         result = solve(instance, p["solver"], **run, **p["options"])
     except SolverError as exc:

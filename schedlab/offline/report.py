@@ -130,6 +130,7 @@ def run_report(
     solvers: Sequence[str] | None = None,
     *,
     time_limit: float | None = None,
+    max_memory: int | None = None,
     seed: int = 0,
     bound: str | None = "best",
     options: Mapping[str, Mapping[str, Any]] | None = None,
@@ -150,6 +151,9 @@ def run_report(
         Solver names (default :data:`schedlab.offline.compare.DEFAULT_SOLVERS`).
     time_limit
         Seconds per solver run and for the bound of each instance.
+    max_memory
+        Memory budget in bytes of each solver run and bound (``None``: the default of
+        :mod:`schedlab.budget`).
     seed
         Seed for every solver.
     bound
@@ -174,6 +178,7 @@ def run_report(
         load_instances(items),
         solvers,
         time_limit=time_limit,
+        max_memory=max_memory,
         seed=seed,
         bound=bound,
         options=options,

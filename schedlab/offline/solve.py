@@ -9,7 +9,7 @@ import operator
 import time
 from typing import Any
 
-from schedlab.budget import Budget
+from schedlab.budget import Budget, memory_guard
 from schedlab.errors import BoundError, InputError, InputTypeError, SolverError
 from schedlab.interrupts import held_interrupts
 from schedlab.offline.bounds import Bound, bound_steps, bound_within
@@ -55,6 +55,7 @@ def solve(
     solver: str = "mc-sf",
     *,
     time_limit: float | None = None,
+    max_memory: int | None = None,
     seed: int = 0,
     bound: str | Bound | None = "best",
     progress: bool | Progress = False,
@@ -73,6 +74,9 @@ def solve(
         ``None``: none. Solvers end at their own work budgets (:mod:`schedlab.budget`),
         so without a binding cap the result depends only on the instance, the options
         and the seed; a cap that binds is recorded in ``stats["stopped_by"]``.
+    max_memory
+        Memory budget in bytes for the solver (and, separately, for the bound); ``None``:
+        a quarter of the machine's memory (:mod:`schedlab.budget`).
     seed
         Seed of every random choice; the same seed gives the same result.
     bound
@@ -108,6 +112,8 @@ def solve(
     InputError
         (a ``ValueError``) for a negative ``seed`` or a ``time_limit`` that is not a
         positive number of seconds.
+    MemoryBudgetError
+        (a ``MemoryError``) if the solver or the bound would pass ``max_memory``.
     """
     check_instance(instance, "solve")
     info = get_solver(solver)
@@ -123,7 +129,8 @@ def solve(
         bar.add(steps)  # the solver and each bound method, counted from the start
         bar.doing(solver)
         began = time.perf_counter()
-        output = info.fn(instance, budget=Budget(time_limit), seed=seed, **options)
+        with memory_guard(solver):
+            output = info.fn(instance, budget=Budget(time_limit, max_memory), seed=seed, **options)
         runtime = time.perf_counter() - began
         bar.step()
         schedule = Schedule(instance, output.starts)
@@ -143,7 +150,9 @@ def solve(
             {**output.stats, "stopped_by": output.stats.get("stopped_by")},
         )
         if isinstance(bound, str):
-            bound = bound_within(instance, bound, Budget(time_limit), progress=bar, counted=True)
+            bound = bound_within(
+                instance, bound, Budget(time_limit, max_memory), progress=bar, counted=True
+            )
     return with_bound(own, bound)
 
 

@@ -304,3 +304,35 @@ def test_generate_does_not_overwrite_its_source(tmp_path, capsys):
     assert main(argv) == 2
     assert "is the --source file; it would be overwritten" in capsys.readouterr().err
     assert source.read_text().startswith("num_prefill_tokens")
+
+
+@pytest.mark.parametrize("command", ["solve", "compare", "bound"])
+@pytest.mark.parametrize("size", ["4X", "0", "-1G", "lots", ""])
+def test_bad_max_memory_is_one_line(capsys, command, size):
+    with pytest.raises(SystemExit) as exit_:
+        main([command, DEFAULT, f"--max-memory={size}"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--max-memory" in err
+
+
+def test_max_memory_reaches_solver_bound_and_compare(capsys):
+    tiny = str(INSTANCES / "tiny-1.json")
+    # sorted-f's exact programme on the shipped mixed n = 50 needs some 60 MB
+    argv = ["solve", DEFAULT, "--solver", "sorted-f", "--option", "method=exact"]
+    code, out, err = run(capsys, *argv, "--no-bound", "--max-memory", "1M")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith("schedlab: error: sorted-f: the exact programme's tables")
+    code, out, _ = run(capsys, *argv, "--no-bound", "--max-memory", "1G")
+    assert code == 0 and "objective" in out
+    code, out, err = run(capsys, "bound", DEFAULT, "--method", "lp", "--max-memory", "64K")
+    assert code == 2 and err.startswith("schedlab: error: lp: time-indexed LP: arrays over")
+    code, out, _ = run(capsys, "bound", tiny, "--max-memory", "64K", "--json")
+    assert code == 0 and json.loads(out)["stats"]["skipped"]  # best goes on without them
+    code, out, _ = run(
+        capsys, "compare", DEFAULT, "--solvers", "mc-sf,sorted-f", "--option",
+        "sorted-f.method=exact", "--max-memory", "1M", "--backend", "serial", "--json",
+    )  # fmt: skip
+    assert code == 0
+    rows = {row["solver"]: row for row in json.loads(out)}
+    assert "memory budget" in rows["sorted-f"]["reason"] and "objective" in rows["mc-sf"]

@@ -5,7 +5,9 @@ Every method is a function ``fn(instance, *, budget) -> Bound`` listed in
 ``best`` takes the largest value among the methods chosen for the instance. Every
 bound's validity is proven in ``proofs/``. The methods with arrays over the rounds refuse
 horizons above :data:`~schedlab.offline.bounds.time_indexed.MAX_HORIZON` rounds
-(:class:`~schedlab.errors.HorizonError`), and ``best`` then goes on without them.
+(:class:`~schedlab.errors.HorizonError`), and every method refuses what would pass the
+memory budget (:class:`~schedlab.errors.MemoryBudgetError`, :mod:`schedlab.budget`);
+``best`` then goes on without them.
 
 ``trivial``
     ``sum_i o_i``: request ``i`` is active for ``o_i`` rounds, so ``C_i - a_i >= o_i``.
@@ -61,8 +63,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from schedlab.budget import UNLIMITED, Budget, stopped_by
-from schedlab.errors import HorizonError, SchedlabError, UnknownNameError
+from schedlab.budget import UNLIMITED, Budget, memory_guard, stopped_by
+from schedlab.errors import HorizonError, MemoryBudgetError, SchedlabError, UnknownNameError
 from schedlab.offline.bounds import (
     completion_spacing,
     fluid_spacing,
@@ -203,6 +205,7 @@ def lower_bound(
     method: str = "best",
     time_limit: float | None = None,
     *,
+    max_memory: int | None = None,
     progress: bool | Progress = False,
 ) -> Bound:
     """A valid lower bound on the optimal total latency of ``instance``.
@@ -215,11 +218,14 @@ def lower_bound(
     time_limit
         Wall-clock cap in seconds for the whole call (``None``: none; every method then
         ends at its own work budget, and the value depends only on the instance).
+    max_memory
+        Memory budget in bytes of each method (``None``: a quarter of the machine's
+        memory, :mod:`schedlab.budget`); ``best`` skips a method that would pass it.
     progress
         ``True``: a bar on standard error counts the methods and names the one running
         (:mod:`schedlab.progress`); or the caller's bar to step.
     """
-    return bound_within(instance, method, Budget(time_limit), progress=progress)
+    return bound_within(instance, method, Budget(time_limit, max_memory), progress=progress)
 
 
 def _chosen(instance: Instance, method: str) -> list[BoundMethod]:
@@ -254,7 +260,8 @@ def bound_within(
             bar.add(len(chosen))
         if method != "best":
             bar.doing(method)
-            bound = BOUNDS[method].fn(instance, budget=budget)
+            with memory_guard(method):
+                bound = BOUNDS[method].fn(instance, budget=budget)
             bar.step()
             return bound
         return _best(instance, chosen, budget, bar)
@@ -262,7 +269,8 @@ def bound_within(
 
 def _best(instance: Instance, chosen: list[BoundMethod], budget: Budget, bar: Progress) -> Bound:
     """The largest of the ``chosen`` methods' bounds (``best``), each stepping ``bar``;
-    a method that refuses the instance's horizon (:class:`HorizonError`) is skipped."""
+    a method that refuses the instance's horizon (:class:`HorizonError`) or the memory
+    budget (:class:`MemoryBudgetError`) is skipped."""
     start = time.perf_counter()
     values: dict[str, float] = {}
     stops: list[str | None] = []
@@ -276,8 +284,9 @@ def _best(instance: Instance, chosen: list[BoundMethod], budget: Budget, bar: Pr
         share = budget if k == len(chosen) - 1 else budget.share(0.5)
         bar.doing(entry.name)
         try:
-            bound = entry.fn(instance, budget=share)
-        except HorizonError:
+            with memory_guard(entry.name):
+                bound = entry.fn(instance, budget=share)
+        except (HorizonError, MemoryBudgetError):
             skipped.append(entry.name)
             continue
         finally:

@@ -295,6 +295,7 @@ def fluid_spacing_search(
     """
     budget = budget or Budget()
     deadline = budget.deadline
+    check_horizon(price_horizon(instance), "fluid-spacing", budget)
     try:
         bound = FluidSpacing(instance, deadline=deadline)
         began = time.perf_counter()

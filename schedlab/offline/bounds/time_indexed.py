@@ -61,6 +61,7 @@ __all__ = [
     "DEFAULT_MAX_BLOCKS",
     "LP_ROUNDS",
     "MAX_HORIZON",
+    "ROUND_BYTES",
     "LPRelaxation",
     "RoundPrices",
     "block_loads",
@@ -82,9 +83,12 @@ LP_ROUNDS = 400
 DEFAULT_MAX_BLOCKS = 300
 
 #: Longest horizon ``T`` (rounds) a time-indexed method accepts: its arrays over the rounds
-#: take about 70 bytes a round in all (so 0.35 GB here). Past it :func:`check_horizon`
-#: refuses, and ``best`` skips the method.
+#: take about :data:`ROUND_BYTES` a round in all (so 0.35 GB here). Past it
+#: :func:`check_horizon` refuses, and ``best`` skips the method.
 MAX_HORIZON = 5_000_000
+
+#: Bytes a round of the horizon takes in a time-indexed method's arrays, in all.
+ROUND_BYTES = 70
 
 #: Relative safety margin taken off every certified value against floating-point error.
 _SAFETY = 1e-9
@@ -137,19 +141,28 @@ class LPRelaxation:
     prices: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
-def check_horizon(horizon: int, where: str) -> None:
-    """Refuse a horizon longer than :data:`MAX_HORIZON` rounds.
+def check_horizon(
+    horizon: int, where: str, budget: Budget | None = None, extra: float = 0
+) -> None:
+    """Refuse a horizon longer than :data:`MAX_HORIZON` rounds, or whose arrays
+    (:data:`ROUND_BYTES` a round, and ``extra`` bytes besides) would pass the memory
+    budget of ``budget``.
 
     Raises
     ------
     HorizonError
         Naming ``where`` and the horizon.
+    MemoryBudgetError
+        Naming ``where``, the bytes and the budget.
     """
     if horizon > MAX_HORIZON:
         raise HorizonError(
             f"{where}: the horizon is {horizon:,} rounds, above {MAX_HORIZON:,} (its arrays "
             "over the rounds would not fit); use mean-busy-time or a list-scheduling solver"
         )
+    if budget is not None:
+        size = ROUND_BYTES * horizon + extra
+        budget.require(where, size, f"arrays over a horizon of {horizon:,} rounds")
 
 
 def uniform_blocks(horizon: int, max_blocks: int = DEFAULT_MAX_BLOCKS) -> np.ndarray:
@@ -503,10 +516,11 @@ def lp_relaxation(
     horizon = default_horizon if horizon is None else int(horizon)
     if horizon < 1:
         raise ValueError(f"horizon: must be >= 1, got {horizon}")
-    check_horizon(horizon, "time-indexed LP")
     bounds = uniform_blocks(horizon, max_blocks)
     nblocks = len(bounds) - 1
     n = instance.n
+    # the pricing's tables by request and block, and the candidates priced at once
+    check_horizon(horizon, "time-indexed LP", budget, 4 * 8 * (n * nblocks + _CHUNK_ENTRIES))
     output = instance.output
     arrival = instance.arrival
     trivial = float(output.sum())

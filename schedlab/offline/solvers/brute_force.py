@@ -12,8 +12,11 @@ when the partial objective plus ``sum of o_j`` over the unassigned requests reac
 incumbent. It is exponential; it refuses more than :data:`MAX_REQUESTS` requests, and
 instances whose search spans more than :data:`MAX_ROUNDS` rounds (``a_max + U``, the
 length of the load array; the windows and the profiles grow with it).
-Work unit: a search node; ``max_nodes`` (default ``None``: no limit) and the budget's
-wall-clock cap stop it early, with the incumbent and status ``TIME_LIMIT``.
+Work unit: a search node; ``max_nodes`` (default :data:`DEFAULT_NODES`, about a minute
+at the widest windows it takes) and the budget's wall-clock cap stop it early, with the
+incumbent and status ``TIME_LIMIT``. Its memory does not grow as it runs: one load array
+over the rounds searched (checked against the memory budget before it is made) and a
+recursion at most ``n`` deep.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from schedlab.offline.priority import RULES, priority_order
 from schedlab.offline.result import SolverOutput, Status
 from schedlab.offline.solvers.contract import integer_option
 
-__all__ = ["MAX_REQUESTS", "MAX_ROUNDS", "brute_force"]
+__all__ = ["DEFAULT_NODES", "MAX_REQUESTS", "MAX_ROUNDS", "brute_force"]
 
 MAX_REQUESTS = 8
 
@@ -41,13 +44,17 @@ MAX_REQUESTS = 8
 #: (span 901) more than a minute (2026-12-03).
 MAX_ROUNDS = 512
 
+#: Search nodes by default (``max_nodes=``): each tries every start of its window, so a
+#: node costs up to ``MAX_ROUNDS`` fit tests; sized to end within about a minute.
+DEFAULT_NODES = 50_000
+
 
 def brute_force(
     instance: Instance,
     *,
     budget: Budget = UNLIMITED,
     seed: int = 0,
-    max_nodes: int | None = None,
+    max_nodes: int | None = DEFAULT_NODES,
     max_rounds: int = MAX_ROUNDS,
 ) -> SolverOutput:
     """Optimal schedule by exhaustive enumeration (``n <= 8``); see the module docs.
@@ -58,7 +65,7 @@ def brute_force(
     Parameters
     ----------
     max_nodes
-        The work budget: search nodes (``None``: no limit).
+        The work budget: search nodes (:data:`DEFAULT_NODES`; ``None``: no limit).
     max_rounds
         The most rounds the search may span, ``a_max + U`` (``>= 1``; :data:`MAX_ROUNDS`).
 
@@ -97,7 +104,8 @@ def brute_force(
             "raise max_rounds"
         )
     slack = best[0] - sum(o)
-    load = np.zeros(max(a) + best[0] + 1, dtype=np.int64)
+    budget.require("brute-force", 8 * (rounds + 1), f"a load array of {rounds:,} rounds")
+    load = np.zeros(rounds + 1, dtype=np.int64)
     order = sorted(range(n), key=lambda i: -(s[i] + o[i]))
     rest = [sum(o[j] for j in order[k:]) for k in range(n + 1)]
     starts = [0] * n

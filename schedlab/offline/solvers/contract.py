@@ -57,7 +57,7 @@ CONTRACT_PARAMETERS = ("budget", "seed")
 
 #: Names no option may have: :func:`schedlab.solve` takes them itself, so an option of
 #: that name could never reach the solver.
-RESERVED_OPTIONS = ("instance", "solver", "time_limit", "bound")
+RESERVED_OPTIONS = ("instance", "solver", "time_limit", "max_memory", "bound")
 
 
 class SolverFn(Protocol):

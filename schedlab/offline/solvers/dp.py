@@ -66,6 +66,19 @@ States whose estimate reaches the best rule's objective are pruned (only strictl
 better schedules are sought; if none is left, the rule's schedule is optimal). Stopped
 by ``time_limit`` it returns the warm start with status ``TIME_LIMIT`` and the least
 estimate on the open list as a valid lower bound.
+
+Work and memory
+---------------
+The work budget counts expansions of the main search, :data:`DEFAULT_EXPANSIONS` by
+default (about a minute on the instances that need it: the subset searches run besides
+it). Memory goes to the states (their entries in the open list, the costs, parents and
+estimates kept by state) and above all to the load profiles of the running sets, lists
+up to ``max_i o_i`` long. The search counts both as it makes them (:class:`_Account`:
+:data:`STATE_BYTES` a state, :data:`CELL_BYTES` a profile entry), the subset searches'
+while they run, and once the count passes the memory budget
+(:class:`~schedlab.budget.Budget`'s ``max_memory``) it stops as the work budget stops
+it, with ``stats["stopped_by"] = "memory"``. The count is deterministic, so that stop is
+as reproducible as the work budget's.
 """
 
 from __future__ import annotations
@@ -84,7 +97,15 @@ from schedlab.offline.priority import best_rule_schedule
 from schedlab.offline.result import SolverOutput, Status
 from schedlab.offline.solvers.contract import integer_option
 
-__all__ = ["MAX_DP_REQUESTS", "MAX_DP_ROUNDS", "MAX_START_SETS", "solve_dp"]
+__all__ = [
+    "CELL_BYTES",
+    "DEFAULT_EXPANSIONS",
+    "MAX_DP_REQUESTS",
+    "MAX_DP_ROUNDS",
+    "MAX_START_SETS",
+    "STATE_BYTES",
+    "solve_dp",
+]
 
 #: Largest instance the DP accepts by default (``max_requests=`` overrides it).
 MAX_DP_REQUESTS = 12
@@ -104,6 +125,17 @@ MAX_DP_ROUNDS = 5 * 4_096
 #: instance instead. The 4,096 subsets of 12 requests stay far below it.
 MAX_START_SETS = 20_000
 
+#: Expansions of the main search by default (``max_expansions=``): sized to end within
+#: about a minute where the search does not end sooner.
+DEFAULT_EXPANSIONS = 30_000
+
+#: Bytes counted for a state kept by the search: its key and entries in the open list
+#: and in the costs, parents and estimates kept by state (module docs, "Work and memory").
+STATE_BYTES = 1_200
+
+#: Bytes counted for an entry of a kept load profile: a list slot and an integer object.
+CELL_BYTES = 40
+
 Running = tuple[tuple[int, int], ...]
 #: ``(min(t, a_max + 1), U, R, spare, due)``: see the module docs.
 State = tuple[int, int, Running, int, int]
@@ -114,11 +146,29 @@ _NO_DUE = 1 << 30
 SUBSET_BUDGET = 100
 
 
+class _Account:
+    """The bytes a search holds by its count (module docs), shared by the main search and
+    the subset searches; :attr:`over` once they pass ``limit``."""
+
+    __slots__ = ("held", "limit")
+
+    def __init__(self, limit: float) -> None:
+        self.held = 0
+        self.limit = limit
+
+    @property
+    def over(self) -> bool:
+        """Whether the bytes held pass the limit."""
+        return self.held > self.limit
+
+
 class _Model:
     """Instance data, memoised load profiles of running sets, and the estimate.
 
     ``subsets`` (optional) holds the optima of the backlog sub-instances of the original
     instance; ``ids[i]`` is the original index of this instance's request ``i``.
+    ``account`` counts the bytes of what it keeps (and its searches' states); ``held`` is
+    its own share of that count.
     """
 
     def __init__(
@@ -126,7 +176,10 @@ class _Model:
         instance: Instance,
         subsets: _SubsetOptima | None = None,
         ids: list[int] | None = None,
+        account: _Account | None = None,
     ) -> None:
+        self.account = _Account(math.inf) if account is None else account
+        self.held = 0
         self.instance = instance
         self.n = instance.n
         self.everyone = (1 << self.n) - 1
@@ -167,6 +220,16 @@ class _Model:
         self.estimates: dict[tuple[int, int, Running], int] = {}
         self.refinements: dict[tuple[int, int, Running], int] = {}
 
+    def count(self, size: int) -> None:
+        """Add ``size`` bytes to this model's and its account's count."""
+        self.held += size
+        self.account.held += size
+
+    def release(self) -> None:
+        """Take this model's count off its account (its searches are over)."""
+        self.account.held -= self.held
+        self.held = 0
+
     def clock(self, t: int) -> int:
         """``t' = min(t, a_max + 1)``, the part of round ``t`` a state keeps.
 
@@ -194,6 +257,7 @@ class _Model:
                 for d in range(self.o[i] - age):
                     load[d] += base + d
             self._profiles[running] = load
+            self.count(CELL_BYTES * len(load))
         return load
 
     def aged(self, running: Running) -> Running:
@@ -201,6 +265,7 @@ class _Model:
         aged = tuple((i, age + 1) for i, age in running if age + 1 < self.o[i])
         if aged not in self._profiles:
             self._profiles[aged] = self.profile(running)[1:]
+            self.count(CELL_BYTES * len(self._profiles[aged]))
         return aged
 
     def grown(self, running: Running, i: int) -> Running:
@@ -210,6 +275,7 @@ class _Model:
             load, base, o = self.profile(running), self.s[i] + 1, self.o[i]
             load = load + [0] * (o - len(load))
             self._profiles[grown] = [x + base + d for d, x in enumerate(load[:o])] + load[o:]
+            self.count(CELL_BYTES * len(self._profiles[grown]))
         return grown
 
     def rise(self, running: Running) -> list[int]:
@@ -218,6 +284,7 @@ class _Model:
         if rise is None:
             rise = [x + d for d, x in enumerate(self.profile(running))]
             self._rises[running] = rise
+            self.count(CELL_BYTES * len(rise))
         return rise
 
     def earliest_fit(self, i: int, e: int, running: Running) -> int:
@@ -382,9 +449,16 @@ class _SubsetOptima:
     :data:`SUBSET_BUDGET` as it is now) or by ``deadline`` leaves its valid lower bound
     instead (proofs/dp_rounds.md)."""
 
-    def __init__(self, instance: Instance, deadline: float, budget: float | None = None) -> None:
+    def __init__(
+        self,
+        instance: Instance,
+        deadline: float,
+        budget: float | None = None,
+        account: _Account | None = None,
+    ) -> None:
         self.instance = instance
         self.deadline = deadline
+        self.account = _Account(math.inf) if account is None else account
         self.budget = SUBSET_BUDGET if budget is None else budget
         self.values: dict[int, int] = {}
         self.searches = 0
@@ -401,7 +475,9 @@ class _SubsetOptima:
                 prompt = self.instance.prompt[members]
                 sub = Instance.from_arrays(self.instance.memory, prompt, output)
                 self.searches += 1
-                found = _Search(_Model(sub, self, members), self.deadline).run(self.budget).bound
+                model = _Model(sub, self, members, self.account)
+                found = _Search(model, self.deadline).run(self.budget).bound
+                model.release()  # its states and profiles are dropped with it
             self.values[mask] = found
         return found
 
@@ -418,7 +494,7 @@ class _Search:
         self.goal: State | None = None
         self.bound = self.upper
         self.expanded = 0
-        self.stopped = False
+        self.stopped: str | None = None
         self.best_g: dict[State, int] = {self.start: 0}
         self.counter = itertools.count()
         # entries (g + h, g, tie-break, t, state)
@@ -427,8 +503,10 @@ class _Search:
         ]
 
     def run(self, budget: float = math.inf) -> _Search:
-        """Search on for at most ``budget`` more expansions (or to the deadline); sets
-        ``goal`` (a strictly better schedule, optimal) or ``stopped`` and ``bound``."""
+        """Search on for at most ``budget`` more expansions (or to the deadline, or until
+        the model's account passes its limit); sets ``goal`` (a strictly better schedule,
+        optimal) or ``stopped`` (``"work"``, ``"time_limit"`` or ``"memory"``) and
+        ``bound``."""
         model, upper, heap, best_g, counter = (
             self.model,
             self.upper,
@@ -439,7 +517,8 @@ class _Search:
         estimates: dict[tuple[int, int, Running], int] = model.estimates
         refined: dict[tuple[int, int, Running], int] = model.refinements
         limit = self.expanded + budget
-        self.stopped = False
+        account = model.account
+        self.stopped = None
         while heap:
             f, g, _, t, state = heapq.heappop(heap)
             if g > best_g[state]:
@@ -455,9 +534,18 @@ class _Search:
             if state[1] == 0 and not state[2]:
                 self.goal, self.bound = state, g
                 break
-            if self.expanded >= limit or time.perf_counter() > self.deadline:
+            stop = (
+                "time_limit"
+                if time.perf_counter() > self.deadline
+                else "work"
+                if self.expanded >= limit
+                else "memory"
+                if account.over
+                else None
+            )
+            if stop is not None:
                 heapq.heappush(heap, (f, g, next(counter), t, state))
-                self.stopped, self.bound = True, min(upper, f)
+                self.stopped, self.bound = stop, min(upper, f)
                 break
             self.expanded += 1
             _, unstarted, running, spare, due = state
@@ -492,6 +580,7 @@ class _Search:
                 best_g[nxt] = g2
                 self.parent[nxt] = (state, tuple(chosen))
                 heapq.heappush(heap, (f2, g2, next(counter), t + 1, nxt))
+                model.count(STATE_BYTES)
         if self.goal is None and not heap:  # nothing beats the warm start: it is optimal
             self.bound = upper
         return self
@@ -525,14 +614,15 @@ def solve_dp(
     seed: int = 0,
     max_requests: int = MAX_DP_REQUESTS,
     max_rounds: int = MAX_DP_ROUNDS,
-    max_expansions: int | None = None,
+    max_expansions: int | None = DEFAULT_EXPANSIONS,
 ) -> SolverOutput:
     """Solve exactly by the dynamic programme over rounds (see module docs).
 
     Parameters
     ----------
     budget
-        Wall-clock cap (none: until proven).
+        Wall-clock cap (none: until proven) and memory budget (module docs, "Work and
+        memory").
     seed
         Unused: the search is deterministic.
     max_requests
@@ -541,10 +631,11 @@ def solve_dp(
         The most rounds the instance may span, ``a_max + sum_i o_i`` (``>= 1``;
         :data:`MAX_DP_ROUNDS`).
     max_expansions
-        The work budget: state expansions of the main search (``>= 1``; ``None``: until
-        proven).
-        Stopped by it or by the cap, the answer is the warm start with status
-        ``TIME_LIMIT`` and the search's valid lower bound.
+        The work budget: state expansions of the main search (``>= 1``;
+        :data:`DEFAULT_EXPANSIONS`; ``None``: until proven or out of memory).
+        Stopped by it, by the cap or by the memory budget, the answer is the warm start
+        with status ``TIME_LIMIT``, the search's valid lower bound and
+        ``stats["stopped_by"]`` saying which.
 
     Raises
     ------
@@ -572,8 +663,9 @@ def solve_dp(
             f"arrival + sum of outputs), above max_rounds = {max_rounds:,}; use local-search "
             "or lp-search, or raise max_rounds"
         )
-    subsets = _SubsetOptima(instance, budget.deadline)
-    search = _Search(_Model(instance, subsets), budget.deadline)
+    account = _Account(budget.max_memory)
+    subsets = _SubsetOptima(instance, budget.deadline, account=account)
+    search = _Search(_Model(instance, subsets, account=account), budget.deadline)
     search.run(math.inf if max_expansions is None else max_expansions)
     stats = {
         "warm_start": search.rule,
@@ -581,10 +673,10 @@ def solve_dp(
         "expanded": search.expanded,
         "states": len(search.best_g),
         "subset_searches": subsets.searches,
-        "stopped_by": None,
+        "memory_counted": account.held,
+        "stopped_by": search.stopped,
     }
     if search.stopped:
-        stats["stopped_by"] = "time_limit" if budget.expired() else "work"
         return SolverOutput(search.warm, Status.TIME_LIMIT, float(search.bound), stats)
     # a goal is strictly better than the warm start; with none, the warm start is optimal
     return SolverOutput(search.starts(), Status.OPTIMAL, float(search.bound), stats)

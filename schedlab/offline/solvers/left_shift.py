@@ -23,10 +23,24 @@ The left side for every ``t`` in ``[a_i, p_i]`` is one sliding-window maximum of
 ``g(tau) = L(tau) + tau`` over ``[a_i, p_i + o_i)``
 (:func:`scipy.ndimage.maximum_filter1d`, linear time), so a request costs
 ``O(p_i - a_i + o_i)`` array operations, a pass ``O(n * makespan)`` at most. The load
-profile comes from :attr:`schedlab.offline.schedule.Schedule.memory_profile` and is updated in
-place after every move. That is the reference (``engine="python"``); the default
-engine, :mod:`schedlab.offline.solvers.compiled_left_shift`, finds the same round by one
-integer sweep over the same range, in compiled code.
+profile is updated in place after every move. That is the reference
+(``engine="python"``); the default engine,
+:mod:`schedlab.offline.solvers.compiled_left_shift`, finds the same round by one integer
+sweep over the same range, in compiled code.
+
+Time without idle stretches
+---------------------------
+Request ``i`` reads and writes the load only in rounds of ``[a_i, C_i)``: its candidate
+starts lie in ``[a_i, p_i]`` and it runs ``o_i`` rounds from one of them, and a move only
+shrinks the interval. So the load profile is kept only over the union of these
+intervals, with the rounds between its maximal segments cut out (:func:`busy_time`):
+each segment keeps its rounds in order, shifted by the length cut before it, and holds
+every interval it meets whole, so the load of each of its rounds, and every comparison
+of the fit test (both sides shift alike: ``g(τ) = L(τ) + τ`` against ``c + t``), are
+those of the uncut time. The passes therefore make the same moves, and an instance with
+one request released at round ``2^30`` needs a profile as long as its schedule's
+objective at most (``sum_i (C_i - a_i)``), not ``2^30`` rounds. The profile's bytes are
+checked against the memory budget before it is built (:data:`PROFILE_BYTES`).
 """
 
 from __future__ import annotations
@@ -39,12 +53,51 @@ from schedlab.budget import UNLIMITED, Budget
 from schedlab.errors import SchedlabError, ScheduleError
 from schedlab.offline.decoder import ENGINES, decode_best, list_schedule
 from schedlab.offline.instance import Instance
-from schedlab.offline.schedule import Schedule
+from schedlab.offline.schedule import Schedule, load_profile
 
-__all__ = ["BLOCK", "decode_compacted", "earliest_start", "left_shift"]
+__all__ = [
+    "BLOCK",
+    "PROFILE_BYTES",
+    "busy_time",
+    "decode_compacted",
+    "earliest_start",
+    "left_shift",
+]
 
 #: Requests shifted between two looks at the wall-clock cap.
 BLOCK = 256
+
+#: Bytes a round of the load profile takes while it is built: the profile and the
+#: running sums, counts and rounds of :func:`~schedlab.offline.schedule.load_profile`.
+PROFILE_BYTES = 6 * 8
+
+
+def busy_time(instance: Instance, starts: np.ndarray) -> tuple[np.ndarray, int]:
+    """The rounds by which each request's times move when the rounds outside every
+    ``[a_i, p_i + o_i)`` are cut out (module docs, "Time without idle stretches"), and
+    the length of time that is left.
+
+    Returns
+    -------
+    tuple
+        ``cut[i]``, to subtract from ``a_i`` and ``p_i``, and the rounds left (the end of
+        the last segment in cut time).
+    """
+    release = instance.arrival.astype(np.int64)
+    end = np.asarray(starts, dtype=np.int64) + instance.output
+    order = np.argsort(release, kind="stable")
+    first, last = release[order], end[order]
+    reach = np.maximum.accumulate(last)  # the end of the segment so far
+    new = np.ones(len(order), dtype=bool)
+    new[1:] = first[1:] >= reach[:-1]  # a request after a gap opens a segment
+    segment = np.cumsum(new) - 1
+    begins = first[new]
+    ends = np.maximum.reduceat(last, np.flatnonzero(new))
+    lengths = ends - begins
+    cut_begins = np.cumsum(lengths) - lengths  # where each segment begins in cut time
+    cut = np.empty(len(order), dtype=np.int64)
+    cut[order] = (begins - cut_begins)[segment]
+    return cut, int(lengths.sum())
 
 
 def earliest_start(
@@ -118,8 +171,12 @@ def left_shift(
             f"left_shift: request {i} starts in round {int(schedule.starts[i])}, before its "
             f"release {int(instance.arrival[i])} (the schedule is infeasible)"
         )
-    new = schedule.starts.astype(np.int64)  # a copy, updated in place
-    load = schedule.memory_profile.astype(np.int64)  # likewise
+    cut, rounds = busy_time(instance, schedule.starts)
+    budget.require("left_shift", PROFILE_BYTES * rounds, f"a load profile of {rounds:,} rounds")
+    # in cut time (module docs); the starts are put back in the instance's time at the end
+    release = instance.arrival - cut
+    new = schedule.starts.astype(np.int64) - cut  # a copy, updated in place
+    load = load_profile(instance, new, 0, rounds)  # likewise
     shift = _compiled_block if engine == "compiled" else _python_block
     passes = moved = 0
     stopped = None
@@ -131,10 +188,12 @@ def left_shift(
             if budget.expired():
                 stopped = "time_limit"
                 break
-            moved_now += shift(instance, visit, lo, min(lo + BLOCK, instance.n), new, load)
+            hi = min(lo + BLOCK, instance.n)
+            moved_now += shift(instance, release, visit, lo, hi, new, load)
         moved += moved_now
         if not moved_now or stopped:
             break
+    new += cut
     gain = int(schedule.starts.sum() - new.sum())
     return new, {"passes": passes, "moved": moved, "gain": gain, "stopped_by": stopped}
 
@@ -188,15 +247,22 @@ def _refuse(request: int, start: int) -> ScheduleError:
 
 
 def _python_block(
-    instance: Instance, visit: np.ndarray, lo: int, hi: int, new: np.ndarray, load: np.ndarray
+    instance: Instance,
+    release: np.ndarray,
+    visit: np.ndarray,
+    lo: int,
+    hi: int,
+    new: np.ndarray,
+    load: np.ndarray,
 ) -> int:
-    """Shift ``visit[lo:hi]`` in turn with :func:`earliest_start`; returns the moves."""
+    """Shift ``visit[lo:hi]`` in turn with :func:`earliest_start`, with releases
+    ``release`` (in the time of ``new`` and ``load``); returns the moves."""
     moved = 0
     for i in visit[lo:hi].tolist():
         p, s, o = int(new[i]), int(instance.prompt[i]), int(instance.output[i])
         held = np.arange(s + 1, s + o + 1)
         load[p : p + o] -= held
-        t = earliest_start(load, instance.memory, s, o, int(instance.arrival[i]), p)
+        t = earliest_start(load, instance.memory, s, o, int(release[i]), p)
         if t is None:
             raise _refuse(i, p)
         load[t : t + o] += held
@@ -207,7 +273,13 @@ def _python_block(
 
 
 def _compiled_block(
-    instance: Instance, visit: np.ndarray, lo: int, hi: int, new: np.ndarray, load: np.ndarray
+    instance: Instance,
+    release: np.ndarray,
+    visit: np.ndarray,
+    lo: int,
+    hi: int,
+    new: np.ndarray,
+    load: np.ndarray,
 ) -> int:
     """The same with the compiled kernel (numba loads on first use)."""
     from schedlab.offline.solvers import compiled_left_shift
@@ -215,7 +287,7 @@ def _compiled_block(
     moved = compiled_left_shift.shift_requests(
         instance.prompt,
         instance.output,
-        instance.arrival,
+        release,
         instance.memory,
         visit,
         lo,

@@ -21,15 +21,25 @@ package rather than a model of its own. Under a wall-clock cap each window gets 
 left of it, and once the cap passes the rest of the base order is kept as it is
 (``stats["stopped_by"] == "time_limit"``). Windows whose outputs may add up to more than
 their solver takes (:data:`WINDOW_ROUNDS`) are refused before the first is solved.
+
+Work and memory: the windows share one work budget, ``max_work``, in their solver's own
+unit (:data:`WINDOW_WORK`: ``dp``'s expansions, ``brute-force``'s nodes, ``cpsat``'s
+deterministic time), by default about a minute in all; each window may use what is left
+of it, and once it is spent the rest of the base order is kept as it is
+(``stopped_by == "work"``). Each window's solver runs under the memory budget of the
+call (``dp`` counts its states as they grow and stops at it); ``stats["window_stops"]``
+counts the windows each limit stopped, and a window stopped by memory makes
+``stopped_by`` ``"memory"``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from schedlab.budget import UNLIMITED, Budget
+from schedlab.budget import UNLIMITED, Budget, stopped_by
 from schedlab.errors import SchedlabError, UnknownNameError
 from schedlab.offline.decoder import decode_best
 from schedlab.offline.instance import Instance
@@ -42,7 +52,14 @@ from schedlab.offline.solvers.cpsat import MAX_INTERVALS, solve_cpsat
 from schedlab.offline.solvers.dp import MAX_DP_ROUNDS, solve_dp
 from schedlab.offline.solvers.local_search import best_start_order
 
-__all__ = ["WINDOW_ROUNDS", "WINDOW_SOLVERS", "receding_horizon", "receding_order"]
+__all__ = [
+    "WINDOW_ROUNDS",
+    "WINDOW_SOLVERS",
+    "WINDOW_WORK",
+    "WindowWork",
+    "receding_horizon",
+    "receding_order",
+]
 
 #: The exact solvers a window may use, by solver name.
 WINDOW_SOLVERS: dict[str, SolverFn] = {
@@ -59,6 +76,27 @@ WINDOW_ROUNDS: dict[str, int] = {
     "dp": MAX_DP_ROUNDS,
     "cpsat": MAX_INTERVALS,
     "brute-force": BRUTE_FORCE_ROUNDS,
+}
+
+
+class WindowWork(NamedTuple):
+    """How a window solver's work is budgeted (module docs, "Work and memory")."""
+
+    #: The solver's option that takes its work budget.
+    option: str
+    #: The entry of its ``stats`` that reports the work it did.
+    done: str
+    #: The budget over all windows by default, about a minute.
+    default: float
+    #: Whether the option takes an integer.
+    integer: bool
+
+
+#: The work budgets of the window solvers, by solver name.
+WINDOW_WORK: dict[str, WindowWork] = {
+    "dp": WindowWork("max_expansions", "expanded", 30_000, True),
+    "cpsat": WindowWork("max_deterministic_time", "deterministic_time", 60.0, False),
+    "brute-force": WindowWork("max_nodes", "nodes", 50_000, True),
 }
 
 
@@ -92,25 +130,35 @@ def receding_order(
     solver: str,
     budget: Budget,
     seed: int = 0,
+    max_work: float | None = None,
 ) -> tuple[np.ndarray, dict[str, Any]]:
-    """The global priority order built by the receding-horizon loop (module docs)."""
+    """The global priority order built by the receding-horizon loop (module docs), its
+    windows sharing ``max_work`` units of work (``None``: :data:`WINDOW_WORK`'s
+    default for the solver)."""
     solve_window = _window_solver(solver, window, instance.output)
+    work = WINDOW_WORK[solver]
+    left = work.default if max_work is None else max_work
     queue = [int(i) for i in base]
     order: list[int] = []
     windows = optimal = 0
+    stops: dict[str, int] = {}
     stopped = None
     while queue:
-        if budget.expired():
-            stopped = "time_limit"
-            order.extend(queue)  # out of time: keep the base order for the rest
+        if budget.expired() or left <= 0:
+            stopped = "time_limit" if budget.expired() else "work"
+            order.extend(queue)  # out of time or work: keep the base order for the rest
             break
         chunk = queue[:window]
         sub = Instance.from_arrays(
             instance.memory, instance.prompt[chunk], instance.output[chunk], name="window"
         )
-        result = solve_window(sub, budget=budget, seed=seed)
+        share = math.ceil(left) if work.integer else left
+        result = solve_window(sub, budget=budget, seed=seed, **{work.option: share})
+        left -= result.stats.get(work.done, 0)
         windows += 1
         optimal += result.status is Status.OPTIMAL
+        if (reason := result.stats.get("stopped_by")) is not None:
+            stops[reason] = stops.get(reason, 0) + 1
         ranked = np.lexsort((np.arange(len(chunk)), sub.output, result.starts))
         take = len(chunk) if len(queue) <= window else commit
         committed = [chunk[k] for k in ranked[:take].tolist()]
@@ -120,7 +168,8 @@ def receding_order(
     return np.array(order, dtype=np.int64), {
         "windows": windows,
         "windows_optimal": optimal,
-        "stopped_by": stopped,
+        "window_stops": stops,
+        "stopped_by": stopped_by(stopped, "memory" if "memory" in stops else None),
     }
 
 
@@ -132,6 +181,7 @@ def receding_horizon(
     window: int = 5,
     commit: int = 2,
     window_solver: str = "dp",
+    max_work: float | None = None,
 ) -> SolverOutput:
     """Receding-horizon scheduling (module docs).
 
@@ -143,12 +193,15 @@ def receding_horizon(
         Requests committed per window (``1 <= commit <= window``).
     window_solver
         Exact solver for the windows, a name of :data:`WINDOW_SOLVERS`.
+    max_work
+        The work budget of all windows together, in the window solver's unit
+        (:data:`WINDOW_WORK`; ``None``: its default there, about a minute).
 
     Raises
     ------
     SchedlabError
-        On bad ``commit`` or ``window``, or windows too large for their solver
-        (:data:`WINDOW_ROUNDS`).
+        On bad ``commit``, ``window`` or ``max_work``, or windows too large for their
+        solver (:data:`WINDOW_ROUNDS`).
     UnknownNameError
         On an unknown ``window_solver``.
     """
@@ -156,6 +209,8 @@ def receding_horizon(
         raise SchedlabError(
             f"receding-horizon: need 1 <= commit <= window, got {commit}, {window}"
         )
+    if max_work is not None and not max_work > 0:
+        raise SchedlabError(f"receding-horizon: max_work must be > 0, got {max_work}")
     _window_solver(window_solver, window, instance.output)  # refused before any work
     base, start = best_start_order(instance, budget=budget.share(0.25))
     order, stats = receding_order(
@@ -166,6 +221,7 @@ def receding_horizon(
         solver=window_solver,
         budget=budget.share(0.9),
         seed=seed,
+        max_work=max_work,
     )
     starts, chosen = decode_best(instance, order, budget=budget)
     return SolverOutput(

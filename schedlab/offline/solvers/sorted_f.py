@@ -35,6 +35,13 @@ Batch selection
 ``auto``
     ``exact`` while ``r K (M + 1) <= 2 * 10^7``, else ``fast``.
 
+The exact programme keeps ``r K (M + 1)`` improvement masks of a byte and a few arrays of
+``K (M + 1)`` integers (:func:`exact_bytes`): with ``exact`` asked for, a selection that
+would pass the memory budget is refused (:class:`~schedlab.errors.MemoryBudgetError`),
+and ``auto`` takes ``fast`` instead. Its work, the cells ``r K (M + 1)`` summed over the
+selections, has a budget too, ``max_cells`` (:data:`EXACT_CELLS`, about a minute); once it
+is spent the remaining batches are selected by ``fast`` (``stopped_by == "work"``).
+
 Schedules
 ---------
 ``sorted-f-seq`` (sequential): batch ``b`` starts in round
@@ -54,6 +61,7 @@ decode of an order not sorted by output length costs several times the strict on
 from __future__ import annotations
 
 import heapq
+import math
 from typing import Any
 
 import numpy as np
@@ -68,9 +76,11 @@ __all__ = [
     "BACKFILL_MAX_N",
     "COMPILED_MAX_MEMORY",
     "ENGINES",
+    "EXACT_CELLS",
     "EXACT_WORK_LIMIT",
     "FAST_CHUNK",
     "batch_order",
+    "exact_bytes",
     "exact_min_f_batch",
     "f_value",
     "fast_min_f_batch",
@@ -81,6 +91,10 @@ __all__ = [
 
 #: ``auto`` uses the exact programme while remaining * max cardinality * (M + 1) is at most this.
 EXACT_WORK_LIMIT = 20_000_000
+
+#: The exact programme's work budget by default, in cells ``r K (M + 1)`` over all its
+#: selections: about a minute (it fills some 2 * 10^8 cells a second).
+EXACT_CELLS = 10**10
 
 #: ``sorted-f`` adds the backfilling decode of the batch order up to this many requests.
 BACKFILL_MAX_N = 20_000
@@ -124,6 +138,14 @@ def prune_batch(output: np.ndarray, members: np.ndarray) -> np.ndarray:
 
 def _max_cardinality(weight: np.ndarray, memory: int) -> int:
     return int(np.searchsorted(np.cumsum(np.sort(weight)), memory, side="right"))
+
+
+def exact_bytes(remaining: int, cardinality: int, memory: int) -> int:
+    """Bytes the exact programme takes for ``remaining`` requests of which at most
+    ``cardinality`` fit together: the masks, and the table ``g`` with the three
+    temporaries of one update (module docs of :func:`exact_min_f_batch`)."""
+    cells = cardinality * (memory + 1)
+    return remaining * cells + 4 * 8 * (cells + memory + 1)
 
 
 def exact_min_f_batch(weight: np.ndarray, output: np.ndarray, memory: int) -> np.ndarray:
@@ -277,6 +299,7 @@ def sorted_f_batches(
     method: str = "auto",
     budget: Budget | None = None,
     engine: str = "compiled",
+    max_cells: int | None = EXACT_CELLS,
 ) -> tuple[list[np.ndarray], dict[str, Any]]:
     """Sorted-F's batches, in order of selection (non-decreasing ``F``).
 
@@ -295,6 +318,8 @@ def sorted_f_batches(
         budget is checked between calls), where ``M <= COMPILED_MAX_MEMORY`` (else as
         ``"python"``); ``"python"``, the reference, one batch at a time. Both select the
         same batches (``tests/offline/solvers/test_sorted_f.py``).
+    max_cells
+        The exact programme's work budget (module docs; ``None``: none).
 
     Returns
     -------
@@ -306,6 +331,8 @@ def sorted_f_batches(
     ------
     SchedlabError
         On an unknown method or engine.
+    MemoryBudgetError
+        If ``method="exact"`` and a selection would pass the memory budget.
     """
     if method not in _METHODS:
         raise SchedlabError(
@@ -328,6 +355,8 @@ def sorted_f_batches(
         exact_from = EXACT_WORK_LIMIT // (memory + 1)
     batches: list[np.ndarray] = []
     counts = {"exact": 0, "fast": 0, "fallback": 0}
+    cells_left = math.inf if max_cells is None else max_cells
+    out_of_work = False
     while left:
         # the remaining indices cost O(n) to list, so only where the exact method may run
         expired = budget.expired()
@@ -338,11 +367,18 @@ def sorted_f_batches(
             batches.extend(_next_fit(rest, weight, memory))
             counts["fallback"] += len(batches) - sum(counts.values())
             break
-        use_exact = remaining is not None and (
-            method == "exact"
-            or _max_cardinality(weight[remaining], memory) * left * (memory + 1)
-            <= EXACT_WORK_LIMIT
-        )
+        use_exact = False
+        if remaining is not None:
+            cardinality = max(_max_cardinality(weight[remaining], memory), 1)
+            cells = cardinality * left * (memory + 1)
+            size = exact_bytes(left, cardinality, memory)
+            if method == "exact":
+                budget.require("sorted-f", size, "the exact programme's tables")
+            use_exact = (method == "exact" or cells <= EXACT_WORK_LIMIT) and budget.fits(size)
+            if use_exact:
+                out_of_work = out_of_work or cells > cells_left
+                use_exact = not out_of_work
+                cells_left -= cells if use_exact else 0
         if remaining is not None and use_exact:
             local = exact_min_f_batch(weight[remaining], output[remaining], memory)
             new = [prune_batch(output, remaining[local])]
@@ -355,7 +391,7 @@ def sorted_f_batches(
         counts["exact" if use_exact else "fast"] += len(new)
         batches.extend(new)
         left -= sum(len(batch) for batch in new)
-    stopped = "time_limit" if counts["fallback"] else None
+    stopped = "time_limit" if counts["fallback"] else "work" if out_of_work else None
     return batches, {"batches": len(batches), **counts, "stopped_by": stopped}
 
 
@@ -402,24 +438,35 @@ def _objective(instance: Instance, starts: np.ndarray) -> int:
 
 
 def sorted_f_seq(
-    instance: Instance, *, budget: Budget = UNLIMITED, seed: int = 0, method: str = "auto"
+    instance: Instance,
+    *,
+    budget: Budget = UNLIMITED,
+    seed: int = 0,
+    method: str = "auto",
+    max_cells: int | None = EXACT_CELLS,
 ) -> SolverOutput:
     """Sequential Sorted-F: each batch starts when the previous one ends (module docs).
 
-    Deterministic; ``seed`` is unused.
+    Deterministic; ``seed`` is unused. ``max_cells``: the exact programme's work budget.
     """
-    batches, stats = sorted_f_batches(instance, method=method, budget=budget)
+    batches, stats = sorted_f_batches(instance, method=method, budget=budget, max_cells=max_cells)
     return SolverOutput(sequential_starts(instance, batches), stats=stats)
 
 
 def sorted_f(
-    instance: Instance, *, budget: Budget = UNLIMITED, seed: int = 0, method: str = "auto"
+    instance: Instance,
+    *,
+    budget: Budget = UNLIMITED,
+    seed: int = 0,
+    method: str = "auto",
+    max_cells: int | None = EXACT_CELLS,
 ) -> SolverOutput:
     """Sorted-F, continuous: the best of the sequential schedule and the batch order
     decoded by list scheduling (strict, and backfilling up to ``BACKFILL_MAX_N``
-    requests; module docs). Deterministic; ``seed`` unused.
+    requests; module docs). Deterministic; ``seed`` unused. ``max_cells``: the exact
+    programme's work budget.
     """
-    batches, stats = sorted_f_batches(instance, method=method, budget=budget)
+    batches, stats = sorted_f_batches(instance, method=method, budget=budget, max_cells=max_cells)
     order = batch_order(batches)
     candidates = {
         "sequential": sequential_starts(instance, batches),
