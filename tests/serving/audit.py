@@ -31,8 +31,12 @@ from schedlab.serving.workloads import RequestStream
 def audit_run(
     run: EngineRun, stream: RequestStream, config: EngineConfig, *, chunked: bool
 ) -> None:
-    """Assert conservation, capacity and limits over every logged iteration of one engine."""
-    _audit(run, stream, [config], ["colocated"], [chunked], (), None, None, ())
+    """Assert conservation, capacity and limits over every logged iteration of one engine,
+    or of each data-parallel replica of ``config`` (``run.replica_iterations``)."""
+    nodes = max(1, len(run.replica_iterations))
+    _audit(
+        run, stream, [config] * nodes, ["colocated"] * nodes, [chunked] * nodes, (), None, None, ()
+    )
 
 
 def audit_cluster(

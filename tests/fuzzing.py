@@ -1,0 +1,224 @@
+"""Fuzzing the offline solvers and bounds against the independent verifier.
+
+:func:`random_instance` draws a small offline instance of one of several shapes (a
+backlog, releases, degenerate sizes, memory as tight as the largest request allows, a far
+release). :func:`fuzz_instance` runs every registered solver on it
+(:func:`schedlab.available_solvers`; small work budgets, a wall-clock cap as an outer
+safety) and every registered bound method (:func:`schedlab.offline.bounds.available_bounds`),
+and counts in a :class:`Tally`:
+
+* each schedule checked by :func:`schedlab.verify` (infeasible: a broken invariant; a
+  ``SolverError`` from :func:`schedlab.solve`, which verifies too, counts the same),
+* each objective recomputed here from the instance's requests in Python integers,
+  ``sum_i (p_i + o_i - a_i)`` (wrong objective),
+* each bound's value and each result's own lower bound at most every verified objective
+  (bound above objective),
+* each ``OPTIMAL`` status against the best verified objective of the instance (false
+  certificate: a claimed optimum another solver beat),
+* refusals (a :class:`~schedlab.errors.SchedlabError` other than ``SolverError``: a
+  solver's or bound's documented limit, e.g. ``dp`` above ``max_requests``), and errors
+  that are not ``SchedlabError`` (a broken invariant: bad input must give a typed error).
+
+It is shared by ``tests/test_fuzz_solvers.py`` (a short seeded run) and
+``benchmarks/fuzz.py`` (the long run).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from schedlab import available_solvers, lower_bound, solve, verify
+from schedlab.errors import SchedlabError, SolverError
+from schedlab.offline.bounds import available_bounds
+from schedlab.offline.instance import Instance
+from schedlab.offline.result import Status
+from schedlab.offline.solvers import get_solver
+
+#: Work-budget options, by name, given to every solver that takes them (so each run is
+#: short and still depends only on the instance and the seed).
+SHORT_BUDGETS: dict[str, Any] = {
+    "max_moves": 2_000,  # local-search
+    "evaluations": 2_000,  # alns
+    "moves": 2_000,  # lp-search
+    "max_expansions": 20_000,  # dp
+    "max_nodes": 2_000,  # brute-force
+    "max_requests": 9,  # dp
+    "max_deterministic_time": 0.2,  # cpsat
+}
+
+#: Wall-clock cap of one solver run or bound (an outer safety; recorded when it binds).
+TIME_LIMIT_S = 20.0
+
+#: Shapes :func:`random_instance` draws.
+SHAPES = ("backlog", "releases", "degenerate", "tight", "far-release")
+
+#: Invariant counters of a :class:`Tally`: each must stay 0.
+BROKEN = ("infeasible", "wrong_objectives", "bounds_above", "false_optima", "errors")
+
+
+@dataclasses.dataclass
+class Tally:
+    """Counts of a fuzzing run; ``problems`` keeps a reproducer of each broken invariant."""
+
+    instances: int = 0
+    runs: int = 0
+    bound_runs: int = 0
+    refusals: int = 0
+    time_capped: int = 0
+    infeasible: int = 0
+    wrong_objectives: int = 0
+    bounds_above: int = 0
+    false_optima: int = 0
+    errors: int = 0
+    problems: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def broken(self) -> int:
+        """Broken invariants counted (0 in a sound run)."""
+        return sum(getattr(self, name) for name in BROKEN)
+
+    def merge(self, other: Tally) -> None:
+        """Add ``other``'s counts and problems to these."""
+        for f in dataclasses.fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+    def table(self) -> str:
+        """The counts, one ``name  value`` line each."""
+        rows = [(f.name, getattr(self, f.name)) for f in dataclasses.fields(self)]
+        return "\n".join(f"{name:<17} {value:>8,}" for name, value in rows if name != "problems")
+
+    def _broke(self, counter: str, text: str) -> None:
+        setattr(self, counter, getattr(self, counter) + 1)
+        self.problems.append(f"{counter}: {text}")
+
+
+def random_instance(rng: np.random.Generator, shape: str | None = None) -> Instance:
+    """A random feasible instance (every request fits alone: ``s + o <= M``) of ``shape``
+    (one of :data:`SHAPES`; drawn when ``None``), of 1 to 14 requests."""
+    shape = shape or str(rng.choice(SHAPES))
+    n = int(rng.integers(1, 15))
+    memory = int(rng.integers(1, 80))
+    if shape == "degenerate":
+        n = int(rng.choice([1, 1, 2, 3, n]))
+        memory = int(rng.choice([1, 2, memory]))
+    output = rng.integers(1, min(memory, 25) + 1, n)
+    prompt = np.array([rng.integers(0, memory - o + 1) for o in output])
+    if shape == "degenerate":
+        kind = int(rng.integers(4))
+        if kind == 0:  # every request the same
+            prompt, output = np.full(n, prompt[0]), np.full(n, output[0])
+        elif kind == 1:  # each as large as the memory allows
+            prompt = memory - output
+        elif kind == 2:  # one-token outputs, empty prompts
+            prompt, output = np.zeros(n, int), np.ones(n, int)
+    arrival = np.zeros(n, int)
+    if shape in ("releases", "degenerate", "far-release") and rng.random() < 0.8:
+        arrival = rng.integers(0, int(rng.choice([2, 10, 60])), n)
+    if shape == "far-release":
+        arrival[int(rng.integers(n))] = int(rng.choice([500, 5_000, 50_000]))
+    if shape == "tight":  # M = the largest request's peak
+        memory = int((prompt + output).max())
+    return Instance.from_arrays(memory, prompt, output, arrival, name=f"fuzz-{shape}")
+
+
+def objective_of(instance: Instance, starts: Sequence[Any]) -> int:
+    """``sum_i (p_i + o_i - a_i)``, from the instance's requests in Python integers."""
+    requests = instance.requests
+    return sum(int(p) + r.output - r.arrival for p, r in zip(starts, requests, strict=True))
+
+
+def reproducer(instance: Instance) -> str:
+    """Python that rebuilds ``instance``."""
+    return (
+        f"Instance.from_arrays({instance.memory}, {instance.prompt.tolist()}, "
+        f"{instance.output.tolist()}, {instance.arrival.tolist()})"
+    )
+
+
+def fuzz_instance(
+    instance: Instance,
+    tally: Tally,
+    *,
+    solvers: Sequence[str] | None = None,
+    bounds: Sequence[str] | None = None,
+    seed: int = 0,
+) -> None:
+    """Run every solver and bound on ``instance`` and count into ``tally`` (the module's
+    docstring lists what is checked)."""
+    tally.instances += 1
+    here = reproducer(instance)
+    objectives: dict[str, int] = {}
+    optimal: dict[str, int] = {}
+    own_bounds: dict[str, float] = {}
+    for name in available_solvers() if solvers is None else solvers:
+        accepted = get_solver(name).options
+        options = {key: value for key, value in SHORT_BUDGETS.items() if key in accepted}
+        tally.runs += 1
+        try:
+            result = solve(
+                instance, name, time_limit=TIME_LIMIT_S, seed=seed, bound=None, **options
+            )
+        except SolverError as exc:
+            tally._broke("infeasible", f"{name} seed={seed} on {here}: {exc}")
+            continue
+        except SchedlabError:
+            tally.refusals += 1
+            continue
+        except Exception as exc:  # counted: bad input must give a typed error
+            tally._broke("errors", f"{name} seed={seed} on {here}: {type(exc).__name__}: {exc}")
+            continue
+        tally.time_capped += result.stats.get("stopped_by") == "time_limit"
+        starts = result.starts.tolist()
+        problems = verify(instance, starts)
+        if problems:
+            tally._broke("infeasible", f"{name} seed={seed} on {here}: {problems[:3]}")
+            continue
+        objective = objective_of(instance, starts)
+        if result.objective != objective:
+            tally._broke(
+                "wrong_objectives",
+                f"{name} seed={seed} on {here}: reports {result.objective}, is {objective}",
+            )
+        objectives[name] = objective
+        if result.status is Status.OPTIMAL:
+            optimal[name] = objective
+        if result.lower_bound is not None:
+            own_bounds[name] = result.lower_bound
+    best = min(objectives.values(), default=None)
+    if best is None:
+        return
+    for name, value in own_bounds.items():
+        if value > objectives[name] + 1e-6 or value > best + 1e-6:
+            tally._broke("bounds_above", f"{name}'s own bound {value} > {best} on {here}")
+    for name, value in optimal.items():
+        if value != best:
+            tally._broke("false_optima", f"{name}: OPTIMAL {value} but {best} found on {here}")
+    for method in available_bounds() if bounds is None else bounds:
+        tally.bound_runs += 1
+        try:
+            bound = lower_bound(instance, method, time_limit=TIME_LIMIT_S)
+        except SchedlabError:
+            tally.refusals += 1
+            continue
+        except Exception as exc:  # counted likewise
+            tally._broke("errors", f"bound {method} on {here}: {type(exc).__name__}: {exc}")
+            continue
+        tally.time_capped += bound.stats.get("stopped_by") == "time_limit"
+        if not math.isfinite(bound.value) or bound.value > best + 1e-6:
+            tally._broke("bounds_above", f"bound {method} = {bound.value} > {best} on {here}")
+
+
+def fuzz(count: int, seed: int, **options: Any) -> Tally:
+    """:func:`fuzz_instance` on ``count`` instances of :func:`random_instance` drawn from
+    ``seed``; solver seeds drawn from it too."""
+    rng = np.random.default_rng(seed)
+    tally = Tally()
+    for _ in range(count):
+        instance = random_instance(rng)
+        fuzz_instance(instance, tally, seed=int(rng.integers(2**16)), **options)
+    return tally
