@@ -165,6 +165,21 @@ def write_text(path: str | Path, text: str, what: str = "file") -> Path:
     return path
 
 
+def text_field(data: Mapping[str, Any], key: str, default: str, where: str) -> str:
+    """The text at ``data[key]`` (``default`` when absent).
+
+    Raises
+    ------
+    FormatError
+        ``"{where}: {key}: expected text, got ..."`` for a value that is not a string
+        (a name of ``[]`` or ``true`` would otherwise be printed as one).
+    """
+    value = data.get(key, default)
+    if not isinstance(value, str):
+        raise FormatError(f"{where}: {key}: expected text, got {value!r}")
+    return value
+
+
 def check_keys(data: Mapping[str, Any], known: Collection[str], where: str) -> None:
     """Refuse keys of the object ``data`` outside ``known``, naming them (a misspelt key,
     ``"margn_s"``, would otherwise be ignored and its default used without a word).

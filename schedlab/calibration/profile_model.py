@@ -80,7 +80,7 @@ from schedlab.calibration.experts import ExpertTable
 from schedlab.calibration.profiles import SourceFile
 from schedlab.calibration.skew import SkewTable
 from schedlab.errors import FormatError
-from schedlab.json_files import check_keys
+from schedlab.json_files import check_keys, text_field
 from schedlab.llm.interconnect import Link
 from schedlab.serving.cost_model import BatchShape, Chunk
 
@@ -424,7 +424,7 @@ def load_profile_cost_model(data: Mapping[str, Any], where: str) -> ProfileCostM
             None if experts is None else ExpertTable.from_dict(experts, f"{where}: experts")
         )
         return ProfileCostModel(
-            name=str(data.get("name", KIND)),
+            name=text_field(data, "name", KIND, where),
             model=str(_get(model, "name", f"{where}: model", str)),
             layers=_get(model, "layers", f"{where}: model", int),
             profiled_layers=_get(model, "profiled_layers", f"{where}: model", int),
@@ -436,9 +436,9 @@ def load_profile_cost_model(data: Mapping[str, Any], where: str) -> ProfileCostM
             experts=expert_table,
             parallelism=_parallelism(data.get("parallelism"), f"{where}: parallelism"),
             margin_s=float(_get(data, "margin_s", where, (int, float))),
-            hardware=str(data.get("hardware", "")),
-            source=str(data.get("source", "")),
-            license=str(data.get("license", "")),
+            hardware=text_field(data, "hardware", "", where),
+            source=text_field(data, "source", "", where),
+            license=text_field(data, "license", "", where),
             sources=sources,
             report=dict(data.get("report") or {}),
         )

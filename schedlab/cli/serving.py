@@ -32,6 +32,7 @@ from schedlab.errors import SchedlabError, ServingError
 from schedlab.serving.workloads import MAX_REQUESTS
 
 if TYPE_CHECKING:
+    from schedlab.serving.cost_model import CostModel
     from schedlab.serving.engine_config import EngineConfig
     from schedlab.serving.metrics import SLO
     from schedlab.serving.scenario import Scenario
@@ -300,16 +301,29 @@ def _scenario(args: argparse.Namespace, *, engine_policies: bool = True) -> Scen
     if engine_policies:
         _refuse_unread(scenario, getattr(args, "policies", None) or [scenario.policy])
     announce_engine(scenario.engine_kind, scenario.engine)
-    model = scenario.actual() or scenario.predicted()
+    _decode_alone(scenario.actual() or scenario.predicted(), slo.tpot_s)
+    return scenario
+
+
+def _decode_alone(model: CostModel, tpot_s: float) -> None:
+    """Refuse a cost model whose one decode alone takes longer than any iteration may
+    (:data:`~schedlab.serving.engine.MAX_ITERATION_S`); note on standard error when it
+    takes longer than the TPOT target ``tpot_s``."""
+    from schedlab.serving.engine import MAX_ITERATION_S
+
     alone = model.iteration_time(1, 1, ())  # one decode of one token, nothing else
-    if alone > slo.tpot_s:
+    if not (math.isfinite(alone) and 0 < alone <= MAX_ITERATION_S):
+        raise ServingError(
+            f"cost model {model.name!r}: one decode alone takes {alone!r} s; an iteration "
+            f"must take a positive time of at most {MAX_ITERATION_S:g} s"
+        )
+    if alone > tpot_s:
         print(
             f"schedlab: note: one decode alone takes {alone * 1e3:.3g} ms on cost model "
-            f"{model.name!r}, above the TPOT target {slo.tpot_s * 1e3:g} ms: no request of "
+            f"{model.name!r}, above the TPOT target {tpot_s * 1e3:g} ms: no request of "
             "two or more output tokens can meet it (--tpot)",
             file=sys.stderr,
         )
-    return scenario
 
 
 def _refuse_unread(scenario: Scenario, policies: Sequence[str]) -> None:
@@ -464,6 +478,7 @@ def _headroom(args: argparse.Namespace) -> int:
     else:
         lengths = workload.generate(100.0, 1000.0, args.seed)
     tpot = parse_duration(args.tpot, "--tpot")
+    _decode_alone(model, tpot)
     kv = _engine(args).kv_capacity_tokens
     result = headroom(
         model,

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from schedlab.errors import FormatError, NonMonotoneCostModelError, ServingError, UnknownNameError
-from schedlab.json_files import check_keys, read_json
+from schedlab.json_files import check_keys, read_json, text_field
 
 __all__ = [
     "BUILTIN_COST_MODELS",
@@ -274,10 +274,10 @@ def _load_linear_attention(data: Mapping[str, Any], where: str) -> CostModel:
         raise FormatError(f"{where}: margin_s: expected a number, got {margin!r}")
     try:
         return LinearAttentionCostModel(
-            name=str(data.get("name", "linear-attention")),
+            name=text_field(data, "name", "linear-attention", where),
             margin_s=float(margin),
-            source=str(data.get("source", "")),
-            hardware=str(data.get("hardware", "")),
+            source=text_field(data, "source", "", where),
+            hardware=text_field(data, "hardware", "", where),
             **values,
         )
     except ServingError as exc:

@@ -247,6 +247,7 @@ def _best_rate(
         candidates.append(min(1.0, math.sqrt(a_p * p * f0 / (a_d * steps * f_p))))
     if kv_coef and kv_coef * slack > a_d * steps:
         candidates.append(min(1.0, a_p * p / (kv_coef * slack - a_d * steps)))
+    candidates = [phi for phi in candidates if phi > 0]  # the share lies in (0, 1]
     share = min(candidates, key=lambda phi: (h(phi), -phi))
     return 1 / (h(share) + work), share
 
