@@ -134,7 +134,13 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         if args.policy is None
         else args.policy
     )
-    announce_engine(args.engine, deployment.engine)
+    if args.engine == "vllm":
+        from schedlab.integrations.vllm import check_engine_args
+
+        engine_args = run.meta.get("engine_kwargs")
+        if isinstance(engine_args, dict):
+            check_engine_args(engine_args, f"{run.path}: meta.json engine_kwargs")
+    announce_engine(args.engine, deployment.engine, policy=policy, model_dir=args.vllm_model)
     report = replay(
         run,
         None if args.cost_model is None else get_cost_model(args.cost_model),

@@ -221,18 +221,27 @@ def engine_kind_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def announce_engine(kind: str, engine: EngineConfig) -> None:
-    """For an engine kind other than schedlab's, check it can run and print (on standard
-    error) which release runs and how each engine setting maps onto its configuration."""
+def announce_engine(
+    kind: str, engine: EngineConfig, *, policy: str = "vllm", model_dir: str | None = None
+) -> None:
+    """For an engine kind other than schedlab's, check that it can run (vLLM installed and
+    of the pinned release, the policy one it runs, the model folder readable), then print
+    on standard error which release runs and how each engine setting maps onto its
+    configuration."""
     from schedlab.serving.engine_kinds import BUILTIN_KIND
 
     if kind != "vllm":
         if kind != BUILTIN_KIND:
             print(f"schedlab: engine {kind} (an installed engine kind)", file=sys.stderr)
         return
-    from schedlab.integrations.vllm import config_mapping, require_vllm
+    from schedlab.integrations.vllm import VllmSetup, config_mapping, require_vllm
 
     version = require_vllm()
+    if policy != "vllm":
+        from schedlab.integrations.vllm.sloweave import check_policy
+
+        check_policy(policy)
+    VllmSetup(engine, model_dir, policy).folder()
     pairs = "; ".join(
         f"{ours} -> {theirs} = {value}" for ours, theirs, value in config_mapping(engine)
     )
@@ -300,7 +309,12 @@ def _scenario(args: argparse.Namespace, *, engine_policies: bool = True) -> Scen
     )
     if engine_policies:
         _refuse_unread(scenario, getattr(args, "policies", None) or [scenario.policy])
-    announce_engine(scenario.engine_kind, scenario.engine)
+    announce_engine(
+        scenario.engine_kind,
+        scenario.engine,
+        policy=str(scenario.policy),
+        model_dir=scenario.engine_model,
+    )
     _decode_alone(scenario.actual() or scenario.predicted(), slo.tpot_s)
     return scenario
 

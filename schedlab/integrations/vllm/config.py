@@ -34,7 +34,9 @@ folder. The hub is never asked (``HF_HUB_OFFLINE`` is set before vLLM is importe
 from __future__ import annotations
 
 import json
+import logging
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib.resources import files
@@ -48,8 +50,10 @@ __all__ = [
     "ANY_VERSION_ENV",
     "MODEL_DIR",
     "SUPPORTED_VERSION",
+    "UNMAPPED_ENGINE_ARGS",
     "VllmSetup",
     "build_scheduler",
+    "check_engine_args",
     "config_mapping",
     "require_vllm",
 ]
@@ -73,6 +77,9 @@ def require_vllm() -> str:
         If vLLM is not installed (naming the extra), or is another release than
         :data:`SUPPORTED_VERSION` while :data:`ANY_VERSION_ENV` is not set.
     """
+    # torch warns, on every import on a machine without CUDA, that it found no CUDA
+    # runtime: a scheduler on a CPU needs none, and a one-line error stays one line
+    logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
@@ -91,6 +98,54 @@ def require_vllm() -> str:
             f"(pip install -e '.[vllm]'; set {ANY_VERSION_ENV}=1 to try another release)"
         )
     return version
+
+
+#: vLLM engine arguments that change what its scheduler does and that the integration
+#: does not map, with what each turns on (``vllm/engine/arg_utils.py``, ``EngineArgs``).
+UNMAPPED_ENGINE_ARGS = {
+    "speculative_config": "speculative decoding",
+    "speculative_model": "speculative decoding",
+    "num_speculative_tokens": "speculative decoding",
+    "enable_lora": "LoRA adapters",
+    "lora_modules": "LoRA adapters",
+    "max_loras": "LoRA adapters",
+    "pipeline_parallel_size": "pipeline parallelism",
+    "scheduling_policy": "a scheduling policy other than fcfs",
+    "long_prefill_token_threshold": "a long-prefill threshold",
+    "max_num_partial_prefills": "several partial prefills",
+    "enable_chunked_prefill": "chunked prefill switched off",
+    "kv_transfer_config": "a KV connector",
+    "scheduler_cls": "another scheduler class",
+}
+#: The values of those arguments that leave the scheduler as mapped (vLLM's defaults).
+_DEFAULTS: dict[str, Any] = {
+    "enable_lora": False,
+    "max_loras": 1,
+    "pipeline_parallel_size": 1,
+    "scheduling_policy": "fcfs",
+    "long_prefill_token_threshold": 0,
+    "max_num_partial_prefills": 1,
+    "enable_chunked_prefill": True,
+    "num_speculative_tokens": 0,
+}
+
+
+def check_engine_args(engine_args: Mapping[str, Any], where: str) -> None:
+    """Refuse a recorded run's vLLM engine arguments that the integration cannot map.
+
+    Raises
+    ------
+    ServingError
+        Naming the first argument (of :data:`UNMAPPED_ENGINE_ARGS`) set to anything but
+        ``null`` or vLLM's default, and what it turns on.
+    """
+    for name, feature in UNMAPPED_ENGINE_ARGS.items():
+        value = engine_args.get(name)
+        if value is not None and value != _DEFAULTS.get(name):
+            raise ServingError(
+                f"engine vllm: {where}: {name} = {value!r} ({feature}) cannot be mapped onto "
+                "the integration's configuration"
+            )
 
 
 def config_mapping(config: EngineConfig) -> list[tuple[str, str, Any]]:
