@@ -15,6 +15,7 @@ schedlab                    vLLM                                               v
 ``reserve_full_prompt``     ``scheduler_config.scheduler_reserve_full_isl``    same
 ``async_scheduling``        ``scheduler_config.async_scheduling``, and the     same
                             ``AsyncScheduler`` class
+(chunked prefill)           ``scheduler_config.enable_chunked_prefill``        on
 ==========================  =================================================  ==========
 
 vLLM keeps block 0 as its null block and never hands it out
@@ -149,7 +150,8 @@ def check_engine_args(engine_args: Mapping[str, Any], where: str) -> None:
 
 
 def config_mapping(config: EngineConfig) -> list[tuple[str, str, Any]]:
-    """``(schedlab field, vLLM field, value given to vLLM)`` for each engine setting."""
+    """``(schedlab field, vLLM field, value given to vLLM)`` for each engine setting;
+    chunked prefill is always on (the ``vllm`` policy's rule, and vLLM's default)."""
     return [
         ("kv_capacity_tokens", "cache_config.num_gpu_blocks", config.total_blocks + 1),
         ("block_size", "cache_config.block_size", config.block_size),
@@ -166,6 +168,7 @@ def config_mapping(config: EngineConfig) -> list[tuple[str, str, Any]]:
             config.reserve_full_prompt,
         ),
         ("async_scheduling", "scheduler_config.async_scheduling", config.async_scheduling),
+        ("chunked prefill", "scheduler_config.enable_chunked_prefill", True),
     ]
 
 
