@@ -7,9 +7,10 @@ under engine settings drawn to bind (KV caches of one to four times the largest 
 on or off). The traces are split evenly over the four modes: prefix caching on/off,
 synchronous/asynchronous scheduling. Each runs on both engines
 (:func:`schedlab.integrations.vllm.differential.differential_run`); a trace mismatches
-when any step or request differs. The table gives, per mode, the traces, the mismatches,
-the preemptions seen (so that the KV pressure is known to bind) and the first
-mismatches found.
+when any step or request differs, and errs when the integration itself fails (another
+vLLM release may change what it reads). The table gives, per mode, the traces, the
+mismatches, the errors, the traces with preemptions (so that the KV pressure is known to
+bind) and the first differences found.
 
 ``--any-version`` runs against whatever vLLM is installed (``SCHEDLAB_VLLM_ANY_VERSION``)
 to see how a newer release differs from 0.19.0.
@@ -66,7 +67,11 @@ def run_chunk(seed: int, numbers: list[int]) -> list[tuple[int, int, str | None]
     found = []
     for number in numbers:
         stream, engine = random_case(seed, number, MODES[number % len(MODES)])
-        _, theirs, mismatch = differential_run(stream, engine)
+        try:
+            _, theirs, mismatch = differential_run(stream, engine)
+        except Exception as error:  # another vLLM release may break the integration itself
+            found.append((number, -1, f"{engine}: error {type(error).__name__}: {error}"))
+            continue
         preempted = sum(r.preemptions for r in theirs.records)
         found.append((number, preempted, None if mismatch is None else f"{engine}: {mismatch}"))
     return found
@@ -106,15 +111,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"{'prefix caching':<16}{'scheduling':<14}{'traces':>8}{'mismatches':>12}"
-        f"{'with preemption':>17}"
+        f"{'errors':>8}{'with preemption':>17}"
     )
     for m, (prefix, asynchronous) in enumerate(MODES):
         mine = [r for r in results if r[0] % len(MODES) == m]
-        bad = sum(r[2] is not None for r in mine)
+        errors = sum(r[1] < 0 for r in mine)
+        bad = sum(r[2] is not None for r in mine) - errors
         pressed = sum(r[1] > 0 for r in mine)
         print(
             f"{'on' if prefix else 'off':<16}{'async' if asynchronous else 'sync':<14}"
-            f"{len(mine):>8,}{bad:>12,}{pressed:>17,}"
+            f"{len(mine):>8,}{bad:>12,}{errors:>8,}{pressed:>17,}"
         )
     wrong = [r for r in results if r[2] is not None]
     print(f"mismatch rate {len(wrong) / len(results):.4%} ({len(wrong)} of {len(results):,})")

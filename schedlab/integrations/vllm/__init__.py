@@ -1,11 +1,12 @@
 """vLLM's own scheduler in schedlab's loop (the optional extra ``schedlab[vllm]``).
 
-:mod:`.config` maps an :class:`~schedlab.serving.engine_config.EngineConfig` onto vLLM's
-configuration and builds its scheduler; :mod:`.engine` drives that scheduler as one
-replica of the driver (engine kind ``vllm``); :mod:`.sloweave` is SLOWeave as a vLLM
-scheduler class (``SLOWeaveScheduler``, also reachable here); :mod:`.differential` holds
-schedlab's engine to vLLM's step by step. Importing this package does not import vLLM;
-building an engine, or reaching ``SLOWeaveScheduler``, does.
+:mod:`.release` names the vLLM release driven and imports it; :mod:`.config` maps an
+:class:`~schedlab.serving.engine_config.EngineConfig` onto vLLM's configuration and
+builds its scheduler; :mod:`.engine` drives that scheduler as one replica of the driver
+(engine kind ``vllm``); :mod:`.sloweave` is SLOWeave as a vLLM scheduler class
+(``SLOWeaveScheduler``, also reachable here); :mod:`.differential` holds schedlab's
+engine to vLLM's step by step. Importing this package does not import vLLM; building an
+engine, or reaching ``SLOWeaveScheduler``, does.
 """
 
 from __future__ import annotations
@@ -13,16 +14,14 @@ from __future__ import annotations
 from typing import Any
 
 from schedlab.integrations.vllm.config import (
-    ANY_VERSION_ENV,
     MODEL_DIR,
-    SUPPORTED_VERSION,
     UNMAPPED_ENGINE_ARGS,
     VllmSetup,
     build_scheduler,
     check_engine_args,
     config_mapping,
-    require_vllm,
 )
+from schedlab.integrations.vllm.release import ANY_VERSION_ENV, SUPPORTED_VERSION, require_vllm
 
 __all__ = [
     "ANY_VERSION_ENV",

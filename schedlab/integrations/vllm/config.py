@@ -35,8 +35,6 @@ folder. The hub is never asked (``HF_HUB_OFFLINE`` is set before vLLM is importe
 from __future__ import annotations
 
 import json
-import logging
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -45,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.errors import ServingError
+from schedlab.integrations.vllm.release import ANY_VERSION_ENV, SUPPORTED_VERSION, require_vllm
 from schedlab.serving.engine_config import EngineConfig
 
 __all__ = [
@@ -59,46 +58,8 @@ __all__ = [
     "require_vllm",
 ]
 
-#: The vLLM release the integration is written against and tested with (the recorded
-#: runs' version).
-SUPPORTED_VERSION = "0.19.0"
-#: Set to ``1`` to run with another vLLM release (``benchmarks/vllm_differential.py
-#: --any-version``): the differential test then reports how that release differs.
-ANY_VERSION_ENV = "SCHEDLAB_VLLM_ANY_VERSION"
 #: The model folder used when none is given: a ``config.json`` only.
 MODEL_DIR = Path(str(files("schedlab.integrations.vllm") / "model"))
-
-
-def require_vllm() -> str:
-    """Import vLLM quietly and offline; its version.
-
-    Raises
-    ------
-    ServingError
-        If vLLM is not installed (naming the extra), or is another release than
-        :data:`SUPPORTED_VERSION` while :data:`ANY_VERSION_ENV` is not set.
-    """
-    # torch warns, on every import on a machine without CUDA, that it found no CUDA
-    # runtime: a scheduler on a CPU needs none, and a one-line error stays one line
-    logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
-    os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
-    try:
-        import vllm
-    except ImportError as error:
-        raise ServingError(
-            f"engine vllm: needs vLLM {SUPPORTED_VERSION}, not installed ({error}); install "
-            "the extra: pip install -e '.[vllm]'"
-        ) from None
-    version = str(getattr(vllm, "__version__", "unknown"))
-    if version != SUPPORTED_VERSION and os.environ.get(ANY_VERSION_ENV) != "1":
-        raise ServingError(
-            f"engine vllm: vLLM {version} is installed; schedlab drives {SUPPORTED_VERSION} "
-            f"(pip install -e '.[vllm]'; set {ANY_VERSION_ENV}=1 to try another release)"
-        )
-    return version
 
 
 #: vLLM engine arguments that change what its scheduler does and that the integration

@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from typing import Any
 
 from schedlab.errors import ServingError
@@ -147,6 +148,9 @@ class VllmEngine:
         self._request_class = Request
         self._sampling = SamplingParams
         self._output_class = ModelRunnerOutput
+        self._indexed_output = "req_id_to_index" in {
+            f.name for f in dataclass_fields(ModelRunnerOutput)
+        }
         self._empty_output = EMPTY_MODEL_RUNNER_OUTPUT
         self.record_batches = record_batches
         self.batches: list[BatchRecord] = []
@@ -223,11 +227,13 @@ class VllmEngine:
         self._current = None
         self._now = now
         ids = list(step.output.num_scheduled_tokens)
-        output = self._output_class(
-            req_ids=ids,
-            req_id_to_index={rid: k for k, rid in enumerate(ids)},
-            sampled_token_ids=[[SAMPLED_TOKEN] if rid in step.samplers else [] for rid in ids],
-        )
+        fields: dict[str, Any] = {
+            "req_ids": ids,
+            "sampled_token_ids": [[SAMPLED_TOKEN] if rid in step.samplers else [] for rid in ids],
+        }
+        if self._indexed_output:  # vLLM 0.19's output also maps ids to their rows
+            fields["req_id_to_index"] = {rid: k for k, rid in enumerate(ids)}
+        output = self._output_class(**fields)
         outputs = self.scheduler.update_from_output(step.output, output)
         j = len(self.iteration_end)
         self.iteration_end.append(now)
@@ -289,13 +295,18 @@ class VllmEngine:
     def _schedule(self, now: float) -> _Step:
         """One ``schedule()`` of vLLM's, read at once (later ones change its requests)."""
         scheduler = self.scheduler
+        running = {r.request_id: r.num_preemptions for r in scheduler.running}
         output = scheduler.schedule()
-        preempted = output.preempted_req_ids or set()
+        # read from the requests, not the output's fields (which vLLM releases change)
+        preempted = [
+            rid
+            for rid, count in running.items()
+            if scheduler.requests[rid].num_preemptions > count
+        ]
         for rid in preempted:
             self._decoding.discard(rid)
             self._requests[rid].preemptions += 1
-        resumed = {data.req_id for data in output.scheduled_new_reqs}
-        resumed |= output.scheduled_cached_reqs.resumed_req_ids
+        resumed = set(output.num_scheduled_tokens) - set(running)
         decodes: list[int] = []
         decode_kv: list[int] = []
         chunks: list[tuple[int, int]] = []

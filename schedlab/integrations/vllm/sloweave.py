@@ -50,7 +50,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from schedlab.errors import ServingError
-from schedlab.integrations.vllm.config import require_vllm
+from schedlab.integrations.vllm.release import require_vllm
 from schedlab.serving import view as rules
 from schedlab.serving.cost_model import CostModel, get_cost_model
 from schedlab.serving.engine_config import EngineConfig
