@@ -38,12 +38,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from schedlab.errors import ServingError
 from schedlab.integrations.vllm.config import VllmSetup, build_scheduler
 from schedlab.serving.cost_model import BatchShape
 from schedlab.serving.engine_config import EngineConfig
+from schedlab.serving.engine_kinds import Replica
 from schedlab.serving.iteration import BatchRecord, IterationClock, IterationTime
 from schedlab.serving.metrics import SLO
 
@@ -377,3 +378,7 @@ class VllmEngine:
             req.finish_s = now
             req.segments.append((req.seg_start, self._last_token[rid]))
             self.finished += 1
+
+
+if TYPE_CHECKING:  # the engine interface the driver runs (checked by mypy)
+    _IS_A_REPLICA: type[Replica] = VllmEngine
