@@ -357,7 +357,7 @@ class Engine:
         for _ in range(2):
             while True:
                 view.n_decode = self.n_decode
-                view.decode_kv = self.kv_sum + self.n_decode * i
+                view.decode_kv = self.decode_kv
                 if self.model_spread and self.n_decode:
                     view.decode_kv_max, view.decode_kv_min = self._decode_extremes(i)
                 else:

@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from schedlab.errors import ServingError
 from schedlab.integrations.vllm.config import VllmSetup, build_scheduler
@@ -380,5 +380,5 @@ class VllmEngine:
             self.finished += 1
 
 
-if TYPE_CHECKING:  # the engine interface the driver runs (checked by mypy)
-    _IS_A_REPLICA: type[Replica] = VllmEngine
+#: The engine interface the driver runs: mypy checks that a VllmEngine is one.
+_IS_A_REPLICA: type[Replica] = VllmEngine
