@@ -56,7 +56,7 @@ from schedlab.serving.cost_model import (
     load_cost_model,
     shipped_cost_models,
 )
-from schedlab.serving.engine import EngineRun
+from schedlab.serving.driver import EngineRun
 from schedlab.serving.metrics import SLO
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import run_engine

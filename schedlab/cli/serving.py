@@ -321,9 +321,9 @@ def _scenario(args: argparse.Namespace, *, engine_policies: bool = True) -> Scen
 
 def _decode_alone(model: CostModel, tpot_s: float) -> None:
     """Refuse a cost model whose one decode alone takes longer than any iteration may
-    (:data:`~schedlab.serving.engine.MAX_ITERATION_S`); note on standard error when it
+    (:data:`~schedlab.serving.iteration.MAX_ITERATION_S`); note on standard error when it
     takes longer than the TPOT target ``tpot_s``."""
-    from schedlab.serving.engine import MAX_ITERATION_S
+    from schedlab.serving.iteration import MAX_ITERATION_S
 
     alone = model.iteration_time(1, 1, ())  # one decode of one token, nothing else
     if not (math.isfinite(alone) and 0 < alone <= MAX_ITERATION_S):

@@ -14,8 +14,11 @@ Modules, from the bottom up: :mod:`~.workloads` (request streams), :mod:`~.cost_
 :mod:`~.engine_config`, :mod:`~.kv_cache` (the KV block manager), :mod:`~.metrics`
 (SLO kinds), :mod:`~.fluid` (closed-form headroom), :mod:`~.prediction` (output-length
 predictions), :mod:`~.sloweave` (the chunk chooser), :mod:`~.view` (what a policy sees),
-:mod:`~.policies`, :mod:`~.scenario`, :mod:`~.engine` (the event loop),
-:mod:`~.simulator` and :mod:`~.capacity`.
+:mod:`~.iteration` (an iteration's duration and record), :mod:`~.request_state`,
+:mod:`~.policies`, :mod:`~.engine_kinds` (the engine interface), :mod:`~.engine` (one
+replica), :mod:`~.driver` (the event loop), :mod:`~.scenario`, :mod:`~.simulator` and
+:mod:`~.capacity`; :mod:`~.kv_transfer`, :mod:`~.routers` and :mod:`~.cluster` (engines
+in roles behind a router).
 """
 
 from schedlab.errors import NonMonotoneCostModelError, ServingError

@@ -1,8 +1,9 @@
 r"""A cluster of engines: colocated, prefill-only and decode-only nodes in one event loop.
 
 Each node is an :class:`~schedlab.serving.engine.Engine` with its own KV cache, limits,
-policy and cost model; one :class:`ClusterDriver` (a :class:`~schedlab.serving.engine.Driver`
-with a router and KV transfers) runs them all, deterministically under a seed. The model
+policy and cost model; one :class:`ClusterDriver` (a :class:`~schedlab.serving.driver.Driver`
+with a router and KV transfers) runs them all, deterministically under a seed, through
+the hand-over protocol :class:`~schedlab.serving.engine_kinds.HandOverReplica`. The model
 of the cluster is ours (its KV hand-off follows vLLM's, :mod:`schedlab.serving.kv_transfer`).
 
 Roles
@@ -41,7 +42,7 @@ TTFT breakdown
     The four sum to the TTFT (up to the rounding of float differences, under a
     nanosecond); a request served whole has no transfer and no first decode. An
     iteration's execution time is its end minus its start, as the engine logs it
-    (:class:`~schedlab.serving.engine.BatchRecord`), so the auditor of
+    (:class:`~schedlab.serving.iteration.BatchRecord`), so the auditor of
     ``tests/serving/audit.py`` recomputes every component from the logs.
 
 With one colocated node and any router, the cluster is exactly
@@ -50,7 +51,6 @@ With one colocated node and any router, the cluster is exactly
 
 from __future__ import annotations
 
-import itertools
 import math
 import re
 import time
@@ -65,12 +65,16 @@ from schedlab.errors import ServingError
 from schedlab.llm.interconnect import parse_link
 from schedlab.llm.models import get_model_shape, kv_bytes_per_token
 from schedlab.serving.cost_model import CostModel, batch_time, get_cost_model, hardware_of
-from schedlab.serving.engine import EVENT_KINDS, Driver, Engine, EngineRun, IterationTime
+from schedlab.serving.driver import EVENT_KINDS, Driver, EngineRun
+from schedlab.serving.engine import Engine
 from schedlab.serving.engine_config import EngineConfig
+from schedlab.serving.engine_kinds import HandOverReplica
+from schedlab.serving.iteration import IterationTime
 from schedlab.serving.kv_transfer import KVLink, LinkQueue, Transfer
 from schedlab.serving.metrics import Distribution, RequestRecord, Summary, summarize
 from schedlab.serving.policies import MARGIN_READERS, PREDICTION_READERS, ignores
 from schedlab.serving.prediction import predicted_outputs
+from schedlab.serving.request_state import RequestState
 from schedlab.serving.routers import ROLES, Arrival, Route, Router, get_router
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.workloads import MAX_REQUESTS, RequestStream, make_workload
@@ -320,7 +324,9 @@ class _NodeState:
         "tpot_s",
     )
 
-    def __init__(self, engine: Engine, role: str, tpot_s: float, link: LinkQueue | None) -> None:
+    def __init__(
+        self, engine: HandOverReplica, role: str, tpot_s: float, link: LinkQueue | None
+    ) -> None:
         self._engine = engine
         self.index = engine.index
         self.role = role
@@ -368,22 +374,16 @@ class _NodeState:
         engine = self._engine
         i = engine.iteration
         queued = emit = growth = 0
-        for req in itertools.chain(engine.waiting, engine.inbox, engine.running.values()):
+        for req in engine.requests():
             queued += req.target - req.done
             if req.hand_off:
                 final, left = req.prompt, 0
             else:
-                g = req.gen_at_join + (i - req.join_iter) if req.decoding else req.generated
+                g = req.generated_by(i)
                 left = max(req.predicted_output - g, 1)
                 final = req.prompt + g + left - 1
-            if not req.admitted:
-                held = 0
-            elif req.decoding:
-                held = req.prompt + (req.gen_at_join + (i - req.join_iter)) - 1
-            else:
-                held = req.done
             emit += left
-            growth += max(final - held, 0)
+            growth += max(final - req.kv_tokens(i), 0)
         for prompt, predicted in self._bound.values():
             emit += 1 + predicted
             growth += prompt + predicted - 1
@@ -401,12 +401,11 @@ class _NodeState:
 
     @property
     def decode_kv(self) -> int:
-        engine = self._engine
-        return engine.kv_sum + engine.n_decode * engine.iteration
+        return self._engine.decode_kv
 
     @property
     def free_blocks(self) -> int:
-        return self._engine.kv.free_blocks
+        return self._engine.free_blocks
 
     @property
     def queued_prefill_tokens(self) -> int:
@@ -477,15 +476,15 @@ class ClusterDriver(Driver):
         Record every node's queued prefill and outstanding tokens as each router call
         saw them, into :attr:`loads` (for the auditor).
     **options
-        As for :class:`~schedlab.serving.engine.Driver`.
+        As for :class:`~schedlab.serving.driver.Driver`.
     """
 
-    engines: Sequence[Engine]  # schedlab's own engines: nodes hand requests over
+    engines: Sequence[HandOverReplica]
 
     def __init__(
         self,
         stream: RequestStream,
-        engines: list[Engine],
+        engines: Sequence[HandOverReplica],
         roles: Sequence[str],
         router: Router,
         *,
@@ -521,7 +520,7 @@ class ClusterDriver(Driver):
         self.trace_loads = trace_loads
         self.loads: list[tuple[tuple[int, int], ...]] = []
 
-    def _arrive(self, t: float, req: Any) -> None:
+    def _arrive(self, t: float, req: RequestState) -> None:
         view = self.view
         view.now_s = t
         arrival = Arrival(req.index, req.arrival_s, req.prompt, req.predicted_output)
@@ -539,11 +538,10 @@ class ClusterDriver(Driver):
             )
         node = self.nodes[route.node]
         if route.then is not None:
-            req.hand_off = True
             self.decode_of[req.index] = route.then
             self.nodes[route.then].bind(req.index, req.prompt, req.predicted_output)
         req.replica = route.node
-        self.engines[route.node].arrive(req)
+        self.engines[route.node].arrive(req, hand_off=route.then is not None)
         node.touch()
         self._wake(t, self.engines[route.node])
 
@@ -575,14 +573,12 @@ class ClusterDriver(Driver):
         started = engine.started_s
         super()._end(t, index)
         node.touch()
-        if engine.handed_off:
+        for req in engine.take_handed_off():
             assert node.link is not None
-            for req in engine.handed_off:
-                target = self.decode_of[req.index]
-                transfer = node.link.send(req.index, target, req.prompt - 1, t, started)
-                self.transfers.append(transfer)
-                self._push(transfer.end_s, _TRANSFER, req.index)
-            engine.handed_off.clear()
+            target = self.decode_of[req.index]
+            transfer = node.link.send(req.index, target, req.prompt - 1, t, started)
+            self.transfers.append(transfer)
+            self._push(transfer.end_s, _TRANSFER, req.index)
 
     def _event(self, t: float, kind: int, index: int) -> None:
         if kind != _TRANSFER:
@@ -596,12 +592,9 @@ class ClusterDriver(Driver):
             self._wake(t, source)
         target = self.decode_of[index]
         req.replica = target
-        req.target = req.prompt
-        req.done = req.received = req.prompt - 1
-        req.transferred = True
         self.kv_ready_s[index] = t
         node = self.nodes[target]
-        self.engines[target].arrive(req)
+        self.engines[target].receive(req, req.prompt - 1)
         node.unbind(index)
         self._wake(t, self.engines[target])
 
@@ -644,7 +637,7 @@ class ClusterRun:
     Attributes
     ----------
     run
-        The nodes' run as one :class:`~schedlab.serving.engine.EngineRun`: a record's
+        The nodes' run as one :class:`~schedlab.serving.driver.EngineRun`: a record's
         ``replica`` is the node that emitted its tokens, and ``iteration_end_s`` and
         ``batches`` hold node 0's iterations, then node 1's, ...
     roles

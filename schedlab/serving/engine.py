@@ -1,9 +1,13 @@
-r"""The event loop of one continuous-batching engine (``docs/design.md``, "Online model").
+r"""One continuous-batching replica: its queues, seats, KV cache and iterations
+(``docs/design.md``, "Online model").
 
-Events sit in a heap keyed by ``(time, kind, sequence number)``. At equal times an
-iteration end comes before arrivals, and arrivals before the next iteration start, so a
-request arriving exactly when an iteration ends is seen by the next one; the sequence
-number orders the rest, and makes every run deterministic.
+An :class:`Engine` is driven by :class:`~schedlab.serving.driver.Driver` through the
+:class:`~schedlab.serving.engine_kinds.Replica` protocol (requests arrive, iterations are
+planned, timed and ended), and in a cluster through the hand-over part of
+:class:`~schedlab.serving.engine_kinds.HandOverReplica` (section "Hand-over" below).
+Each request's state is a :class:`~schedlab.serving.request_state.RequestState`; a policy
+sees the engine through the :class:`~schedlab.serving.view.EngineView` it gets each
+iteration.
 
 Tokens and KV
 -------------
@@ -62,21 +66,16 @@ exactly those two lags; when the lagged plan would run nothing at all, the real 
 next scheduling pass starts the work immediately, and so does this one. Preemption is
 not lagged.
 
-Replicas
---------
-A deployment of ``dp`` data-parallel replicas (vLLM's ``data_parallel_size``) runs one
-:class:`Engine` per replica, each with its own scheduler, seats and KV cache, under one
-:class:`Driver`. Arriving requests go to the replica of least ``4 * waiting + running``
-(ties to the lowest index), the score of vLLM's load balancer
-(``vllm/v1/engine/core_client.py``, ``DPLBAsyncMPClient.get_core_engine_for_request``,
-lines 1337–1365; here with the replicas' counts at the arrival, where vLLM's client sees
-them as published every 100 ms). Replicas of a dense model step independently (vLLM runs
-them as separate engine cores, ``vllm/v1/engine/core.py`` lines 1071–1082). Replicas of
-a mixture-of-experts model with expert parallelism step in *lockstep*
-(``DPEngineCoreProc``, ``core.py`` lines 1696–1750): every forward pass exchanges the
-replicas' tokens, so a replica with nothing to do runs a dummy batch while another has
-work, and a step lasts what the cost model's ``lockstep_time`` says for all the batches
-together (:func:`~schedlab.serving.cost_model.lockstep_time`).
+Hand-over
+---------
+A cluster (:mod:`schedlab.serving.cluster`) moves requests between engines with their KV.
+A request that arrives with ``hand_off`` (:meth:`Engine.arrive`) is served until its
+prefill completes; it then leaves its seat without emitting a token, is returned by
+:meth:`Engine.take_handed_off` at the end of that iteration, and keeps its prompt's
+blocks until :meth:`Engine.release` (its KV has left). A request whose KV comes from
+another node joins the waiting queue through :meth:`Engine.receive`; it is admitted like
+any other, its blocks allocated then without being computed here, and prefills the rest
+of its prompt.
 
 Cost
 ----
@@ -95,313 +94,20 @@ import heapq
 import math
 from collections import deque
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from itertools import chain
-
-import numpy as np
 
 from schedlab.errors import ServingError
 from schedlab.serving import view as rules
-from schedlab.serving.cost_model import (
-    BatchShape,
-    Chunk,
-    CostModel,
-    batch_time,
-    hardware_of,
-    lockstep_time,
-    uses_decode_spread,
-)
+from schedlab.serving.cost_model import BatchShape, Chunk, uses_decode_spread
 from schedlab.serving.engine_config import EngineConfig
-from schedlab.serving.engine_kinds import Replica
+from schedlab.serving.iteration import BatchRecord, IterationClock, IterationTime
 from schedlab.serving.kv_cache import KVCache
-from schedlab.serving.metrics import SLO, RequestRecord, allowed_slow_gaps
+from schedlab.serving.metrics import SLO, allowed_slow_gaps
 from schedlab.serving.policies import Policy
+from schedlab.serving.request_state import RequestState
 from schedlab.serving.view import Plan, RequestView
-from schedlab.serving.workloads import RequestStream
 
-__all__ = [
-    "EVENT_KINDS",
-    "MAX_ITERATION_S",
-    "BatchRecord",
-    "Driver",
-    "Engine",
-    "EngineRun",
-    "IterationClock",
-    "IterationTime",
-    "check_capacity",
-    "least_loaded",
-]
-
-_END, _ARRIVAL, _START = 0, 1, 3
-#: Event kinds, in their order at equal times: a subclass's own kinds take the free
-#: numbers (a cluster's KV transfer ends, 2, come after arrivals, before starts).
-EVENT_KINDS = {"end": _END, "arrival": _ARRIVAL, "start": _START}
-_NOISE_BLOCK = 4096
-#: The largest coefficient of variation of the iteration-time noise (a lognormal factor
-#: of CV 10 already has a median of 1/10 of its mean).
-MAX_NOISE_CV = 10.0
-
-
-@dataclass(frozen=True, slots=True)
-class BatchRecord:
-    """One iteration, recorded when asked (for audits, tests and time series).
-
-    Attributes
-    ----------
-    start_s, end_s
-        When it ran.
-    decodes
-        Indices of the requests decoding in it.
-    chunks
-        ``(request index, tokens)`` prefill chunks.
-    preempted
-        Requests preempted when it started, in the order they were.
-    reused
-        ``(request index, tokens)``: KV tokens a (re)admitted request took back from the
-        prefix cache.
-    running, waiting
-        Requests admitted, and arrived but waiting, once the iteration was planned.
-    used_blocks
-        KV blocks held by requests while it ran.
-    handed_off
-        Requests whose prefill completed in it and that left for another node (a
-        prefill-only node of a cluster, :mod:`schedlab.serving.cluster`): no token was
-        emitted for them, and they keep their blocks until :meth:`Engine.release`.
-    received
-        ``(request index, tokens)``: KV tokens an admitted request brought from another
-        node (a transfer), allocated here without being computed here.
-    shape
-        The batch as the cost model saw it.
-    """
-
-    start_s: float
-    end_s: float
-    decodes: tuple[int, ...]
-    chunks: tuple[tuple[int, int], ...]
-    preempted: tuple[int, ...]
-    reused: tuple[tuple[int, int], ...] = ()
-    running: int = 0
-    waiting: int = 0
-    used_blocks: int = 0
-    handed_off: tuple[int, ...] = ()
-    received: tuple[tuple[int, int], ...] = ()
-    shape: BatchShape | None = None
-
-
-@dataclass(frozen=True)
-class EngineRun:
-    """Raw outcome of a run (:func:`schedlab.serving.simulator.run_engine`).
-
-    Attributes
-    ----------
-    records
-        One per request, in stream order.
-    iteration_end_s
-        End time of every iteration (token times of :class:`RequestRecord` segments).
-    end_s
-        Simulated time when the run stopped.
-    policy_stats
-        The policy's counters.
-    batches
-        Per-iteration records if requested, else empty.
-    evicted_blocks
-        Cached KV blocks whose content an allocation overwrote.
-    reused_tokens
-        KV tokens resumed requests took back from the prefix cache instead of recomputing.
-    policy, cost_model, hardware
-        Names of the policy and the predicted cost model, and the GPU the model
-        describes (:func:`~schedlab.serving.cost_model.hardware_of`).
-    peak_kv_tokens
-        The most KV blocks one replica had in use at once, in tokens.
-    replica_iterations
-        Iterations of each replica: ``iteration_end_s`` and ``batches`` hold the first
-        replica's, then the second's, ...
-    """
-
-    records: tuple[RequestRecord, ...]
-    iteration_end_s: np.ndarray
-    end_s: float
-    policy_stats: dict[str, int]
-    batches: tuple[BatchRecord, ...] = ()
-    evicted_blocks: int = 0
-    reused_tokens: int = 0
-    policy: str = ""
-    cost_model: str = ""
-    replica_iterations: tuple[int, ...] = ()
-    peak_kv_tokens: int = 0
-    hardware: str = ""
-
-
-@dataclass(frozen=True)
-class IterationTime:
-    """How an iteration's duration is found.
-
-    Attributes
-    ----------
-    predicted
-        The model the policy plans with; time advances by it unless one of the others
-        is given.
-    actual
-        A second model for the actual duration.
-    noise_cv
-        Actual = predicted x lognormal noise of mean 1 and this coefficient of variation
-        (seeded by ``seed``); not with ``actual``, which sets the actual time itself
-        (:class:`~schedlab.serving.scenario.Scenario` refuses the pair).
-    seed
-        Seed of the noise.
-    """
-
-    predicted: CostModel
-    actual: CostModel | None = None
-    noise_cv: float = 0.0
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.noise_cv <= MAX_NOISE_CV:
-            raise ServingError(
-                f"noise_cv: must be from 0 to {MAX_NOISE_CV:g}, got {self.noise_cv}"
-            )
-
-
-class IterationClock:
-    """The durations of one replica's iterations, as :class:`IterationTime` says.
-
-    Parameters
-    ----------
-    timing
-        The cost models and the noise.
-    index
-        The replica's number: replica 0 draws its noise from ``timing.seed`` alone (one
-        engine's noise does not depend on the replica count), the others from
-        independent streams of ``(seed, index)``.
-    """
-
-    def __init__(self, timing: IterationTime, index: int = 0) -> None:
-        self.timing = timing
-        self._sigma = math.sqrt(math.log1p(timing.noise_cv**2))
-        self._rng = np.random.default_rng(timing.seed if index == 0 else (timing.seed, index))
-        self._noise: list[float] = []
-
-    def seconds(self, shape: BatchShape, group: Sequence[BatchShape] = ()) -> float:
-        """How long the batch ``shape`` takes (predicted, actual, or predicted times the
-        next noise factor); with ``group``, the batches of all replicas in lockstep, how
-        long their step takes (:func:`~schedlab.serving.cost_model.lockstep_time`).
-
-        Raises
-        ------
-        ServingError
-            If the model's time is not a positive number of at most
-            :data:`MAX_ITERATION_S` seconds.
-        """
-        timing = self.timing
-        model = timing.predicted if timing.actual is None else timing.actual
-        seconds = _checked(
-            lockstep_time(model, group) if group else batch_time(model, shape), shape
-        )
-        if timing.actual is None and self._sigma > 0:
-            seconds *= self._next_noise()  # finite and positive: a lognormal factor
-        return seconds
-
-    def _next_noise(self) -> float:
-        if not self._noise:
-            sigma = self._sigma
-            draws = self._rng.lognormal(-sigma * sigma / 2, sigma, _NOISE_BLOCK)
-            self._noise = draws.tolist()[::-1]
-        return self._noise.pop()
-
-
-class _Request:
-    """Mutable state of one request inside the engine (read by policies as RequestView)."""
-
-    __slots__ = (
-        "admitted",
-        "arrival_s",
-        "bucket",
-        "decoding",
-        "done",
-        "epoch",
-        "finish_s",
-        "first_chunk_s",
-        "first_decode_s",
-        "first_token_s",
-        "gen_at_join",
-        "generated",
-        "hand_off",
-        "index",
-        "join_iter",
-        "kv_offset",
-        "output",
-        "predicted_output",
-        "preemptions",
-        "prefill_end_s",
-        "prefill_exec_s",
-        "prefill_side_exec_s",
-        "prefilled",
-        "prompt",
-        "received",
-        "replica",
-        "seg_start",
-        "segments",
-        "seq",
-        "target",
-        "transferred",
-        "violated",
-    )
-
-    def __init__(
-        self, index: int, arrival_s: float, prompt: int, output: int, predicted: int
-    ) -> None:
-        self.index = index
-        self.arrival_s = arrival_s
-        self.prompt = prompt
-        self.output = output
-        self.predicted_output = predicted  # what policies see of the output length
-        self.target = prompt  # tokens this (re)start must have in KV
-        self.done = 0  # tokens of target in KV (prefilled, or cached while waiting)
-        self.generated = 0  # output tokens emitted (exact while not decoding)
-        self.admitted = False
-        self.decoding = False
-        self.seq = -1  # admission sequence number (newest = largest)
-        self.join_iter = 0  # first decode iteration of the current run
-        self.gen_at_join = 0
-        self.bucket = 0  # block-boundary phase while decoding
-        self.kv_offset = 0  # KV tokens attended at decode iteration j: kv_offset + j
-        self.epoch = 0  # invalidates a scheduled finish after preemption
-        self.first_token_s = math.nan
-        self.finish_s = math.nan
-        self.seg_start = 0
-        self.segments: list[tuple[int, int]] = []
-        self.preemptions = 0
-        self.prefilled = 0
-        self.replica = 0  # the engine serving it
-        self.violated = False
-        # Clusters (schedlab.serving.cluster): the prefill leaves for another node, and
-        # KV tokens that came from one; the times of the TTFT breakdown: seconds of the
-        # iterations that ran its prefill chunks before its first token (those on its
-        # prefill node, up to the hand-off), and of the iteration that emitted its first
-        # token after a transfer.
-        self.hand_off = False
-        self.received = 0
-        self.transferred = False
-        self.first_chunk_s = math.nan
-        self.prefill_end_s = math.nan
-        self.prefill_exec_s = 0.0
-        self.prefill_side_exec_s = 0.0
-        self.first_decode_s = 0.0
-
-    def record(self) -> RequestRecord:
-        return RequestRecord(
-            self.index,
-            self.arrival_s,
-            self.prompt,
-            self.output,
-            self.first_token_s,
-            self.finish_s,
-            self.preemptions,
-            self.prefilled,
-            tuple(self.segments),
-            self.replica,
-        )
+__all__ = ["Engine"]
 
 
 class _View:
@@ -439,7 +145,7 @@ class _View:
         engine = self._engine
         return bool(engine.partials or (self.admitting and engine.waiting))
 
-    def prefill_candidates(self) -> Iterator[_Request]:
+    def prefill_candidates(self) -> Iterator[RequestState]:
         engine = self._engine
         if not self.admitting:
             return iter(engine.partials.values())
@@ -460,7 +166,8 @@ class _View:
 
 class Engine:
     """One replica's scheduler: its queues, seats, KV cache and iterations (module
-    docstring). A :class:`Driver` feeds it requests and times its iterations.
+    docstring). A :class:`~schedlab.serving.driver.Driver` feeds it requests and times its
+    iterations.
 
     Parameters
     ----------
@@ -505,14 +212,14 @@ class Engine:
         self.slow_upto: list[int] = []
         self.view = _View(self)
         self.iteration = 0
-        self.waiting: deque[_Request] = deque()
-        self.running: dict[int, _Request] = {}  # by admission number, oldest first
-        self.partials: dict[int, _Request] = {}
+        self.waiting: deque[RequestState] = deque()
+        self.running: dict[int, RequestState] = {}  # by admission number, oldest first
+        self.partials: dict[int, RequestState] = {}
         self.n_decode = 0
         self.kv_sum = 0  # sum of kv_offset over running decodes
         self.buckets = [0] * config.block_size
-        self.finish_at: dict[int, list[tuple[_Request, int]]] = {}
-        self.batch: list[tuple[_Request, int]] = []
+        self.finish_at: dict[int, list[tuple[RequestState, int]]] = {}
+        self.batch: list[tuple[RequestState, int]] = []
         self.iteration_end: list[float] = []
         self.admissions = 0
         self.finished = 0
@@ -530,20 +237,20 @@ class Engine:
         self.kv_low: list[int] = []  # offsets, lazily deleted
         self.kv_live: dict[int, int] = {}  # offset -> decodes holding it
         # Asynchronous scheduling (module docstring).
-        self.inbox: list[_Request] = []  # arrived while a batch was in flight
+        self.inbox: list[RequestState] = []  # arrived while a batch was in flight
         self.back_to_back = False  # the pending start follows an iteration end
         # requests finished in the last iteration, by admission number, with the KV
         # tokens they hold: their seats and blocks are not free yet
-        self.held: dict[int, tuple[_Request, int]] = {}
+        self.held: dict[int, tuple[RequestState, int]] = {}
         self._pending: tuple[float, tuple[int, ...], tuple[tuple[int, int], ...]] | None = None
         self._preempted: list[int] = []
         self._reused: list[tuple[int, int]] = []
         self._received: list[tuple[int, int]] = []
-        # Clusters: the running iteration (its start and batch), and the requests whose
-        # prefill completed and left in the last one (the driver takes them).
+        # The running iteration (its start and batch; read by a cluster's routers), and the
+        # requests whose prefill completed and left in the last one (take_handed_off).
         self.started_s = 0.0
         self.shape: BatchShape | None = None
-        self.handed_off: list[_Request] = []
+        self._handed_off: list[RequestState] = []
         self.held_off = 0  # handed-off requests still holding blocks here
 
     # -- what the driver sees ----------------------------------------------------------------
@@ -562,16 +269,67 @@ class Engine:
         """vLLM's load-balancing score, ``4 * waiting + running``."""
         return 4 * (len(self.waiting) + len(self.inbox)) + len(self.running)
 
-    def arrive(self, req: _Request) -> None:
+    def arrive(self, req: RequestState, *, hand_off: bool = False) -> None:
         """Queue an arriving request (one iteration late under asynchronous scheduling
-        while a batch is in flight)."""
+        while a batch is in flight); with ``hand_off``, it leaves for another node when its
+        prefill completes (module docstring, "Hand-over")."""
+        req.hand_off = hand_off
         if self.config.async_scheduling and (self.busy or self.back_to_back):
             self.inbox.append(req)
         else:
             self.waiting.append(req)
 
+    # -- what a cluster sees: the hand-over and the load (module docstring) ------------------
+    def take_handed_off(self) -> list[RequestState]:
+        """The requests whose prefill completed and that left in the iteration that just
+        ended, in the order they did; each holds its blocks here until :meth:`release`."""
+        handed, self._handed_off = self._handed_off, []
+        return handed
+
+    def release(self, req: RequestState) -> None:
+        """Free the blocks of a request handed off to another node, once its KV has left
+        (the end of its transfer)."""
+        self.kv.free(req.index, req.prompt, keep=False)
+        self.held_off -= 1
+
+    def receive(self, req: RequestState, tokens: int) -> None:
+        """A request prefilled on another node arrives with the KV of its first
+        ``tokens`` prompt tokens (fewer than its prompt: the rest is prefilled here, and
+        emits its first token); its blocks are allocated when it is admitted.
+
+        Raises
+        ------
+        ServingError
+            If ``tokens`` is not from 0 to the prompt less one, or the request emitted a
+            token already.
+        """
+        if not 0 <= tokens < req.prompt or req.generated:
+            raise ServingError(
+                f"engine {self.index}: request {req.index} with a prompt of {req.prompt} "
+                f"tokens and {req.generated} emitted cannot receive {tokens} KV tokens"
+            )
+        req.target = req.prompt
+        req.done = req.received = tokens
+        req.transferred = True
+        self.arrive(req)
+
+    def requests(self) -> Iterator[RequestState]:
+        """The requests it holds: waiting (arrived), then admitted (oldest first); not
+        those handed off."""
+        return chain(self.waiting, self.inbox, self.running.values())
+
+    @property
+    def decode_kv(self) -> int:
+        """KV tokens the running decodes attend to at the next iteration, in total."""
+        return self.kv_sum + self.n_decode * self.iteration
+
+    @property
+    def free_blocks(self) -> int:
+        """KV blocks free now."""
+        return self.kv.free_blocks
+
     # -- the view's queue ------------------------------------------------------------------
-    def waiting_with_cache(self) -> Iterator[_Request]:
+    def waiting_with_cache(self) -> Iterator[RequestState]:
         """The waiting queue; a request resumed after a preemption first learns how much
         of it the prefix cache still holds (its ``done``)."""
         kv, size = self.kv, self.config.block_size
@@ -599,7 +357,7 @@ class Engine:
         for _ in range(2):
             while True:
                 view.n_decode = self.n_decode
-                view.decode_kv = self.kv_sum + self.n_decode * i
+                view.decode_kv = self.decode_kv
                 if self.model_spread and self.n_decode:
                     view.decode_kv_max, view.decode_kv_min = self._decode_extremes(i)
                 else:
@@ -639,9 +397,6 @@ class Engine:
             admitting = True
         else:
             return None
-        for req, _ in self.batch:
-            if math.isnan(req.first_chunk_s):
-                req.first_chunk_s = now
         self.peak_blocks = max(self.peak_blocks, kv.used_blocks)
         if config.async_scheduling:
             self._release_lagged()
@@ -659,7 +414,8 @@ class Engine:
         return self.shape
 
     def duration(self, shape: BatchShape, group: Sequence[BatchShape] = ()) -> float:
-        """How long this replica's batch ``shape`` takes (:meth:`IterationClock.seconds`)."""
+        """How long this replica's batch ``shape`` takes
+        (:meth:`~schedlab.serving.iteration.IterationClock.seconds`)."""
         return self.clock.seconds(shape, group)
 
     def projected_kv_peak(self) -> int:
@@ -688,8 +444,7 @@ class Engine:
         holds: list[int] = []
         for req in self.running.values():
             if req.decoding:
-                generated = req.gen_at_join + (i - req.join_iter)
-                rests.append(max(req.predicted_output - generated, 1) + lag)
+                rests.append(max(req.predicted_output - req.generated_by(i), 1) + lag)
                 holds.append(req.kv_offset + i + slack)
             else:
                 reserved += rules.reserved_tokens(config, req)
@@ -714,7 +469,7 @@ class Engine:
             heapq.heappop(low)
         return i - high[0], i + low[0]
 
-    def _forget_decode(self, req: _Request) -> None:
+    def _forget_decode(self, req: RequestState) -> None:
         self.n_decode -= 1
         self.kv_sum -= req.kv_offset
         self.buckets[req.bucket] -= 1
@@ -734,11 +489,11 @@ class Engine:
         config, kv = self.config, self.kv
         name = self.policy.name
         chunks: list[Chunk] = []
-        batch: list[tuple[_Request, int]] = []
+        batch: list[tuple[RequestState, int]] = []
         tokens = self.n_decode
         preempted = len(self._preempted)
         for planned, c in plan:
-            if not isinstance(planned, _Request):
+            if not isinstance(planned, RequestState):
                 raise ServingError(
                     f"policy {name!r}: planned {planned!r}, not one of its requests"
                 )
@@ -797,7 +552,7 @@ class Engine:
         self.batch = batch
         return chunks
 
-    def _admit(self, req: _Request) -> None:
+    def _admit(self, req: RequestState) -> None:
         name = self.policy.name
         if self.waiting and self.waiting[0] is req:
             self.waiting.popleft()
@@ -814,7 +569,7 @@ class Engine:
         self.partials[req.seq] = req
 
     def _preempt_newest(
-        self, i: int, phase: int, chunked: list[tuple[_Request, int]] | None = None
+        self, i: int, phase: int, chunked: list[tuple[RequestState, int]] | None = None
     ) -> int:
         """Preempt the newest admitted request at the start of iteration ``i``; 1 if it
         was a decode needing a block there.
@@ -837,7 +592,7 @@ class Engine:
         _, victim = self.running.popitem()
         saved = 0
         if victim.decoding:
-            generated = victim.gen_at_join + (i - victim.join_iter)
+            generated = victim.generated_by(i)
             computed = held = victim.prompt + generated - 1
             if self.config.async_scheduling and victim.join_iter < i:
                 computed -= 1  # the token of iteration i - 1 is not known yet
@@ -947,7 +702,7 @@ class Engine:
             self.finish_at.setdefault(i + req.output - req.generated, []).append((req, req.epoch))
         self.batch = []
 
-    def _hand_off(self, req: _Request, now: float) -> None:
+    def _hand_off(self, req: RequestState, now: float) -> None:
         """A prefill-only node's request finished its prefill: it leaves its seat, emits
         nothing here, and keeps its ``target`` KV tokens until :meth:`release`."""
         del self.running[req.seq]
@@ -955,14 +710,8 @@ class Engine:
         req.hand_off = False
         req.prefill_end_s = now
         req.prefill_side_exec_s = req.prefill_exec_s
-        self.handed_off.append(req)
+        self._handed_off.append(req)
         self.held_off += 1
-
-    def release(self, req: _Request) -> None:
-        """Free the blocks of a request handed off to another node, once its KV has left
-        (the end of its transfer)."""
-        self.kv.free(req.index, req.prompt, keep=False)
-        self.held_off -= 1
 
     def _preempt_finished(self) -> None:
         """Preempt the newest request that finished in the last iteration, under
@@ -976,7 +725,7 @@ class Engine:
         req.preemptions += 1
         self._preempted.append(req.index)
 
-    def _finish(self, req: _Request, now: float, i: int, tokens: int) -> None:
+    def _finish(self, req: RequestState, now: float, i: int, tokens: int) -> None:
         del self.running[req.seq]
         if self.config.async_scheduling:
             self.held[req.seq] = (req, tokens)
@@ -1015,242 +764,3 @@ class Engine:
         for req in self.running.values():
             if req.decoding:
                 req.segments.append((req.seg_start, self.iteration - 1))
-
-
-#: The longest iteration a cost model may predict, in seconds: an hour, as for the
-#: measured times of a GPU profile (:data:`schedlab.calibration.profiles.MAX_TIME_S`).
-#: Far beyond any real batch, it keeps the clock's sums far from overflowing to
-#: infinity (a coefficient of 1e307 s did, and ``--json`` printed ``Infinity``).
-MAX_ITERATION_S = 3600.0
-
-
-def _checked(seconds: float, shape: BatchShape) -> float:
-    if not (math.isfinite(seconds) and 0 < seconds <= MAX_ITERATION_S):
-        raise ServingError(
-            f"cost model: iteration time {seconds!r} s for {shape.n_decode} decodes and "
-            f"chunks {list(shape.chunks)} must be positive and at most "
-            f"{MAX_ITERATION_S:g} s"
-        )
-    return seconds
-
-
-def check_capacity(stream: RequestStream, config: EngineConfig, where: str = "") -> None:
-    """Refuse a stream with a request whose prompt and output, :math:`P + O - 1` KV
-    tokens at its last decode, exceed ``config``'s KV cache: it could never run.
-
-    Raises
-    ------
-    ServingError
-        Naming the largest such request, and ``where`` (e.g. ``node 2``) if given.
-    """
-    if not len(stream):
-        return
-    sizes = stream.prompt + stream.output - 1
-    i = int(np.argmax(sizes))
-    if config.blocks(int(sizes[i])) > config.total_blocks:
-        place = f" of {where}" if where else ""
-        raise ServingError(
-            f"request {i}: prompt + output = {int(sizes[i]) + 1} tokens exceeds the KV "
-            f"capacity{place} ({config.total_blocks} blocks of {config.block_size}); it "
-            "could never run"
-        )
-
-
-def least_loaded(engines: Sequence[Replica]) -> Replica:
-    """The replica of least ``4 * waiting + running``, the first on ties (vLLM's score)."""
-    return min(engines, key=lambda engine: engine.load)
-
-
-class Driver:
-    """The event loop of one or more replicas serving one request stream.
-
-    Parameters
-    ----------
-    stream
-        The requests.
-    engines
-        The replicas (one for a plain engine).
-    lockstep
-        Replicas step together (mixture of experts with expert parallelism; module
-        docstring); otherwise each steps on its own.
-    slo, max_violations
-        Stop as soon as more than ``max_violations`` requests are known to miss ``slo``.
-    stop_at_s
-        Stop at this simulated time.
-    predicted_output
-        The output lengths policies see (:mod:`schedlab.serving.prediction`; default the
-        true ones).
-    """
-
-    def __init__(
-        self,
-        stream: RequestStream,
-        engines: Sequence[Replica],
-        *,
-        lockstep: bool = False,
-        max_violations: int | None = None,
-        stop_at_s: float | None = None,
-        predicted_output: np.ndarray | None = None,
-    ) -> None:
-        if not engines:
-            raise ServingError("driver: needs at least one engine")
-        self.engines: Sequence[Replica] = list(engines)
-        self.lockstep = lockstep and len(engines) > 1
-        predicted = stream.output if predicted_output is None else predicted_output
-        self.requests = [
-            _Request(i, float(a), int(p), int(o), int(q))
-            for i, (a, p, o, q) in enumerate(
-                zip(stream.arrival_s, stream.prompt, stream.output, predicted, strict=True)
-            )
-        ]
-        configs = [e.config for e in engines]
-        for k, config in enumerate(configs):
-            if config not in configs[:k]:
-                check_capacity(stream, config, f"node {k}" if len(engines) > 1 else "")
-        self.stop_at_s = math.inf if stop_at_s is None else stop_at_s
-        self.max_violations = len(self.requests) if max_violations is None else max_violations
-        self.heap: list[tuple[float, int, int, int]] = []
-        self.events = 0
-        self.finished = self.violations = 0  # over all replicas
-        self.group_pending = False  # lockstep: a group start is queued
-        self.group_back_to_back = False
-
-    def _push(self, t: float, kind: int, engine: int) -> None:
-        self.events += 1
-        heapq.heappush(self.heap, (t, kind, self.events, engine))
-
-    def run(self) -> float:
-        """Process events until every request finished or a stop rule fires; the end time."""
-        requests, heap, engines = self.requests, self.heap, self.engines
-        next_arrival = 0
-        if requests:
-            self._push(requests[0].arrival_s, _ARRIVAL, -1)
-        now = 0.0
-        total = len(requests)
-        while heap:
-            t, kind, _, index = heapq.heappop(heap)
-            if t > self.stop_at_s:
-                now = self.stop_at_s
-                break
-            now = t
-            if kind == _END:
-                self._end(t, index)
-                if self.finished == total or self.violations > self.max_violations:
-                    break
-            elif kind == _ARRIVAL:
-                req = requests[next_arrival]
-                next_arrival += 1
-                if next_arrival < total:
-                    self._push(requests[next_arrival].arrival_s, _ARRIVAL, -1)
-                self._arrive(t, req)
-            elif kind == _START:
-                self._start(t, index)
-            else:
-                self._event(t, kind, index)
-        for engine in engines:
-            engine.close_open_segments()
-        return now
-
-    def _arrive(self, t: float, req: _Request) -> None:
-        """A request arrives: to the least loaded replica (vLLM's balancer)."""
-        engines = self.engines
-        engine = engines[0] if len(engines) == 1 else least_loaded(engines)
-        req.replica = engine.index
-        engine.arrive(req)
-        self._wake(t, engine)
-
-    def _event(self, t: float, kind: int, index: int) -> None:
-        """An event of a kind a subclass adds (:data:`EVENT_KINDS`); none here."""
-        raise ServingError(f"driver: unknown event kind {kind}")
-
-    def _wake(self, t: float, engine: Replica) -> None:
-        """An arrival: start an idle replica (or the idle group)."""
-        if self.lockstep:
-            if not any(e.busy for e in self.engines) and not self.group_pending:
-                self.group_pending = True
-                self._push(t, _START, -1)
-        elif not engine.busy and not engine.start_pending:
-            engine.start_pending = True
-            self._push(t, _START, engine.index)
-
-    def _start(self, t: float, index: int) -> None:
-        if not self.lockstep:
-            engine = self.engines[index]
-            shape = engine.plan(t)
-            engine.start_pending = engine.back_to_back = False
-            if shape is not None:
-                self._push(t + engine.duration(shape), _END, index)
-            return
-        self.group_pending = False
-        shapes = []
-        active = []
-        for engine in self.engines:
-            shape = engine.plan(t)
-            engine.back_to_back = False
-            if shape is not None:
-                shapes.append(shape)
-                active.append(engine)
-            else:  # a replica without work runs a dummy batch of one token
-                shapes.append(BatchShape(1, 1, ()))
-        if not active:
-            return
-        lead = self.engines.index(active[0])
-        seconds = active[0].duration(shapes[lead], shapes)
-        for engine in active:
-            self._push(t + seconds, _END, engine.index)
-
-    def _end(self, t: float, index: int) -> None:
-        engine = self.engines[index]
-        finished, violations = engine.finished, engine.violations
-        engine.end(t)
-        self.finished += engine.finished - finished
-        self.violations += engine.violations - violations
-        engine.busy = False
-        if self.lockstep:
-            if any(e.busy for e in self.engines) or self.group_pending:
-                return  # the other replicas' ends of the same step come next
-            if any(e.has_work for e in self.engines):
-                self.group_pending = True
-                for e in self.engines:
-                    e.back_to_back = True
-                self._push(t, _START, -1)
-            return
-        if engine.has_work:
-            engine.start_pending = engine.back_to_back = True
-            self._push(t, _START, index)
-
-    def result(self, end_s: float) -> EngineRun:
-        """The run's outcome, once :meth:`run` returned ``end_s``: the replicas' iterations
-        one after another (a request's segments index into them)."""
-        offsets: list[int] = []
-        ends: list[list[float]] = []
-        batches: list[BatchRecord] = []
-        for engine in self.engines:
-            offsets.append(sum(len(e) for e in ends))
-            ends.append(engine.iteration_end)
-            batches.extend(engine.batches)
-        records = []
-        for req in self.requests:
-            shift = offsets[req.replica]
-            if shift:
-                req.segments = [(a + shift, b + shift) for a, b in req.segments]
-            records.append(req.record())
-        lead = self.engines[0]
-        stats: dict[str, int] = {}
-        for engine in self.engines:
-            for key, value in engine.policy.stats.items():
-                stats[key] = stats.get(key, 0) + value
-        return EngineRun(
-            tuple(records),
-            np.asarray([t for e in ends for t in e], dtype=float),
-            end_s,
-            stats,
-            tuple(batches),
-            sum(e.evicted_blocks for e in self.engines),
-            sum(e.reused_tokens for e in self.engines),
-            lead.policy.name,
-            lead.timing.predicted.name,
-            tuple(len(e) for e in ends),
-            max(e.peak_blocks * e.config.block_size for e in self.engines),
-            hardware_of(lead.timing.predicted),
-        )

@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.errors import InputTypeError, ServingError
-from schedlab.serving.engine import BatchRecord, Driver, Engine, EngineRun, IterationTime
+from schedlab.serving.driver import Driver, EngineRun
+from schedlab.serving.engine import Engine
 from schedlab.serving.engine_kinds import BUILTIN_KIND, Replica, replica_factory
+from schedlab.serving.iteration import BatchRecord, IterationTime
 from schedlab.serving.metrics import RequestRecord, Summary, summarize
 from schedlab.serving.prediction import predicted_outputs
 from schedlab.serving.scenario import Scenario
@@ -62,7 +64,7 @@ def run_engine(
     max_violations
         Stop as soon as more than this many requests are known to miss the SLO.
     record_batches
-        Keep a :class:`~schedlab.serving.engine.BatchRecord` per iteration.
+        Keep a :class:`~schedlab.serving.iteration.BatchRecord` per iteration.
     """
     _check_types(
         "run_engine",

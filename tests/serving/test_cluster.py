@@ -26,8 +26,9 @@ from schedlab.serving.cluster import (
     simulate_cluster,
 )
 from schedlab.serving.cost_model import LinearAttentionCostModel
-from schedlab.serving.engine import Engine, IterationTime
+from schedlab.serving.engine import Engine
 from schedlab.serving.engine_config import EngineConfig
+from schedlab.serving.iteration import IterationTime
 from schedlab.serving.kv_transfer import KVLink
 from schedlab.serving.metrics import SLO
 from schedlab.serving.routers import Route

@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from schedlab.serving.capacity import capacity, probe
-from schedlab.serving.engine import Driver, Engine, IterationTime
+from schedlab.serving.driver import Driver
+from schedlab.serving.engine import Engine
+from schedlab.serving.iteration import IterationTime
 from schedlab.serving.metrics import SLO, SLO_KINDS, summarize
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import simulate

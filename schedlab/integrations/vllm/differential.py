@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from schedlab.serving.engine import EngineRun
+from schedlab.serving.driver import EngineRun
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import run_engine

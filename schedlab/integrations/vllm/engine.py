@@ -25,7 +25,7 @@ request that has sampled a token since it was last (re)admitted decodes, attendi
 its computed tokens plus the new one; any other scheduled request runs a prefill chunk
 of its scheduled tokens after its computed ones (prefix-cache hits included). Token
 times, preemptions and prefilled tokens are written into the driver's request objects,
-and a :class:`~schedlab.serving.engine.BatchRecord` per step is kept on request, so the
+and a :class:`~schedlab.serving.iteration.BatchRecord` per step is kept on request, so the
 records and summaries are those of schedlab's own engine.
 
 Prompts are made of token ids unique to each request (its first token is its index),
@@ -44,8 +44,9 @@ from typing import Any
 from schedlab.errors import ServingError
 from schedlab.integrations.vllm.config import VllmSetup, build_scheduler
 from schedlab.serving.cost_model import BatchShape
-from schedlab.serving.engine import BatchRecord, IterationClock, IterationTime
 from schedlab.serving.engine_config import EngineConfig
+from schedlab.serving.engine_kinds import Replica
+from schedlab.serving.iteration import BatchRecord, IterationClock, IterationTime
 from schedlab.serving.metrics import SLO
 
 __all__ = ["SAMPLED_TOKEN", "VllmEngine", "VllmPolicy"]
@@ -105,7 +106,7 @@ class VllmEngine:
     index
         The replica's number.
     record_batches
-        Keep a :class:`~schedlab.serving.engine.BatchRecord` per step.
+        Keep a :class:`~schedlab.serving.iteration.BatchRecord` per step.
     margin_s
         SLOWeave's margin, for a SLOWeave policy (``None``: the cost model's).
     """
@@ -216,7 +217,7 @@ class VllmEngine:
         return step.shape
 
     def duration(self, shape: BatchShape, group: Sequence[BatchShape] = ()) -> float:
-        """How long the step takes (:meth:`~schedlab.serving.engine.IterationClock.seconds`)."""
+        """How long the step takes (:meth:`~schedlab.serving.iteration.IterationClock.seconds`)."""
         return self.clock.seconds(shape, group)
 
     def end(self, now: float) -> None:
@@ -388,3 +389,7 @@ class VllmEngine:
             req.finish_s = now
             req.segments.append((req.seg_start, self._last_token[rid]))
             self.finished += 1
+
+
+#: The engine interface the driver runs: mypy checks that a VllmEngine is one.
+_IS_A_REPLICA: type[Replica] = VllmEngine

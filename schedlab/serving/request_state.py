@@ -1,0 +1,168 @@
+"""The state of one request while a run serves it: :class:`RequestState`.
+
+The driver (:mod:`schedlab.serving.driver`) makes one per request of the stream and hands
+it to a replica (:mod:`schedlab.serving.engine_kinds`); the replica serving it writes its
+progress and outcome into it, and :meth:`RequestState.record` turns it into the run's
+:class:`~schedlab.serving.metrics.RequestRecord`. A policy reads it as a
+:class:`~schedlab.serving.view.RequestView`.
+"""
+
+from __future__ import annotations
+
+import math
+
+from schedlab.serving.metrics import RequestRecord
+
+__all__ = ["RequestState"]
+
+
+class RequestState:
+    """Mutable state of one request during a run.
+
+    Parameters
+    ----------
+    index, arrival_s, prompt, output
+        The request of the stream: its number, arrival time, prompt and output lengths.
+    predicted
+        Its predicted output length, what policies and routers see
+        (:mod:`schedlab.serving.prediction`).
+
+    Attributes
+    ----------
+    index, arrival_s, prompt, output, predicted_output
+        The request, as given.
+    replica
+        The replica serving it (set by the driver when it hands the request over).
+    first_token_s, finish_s
+        When its first and last tokens were emitted (``nan`` until then).
+    generated
+        Output tokens emitted (exact while it is not decoding: a decoding request's
+        count is :meth:`generated_by`).
+    segments, seg_start
+        Runs of consecutive iterations in which it emitted a token, ``(first, last)``
+        (iteration numbers of its replica), and the first iteration of the run open now.
+    preemptions, prefilled
+        Times it was preempted, and prompt (and recomputed) tokens it prefilled.
+    violated
+        Whether it is known to miss the SLO the engine counts.
+    target, done, admitted
+        What a policy reads (:class:`~schedlab.serving.view.RequestView`): the tokens
+        this (re)start must have in KV, those of them in KV already, and whether it
+        holds a seat.
+    decoding, seq, join_iter, gen_at_join, bucket, kv_offset, epoch
+        The engine's bookkeeping (:mod:`schedlab.serving.engine`): whether it decodes,
+        its admission number (newest largest), the first decode iteration of its
+        current run and its tokens then, its block-boundary phase, the offset of the KV
+        tokens it attends (``kv_offset + i`` at iteration ``i``), and the count of its
+        preemptions while decoding (which cancels a finish scheduled before).
+    hand_off, received, transferred
+        In a cluster (:mod:`schedlab.serving.cluster`): it leaves for another node when
+        its prefill completes; KV tokens it brings from another node, until admitted;
+        whether it came from another node.
+    prefill_exec_s, prefill_side_exec_s, prefill_end_s, first_decode_s
+        The times of a cluster's TTFT breakdown: seconds of the iterations that ran its
+        prefill chunks before its first token (on every node, then up to its hand-off),
+        when its prefill completed on a prefill node, and seconds of the iteration that
+        emitted its first token after a transfer.
+    """
+
+    __slots__ = (
+        "admitted",
+        "arrival_s",
+        "bucket",
+        "decoding",
+        "done",
+        "epoch",
+        "finish_s",
+        "first_decode_s",
+        "first_token_s",
+        "gen_at_join",
+        "generated",
+        "hand_off",
+        "index",
+        "join_iter",
+        "kv_offset",
+        "output",
+        "predicted_output",
+        "preemptions",
+        "prefill_end_s",
+        "prefill_exec_s",
+        "prefill_side_exec_s",
+        "prefilled",
+        "prompt",
+        "received",
+        "replica",
+        "seg_start",
+        "segments",
+        "seq",
+        "target",
+        "transferred",
+        "violated",
+    )
+
+    def __init__(
+        self, index: int, arrival_s: float, prompt: int, output: int, predicted: int
+    ) -> None:
+        self.index = index
+        self.arrival_s = arrival_s
+        self.prompt = prompt
+        self.output = output
+        self.predicted_output = predicted
+        self.target = prompt
+        self.done = 0
+        self.generated = 0
+        self.admitted = False
+        self.decoding = False
+        self.seq = -1
+        self.join_iter = 0
+        self.gen_at_join = 0
+        self.bucket = 0
+        self.kv_offset = 0
+        self.epoch = 0
+        self.first_token_s = math.nan
+        self.finish_s = math.nan
+        self.seg_start = 0
+        self.segments: list[tuple[int, int]] = []
+        self.preemptions = 0
+        self.prefilled = 0
+        self.replica = 0
+        self.violated = False
+        self.hand_off = False
+        self.received = 0
+        self.transferred = False
+        self.prefill_end_s = math.nan
+        self.prefill_exec_s = 0.0
+        self.prefill_side_exec_s = 0.0
+        self.first_decode_s = 0.0
+
+    def generated_by(self, iteration: int) -> int:
+        """Output tokens it emitted before iteration ``iteration`` of its replica starts
+        (the replica's next iteration, or one before it)."""
+        if self.decoding:
+            return self.gen_at_join + (iteration - self.join_iter)
+        return self.generated
+
+    def kv_tokens(self, iteration: int) -> int:
+        """KV tokens it holds when iteration ``iteration`` of its replica starts, before
+        that iteration's allocations: none unless admitted; a decode holds its prompt and
+        every token it generated but the last, a prefill the tokens it prefilled."""
+        if not self.admitted:
+            return 0
+        if self.decoding:
+            return self.prompt + self.generated_by(iteration) - 1
+        return self.done
+
+    def record(self) -> RequestRecord:
+        """Its outcome, as the run reports it."""
+        return RequestRecord(
+            self.index,
+            self.arrival_s,
+            self.prompt,
+            self.output,
+            self.first_token_s,
+            self.finish_s,
+            self.preemptions,
+            self.prefilled,
+            tuple(self.segments),
+            self.replica,
+        )
