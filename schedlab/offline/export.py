@@ -27,7 +27,7 @@ import numpy as np
 import pulp
 import scipy.sparse as sp
 
-from schedlab.errors import FormatError, SchedlabError
+from schedlab.errors import FormatError, InputError
 from schedlab.offline.bounds.time_indexed import check_horizon, column_rows
 from schedlab.offline.bounds.volume import start_slack
 from schedlab.offline.instance import Instance
@@ -107,7 +107,7 @@ def export_model(
     FormatError
         If ``fmt`` (or the file's suffix when ``fmt`` is ``None``) is not a known format,
         or disagrees with the file's suffix.
-    SchedlabError
+    InputError
         If the model has more than ``max_nonzeros`` nonzeros (estimated first), or
         ``max_nonzeros`` exceeds :data:`NONZEROS_CEILING`.
     HorizonError
@@ -121,13 +121,13 @@ def export_model(
     if fmt not in FORMATS:
         raise FormatError(f"export format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
     if max_nonzeros > NONZEROS_CEILING:
-        raise SchedlabError(
+        raise InputError(
             f"export: max_nonzeros = {max_nonzeros:,} is above {NONZEROS_CEILING:,}, the most "
             "a model built in memory may take (about 2.5 GB as LP)"
         )
     nonzeros = model_nonzeros(instance)
     if nonzeros > max_nonzeros:
-        raise SchedlabError(
+        raise InputError(
             f"export: the model of {instance.name or 'the instance'} has {nonzeros:,} nonzeros "
             f"(about {nonzeros * 17 / 1e9:.2g} GB as LP), over the limit of {max_nonzeros:,}; "
             "raise it with --max-nonzeros N (Python: max_nonzeros=N)"

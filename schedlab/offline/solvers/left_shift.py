@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from schedlab.budget import UNLIMITED, Budget
-from schedlab.errors import SchedlabError, ScheduleError
+from schedlab.errors import InputError, ScheduleError
 from schedlab.offline.decoder import ENGINES, decode_best, list_schedule
 from schedlab.offline.instance import Instance
 from schedlab.offline.schedule import Schedule, load_profile
@@ -156,13 +156,11 @@ def left_shift(
     ScheduleError
         If some request starts before its release or does not fit at its own start
         beside the others (``starts`` is not feasible).
-    SchedlabError
+    InputError
         On an unknown engine (:data:`~schedlab.offline.decoder.ENGINES`).
     """
     if engine not in ENGINES:
-        raise SchedlabError(
-            f"left_shift: engine must be one of {', '.join(ENGINES)}, got {engine!r}"
-        )
+        raise InputError(f"left_shift: engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     schedule = Schedule(instance, starts)
     early = np.flatnonzero(schedule.starts < instance.arrival)
     if len(early):
