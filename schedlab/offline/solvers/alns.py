@@ -99,6 +99,7 @@ from schedlab.offline.solvers.local_search import (
     best_start_order,
     checkpoint_spacing,
     random_move,
+    require_search_memory,
 )
 
 __all__ = [
@@ -524,6 +525,7 @@ def alns(
     )
     # decoded first, so that a wall-clock cap counts it (5 s at n = 10^6)
     mc_sf = rule_schedule(instance, "mc-sf-backfill")
+    require_search_memory("alns", instance, budget)
     first, start = best_start_order(instance, budget=budget.share(0.25))
     order, stats = improve_alns(instance, first, settings, budget=budget.share(0.95), seed=seed)
     first_strict = list_schedule(instance, first)

@@ -53,7 +53,7 @@ from schedlab.budget import UNLIMITED, Budget
 from schedlab.errors import InputError, ScheduleError
 from schedlab.offline.decoder import ENGINES, decode_best, list_schedule
 from schedlab.offline.instance import Instance
-from schedlab.offline.schedule import Schedule, load_profile
+from schedlab.offline.schedule import PROFILE_BYTES, Schedule, load_profile
 
 __all__ = [
     "BLOCK",
@@ -66,10 +66,6 @@ __all__ = [
 
 #: Requests shifted between two looks at the wall-clock cap.
 BLOCK = 256
-
-#: Bytes a round of the load profile takes while it is built: the profile and the
-#: running sums, counts and rounds of :func:`~schedlab.offline.schedule.load_profile`.
-PROFILE_BYTES = 6 * 8
 
 
 def busy_time(instance: Instance, starts: np.ndarray) -> tuple[np.ndarray, int]:

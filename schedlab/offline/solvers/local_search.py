@@ -132,6 +132,7 @@ __all__ = [
     "MAX_HISTORY",
     "MAX_IDLE",
     "MAX_WINDOW",
+    "SEARCH_REQUEST_BYTES",
     "STRATEGIES",
     "Move",
     "OrderEvaluator",
@@ -140,7 +141,25 @@ __all__ = [
     "checkpoint_spacing",
     "improve_order",
     "random_move",
+    "require_search_memory",
 ]
+
+#: Bytes a search over orders keeps a request at its peak (the evaluator's saved states,
+#: orders, starts, the rules' schedules and the compaction at the end): peak resident
+#: memory over ``n`` of ``local-search`` and ``alns`` on mixed backlogs of 5,000 and
+#: 50,000 requests, rounded up. Checked against the memory budget before the search.
+SEARCH_REQUEST_BYTES = 3584
+
+
+def require_search_memory(
+    owner: str, instance: Instance, budget: Budget, history: int = 0
+) -> None:
+    """Refuse, before it starts, a search whose arrays (:data:`SEARCH_REQUEST_BYTES` a
+    request, and a late-acceptance list of ``history`` entries) would pass ``budget``'s
+    memory budget (:class:`~schedlab.errors.MemoryBudgetError` naming ``owner``)."""
+    size = SEARCH_REQUEST_BYTES * instance.n + 8 * history
+    budget.require(owner, size, f"a search over {instance.n:,} requests")
+
 
 #: Acceptance rules of :func:`improve_order` (module docs).
 STRATEGIES: tuple[str, ...] = ("first", "best", "late")
@@ -773,6 +792,7 @@ def local_search(
     settings = SearchSettings(
         strategy, window, neighbours, history, screen, max_moves, idle, engine=engine
     )
+    require_search_memory("local-search", instance, budget, settings.history)
     # the backfilling MC-SF schedule is often the best rule's; never return worse than it
     # (decoded first, so that a wall-clock cap counts it: 5 s at n = 10^6)
     mc_sf = rule_schedule(instance, "mc-sf-backfill")
