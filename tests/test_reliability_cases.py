@@ -109,14 +109,19 @@ def test_dp_at_its_default_size_on_jaillet_12(tmp_path: Path) -> None:
     assert json.loads(done.stdout)["stats"]["stopped_by"] in (None, "work", "memory")
 
 
-def test_brute_force_on_6_requests_has_a_work_budget(tmp_path: Path) -> None:
-    """``brute-force`` on 6 requests ran 20 minutes (``max_nodes=None``); its default
-    work budget ends it with a verified answer within the caps."""
-    path = tmp_path / "b6.json"
-    write_instance(sample_backlog(6, 2000, seed=1), path)
+def test_brute_force_on_6_requests_ends_within_the_caps(tmp_path: Path) -> None:
+    """``brute-force`` on 6 requests ran 20 minutes (``max_nodes=None``). With its
+    default work budget it ends with a verified answer (exit 0) on a Jaillet instance
+    of 6, and refuses the 6-request backlog of ``M = 2,000`` in one line (its search
+    would span more than ``max_rounds``)."""
+    path = tmp_path / "j6.json"
+    write_instance(jaillet_instance(2, n=6), path)
     done = capped("solve", str(path), "--solver", "brute-force", "--no-bound", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["stats"]["stopped_by"] in (None, "work", "memory")
+    write_instance(sample_backlog(6, 2000, seed=1), path)
+    done = capped("solve", str(path), "--solver", "brute-force", "--no-bound")
+    one_error_line(done, "above max_rounds")
 
 
 # sorted-f --option method=exact on mixed-n1000 (4.39 GiB): tests/offline/
