@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from schedlab.cli.arguments import positive_int
+from schedlab.cli.arguments import check_outputs, positive_int
 from schedlab.errors import CalibrationError
 
 __all__ = ["register"]
@@ -64,16 +64,21 @@ def _data_parallel(text: str) -> int:
     return _at_most(text, MAX_REPLICAS)
 
 
+def _files_of(path: Path, what: str) -> dict[str, Path]:
+    """The files a command reads at ``path``, by name for :func:`check_outputs`: the file
+    itself, or every file under a directory."""
+    files = sorted(path.rglob("*")) if path.is_dir() else [path]
+    return {f"{what} {file}": file for file in files if file.is_file()}
+
+
 def _check_output(output: Path, root: Path) -> None:
-    """Refuse, before fitting, an output that cannot be written or would overwrite the
-    profile."""
+    """Refuse, before fitting, an output that cannot be written or would overwrite a
+    file of the profile (:func:`check_outputs`: through links too)."""
     if not output.parent.is_dir():
         raise CalibrationError(f"-o {output}: no such directory {output.parent}")
     if output.is_dir():
         raise CalibrationError(f"-o {output}: is a directory")
-    inside = root.resolve() in output.resolve().parents
-    if inside and output.exists():
-        raise CalibrationError(f"-o {output}: would overwrite a file of the profile")
+    check_outputs({"-o": output}, _files_of(root, "profile"))
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
@@ -118,6 +123,11 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
     if args.plot:
         check_figure_path(args.plot, "--plot")
+        model = args.cost_model
+        inputs = _files_of(Path(args.run), "recorded run")
+        if model is not None and Path(model).is_file():
+            inputs[f"--cost-model {model}"] = Path(model)
+        check_outputs({"--plot": args.plot}, inputs)
     run = read_recorded_run(args.run)
     deployment = deployment_of(
         run,

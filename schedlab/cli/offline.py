@@ -271,7 +271,11 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
     check_outputs({"-o": args.output}, {"instance": args.file})
     out = export_model(
-        read_instance(args.file), args.output, args.format, max_nonzeros=args.max_nonzeros
+        read_instance(args.file),
+        args.output,
+        args.format,
+        max_nonzeros=args.max_nonzeros,
+        max_memory=args.max_memory,
     )
     print(f"wrote {out}")
     return 0
@@ -474,4 +478,5 @@ def register(sub: Any) -> None:
         default=5_000_000,
         help="refuse a larger model (default 5,000,000 nonzeros, about 85 MB as LP)",
     )
+    _add_max_memory(p, "for the model, built in memory before it is written")
     p.set_defaults(func=_cmd_export)

@@ -74,7 +74,7 @@ from typing import Any
 import numpy as np
 
 from schedlab.budget import UNLIMITED, Budget
-from schedlab.errors import InstanceError, SchedlabError, ScheduleError
+from schedlab.errors import InputError, InstanceError, ScheduleError
 from schedlab.offline.instance import Instance
 from schedlab.offline.schedule import total_latency
 
@@ -328,11 +328,11 @@ def list_schedule(
     ------
     ScheduleError
         If ``order`` is not a permutation.
-    SchedlabError
+    InputError
         On an unknown engine.
     """
     if engine not in ENGINES:
-        raise SchedlabError(f"engine: must be one of {', '.join(ENGINES)}, got {engine!r}")
+        raise InputError(f"engine: must be one of {', '.join(ENGINES)}, got {engine!r}")
     array = order_array(order, instance.n)
     if engine == "compiled":  # numba loads here, on the first compiled decode
         from schedlab.offline import compiled_decoder

@@ -27,7 +27,8 @@ import numpy as np
 import pulp
 import scipy.sparse as sp
 
-from schedlab.errors import FormatError, SchedlabError
+from schedlab.budget import Budget, memory_guard
+from schedlab.errors import FormatError, InputError
 from schedlab.offline.bounds.time_indexed import check_horizon, column_rows
 from schedlab.offline.bounds.volume import start_slack
 from schedlab.offline.instance import Instance
@@ -36,6 +37,7 @@ from schedlab.offline.priority import best_rule_schedule
 __all__ = [
     "FORMATS",
     "MAX_NONZEROS",
+    "MODEL_NONZERO_BYTES",
     "NONZEROS_CEILING",
     "export_model",
     "model_nonzeros",
@@ -51,6 +53,11 @@ MAX_NONZEROS = 5_000_000
 #: The most ``max_nonzeros`` may be raised to: twice the largest model written so far
 #: (``mixed-n50``'s); beyond it the model is built in memory before anything is written.
 NONZEROS_CEILING = 150_000_000
+
+#: Bytes a nonzero of the model takes in memory once PuLP has built it (its variable and
+#: its terms in the expressions; peak resident memory over nonzeros, rounded up), checked
+#: against the memory budget before the model is built.
+MODEL_NONZERO_BYTES = 128
 
 
 def _windows(instance: Instance) -> np.ndarray:
@@ -99,19 +106,27 @@ def export_model(
     fmt: str | None = None,
     *,
     max_nonzeros: int = MAX_NONZEROS,
+    max_memory: int | None = None,
 ) -> Path:
     """Write the model of :func:`time_indexed_model` to ``path`` as ``fmt`` (``lp``/``mps``).
+
+    ``max_memory`` is the memory budget in bytes (``None``:
+    :func:`~schedlab.budget.default_max_memory`); the model is built in memory, about
+    :data:`MODEL_NONZERO_BYTES` a nonzero, only if that fits in it.
 
     Raises
     ------
     FormatError
         If ``fmt`` (or the file's suffix when ``fmt`` is ``None``) is not a known format,
         or disagrees with the file's suffix.
-    SchedlabError
+    InputError
         If the model has more than ``max_nonzeros`` nonzeros (estimated first), or
         ``max_nonzeros`` exceeds :data:`NONZEROS_CEILING`.
     HorizonError
         If the model's horizon exceeds the time-indexed methods' ``MAX_HORIZON``.
+    MemoryBudgetError
+        If the model would pass the memory budget, or memory runs out while it is built
+        or written (:func:`~schedlab.budget.memory_guard`).
     """
     path = Path(path)
     suffix = path.suffix.lstrip(".").lower()
@@ -121,17 +136,25 @@ def export_model(
     if fmt not in FORMATS:
         raise FormatError(f"export format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
     if max_nonzeros > NONZEROS_CEILING:
-        raise SchedlabError(
+        raise InputError(
             f"export: max_nonzeros = {max_nonzeros:,} is above {NONZEROS_CEILING:,}, the most "
             "a model built in memory may take (about 2.5 GB as LP)"
         )
+    budget = Budget(max_memory=max_memory)
+    with memory_guard("export"):
+        return _export(instance, path, fmt, max_nonzeros, budget)
+
+
+def _export(instance: Instance, path: Path, fmt: str, max_nonzeros: int, budget: Budget) -> Path:
+    """:func:`export_model` once its arguments are checked."""
     nonzeros = model_nonzeros(instance)
     if nonzeros > max_nonzeros:
-        raise SchedlabError(
+        raise InputError(
             f"export: the model of {instance.name or 'the instance'} has {nonzeros:,} nonzeros "
             f"(about {nonzeros * 17 / 1e9:.2g} GB as LP), over the limit of {max_nonzeros:,}; "
             "raise it with --max-nonzeros N (Python: max_nonzeros=N)"
         )
+    budget.require("export", MODEL_NONZERO_BYTES * nonzeros, f"a model of {nonzeros:,} nonzeros")
     problem = time_indexed_model(instance)
     if fmt == "lp":
         problem.writeLP(str(path))

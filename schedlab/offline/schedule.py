@@ -14,10 +14,15 @@ from functools import cached_property
 
 import numpy as np
 
+from schedlab.budget import Budget
 from schedlab.errors import ScheduleError
 from schedlab.offline.instance import MAX_VALUE, Instance
 
-__all__ = ["Schedule", "load_profile", "total_latency"]
+__all__ = ["PROFILE_BYTES", "Schedule", "load_profile", "total_latency"]
+
+#: Bytes a round of the load profile takes while it is built: the profile and the
+#: running sums, counts and rounds of :func:`load_profile`.
+PROFILE_BYTES = 6 * 8
 
 
 def total_latency(instance: Instance, starts: np.ndarray) -> int:
@@ -135,25 +140,54 @@ class Schedule:
 
         With ``c(t)`` the number of active requests and ``W(t)`` the sum of
         ``s_i - p_i + 1`` over them, the load is ``W(t) + t c(t)``.
+
+        Raises
+        ------
+        MemoryBudgetError
+            If its arrays (:data:`PROFILE_BYTES` a round) would pass the default memory
+            budget (:func:`~schedlab.budget.default_max_memory`): a request released far
+            out in time makes the makespan long. :meth:`load_points` gives the same
+            loads in ``O(n)`` memory.
         """
-        return load_profile(self.instance, self.starts, 0, self.makespan)
+        rounds = self.makespan
+        Budget().require("memory_profile", PROFILE_BYTES * rounds, f"{rounds:,} rounds")
+        return load_profile(self.instance, self.starts, 0, rounds)
+
+    def load_points(self) -> tuple[np.ndarray, np.ndarray]:
+        """The load of :attr:`memory_profile` at the first and last round of each stretch
+        between two rounds where requests start or end, from round 0 to ``makespan - 1``:
+        rounds (increasing) and tokens held.
+
+        Within a stretch the same requests run, so the load ``W + t c`` is linear in
+        ``t``: joining these points by straight lines draws the profile exactly, in
+        ``O(n)`` memory however long the makespan.
+        """
+        inst = self.instance
+        weight = inst.prompt - self.starts + 1
+        events = np.concatenate([self.starts, self.completion])
+        order = np.argsort(events, kind="stable")
+        events = events[order]
+        ones = np.ones(inst.n, np.int64)
+        count = np.cumsum(np.concatenate([ones, -ones])[order])
+        held = np.cumsum(np.concatenate([weight, -weight])[order])
+        last = np.flatnonzero(events[:-1] != events[1:])  # last event of each round but the end
+        first, final = events[last], events[last + 1] - 1  # each stretch's first and last round
+        rounds = np.stack([first, final], axis=1).ravel()
+        loads = held[last].repeat(2) + rounds * count[last].repeat(2)
+        if inst.n and events[0] > 0:  # nothing runs before the first start
+            rounds = np.concatenate([[0, events[0] - 1], rounds])
+            loads = np.concatenate([[0, 0], loads])
+        return rounds.astype(np.int64), loads.astype(np.int64)
 
     @property
     def peak_memory(self) -> int:
         """Largest number of tokens held in any round.
 
         Computed from the rounds where requests start or end (the load grows between
-        them, so each stretch peaks in its last round), without a per-round array.
+        them, so each stretch peaks in its last round: :meth:`load_points`), without a
+        per-round array.
         """
-        inst = self.instance
-        weight = inst.prompt - self.starts + 1
-        rounds = np.concatenate([self.starts, self.completion])
-        order = np.argsort(rounds, kind="stable")
-        rounds = rounds[order]
-        count = np.cumsum(np.concatenate([np.ones(inst.n), -np.ones(inst.n)])[order])
-        held = np.cumsum(np.concatenate([weight, -weight])[order])
-        ends = np.flatnonzero(rounds[:-1] != rounds[1:])  # last event of each round
-        return int((held[ends] + (rounds[ends + 1] - 1) * count[ends].astype(np.int64)).max())
+        return int(self.load_points()[1].max())
 
     @property
     def utilisation(self) -> float:

@@ -97,8 +97,8 @@ def plot_gaps(report: Report, ax: Any = None) -> Any:
 def plot_memory(instance: Instance, result: Result, ax: Any = None) -> Any:
     """KV tokens held in every round by ``result``'s schedule, against ``M``."""
     ax = ax if ax is not None else pyplot().figure().gca()
-    profile = result.schedule.memory_profile
-    ax.plot(np.arange(len(profile)), profile, lw=0.8, color="tab:blue", label="KV tokens held")
+    rounds, held = result.schedule.load_points()  # exact, in O(n) however late the rounds
+    ax.plot(rounds, held, lw=0.8, color="tab:blue", label="KV tokens held")
     ax.axhline(instance.memory, color="tab:red", ls="--", lw=1, label=f"M = {instance.memory:,}")
     ax.set_ylabel("tokens")
     ax.set_title(

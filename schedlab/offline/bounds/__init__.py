@@ -64,7 +64,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from schedlab.budget import UNLIMITED, Budget, memory_guard, stopped_by
-from schedlab.errors import HorizonError, MemoryBudgetError, SchedlabError, UnknownNameError
+from schedlab.errors import HorizonError, InputError, MemoryBudgetError, UnknownNameError
 from schedlab.offline.bounds import (
     completion_spacing,
     fluid_spacing,
@@ -187,11 +187,11 @@ def register_bound(
 
     Raises
     ------
-    SchedlabError
+    InputError
         If the name is taken or is ``"best"``.
     """
     if name in BOUNDS or name == "best":
-        raise SchedlabError(f"register_bound: bound {name!r} is already registered")
+        raise InputError(f"register_bound: bound {name!r} is already registered")
     BOUNDS[name] = BoundMethod(name, fn, in_best)
 
 

@@ -49,7 +49,7 @@ from typing import NamedTuple
 import numpy as np
 
 from schedlab.budget import UNLIMITED, Budget
-from schedlab.errors import SchedlabError
+from schedlab.errors import InputError
 from schedlab.offline.bounds.bound import Bound, integer_bound
 from schedlab.offline.bounds.time_indexed import LP_ROUNDS, lp_relaxation, start_costs
 from schedlab.offline.instance import Instance
@@ -179,11 +179,11 @@ def spacing_value(
 
     Raises
     ------
-    SchedlabError
+    InputError
         If ``step < 1``.
     """
     if step < 1:
-        raise SchedlabError(f"spacing_value: step must be >= 1, got {step}")
+        raise InputError(f"spacing_value: step must be >= 1, got {step}")
     return _spacing_value(instance, bounds, mu, nu, step, math.inf)
 
 

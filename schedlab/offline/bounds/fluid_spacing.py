@@ -63,7 +63,7 @@ from collections.abc import Callable
 import numpy as np
 
 from schedlab.budget import UNLIMITED, Budget
-from schedlab.errors import SchedlabError
+from schedlab.errors import InputError
 from schedlab.offline.bounds.bound import Bound, integer_bound
 from schedlab.offline.bounds.completion_spacing import piece_waste, search_multiplier
 from schedlab.offline.bounds.time_indexed import MAX_HORIZON, RoundPrices, check_horizon
@@ -120,7 +120,7 @@ def busy_time_prices(instance: Instance) -> np.ndarray:
 def _count(value: object, name: str) -> int:
     """``value`` as an integer ``>= 1``, or a one-line error naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise SchedlabError(f"fluid_spacing: {name} must be an integer >= 1, got {value!r}")
+        raise InputError(f"fluid_spacing: {name} must be an integer >= 1, got {value!r}")
     return int(value)
 
 
@@ -169,7 +169,7 @@ class FluidSpacing:
 
     Raises
     ------
-    SchedlabError
+    InputError
         If ``pieces`` or ``blocks`` is not an integer ``>= 1``.
     HorizonError
         If the horizon exceeds :data:`MAX_HORIZON`.

@@ -25,7 +25,12 @@ import numpy as np
 
 from schedlab.budget import UNLIMITED, Budget, Expired
 from schedlab.offline.bounds.bound import Bound, integer_bound
-from schedlab.offline.bounds.time_indexed import block_loads, lagrangian_bound, uniform_blocks
+from schedlab.offline.bounds.time_indexed import (
+    block_loads,
+    check_horizon,
+    lagrangian_bound,
+    uniform_blocks,
+)
 from schedlab.offline.bounds.volume import volume_completions
 from schedlab.offline.instance import Instance
 from schedlab.offline.priority import best_rule_schedule
@@ -71,6 +76,9 @@ def lagrangian_bound_search(
     warm, _ = best_rule_schedule(instance, budget)
     upper = float((warm + instance.output - instance.arrival).sum())
     horizon = int(max(volume_completions(instance).max(), (warm + instance.output).max()))
+    # each pricing tabulates the prices of every round (RoundPrices): refused in one
+    # line before it starts if those arrays would pass the memory budget
+    check_horizon(horizon, "lagrangian", budget)
     bounds = uniform_blocks(horizon, blocks)
     capacity = instance.memory * np.diff(bounds).astype(float)
     fluid = fluid_prices(instance, bounds)

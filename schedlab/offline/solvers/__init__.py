@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from schedlab.errors import SchedlabError, UnknownNameError
+from schedlab.errors import InputError, UnknownNameError
 from schedlab.offline.solvers import (
     alns,
     brute_force,
@@ -113,14 +113,14 @@ def register_solver(name: str, fn: SolverFn, *, exact: bool = False) -> None:
 
     Raises
     ------
-    SchedlabError
+    InputError
         If the name is taken.
     """
     if name in SOLVERS:
-        raise SchedlabError(f"register_solver: solver {name!r} is already registered")
+        raise InputError(f"register_solver: solver {name!r} is already registered")
     clash = sorted(set(accepted_options(fn)) & set(RESERVED_OPTIONS))
     if clash:
-        raise SchedlabError(
+        raise InputError(
             f"register_solver: {name!r} has option(s) {', '.join(clash)}, which schedlab.solve "
             "takes itself; rename them"
         )

@@ -85,7 +85,7 @@ from typing import Any
 import numpy as np
 
 from schedlab.budget import UNLIMITED, Budget, stopped_by
-from schedlab.errors import SchedlabError
+from schedlab.errors import InputError
 from schedlab.offline.decoder import check_order, decode_best, list_schedule
 from schedlab.offline.instance import Instance
 from schedlab.offline.priority import rule_schedule
@@ -99,6 +99,7 @@ from schedlab.offline.solvers.local_search import (
     best_start_order,
     checkpoint_spacing,
     random_move,
+    require_search_memory,
 )
 
 __all__ = [
@@ -168,7 +169,7 @@ class ALNSSettings:
 
     Raises
     ------
-    SchedlabError
+    InputError, InputTypeError
         On a value out of range.
     """
 
@@ -187,7 +188,7 @@ class ALNSSettings:
     def __post_init__(self) -> None:
         unknown = sorted(set(self.operators) - set(OPERATORS))
         if unknown or not self.operators or len(set(self.operators)) < len(self.operators):
-            raise SchedlabError(
+            raise InputError(
                 f"alns: operators must be distinct names among {', '.join(OPERATORS)}, "
                 f"got {self.operators!r}"
             )
@@ -195,40 +196,40 @@ class ALNSSettings:
             also = ", 'auto' or None"
             evaluations = integer_option("alns", "evaluations", self.evaluations, also)
             if evaluations < 0:
-                raise SchedlabError(f"alns: evaluations must be >= 0, got {evaluations}")
+                raise InputError(f"alns: evaluations must be >= 0, got {evaluations}")
             object.__setattr__(self, "evaluations", evaluations)
         if self.idle is not None:
             idle = integer_option("alns", "idle", self.idle, ", or None")
             if idle < 1:
-                raise SchedlabError(f"alns: idle must be >= 1 or None, got {idle}")
+                raise InputError(f"alns: idle must be >= 1 or None, got {idle}")
             object.__setattr__(self, "idle", idle)
         for name in ("window", "segment"):
             if getattr(self, name) < 1:
-                raise SchedlabError(f"alns: {name} must be >= 1, got {getattr(self, name)}")
+                raise InputError(f"alns: {name} must be >= 1, got {getattr(self, name)}")
         if self.block < 2:
-            raise SchedlabError(f"alns: block must be >= 2, got {self.block}")
+            raise InputError(f"alns: block must be >= 2, got {self.block}")
         if not 2 <= self.permute <= MAX_PERMUTE:
-            raise SchedlabError(
+            raise InputError(
                 f"alns: permute must be in 2..{MAX_PERMUTE} ({MAX_PERMUTE}! orders per "
                 f"iteration at most), got {self.permute}"
             )
         if not 1 <= self.remove <= self.window:
-            raise SchedlabError(
+            raise InputError(
                 f"alns: remove must be in 1..window ({self.window}), got {self.remove}"
             )
         for name in ("start_temperature", "end_temperature"):
             value = getattr(self, name)
             real = isinstance(value, numbers.Real) and not isinstance(value, bool)
             if value is not None and not (real and 0 < value < math.inf):
-                raise SchedlabError(f"alns: {name} must be a finite number > 0, got {value!r}")
+                raise InputError(f"alns: {name} must be a finite number > 0, got {value!r}")
         start, end = self.start_temperature, self.end_temperature
         if start is not None and end is not None and end > start:
-            raise SchedlabError(
+            raise InputError(
                 "alns: temperatures must satisfy 0 < end_temperature <= start_temperature, "
                 f"got {start:g} and {end:g}"
             )
         if not 0 <= self.reaction <= 1:
-            raise SchedlabError(f"alns: reaction must be in [0, 1], got {self.reaction}")
+            raise InputError(f"alns: reaction must be in [0, 1], got {self.reaction}")
 
     def work_budget(self, instance: Instance) -> int | None:
         """The most orders to evaluate on ``instance`` (``"auto"`` resolved)."""
@@ -384,7 +385,7 @@ def improve_alns(
     ended by itself).
     """
     if not budget.limited and settings.evaluations is None:
-        raise SchedlabError(
+        raise InputError(
             "alns: set time_limit or evaluations (the annealing runs over one of them)"
         )
     n = instance.n
@@ -524,6 +525,7 @@ def alns(
     )
     # decoded first, so that a wall-clock cap counts it (5 s at n = 10^6)
     mc_sf = rule_schedule(instance, "mc-sf-backfill")
+    require_search_memory("alns", instance, budget)
     first, start = best_start_order(instance, budget=budget.share(0.25))
     order, stats = improve_alns(instance, first, settings, budget=budget.share(0.95), seed=seed)
     first_strict = list_schedule(instance, first)

@@ -71,7 +71,7 @@ def brute_force(
 
     Raises
     ------
-    SchedlabError
+    InputError, InputTypeError
         If ``max_rounds`` is not an integer >= 1, or ``max_nodes`` not one >= 0.
     InstanceError
         If the instance has more than :data:`MAX_REQUESTS` requests or its search spans

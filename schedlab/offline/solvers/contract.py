@@ -38,7 +38,7 @@ from typing import Any, Protocol, SupportsIndex, cast
 import numpy as np
 
 from schedlab.budget import UNLIMITED, Budget
-from schedlab.errors import SchedlabError, UnknownOptionError
+from schedlab.errors import InputError, InputTypeError, UnknownOptionError
 from schedlab.offline.instance import Instance
 from schedlab.offline.result import SolverOutput
 
@@ -120,7 +120,7 @@ def check_options(name: str, fn: Any, options: Mapping[str, Any]) -> None:
     ------
     UnknownOptionError
         (a ``TypeError``) naming the unknown options and listing the accepted ones.
-    SchedlabError
+    InputError, InputTypeError
         Naming the solver, the option, the expected type and the value given.
     """
     known = accepted_options(fn)
@@ -131,7 +131,7 @@ def check_options(name: str, fn: Any, options: Mapping[str, Any]) -> None:
         if key not in options:
             continue
         if not _fits(options[key], allowed):
-            raise SchedlabError(
+            raise InputTypeError(
                 f"{name}: option {key}: expected {_type_names(allowed)}, got {options[key]!r}"
             )
 
@@ -145,7 +145,7 @@ def integer_option(
 
     Raises
     ------
-    SchedlabError
+    InputError, InputTypeError
         Naming the solver and the option, with what else it takes (``also``) or its
         least value (``minimum``).
     """
@@ -154,9 +154,9 @@ def integer_option(
         with contextlib.suppress(TypeError):
             number = operator.index(cast(SupportsIndex, value))
     if number is None:
-        raise SchedlabError(f"{solver}: {key} must be an integer{also}, got {value!r}")
+        raise InputTypeError(f"{solver}: {key} must be an integer{also}, got {value!r}")
     if minimum is not None and number < minimum:
-        raise SchedlabError(f"{solver}: {key} must be >= {minimum}, got {number}")
+        raise InputError(f"{solver}: {key} must be >= {minimum}, got {number}")
     return number
 
 
@@ -167,7 +167,7 @@ def parse_options(name: str, fn: Any, texts: Mapping[str, str]) -> dict[str, Any
 
     Raises
     ------
-    UnknownOptionError, SchedlabError
+    UnknownOptionError, InputTypeError
         As :func:`check_options`, for an unknown option or a text of none of its types.
     """
     types = _option_types(fn)

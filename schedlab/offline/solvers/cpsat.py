@@ -84,7 +84,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from schedlab.budget import UNLIMITED, Budget
-from schedlab.errors import SchedlabError, SolverError
+from schedlab.errors import InputError, InputTypeError, SolverError
 from schedlab.interrupts import held_interrupts
 from schedlab.offline.bounds import bound_within
 from schedlab.offline.bounds.tall_chain import tall_chain_bound, tall_chain_without
@@ -216,7 +216,7 @@ def _check_work(work: Any, where: str) -> None:
         or not isinstance(work, int | float)
         or not (math.isfinite(work) and work > 0)
     ):
-        raise SchedlabError(
+        raise InputError(
             f"{where}: max_deterministic_time must be a positive number, got {work!r}"
         )
 
@@ -336,21 +336,21 @@ def solve_cpsat(
 
     Raises
     ------
-    SchedlabError
+    InputError, InputTypeError
         For fewer than one worker, a work budget that is not a positive number, or an
         instance above ``max_intervals``.
     """
     from ortools.sat.python import cp_model
 
     if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
-        raise SchedlabError(f"cpsat: num_workers must be an integer >= 1, got {num_workers!r}")
+        raise InputError(f"cpsat: num_workers must be an integer >= 1, got {num_workers!r}")
     _check_work(max_deterministic_time, "cpsat")
 
     if isinstance(max_intervals, bool) or not isinstance(max_intervals, int) or max_intervals < 1:
-        raise SchedlabError(f"cpsat: max_intervals must be an integer >= 1, got {max_intervals!r}")
+        raise InputError(f"cpsat: max_intervals must be an integer >= 1, got {max_intervals!r}")
     intervals_needed = int(instance.output.sum())
     if intervals_needed > max_intervals:
-        raise SchedlabError(
+        raise InputError(
             f"cpsat: instance {instance.name or '(unnamed)'} runs {intervals_needed:,} rounds "
             f"in all (sum of outputs), above max_intervals = {max_intervals:,} (by default "
             "the size beyond which CP-SAT was not seen to improve its warm start); use alns "
@@ -501,7 +501,7 @@ def repair_window(
     ------
     ScheduleError
         If ``starts`` is not a feasible schedule of ``instance``.
-    SchedlabError
+    InputError, InputTypeError
         If ``starts`` is not one start a request, ``free`` or ``reach`` not integers in
         range (:class:`~schedlab.errors.InstanceError` for a bad value), or
         ``max_deterministic_time`` not a positive number.
@@ -511,27 +511,27 @@ def repair_window(
     from ortools.sat.python import cp_model
 
     if np.shape(starts) != (instance.n,) or isinstance(starts, Mapping):
-        raise SchedlabError(
+        raise InputError(
             f"repair_window: starts must be a sequence of {instance.n} starts, one a request"
         )
     assert_feasible(instance, starts)
     given = [int(x) for x in starts]  # integers: the verifier has checked them
     if given and max(given) > MAX_VALUE:
-        raise SchedlabError(f"repair_window: starts must be at most {MAX_VALUE}, got {max(given)}")
+        raise InputError(f"repair_window: starts must be at most {MAX_VALUE}, got {max(given)}")
     starts = np.array(given, dtype=np.int64)
     if (
         isinstance(free, str | bytes | Mapping)
         or not isinstance(free, Iterable)
         or np.ndim(free) != 1
     ):
-        raise SchedlabError(
+        raise InputTypeError(
             f"repair_window: free must be a sequence of request indices, got {free!r}"
         )
     free = [
         check_int(i, f"repair_window: free[{k}]", 0, instance.n - 1) for k, i in enumerate(free)
     ]
     if len(set(free)) != len(free):
-        raise SchedlabError(f"repair_window: free must be distinct request indices, got {free}")
+        raise InputError(f"repair_window: free must be distinct request indices, got {free}")
     reach = check_int(reach, "repair_window: reach", 0, MAX_REACH)
     _check_work(max_deterministic_time, "repair_window")
     unchanged = WindowRepair(starts.copy(), Status.TIME_LIMIT, 0)

@@ -91,7 +91,7 @@ import time
 import numpy as np
 
 from schedlab.budget import UNLIMITED, Budget
-from schedlab.errors import InstanceError, SchedlabError
+from schedlab.errors import InputError, InstanceError
 from schedlab.offline.instance import Instance
 from schedlab.offline.priority import best_rule_schedule
 from schedlab.offline.result import SolverOutput, Status
@@ -432,7 +432,7 @@ class _Model:
                 ):  # ``i`` fits iff load(d) + s_i + d + 1 <= M for d < o_i
                     sets.append(([*chosen, i], self.grown(current, i)))
                     if len(sets) > MAX_START_SETS:
-                        raise SchedlabError(
+                        raise InputError(
                             f"dp: a state has more than {MAX_START_SETS:,} start sets "
                             f"({len(ready)} requests ready at once, many fitting together): "
                             "too many for dp, whose memory would run out; use cpsat"
@@ -639,7 +639,7 @@ def solve_dp(
 
     Raises
     ------
-    SchedlabError
+    InputError, InputTypeError
         If an option is not an integer >= 1 (``max_expansions`` may be ``None``).
     InstanceError
         If the instance has more than ``max_requests`` requests or spans more than

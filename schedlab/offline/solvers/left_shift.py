@@ -50,10 +50,10 @@ from typing import Any
 import numpy as np
 
 from schedlab.budget import UNLIMITED, Budget
-from schedlab.errors import SchedlabError, ScheduleError
+from schedlab.errors import InputError, ScheduleError
 from schedlab.offline.decoder import ENGINES, decode_best, list_schedule
 from schedlab.offline.instance import Instance
-from schedlab.offline.schedule import Schedule, load_profile
+from schedlab.offline.schedule import PROFILE_BYTES, Schedule, load_profile
 
 __all__ = [
     "BLOCK",
@@ -66,10 +66,6 @@ __all__ = [
 
 #: Requests shifted between two looks at the wall-clock cap.
 BLOCK = 256
-
-#: Bytes a round of the load profile takes while it is built: the profile and the
-#: running sums, counts and rounds of :func:`~schedlab.offline.schedule.load_profile`.
-PROFILE_BYTES = 6 * 8
 
 
 def busy_time(instance: Instance, starts: np.ndarray) -> tuple[np.ndarray, int]:
@@ -156,13 +152,11 @@ def left_shift(
     ScheduleError
         If some request starts before its release or does not fit at its own start
         beside the others (``starts`` is not feasible).
-    SchedlabError
+    InputError
         On an unknown engine (:data:`~schedlab.offline.decoder.ENGINES`).
     """
     if engine not in ENGINES:
-        raise SchedlabError(
-            f"left_shift: engine must be one of {', '.join(ENGINES)}, got {engine!r}"
-        )
+        raise InputError(f"left_shift: engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     schedule = Schedule(instance, starts)
     early = np.flatnonzero(schedule.starts < instance.arrival)
     if len(early):

@@ -117,7 +117,7 @@ from typing import Any
 import numpy as np
 
 from schedlab.budget import UNLIMITED, Budget, Stop, stopped_by
-from schedlab.errors import SchedlabError
+from schedlab.errors import InputError, InputTypeError
 from schedlab.offline.decoder import list_schedule, order_array
 from schedlab.offline.instance import Instance
 from schedlab.offline.priority import RULES, priority_order, rule_schedule
@@ -132,6 +132,7 @@ __all__ = [
     "MAX_HISTORY",
     "MAX_IDLE",
     "MAX_WINDOW",
+    "SEARCH_REQUEST_BYTES",
     "STRATEGIES",
     "Move",
     "OrderEvaluator",
@@ -140,7 +141,25 @@ __all__ = [
     "checkpoint_spacing",
     "improve_order",
     "random_move",
+    "require_search_memory",
 ]
+
+#: Bytes a search over orders keeps a request at its peak (the evaluator's saved states,
+#: orders, starts, the rules' schedules and the compaction at the end): peak resident
+#: memory over ``n`` of ``local-search`` and ``alns`` on mixed backlogs of 5,000 and
+#: 50,000 requests, rounded up. Checked against the memory budget before the search.
+SEARCH_REQUEST_BYTES = 3584
+
+
+def require_search_memory(
+    owner: str, instance: Instance, budget: Budget, history: int = 0
+) -> None:
+    """Refuse, before it starts, a search whose arrays (:data:`SEARCH_REQUEST_BYTES` a
+    request, and a late-acceptance list of ``history`` entries) would pass ``budget``'s
+    memory budget (:class:`~schedlab.errors.MemoryBudgetError` naming ``owner``)."""
+    size = SEARCH_REQUEST_BYTES * instance.n + 8 * history
+    budget.require(owner, size, f"a search over {instance.n:,} requests")
+
 
 #: Acceptance rules of :func:`improve_order` (module docs).
 STRATEGIES: tuple[str, ...] = ("first", "best", "late")
@@ -266,7 +285,7 @@ class OrderEvaluator:
         self, instance: Instance, order: np.ndarray, checkpoint: int | None = None
     ) -> None:
         if int(instance.arrival.max()) != 0:
-            raise SchedlabError("OrderEvaluator: needs a backlog (every release round 0)")
+            raise InputError("OrderEvaluator: needs a backlog (every release round 0)")
         n = instance.n
         self.every = (
             checkpoint_spacing(n, exact=False) if checkpoint is None else max(1, int(checkpoint))
@@ -559,7 +578,7 @@ class SearchSettings:
 
     Raises
     ------
-    SchedlabError
+    InputError, InputTypeError
         On an unknown strategy or engine, a count that is not an integer or is below 1,
         a window above :data:`MAX_WINDOW`, a history above :data:`MAX_HISTORY` or an
         ``idle`` above :data:`MAX_IDLE`.
@@ -579,11 +598,11 @@ class SearchSettings:
     def __post_init__(self) -> None:
         name = self.solver
         if self.strategy not in STRATEGIES:
-            raise SchedlabError(
+            raise InputError(
                 f"{name}: strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}"
             )
         if self.engine not in ENGINES:
-            raise SchedlabError(
+            raise InputError(
                 f"{name}: engine must be one of {', '.join(ENGINES)}, got {self.engine!r}"
             )
         optional = ("screen", "max_moves", "idle", "checkpoint")
@@ -594,22 +613,24 @@ class SearchSettings:
             try:  # both engines see the same Python integers
                 object.__setattr__(self, field, operator.index(value))
             except TypeError:
-                raise SchedlabError(f"{name}: {field} must be an integer, got {value!r}") from None
+                raise InputTypeError(
+                    f"{name}: {field} must be an integer, got {value!r}"
+                ) from None
         for field in ("window", "neighbours", "history"):
             if getattr(self, field) < 1:
-                raise SchedlabError(f"{name}: {field} must be >= 1, got {getattr(self, field)}")
+                raise InputError(f"{name}: {field} must be >= 1, got {getattr(self, field)}")
         if self.window > MAX_WINDOW:
-            raise SchedlabError(f"{name}: window must be <= {MAX_WINDOW:,}, got {self.window}")
+            raise InputError(f"{name}: window must be <= {MAX_WINDOW:,}, got {self.window}")
         if self.history > MAX_HISTORY:
-            raise SchedlabError(f"{name}: history must be <= {MAX_HISTORY:,}, got {self.history}")
+            raise InputError(f"{name}: history must be <= {MAX_HISTORY:,}, got {self.history}")
         if self.idle is not None and self.idle > MAX_IDLE:
-            raise SchedlabError(f"{name}: idle must be <= {MAX_IDLE:,}, got {self.idle}")
+            raise InputError(f"{name}: idle must be <= {MAX_IDLE:,}, got {self.idle}")
         if self.max_moves is not None and self.max_moves < 0:
-            raise SchedlabError(f"{name}: max_moves must be >= 0, got {self.max_moves}")
+            raise InputError(f"{name}: max_moves must be >= 0, got {self.max_moves}")
         for field in ("screen", "idle"):
             value = getattr(self, field)
             if value is not None and value < 1:
-                raise SchedlabError(f"{name}: {field} must be >= 1 or None, got {value}")
+                raise InputError(f"{name}: {field} must be >= 1 or None, got {value}")
 
 
 def random_move(
@@ -656,7 +677,7 @@ def improve_order(
     ``idle`` or for want of a move).
     """
     if not budget.limited and settings.max_moves is None and settings.idle is None:
-        raise SchedlabError(
+        raise InputError(
             f"{settings.solver}: set time_limit, max_moves or idle "
             "(the search has no end otherwise)"
         )
@@ -771,6 +792,7 @@ def local_search(
     settings = SearchSettings(
         strategy, window, neighbours, history, screen, max_moves, idle, engine=engine
     )
+    require_search_memory("local-search", instance, budget, settings.history)
     # the backfilling MC-SF schedule is often the best rule's; never return worse than it
     # (decoded first, so that a wall-clock cap counts it: 5 s at n = 10^6)
     mc_sf = rule_schedule(instance, "mc-sf-backfill")

@@ -78,7 +78,7 @@ from typing import Any
 import numpy as np
 
 from schedlab.budget import UNLIMITED, Budget, stopped_by
-from schedlab.errors import SchedlabError
+from schedlab.errors import InputError
 from schedlab.offline.bounds.time_indexed import LP_ROUNDS, LPRelaxation, lp_relaxation
 from schedlab.offline.decoder import decode_best, list_schedule
 from schedlab.offline.instance import Instance
@@ -201,7 +201,7 @@ def lp_swap(
 
     Raises
     ------
-    SchedlabError
+    InputError, InputTypeError
         If ``window`` is not an integer >= 1.
     """
     window = integer_option("lp-swap", "window", window, "", minimum=1)
@@ -265,7 +265,7 @@ def lp_search(
     """
     # the search's own checks name its fields; these two options are named differently
     if neighbourhood < 1:
-        raise SchedlabError(f"lp-search: neighbourhood must be >= 1, got {neighbourhood}")
+        raise InputError(f"lp-search: neighbourhood must be >= 1, got {neighbourhood}")
     if moves == "auto":
         moves = DEFAULT_MOVES if int(instance.arrival.max()) == 0 else RELEASE_MOVES
     moves = integer_option("lp-search", "moves", moves, " or 'auto'", minimum=0)

@@ -40,7 +40,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from schedlab.budget import UNLIMITED, Budget, stopped_by
-from schedlab.errors import SchedlabError, UnknownNameError
+from schedlab.errors import InputError, UnknownNameError
 from schedlab.offline.decoder import decode_best
 from schedlab.offline.instance import Instance
 from schedlab.offline.result import SolverOutput, Status
@@ -106,14 +106,14 @@ def _window_solver(name: str, window: int, output: np.ndarray) -> SolverFn:
     if name not in WINDOW_SOLVERS:
         raise UnknownNameError("window solver", name, tuple(WINDOW_SOLVERS))
     if name == "brute-force" and window > BRUTE_FORCE_MAX:
-        raise SchedlabError(
+        raise InputError(
             f"receding-horizon: brute-force takes windows of at most {BRUTE_FORCE_MAX} "
             f"requests, got window = {window}"
         )
     size = min(window, output.size)
     widest = int(np.sort(output)[-size:].sum())
     if widest > WINDOW_ROUNDS[name]:
-        raise SchedlabError(
+        raise InputError(
             f"receding-horizon: a window of the {size} longest requests runs {widest:,} "
             f"rounds in all (sum of outputs), above the {WINDOW_ROUNDS[name]:,} that {name} "
             "takes; use a smaller window, or local-search or lp-search"
@@ -199,18 +199,16 @@ def receding_horizon(
 
     Raises
     ------
-    SchedlabError
+    InputError
         On bad ``commit``, ``window`` or ``max_work``, or windows too large for their
         solver (:data:`WINDOW_ROUNDS`).
     UnknownNameError
         On an unknown ``window_solver``.
     """
     if not 1 <= commit <= window:
-        raise SchedlabError(
-            f"receding-horizon: need 1 <= commit <= window, got {commit}, {window}"
-        )
+        raise InputError(f"receding-horizon: need 1 <= commit <= window, got {commit}, {window}")
     if max_work is not None and not max_work > 0:
-        raise SchedlabError(f"receding-horizon: max_work must be > 0, got {max_work}")
+        raise InputError(f"receding-horizon: max_work must be > 0, got {max_work}")
     _window_solver(window_solver, window, instance.output)  # refused before any work
     base, start = best_start_order(instance, budget=budget.share(0.25))
     order, stats = receding_order(

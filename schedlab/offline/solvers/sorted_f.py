@@ -67,7 +67,7 @@ from typing import Any
 import numpy as np
 
 from schedlab.budget import UNLIMITED, Budget
-from schedlab.errors import SchedlabError
+from schedlab.errors import InputError
 from schedlab.offline.decoder import list_schedule
 from schedlab.offline.instance import Instance
 from schedlab.offline.result import SolverOutput
@@ -329,19 +329,15 @@ def sorted_f_batches(
 
     Raises
     ------
-    SchedlabError
+    InputError
         On an unknown method or engine.
     MemoryBudgetError
         If ``method="exact"`` and a selection would pass the memory budget.
     """
     if method not in _METHODS:
-        raise SchedlabError(
-            f"sorted-f: method must be one of {', '.join(_METHODS)}, got {method!r}"
-        )
+        raise InputError(f"sorted-f: method must be one of {', '.join(_METHODS)}, got {method!r}")
     if engine not in ENGINES:
-        raise SchedlabError(
-            f"sorted-f: engine must be one of {', '.join(ENGINES)}, got {engine!r}"
-        )
+        raise InputError(f"sorted-f: engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     budget = budget or Budget()
     weight = (instance.prompt + instance.output).astype(np.int64)
     output = instance.output.astype(np.int64)
