@@ -172,8 +172,8 @@ class Schedule:
         held = np.cumsum(np.concatenate([weight, -weight])[order])
         last = np.flatnonzero(events[:-1] != events[1:])  # last event of each round but the end
         first, final = events[last], events[last + 1] - 1  # each stretch's first and last round
-        rounds = np.stack([first, final], axis=1).ravel()
-        loads = held[last].repeat(2) + rounds * count[last].repeat(2)
+        rounds: np.ndarray = np.stack([first, final], axis=1).ravel()
+        loads: np.ndarray = held[last].repeat(2) + rounds * count[last].repeat(2)
         if inst.n and events[0] > 0:  # nothing runs before the first start
             rounds = np.concatenate([[0, events[0] - 1], rounds])
             loads = np.concatenate([[0, 0], loads])
