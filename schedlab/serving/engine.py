@@ -105,12 +105,12 @@ from schedlab.serving.kv_cache import KVCache
 from schedlab.serving.metrics import SLO, allowed_slow_gaps
 from schedlab.serving.policies import Policy
 from schedlab.serving.request_state import RequestState
-from schedlab.serving.view import Plan, RequestView
+from schedlab.serving.view import Plan
 
 __all__ = ["Engine"]
 
 
-class _View:
+class _View(rules.BlockRules):
     """The :class:`~schedlab.serving.view.EngineView` the policy gets each iteration."""
 
     __slots__ = (
@@ -150,15 +150,6 @@ class _View:
         if not self.admitting:
             return iter(engine.partials.values())
         return chain(engine.partials.values(), engine.waiting_with_cache())
-
-    def chunk_blocks(self, request: RequestView, chunk: int) -> int:
-        return rules.chunk_blocks(self.config, request, chunk)
-
-    def max_chunk(self, request: RequestView, free_blocks: int) -> int:
-        return rules.max_chunk(self.config, request, free_blocks)
-
-    def admissible(self, request: RequestView, free_blocks: int) -> bool:
-        return rules.admissible(self.config, request, free_blocks)
 
     def projected_kv_peak(self) -> int:
         return self._engine.projected_kv_peak()

@@ -16,6 +16,7 @@ import numpy as np
 from schedlab.serving.engine_config import EngineConfig
 
 __all__ = [
+    "BlockRules",
     "EngineView",
     "Plan",
     "RequestView",
@@ -131,6 +132,24 @@ class EngineView(Protocol):
         requests will hold at once if each stops at its predicted output
         (:meth:`schedlab.serving.engine.Engine.projected_kv_peak`)."""
         ...
+
+
+class BlockRules:
+    """The block arithmetic of :class:`EngineView` (:func:`chunk_blocks`,
+    :func:`max_chunk`, :func:`admissible`) on the view's own ``config``, for the classes
+    that implement the view."""
+
+    __slots__ = ()
+    config: EngineConfig
+
+    def chunk_blocks(self, request: RequestView, chunk: int) -> int:
+        return chunk_blocks(self.config, request, chunk)
+
+    def max_chunk(self, request: RequestView, free_blocks: int) -> int:
+        return max_chunk(self.config, request, free_blocks)
+
+    def admissible(self, request: RequestView, free_blocks: int) -> bool:
+        return admissible(self.config, request, free_blocks)
 
 
 #: A policy's answer: prefill chunks ``(request, tokens)`` for this iteration.

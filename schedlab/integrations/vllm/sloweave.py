@@ -107,7 +107,7 @@ def _decoding(request: Any) -> bool:
     return request.num_output_tokens > 0 and request.num_computed_tokens >= request.num_tokens - 1
 
 
-class VllmView:
+class VllmView(rules.BlockRules):
     """vLLM's scheduler state as the :class:`~schedlab.serving.view.EngineView` a policy
     plans with, read just before ``schedule()``.
 
@@ -147,15 +147,6 @@ class VllmView:
             if done == 0 and self.config.prefix_caching:
                 done = int(manager.get_computed_blocks(request)[1])
             yield _RequestView(request, False, done)
-
-    def chunk_blocks(self, request: RequestView, chunk: int) -> int:
-        return rules.chunk_blocks(self.config, request, chunk)
-
-    def max_chunk(self, request: RequestView, free_blocks: int) -> int:
-        return rules.max_chunk(self.config, request, free_blocks)
-
-    def admissible(self, request: RequestView, free_blocks: int) -> bool:
-        return rules.admissible(self.config, request, free_blocks)
 
     def projected_kv_peak(self) -> int:
         """:meth:`schedlab.serving.engine.Engine.projected_kv_peak` on vLLM's requests:
