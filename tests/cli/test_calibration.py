@@ -144,7 +144,7 @@ def test_calibrate_checks_its_output_first(tmp_path, capsys):
     meta = profile / "meta.yaml"
     before = meta.read_text()
     for target, message in (
-        (meta, "is the profile file"),
+        (meta, "it would be overwritten"),
         (tmp_path / "nowhere" / "m.json", "no such directory"),
         (tmp_path, "is a directory"),
     ):
