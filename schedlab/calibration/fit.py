@@ -31,15 +31,16 @@ The op layout of each architecture (which ops run per layer and how often, per f
 pass, per sequence, and whether a layer runs an expert block) comes from
 :mod:`schedlab.calibration.layouts`, by ``meta.yaml``'s ``architecture``.
 
-Skew correction. :math:`\alpha` of the decode-KV skew correction
-(:mod:`schedlab.calibration.skew`) comes from the profile's per-bucket table
-``tp<t>/skew_fit.csv``, with ``meta.yaml``'s ``skew_fit.per_tp.<t>.alpha_default`` (the same
-fit pooled over every case) for buckets the table lacks; a profile with neither gets no
-correction. The table is used whenever the profile has it, whatever ``skew_fit.enabled``
-says: the RTX 4090 bundle's ``meta.yaml`` predates its skew files and still says
-``false``. The held-out errors above use the profile's uniform-KV rows, so they do not
-involve :math:`\alpha`; the profiler reports the skew fit's own error beside it
-(``rel_err_p50``, ``rel_err_p90``).
+Skew correction. The decode-KV skew correction (:mod:`schedlab.calibration.skew`) is
+kept only where it earns its place on held-out profile rows: with the profile's skewed-batch
+measurements (``tp<t>/skew.csv``), our own per-bucket table is fitted on them and the three
+variants (no correction, one pooled :math:`\alpha`, per-bucket :math:`\alpha`) are
+cross-validated (:func:`schedlab.calibration.held_out.skew_cross_validation`); the variant
+of least held-out error is used and the report gives all three. A profile with only the
+profiler's ``skew_fit.csv`` gets that table, untested (the note says so), with
+``meta.yaml``'s ``skew_fit.per_tp.<t>.alpha_default`` for buckets the table lacks; a
+profile with neither gets no correction. The held-out iteration errors use the profile's
+uniform-KV rows, so they do not involve :math:`\alpha`.
 
 Scaling. Per-layer times are multiplied by :math:`L / L_0`: :math:`L` from the model shape
 table (:mod:`schedlab.llm.models`), :math:`L_0` from ``meta.yaml``'s
@@ -53,7 +54,6 @@ tensor parallelism are not in a kernel profile: they come from the link between 
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,6 +63,12 @@ import numpy as np
 from schedlab.calibration.attention_grid import AttentionGrid, parse_grid_spec
 from schedlab.calibration.curves import MonotoneCurve
 from schedlab.calibration.experts import ExpertTable
+from schedlab.calibration.held_out import (
+    ErrorStats,
+    chosen_skew,
+    skew_cross_validation,
+    skew_variant,
+)
 from schedlab.calibration.layouts import OpLayout, get_layout
 from schedlab.calibration.profile_model import Parallelism, ProfileCostModel
 from schedlab.calibration.profiles import (
@@ -88,30 +94,6 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class ErrorStats:
-    """Relative errors of a held-out set, in percent."""
-
-    n: int
-    mape_pct: float
-    median_pct: float
-    p90_pct: float
-    worst_pct: float
-
-    @classmethod
-    def of(cls, predicted: np.ndarray, measured: np.ndarray) -> ErrorStats:
-        if measured.size == 0:
-            return cls(0, math.nan, math.nan, math.nan, math.nan)
-        rel = np.abs(predicted - measured) / measured * 100.0
-        return cls(
-            int(rel.size),
-            float(rel.mean()),
-            float(np.median(rel)),
-            float(np.percentile(rel, 90)),
-            float(rel.max()),
-        )
-
-
-@dataclass(frozen=True)
 class CalibrationReport:
     """Held-out errors of a calibration (module docstring) and the derived margin."""
 
@@ -125,6 +107,8 @@ class CalibrationReport:
     attention_rows: int
     experts: ErrorStats | None = None
     skew_buckets: int = 0
+    skew_held_out: dict[str, ErrorStats] = field(default_factory=dict)
+    skew_choice: str = ""
     notes: tuple[str, ...] = field(default=())
 
     def to_dict(self) -> dict[str, Any]:
@@ -148,6 +132,9 @@ class CalibrationReport:
         row("attention (extrapolation)", self.attention_extrapolation)
         if self.experts is not None:
             row("expert block", self.experts)
+        for variant, stats in self.skew_held_out.items():
+            chosen = " (chosen)" if variant == self.skew_choice else ""
+            row(f"skewed attention, {variant}{chosen}", stats)
         row("iteration", self.iteration)
         lines.append(
             f"SLOWeave margin delta = {self.margin_s * 1e3:.4f} ms "
@@ -257,6 +244,45 @@ def skew_table_of(profile: LLMServingSimProfile) -> SkewTable | None:
     if pooled is None or fit.get("enabled") is not True:
         return None
     return SkewTable(float(pooled))
+
+
+def _skew_term(
+    profile: LLMServingSimProfile,
+) -> tuple[SkewTable | None, dict[str, ErrorStats], str, str]:
+    """The decode-skew correction the profile's evidence supports (module docstring):
+    ``(table, held-out errors by variant, chosen variant, note)``."""
+    samples = profile.skew_samples
+    if samples is None or len(samples) < 5:
+        table = skew_table_of(profile)
+        return (
+            table,
+            {},
+            "",
+            "skew: no skew.csv rows to test a correction on; "
+            + (
+                "none applied"
+                if table is None
+                else "the profiler's skew_fit.csv table applied, untested here"
+            ),
+        )
+    fit = profile.meta.get("skew_fit")
+    axes = fit.get("bucket_axes") if isinstance(fit, dict) else None
+    axes = axes if isinstance(axes, dict) and "n_bins" in axes else None
+    try:
+        errors = skew_cross_validation(samples, axes)
+        table = SkewTable.fit(samples, axes)
+    except ValueError as exc:
+        where = profile.root / "meta.yaml"
+        raise CalibrationError(f"{where}: skew_fit.bucket_axes: {exc}") from None
+    choice = chosen_skew(errors)
+    summary = ", ".join(f"{v} {e.mape_pct:.2f} %" for v, e in errors.items())
+    return (
+        skew_variant(table, choice),
+        errors,
+        choice,
+        f"skew: {choice} correction kept, least held-out error on {len(samples):,} skew.csv "
+        f"rows (5-fold mean relative error: {summary})",
+    )
 
 
 def _expert_table(rows: MoERows, shape: ModelShape) -> tuple[ExpertTable, ErrorStats]:
@@ -374,7 +400,7 @@ def calibrate_profile(
     iter_pred = compose(train_curves) + scale * attn_pred + block
     residual_s = (iter_true - iter_pred) * 1e-6
     margin = max(0.0, float(np.quantile(residual_s, margin_quantile))) if residual_s.size else 0.0
-    skew = skew_table_of(profile)
+    skew, skew_errors, skew_choice, skew_note = _skew_term(profile)
     notes = [
         f"layers: {layers} (model config of {shape.name}) / {profiled} profiled; "
         f"tensor parallelism {profile.tp}",
@@ -388,6 +414,7 @@ def calibrate_profile(
         )
         + ("; every other interior expert count of moe.csv" if experts else ""),
     ]
+    notes.append(skew_note)
     if experts and profile.tp > 1:
         moe_file = next(f.name for f in profile.sources if f.name.endswith("moe.csv"))
         notes.append(
@@ -410,6 +437,8 @@ def calibrate_profile(
         attention_rows=len(rows),
         experts=expert_stats,
         skew_buckets=0 if skew is None else len(skew.buckets),
+        skew_held_out=skew_errors,
+        skew_choice=skew_choice,
         notes=tuple(notes),
     )
     hardware = profile.hardware or "gpu"

@@ -47,6 +47,7 @@ fitted on.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import hashlib
 import math
 from collections.abc import Iterable, Mapping
@@ -66,6 +67,7 @@ __all__ = [
     "MoERows",
     "OpTable",
     "SkewRows",
+    "SkewSamples",
     "SourceFile",
     "SplitwisePerfModel",
     "VidurMLPProfile",
@@ -145,6 +147,36 @@ class SkewRows:
 
 
 @dataclass(frozen=True)
+class SkewSamples:
+    """The rows of an LLMServingSim ``skew.csv``: one layer's attention for bimodal batches.
+
+    ``n`` decodes of which a share ``ratio`` hold ``kv_big`` KV tokens and the rest
+    ``kv_small``, beside a prefill chunk of ``pc`` tokens on ``kp`` cached ones;
+    ``t_mean_us``, ``t_max_us`` and ``t_skew_us`` are the measured times with every decode
+    at the mean length ``kv_mean``, every decode at ``kv_big``, and the bimodal batch itself.
+    Rows without a skewed time (empty cells) are dropped when read.
+    """
+
+    n: np.ndarray
+    ratio: np.ndarray
+    pc: np.ndarray
+    kp: np.ndarray
+    kv_small: np.ndarray
+    kv_big: np.ndarray
+    kv_mean: np.ndarray
+    t_mean_us: np.ndarray
+    t_max_us: np.ndarray
+    t_skew_us: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.n.size)
+
+    def subset(self, mask: np.ndarray) -> SkewSamples:
+        """The rows where ``mask`` holds."""
+        return SkewSamples(*(getattr(self, f.name)[mask] for f in dataclasses.fields(self)))
+
+
+@dataclass(frozen=True)
 class LLMServingSimProfile:
     """One LLMServingSim profile (one hardware, model, dtype and TP degree).
 
@@ -164,6 +196,8 @@ class LLMServingSimProfile:
         The expert block's rows (``moe.csv`` of this TP degree, else of tp1), if any.
     skew
         The per-bucket skew fit (``skew_fit.csv``), if present.
+    skew_samples
+        The skewed-batch measurements (``skew.csv``), if present.
     sources
         Files read, with hashes.
     """
@@ -177,6 +211,7 @@ class LLMServingSimProfile:
     sources: tuple[SourceFile, ...] = field(default=())
     moe: MoERows | None = None
     skew: SkewRows | None = None
+    skew_samples: SkewSamples | None = None
 
     @property
     def model(self) -> str:
@@ -396,6 +431,47 @@ def _skew_rows(path: Path) -> SkewRows:
     )
 
 
+#: The columns of ``skew.csv`` read, in :class:`SkewSamples`' order.
+_SKEW_SAMPLE_COLUMNS = (
+    "n",
+    "ratio",
+    "pc",
+    "kp",
+    "kvs",
+    "kv_big",
+    "kv_mean",
+    "t_mean_us",
+    "t_max_us",
+    "t_skew_us",
+)
+
+
+def _skew_samples(path: Path) -> SkewSamples:
+    header, rows = _open_rows(path, _SKEW_SAMPLE_COLUMNS)
+    index = [header.index(c) for c in _SKEW_SAMPLE_COLUMNS]
+    kept: list[list[float]] = []
+    for line, fields_ in rows:
+        where = f"{path}:{line}"
+        cells = [fields_[i].strip() for i in index]
+        if not all(cells):  # a case the profiler could not time
+            continue
+        values = [
+            _time(text, column, where, 1e-6)
+            if column.startswith("t_")
+            else _number(text, column, where, integer=column != "ratio")
+            for text, column in zip(cells, _SKEW_SAMPLE_COLUMNS, strict=True)
+        ]
+        if values[0] < 2 or not 0 < values[1] < 1 or values[4] >= values[5]:
+            raise FormatError(f"{where}: expected n >= 2 decodes, 0 < ratio < 1 and kvs < kv_big")
+        if min(values[7:]) <= 0:
+            raise FormatError(f"{where}: t_mean_us, t_max_us and t_skew_us must be > 0")
+        kept.append(values)
+    if not kept:
+        raise FormatError(f"{path}: no row with all of {', '.join(_SKEW_SAMPLE_COLUMNS)}")
+    data = np.array(kept)
+    return SkewSamples(*(data[:, j].copy() for j in range(data.shape[1])))
+
+
 #: The largest ``meta.yaml`` read (bytes): a profile's holds a few kilobytes of settings.
 MAX_META_BYTES = 2**20
 
@@ -501,10 +577,24 @@ def read_llmservingsim_profile(path: str | Path, tp: int = 1) -> LLMServingSimPr
     )
     moe = None if moe_path is None else _moe_rows(moe_path)
     skew = _skew_rows(sub / "skew_fit.csv") if (sub / "skew_fit.csv").is_file() else None
-    files += [f for f, part in ((moe_path, moe), (sub / "skew_fit.csv", skew)) if part and f]
+    samples = _skew_samples(sub / "skew.csv") if (sub / "skew.csv").is_file() else None
+    files += [
+        f
+        for f, part in ((moe_path, moe), (sub / "skew_fit.csv", skew), (sub / "skew.csv", samples))
+        if part and f
+    ]
     sources = tuple(SourceFile(f.relative_to(root).as_posix(), sha256_of(f)) for f in files)
     return LLMServingSimProfile(
-        root, tp, meta, dense, per_sequence, attention, sources, moe=moe, skew=skew
+        root,
+        tp,
+        meta,
+        dense,
+        per_sequence,
+        attention,
+        sources,
+        moe=moe,
+        skew=skew,
+        skew_samples=samples,
     )
 
 

@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from schedlab.calibration.profiles import SkewRows
+from schedlab.calibration.profiles import SkewRows, SkewSamples
 from schedlab.errors import FormatError
 
 __all__ = ["DEFAULT_AXES", "SkewTable"]
@@ -123,6 +123,68 @@ class SkewTable:
             weights = np.maximum(rows.n_samples, 1.0)
             default = float(np.average(clipped, weights=weights))
         return cls(float(min(max(default, 0.0), 1.0)), buckets, dict(axes or DEFAULT_AXES))
+
+    @classmethod
+    def fit(cls, samples: SkewSamples, axes: Mapping[str, Any] | None = None) -> SkewTable:
+        """Our own per-bucket fit of ``skew.csv`` rows (the profiler's ``skew_fit.csv`` is
+        fitted on every row, so it cannot be tested on held-out ones).
+
+        With :math:`x = t_{max} - t_{mean}`, :math:`y = t_{skew} - t_{mean}` and weights
+        :math:`w = 1/t_{skew}^2` (relative error), each bucket's :math:`\\alpha` minimises
+        :math:`\\sum w (y - \\alpha x)^2`, i.e. :math:`\\alpha = \\sum w x y / \\sum w x^2`,
+        clipped to :math:`[0, 1]`; the pooled default is the same fit over every row. A
+        bucket whose rows all have :math:`x = 0` is left out (the default serves it).
+        """
+        axes = dict(axes or DEFAULT_AXES)
+        probe = cls(0.0, {}, axes)
+        x = samples.t_max_us - samples.t_mean_us
+        y = samples.t_skew_us - samples.t_mean_us
+        w = 1.0 / samples.t_skew_us**2
+        sums: dict[tuple[float, str, str, str, str], list[float]] = {}
+        for key, wx, wy in zip(probe.sample_keys(samples), w * x * x, w * x * y, strict=True):
+            acc = sums.setdefault(key, [0.0, 0.0])
+            acc[0] += wx
+            acc[1] += wy
+        buckets = {
+            key: float(min(max(xy / xx, 0.0), 1.0)) for key, (xx, xy) in sums.items() if xx > 0
+        }
+        total = float(np.sum(w * x * x))
+        pooled = float(np.clip(np.sum(w * x * y) / total, 0.0, 1.0)) if total > 0 else 0.0
+        return cls(pooled, buckets, axes)
+
+    def sample_keys(self, samples: SkewSamples) -> list[tuple[float, str, str, str, str]]:
+        """The bucket key of every ``skew.csv`` row (its skew rate is ``ratio``)."""
+        return [
+            (float(pc), *self.labels(int(n), float(mean), int(small), int(big), int(kp)))  # type: ignore[misc]
+            for pc, n, mean, small, big, kp in zip(
+                samples.pc,
+                samples.n,
+                samples.kv_mean,
+                samples.kv_small,
+                samples.kv_big,
+                samples.kp,
+                strict=True,
+            )
+        ]
+
+    def predict_us(self, samples: SkewSamples) -> np.ndarray:
+        """:math:`t_{mean} + \\alpha (t_{max} - t_{mean})` of each row, with its measured
+        endpoints and this table's :math:`\\alpha`."""
+        alphas = np.array(
+            [
+                self.alpha(int(pc), int(kp), int(n), float(mean), int(small), int(big))
+                for pc, kp, n, mean, small, big in zip(
+                    samples.pc,
+                    samples.kp,
+                    samples.n,
+                    samples.kv_mean,
+                    samples.kv_small,
+                    samples.kv_big,
+                    strict=True,
+                )
+            ]
+        )
+        return samples.t_mean_us + alphas * (samples.t_max_us - samples.t_mean_us)
 
     def labels(self, n: int, kv_mean: float, kv_min: int, kv_max: int, kp: int) -> tuple[str, ...]:
         """The bucket labels of a batch (module docstring)."""
