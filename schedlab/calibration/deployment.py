@@ -29,9 +29,11 @@ cache's dtype: ``fp8`` variants take one byte an element), from the GPU's memory
 (``meta.json`` ``hardware.device_total_memory_bytes``, else ``config.json``
 ``npu_mem.mem_size`` in GiB, the unit LLMServingSim's memory model reads it in) and the
 engine's ``gpu_memory_utilization`` (``config.json``'s ``mem_util`` is a knob of
-LLMServingSim's own simulator, not vLLM's). ``config.json`` ``link_bw`` (GB/s) and
-``link_latency`` (ns) give the link between the GPUs, for tensor-parallel and
-expert-parallel collectives (:mod:`schedlab.llm.interconnect`), and the hardware's name.
+LLMServingSim's own simulator, not vLLM's). The link between the GPUs, for tensor-parallel
+and expert-parallel collectives, is the given one or the published measurement for the
+run's hardware (:mod:`schedlab.llm.link_evidence`); ``config.json``'s ``link_bw`` and
+``link_latency`` are LLMServingSim's network settings and are not read. ``config.json``
+gives the hardware's name.
 
 Data parallelism runs one engine per replica (:mod:`schedlab.serving.engine`), each with
 one GPU's KV capacity; with expert parallelism (``enable_expert_parallel``, over
@@ -50,6 +52,7 @@ from typing import Any
 from schedlab.calibration.recorded_run import RecordedRun
 from schedlab.errors import FormatError
 from schedlab.llm.interconnect import Link
+from schedlab.llm.link_evidence import LinkEvidence, link_for
 from schedlab.llm.models import GIB, get_model_shape, kv_token_capacity
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.scenario import MAX_REPLICAS
@@ -285,19 +288,23 @@ class _Records:
                 found += [item for item in items if isinstance(item, dict)]
         return found
 
-    def link(self) -> Link | None:
+    def link(self, given: LinkEvidence | None, needed: bool) -> Link | None:
+        """The link between one engine's GPUs when its collectives are modelled
+        (``needed``): the given one, else :func:`~schedlab.llm.link_evidence.link_for`
+        the run's hardware. ``config.json``'s ``link_bw``/``link_latency`` are a setting
+        of LLMServingSim's network model and are not read."""
         config = self.run.config
-        bandwidth, latency = config.get("link_bw"), config.get("link_latency")
-        if bandwidth is None:
+        if "link_bw" in config or "link_latency" in config:
+            self.notes.append(
+                "config.json link_bw/link_latency not read (a setting of LLMServingSim's "
+                "own network model, not a measurement)"
+            )
+        if not needed:
             return None
-        try:
-            link = Link(float(bandwidth) * 1e9, float(latency or 0) * 1e-9)
-        except (TypeError, ValueError) as exc:
-            raise FormatError(
-                f"{self.run.directory / 'config.json'}: link_bw, link_latency: {exc}"
-            ) from None
-        self.notes.append(f"link {bandwidth} GB/s, {latency} ns (config.json)")
-        return link
+        instances = self.instances()
+        evidence = given or link_for(str(instances[0].get("hardware", "")) if instances else "")
+        self.notes.append(evidence.note)
+        return evidence.link
 
     def gpu_bytes(self) -> tuple[float, str]:
         """One GPU's memory in bytes, and where it was read."""
@@ -370,6 +377,7 @@ def deployment_of(
     dp: int | None = None,
     async_scheduling: bool | None = None,
     prefix_caching: bool | None = None,
+    link: LinkEvidence | None = None,
 ) -> Deployment:
     """The deployment of ``run`` (module docstring); given values override the records.
 
@@ -415,6 +423,7 @@ def deployment_of(
             f"{', '.join(KV_CACHE_DTYPE_BYTES)}"
         )
     ep = tp * dp if expert else 1
+    lockstep = expert and dp > 1
     if kv_tokens is None:
         kv_tokens = _kv_tokens(records, block_size, tp, ep, utilization, dtype)
     else:
@@ -434,10 +443,10 @@ def deployment_of(
     return Deployment(
         engine,
         replicas=dp,
-        lockstep=expert and dp > 1,
+        lockstep=lockstep,
         tp=tp,
         ep=ep,
-        link=records.link(),
+        link=records.link(link, tp > 1 or lockstep),
         model=records.model_name(),
         hardware=str(instances[0].get("hardware", "")) if instances else "",
         notes=tuple(records.notes),

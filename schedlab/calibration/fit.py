@@ -48,8 +48,10 @@ table (:mod:`schedlab.llm.models`), :math:`L_0` from ``meta.yaml``'s
 one rank of a TP-:math:`t` deployment, which the profiler emulates on one GPU by dividing
 the sharded widths by :math:`t`; no width is rescaled (``proofs/profile_scaling.md``, with
 the bandwidth and FLOP checks that tell full-width from halved rows). The collectives of
-tensor parallelism are not in a kernel profile: they come from the link between the GPUs
-(``link``), which only the deployment knows.
+tensor parallelism are not in a kernel profile (the profiler runs one rank on one GPU): they
+come from the link between the GPUs (``link``), by default the published measurement for
+the profile's GPU (:func:`schedlab.llm.link_evidence.link_for`, an explicit assumption
+where none is published).
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ from schedlab.calibration.skew import SkewTable
 from schedlab.errors import CalibrationError
 from schedlab.json_files import nan_to_null
 from schedlab.llm.interconnect import Link
+from schedlab.llm.link_evidence import link_for
 from schedlab.llm.models import ModelShape, get_model_shape
 
 __all__ = [
@@ -422,10 +425,9 @@ def calibrate_profile(
             f"{profile.tp} ranks without expert parallelism (proofs/profile_scaling.md)"
         )
     if profile.tp > 1 and link is None:
-        notes.append(
-            f"collectives of tensor parallelism {profile.tp} NOT modelled: give the link "
-            "between the GPUs (link=..., --link BW,LATENCY)"
-        )
+        evidence = link_for(profile.hardware)
+        link = evidence.link
+        notes.append(f"collectives of tensor parallelism {profile.tp}: {evidence.note}")
     report = CalibrationReport(
         ops=op_stats,
         attention_interpolation=ErrorStats.of(attn_pred[inside], measured[inside]),
@@ -510,7 +512,8 @@ def calibrate(
         Name of the fitted model (default ``<hardware>_<model>``, lower case, with
         ``_tp<tp>`` for ``tp > 1``).
     link
-        The link between the GPUs of one engine, for the collectives of ``tp > 1``.
+        The link between the GPUs of one engine, for the collectives of ``tp > 1``
+        (default: :func:`~schedlab.llm.link_evidence.link_for` the profile's GPU).
 
     Returns
     -------

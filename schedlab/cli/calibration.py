@@ -84,11 +84,12 @@ def _check_output(output: Path, root: Path) -> None:
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     from schedlab.calibration.fit import calibrate
     from schedlab.calibration.profiles import read_meta_yaml
-    from schedlab.llm.interconnect import parse_link
+    from schedlab.llm.link_evidence import link_given
     from schedlab.serving.cost_model import save_cost_model
 
     root = _profile_dir(args.profile_dir)
     _check_output(Path(args.output), root)
+    link = None if args.link is None else link_given(args.link)
     model_name = args.model
     if model_name is None:
         model_name = str(read_meta_yaml(root / "meta.yaml").get("model", ""))
@@ -98,7 +99,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         tp=args.tp,
         margin_quantile=args.margin_quantile,
         name=args.name,
-        link=None if args.link is None else parse_link(args.link),
+        link=None if link is None else link.link,
     )
     save_cost_model(model, args.output)
     if args.json:
@@ -108,6 +109,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     else:
         print(f"{model.name}: fitted on {', '.join(s.name for s in model.sources)}")
         print(report.to_text())
+        if link is not None:
+            print(link.note)
         print(f"wrote {args.output}")
     return 0
 
@@ -117,6 +120,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     from schedlab.calibration.recorded_run import read_recorded_run
     from schedlab.calibration.replay import replay
     from schedlab.cli.serving import announce_engine
+    from schedlab.llm.link_evidence import link_given
     from schedlab.plotting.figures import check_figure_path
     from schedlab.serving.cost_model import get_cost_model
     from schedlab.serving.engine_kinds import BUILTIN_KIND
@@ -138,6 +142,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         dp=args.dp,
         async_scheduling={"auto": None, "on": True, "off": False}[args.async_scheduling],
         prefix_caching={"auto": None, "on": True, "off": False}[args.prefix_caching],
+        link=None if args.link is None else link_given(args.link),
     )
     policy = (
         (args.engine if args.engine != BUILTIN_KIND else "vllm")
@@ -174,6 +179,15 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+#: Help of ``--link`` (calibrate, replay).
+_LINK_HELP = (
+    "measured link between the GPUs of one engine, for the collectives of tensor and "
+    "expert parallelism: the output of nccl-tests' all_reduce_perf on them, or BW,LATENCY "
+    "such as 54GB/s,4us (default: the published measurement for the GPU, else an "
+    "assumption that the output names)"
+)
+
+
 def register(subparsers: Any) -> None:
     """Add ``calibrate`` and ``replay`` to the ``schedlab`` command line."""
     from schedlab.cli.serving import engine_kind_options
@@ -199,8 +213,8 @@ def register(subparsers: Any) -> None:
     cal.add_argument(
         "--link",
         default=None,
-        metavar="BW,LATENCY",
-        help="link between the GPUs of one engine, e.g. 16GB/s,20us (collectives of --tp > 1)",
+        metavar="BW,LATENCY|FILE",
+        help=_LINK_HELP,
     )
     cal.add_argument(
         "--margin-quantile",
@@ -242,6 +256,7 @@ def register(subparsers: Any) -> None:
     )
     rep.add_argument("--tp", type=_tensor_parallel, default=None, help="tensor-parallel degree")
     rep.add_argument("--dp", type=_data_parallel, default=None, help="data-parallel replicas")
+    rep.add_argument("--link", default=None, metavar="BW,LATENCY|FILE", help=_LINK_HELP)
     for flag, what in (
         ("--async-scheduling", "vLLM's asynchronous scheduling"),
         ("--prefix-caching", "the prefix cache"),

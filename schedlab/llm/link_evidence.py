@@ -1,0 +1,189 @@
+r"""Where a :class:`~schedlab.llm.interconnect.Link`'s figures come from: a measurement.
+
+The collectives of tensor and expert parallelism are not in a kernel profile (the
+profiler runs a TP-:math:`t` rank on one GPU with its widths divided by :math:`t`:
+``meta.yaml``'s ``engine_effective.tensor_parallel_size`` is 1), so their time needs
+evidence of its own. Two kinds are read, first found first used:
+
+1. **A measurement the user supplies**: the text output of nccl-tests' ``all_reduce_perf``
+   on the deployment's GPUs (:func:`read_nccl_tests`). Its rows give the out-of-place time
+   :math:`t(S)` of an all-reduce of :math:`S` bytes over :math:`N` ranks (one ``# Rank``
+   line per rank). The ring model of :mod:`schedlab.llm.interconnect`,
+   :math:`t(S) = 2(N-1)\ell + \frac{2(N-1)}{N\beta} S`, is fitted to them by non-negative
+   least squares on relative error, and the fit's own error is reported.
+2. **Published measurements** for the GPU's link (:data:`PUBLISHED_LINKS`, each with its
+   source).
+
+Where neither exists the link is an *assumption*, and every caller says so in its
+output. LLMServingSim's ``config.json`` ``link_bw``/``link_latency`` are settings of that
+simulator's network model, not measurements, and are never read as a link.
+
+What vLLM sends (vLLM 0.19.0): each decoder layer all-reduces its activations twice, after
+the attention output projection and after the MLP (``RowParallelLinear`` with
+``reduce_results=True``, ``vllm/model_executor/layers/linear.py``; in a mixture-of-experts
+layer the expert block's output, ``FusedMoE``), :math:`N h b` bytes for :math:`N` tokens of
+hidden size :math:`h` at :math:`b` bytes. On two GPUs over PCIe with peer-to-peer access it
+uses its own all-reduce kernel below 8 MiB (``vllm/distributed/device_communicators/
+custom_all_reduce.py``: ``_SUPPORTED_WORLD_SIZES`` and ``max_size=8192 * 1024``, lines
+52–59; two PCIe GPUs allowed, lines 152–160; ``should_custom_ar``, lines 244–245), which
+reads the peer's buffer over the link: on two ranks the ring model's form,
+:math:`2\ell + S/\beta`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from schedlab.errors import FormatError
+from schedlab.json_files import read_text
+from schedlab.llm.interconnect import Link, parse_link
+
+__all__ = [
+    "PUBLISHED_LINKS",
+    "LinkEvidence",
+    "PublishedLink",
+    "link_for",
+    "link_given",
+    "read_nccl_tests",
+]
+
+
+@dataclass(frozen=True)
+class PublishedLink:
+    """Published measurements of a GPU's link, reduced to a :class:`Link`.
+
+    Attributes
+    ----------
+    link
+        Bandwidth :math:`\\beta` and per-step latency :math:`\\ell`.
+    what
+        The link measured.
+    source
+        Where the figures were published, and how :math:`\\ell` and :math:`\\beta` follow
+        from them.
+    """
+
+    link: Link
+    what: str
+    source: str
+
+
+#: Published link measurements by the ``hardware`` name profiles use.
+PUBLISHED_LINKS: dict[str, PublishedLink] = {
+    "RTXPRO6000": PublishedLink(
+        Link(54e9, 3.75e-6),
+        "PCIe 5.0 x16 peer-to-peer between RTX PRO 6000 Blackwell GPUs (no NVLink)",
+        "voipmonitor/rtx6kpro, hardware/pcie-bandwidth.md (commit 070506f): unidirectional "
+        "P2P write bandwidth 53-56 GB/s on five systems (CUDA p2pBandwidthLatencyTest), "
+        "median 54 GB/s = beta; a small all-reduce by a custom peer-to-peer kernel 7.5 us "
+        "(256 B to 1 KB, 8 GPUs on PCIe switches; NCCL 24 us), taken as the two steps of a "
+        "two-rank all-reduce, 2 l = 7.5 us",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class LinkEvidence:
+    """A link and what it rests on.
+
+    Attributes
+    ----------
+    link
+        The link.
+    kind
+        ``measured`` (the user's table), ``published`` or ``assumed``.
+    note
+        One line saying where the figures came from.
+    """
+
+    link: Link
+    kind: str
+    note: str
+
+
+_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+\S+\s+\S+\s+-?\d+\s+([0-9.eE+-]+)\s")
+
+
+def read_nccl_tests(path: str | Path) -> LinkEvidence:
+    """The link fitted to an nccl-tests ``all_reduce_perf`` output (module docstring).
+
+    Raises
+    ------
+    FormatError
+        Naming the file, if it has no ``# Rank`` lines, fewer than two data rows of
+        distinct sizes, or times that are not positive.
+    """
+    path = Path(path)
+    text = read_text(path, "nccl-tests output", 2**24)
+    ranks = sum(1 for line in text.splitlines() if re.match(r"^#\s*Rank\s+\d+", line))
+    lines = enumerate(text.splitlines(), 1)
+    rows = [(line_no, m) for line_no, line in lines if (m := _ROW.match(line))]
+    if ranks < 2:
+        raise FormatError(
+            f"{path}: no '#  Rank N ...' lines for two or more ranks: is this the output of "
+            "nccl-tests' all_reduce_perf?"
+        )
+    sizes, times = [], []
+    for line_no, match in rows:
+        size, seconds = float(match.group(1)), float(match.group(3)) * 1e-6
+        if not seconds > 0:
+            raise FormatError(f"{path}:{line_no}: time must be > 0, got {match.group(3)}")
+        sizes.append(size)
+        times.append(seconds)
+    if len(set(sizes)) < 2:
+        raise FormatError(f"{path}: needs rows of at least two message sizes, found {len(rows)}")
+    from scipy.optimize import nnls
+
+    s, t = np.array(sizes), np.array(times)
+    weight = 1.0 / t
+    (a, b), _ = nnls(np.column_stack([np.ones_like(s), s]) * weight[:, None], t * weight)
+    if not (a > 0 and b > 0):
+        raise FormatError(
+            f"{path}: the times do not grow with the message size as an all-reduce's do"
+        )
+    steps = 2 * (ranks - 1)
+    link = Link(steps / (ranks * b), a / steps)
+    fitted = a + b * s
+    worst = float(np.max(np.abs(fitted - t) / t) * 100)
+    return LinkEvidence(
+        link,
+        "measured",
+        f"link {link.bandwidth_Bps / 1e9:.3g} GB/s, {link.latency_s * 1e6:.3g} us a step: "
+        f"fitted to {len(s)} all_reduce_perf rows over {ranks} ranks in {path} (worst "
+        f"relative error of the fit {worst:.1f} %)",
+    )
+
+
+def link_for(hardware: str) -> LinkEvidence:
+    """The published link of ``hardware``, else the most similar published one as an
+    explicit assumption."""
+    published = PUBLISHED_LINKS.get(hardware)
+    if published is not None:
+        return LinkEvidence(
+            published.link, "published", f"link: {published.what}; {published.source}"
+        )
+    name, fallback = next(iter(PUBLISHED_LINKS.items()))
+    return LinkEvidence(
+        fallback.link,
+        "assumed",
+        f"link ASSUMED: no measurement for {hardware or 'this GPU'}; the published {name} "
+        f"figures are used ({fallback.what}): give a measured one with --link (nccl-tests "
+        "all_reduce_perf output, or BW,LATENCY)",
+    )
+
+
+def link_given(text: str, flag: str = "--link") -> LinkEvidence:
+    """A link given on the command line: an nccl-tests output file, or ``BW,LATENCY``
+    (:func:`~schedlab.llm.interconnect.parse_link`), the user's own measurement."""
+    if Path(text).is_file():
+        return read_nccl_tests(text)
+    link = parse_link(text, flag)
+    return LinkEvidence(
+        link,
+        "measured",
+        f"link {link.bandwidth_Bps / 1e9:.3g} GB/s, {link.latency_s * 1e6:.3g} us a step ({flag})",
+    )
