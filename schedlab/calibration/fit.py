@@ -27,6 +27,13 @@ prediction :math:`\hat t + \delta` covers the held-out iterations in a fraction
 * **experts** (mixture-of-experts profiles): every ``holdout_every``-th interior row of
   ``moe.csv`` is held out, the table fitted on the rest and evaluated there.
 
+Terms earn their place. The held-out iterations are also predicted without each term in
+turn (each op's share; attention looked up at no prior context and the grid's least decode
+KV), and an op whose removal does not raise their mean relative error is dropped from the
+model (the note names it; one op per layer and one per sequence always stay). The report
+gives every such ablation, and ``benchmarks/calibration_evidence.py`` tabulates them over
+every shipped profile (``docs/calibration.md``).
+
 The op layout of each architecture (which ops run per layer and how often, per forward
 pass, per sequence, and whether a layer runs an expert block) comes from
 :mod:`schedlab.calibration.layouts`, by ``meta.yaml``'s ``architecture``.
@@ -110,6 +117,8 @@ class CalibrationReport:
     attention_rows: int
     experts: ErrorStats | None = None
     skew_buckets: int = 0
+    ablations: dict[str, ErrorStats] = field(default_factory=dict)
+    experts_without_count: ErrorStats | None = None
     skew_held_out: dict[str, ErrorStats] = field(default_factory=dict)
     skew_choice: str = ""
     notes: tuple[str, ...] = field(default=())
@@ -135,10 +144,14 @@ class CalibrationReport:
         row("attention (extrapolation)", self.attention_extrapolation)
         if self.experts is not None:
             row("expert block", self.experts)
+        if self.experts_without_count is not None:
+            row("expert block at most experts", self.experts_without_count)
         for variant, stats in self.skew_held_out.items():
             chosen = " (chosen)" if variant == self.skew_choice else ""
             row(f"skewed attention, {variant}{chosen}", stats)
         row("iteration", self.iteration)
+        for term, stats in self.ablations.items():
+            row(f"iteration without {term}", stats)
         lines.append(
             f"SLOWeave margin delta = {self.margin_s * 1e3:.4f} ms "
             f"(quantile {self.margin_quantile:g} of iteration residuals)"
@@ -288,10 +301,30 @@ def _skew_term(
     )
 
 
-def _expert_table(rows: MoERows, shape: ModelShape) -> tuple[ExpertTable, ErrorStats]:
-    """The expert table fitted on every row, and its error on held-out rows: in each token
-    row, every other expert count strictly between the row's least and largest (so each is
-    interpolated between measured neighbours)."""
+def _unearned_ops(
+    ablations: dict[str, ErrorStats], full: ErrorStats, layout: OpLayout
+) -> tuple[str, ...]:
+    """The ops whose removal does not raise the held-out iteration error (mean relative
+    error): a term that does not improve held-out error is not used. One op of each
+    group the model needs (per layer, per sequence) is always kept: the one whose removal
+    costs most."""
+    unearned = {
+        op
+        for op in (*layout.per_layer, *layout.per_forward, *layout.per_sequence)
+        if ablations[f"op {op}"].mape_pct <= full.mape_pct
+    }
+    for group in (layout.per_layer, layout.per_sequence):
+        if set(group) <= unearned:
+            unearned.discard(max(group, key=lambda op: ablations[f"op {op}"].mape_pct))
+    order = (*layout.per_layer, *layout.per_forward, *layout.per_sequence)
+    return tuple(op for op in order if op in unearned)
+
+
+def _expert_table(rows: MoERows, shape: ModelShape) -> tuple[ExpertTable, ErrorStats, ErrorStats]:
+    """The expert table fitted on every row, its error on held-out rows (in each token
+    row, every other expert count strictly between the row's least and largest, so each is
+    interpolated between measured neighbours), and the error there of the table read at
+    the row's largest expert count (the block without its expert-count term)."""
     if shape.experts < 1 or shape.experts_per_token < 1:
         raise CalibrationError(
             f"model {shape.name}: its shape has no experts (register it with experts and "
@@ -306,8 +339,13 @@ def _expert_table(rows: MoERows, shape: ModelShape) -> tuple[ExpertTable, ErrorS
     fitted = ExpertTable.fit(train, shape.experts, shape.experts_per_token)
     held = zip(rows.tokens[test], rows.activated[test], strict=True)
     predicted = np.array([fitted.time_us(t, a) for t, a in held])
-    stats = ErrorStats.of(predicted, rows.time_us[test])
-    return ExpertTable.fit(rows, shape.experts, shape.experts_per_token), stats
+    most = {size: rows.activated[rows.tokens == size].max() for size in np.unique(rows.tokens)}
+    flat = np.array([fitted.time_us(t, most[t]) for t in rows.tokens[test]])
+    return (
+        ExpertTable.fit(rows, shape.experts, shape.experts_per_token),
+        ErrorStats.of(predicted, rows.time_us[test]),
+        ErrorStats.of(flat, rows.time_us[test]),
+    )
 
 
 def calibrate_profile(
@@ -326,14 +364,14 @@ def calibrate_profile(
     layout = get_layout(profile.architecture, f"{profile.root}/meta.yaml")
     _required(profile, layout)
     shape = get_model_shape(profile.model)
-    experts = expert_stats = None
+    experts = expert_stats = experts_flat = None
     if layout.experts:
         if profile.moe is None:
             raise CalibrationError(
                 f"{profile.root}: no moe.csv (in tp{profile.tp}/ or tp1/) for the "
                 f"{profile.architecture!r} expert block"
             )
-        experts, expert_stats = _expert_table(profile.moe, shape)
+        experts, expert_stats, experts_flat = _expert_table(profile.moe, shape)
     layers, profiled = shape.layers, profile.profiled_layers
     scale = layers / profiled
 
@@ -387,20 +425,37 @@ def calibrate_profile(
     # Per-iteration held-out error.
     tokens, seqs = n + pc, n + (pc > 0)
 
-    def compose(curves: dict[str, Any]) -> np.ndarray:
-        total = np.zeros(tokens.size)
-        for op, count in layout.per_layer.items():
-            total += scale * count * np.array([curves[op](v) for v in tokens])
-        for op in layout.per_forward:
-            total += np.array([curves[op](v) for v in tokens])
-        for op in layout.per_sequence:
-            total += np.array([curves[op](v) for v in seqs])
-        return total
+    def parts(curves: dict[str, Any]) -> dict[str, np.ndarray]:
+        """Each op's share of the held-out iterations (µs)."""
+        share = {
+            op: scale * count * np.array([curves[op](v) for v in tokens])
+            for op, count in layout.per_layer.items()
+        }
+        share |= {op: np.array([curves[op](v) for v in tokens]) for op in layout.per_forward}
+        share |= {op: np.array([curves[op](v) for v in seqs]) for op in layout.per_sequence}
+        return share
 
     raw_curves = {op: _raw(table) for op, table in tables.items()}
     block = scale * np.array([experts(v) for v in tokens]) if experts else np.zeros(tokens.size)
-    iter_true = compose(raw_curves) + scale * measured + block
-    iter_pred = compose(train_curves) + scale * attn_pred + block
+    predicted_parts = parts(train_curves)
+    iter_true = sum(parts(raw_curves).values()) + scale * measured + block
+    iter_pred = sum(predicted_parts.values()) + scale * attn_pred + block
+    # Ablations: the held-out iterations predicted without each term.
+    flat_kv = min(level for level in test_grid.kvs if level > 0)
+    attn_flat = np.array(
+        [
+            test_grid(c, 0, d, flat_kv if d > 0 else 0)
+            for c, d in zip(pc.tolist(), n.tolist(), strict=True)
+        ]
+    )
+    ablations = {
+        f"op {op}": ErrorStats.of(iter_pred - v, iter_true) for op, v in predicted_parts.items()
+    }
+    ablations["attention by KV length"] = ErrorStats.of(
+        iter_pred + scale * (attn_flat - attn_pred), iter_true
+    )
+    dropped = _unearned_ops(ablations, ErrorStats.of(iter_pred, iter_true), layout)
+    iter_pred = iter_pred - sum((predicted_parts[op] for op in dropped), np.zeros(tokens.size))
     residual_s = (iter_true - iter_pred) * 1e-6
     margin = max(0.0, float(np.quantile(residual_s, margin_quantile))) if residual_s.size else 0.0
     skew, skew_errors, skew_choice, skew_note = _skew_term(profile)
@@ -418,6 +473,11 @@ def calibrate_profile(
         + ("; every other interior expert count of moe.csv" if experts else ""),
     ]
     notes.append(skew_note)
+    if dropped:
+        notes.append(
+            f"op(s) {', '.join(dropped)} dropped: the held-out iterations are predicted no "
+            "worse without them"
+        )
     if experts and profile.tp > 1:
         moe_file = next(f.name for f in profile.sources if f.name.endswith("moe.csv"))
         notes.append(
@@ -439,6 +499,8 @@ def calibrate_profile(
         attention_rows=len(rows),
         experts=expert_stats,
         skew_buckets=0 if skew is None else len(skew.buckets),
+        ablations=ablations,
+        experts_without_count=experts_flat,
         skew_held_out=skew_errors,
         skew_choice=skew_choice,
         notes=tuple(notes),
@@ -453,10 +515,12 @@ def calibrate_profile(
         layers=layers,
         profiled_layers=profiled,
         layer_ops=tuple(
-            (op, float(count), full_curves[op]) for op, count in layout.per_layer.items()
+            (op, float(count), full_curves[op])
+            for op, count in layout.per_layer.items()
+            if op not in dropped
         ),
-        forward_ops=tuple((op, full_curves[op]) for op in layout.per_forward),
-        head_ops=tuple((op, full_curves[op]) for op in layout.per_sequence),
+        forward_ops=tuple((op, full_curves[op]) for op in layout.per_forward if op not in dropped),
+        head_ops=tuple((op, full_curves[op]) for op in layout.per_sequence if op not in dropped),
         attention=grid,
         skew=skew,
         experts=experts,
