@@ -20,7 +20,15 @@ as a new user would and with nothing taken from the run's timestamps:
 
 ``--plot DIR`` writes each run's measured-vs-simulated picture (``replay --plot``).
 
-Usage: ``python benchmarks/replay_vllm.py [--repeats 5] [--ablation] [--plot DIR]``
+``--report`` writes the fidelity report, ``docs/fidelity.md`` (``--report-out``), with its
+figures beside it in ``docs/fidelity/``: for every run found (the shared ones, and every
+run directory given with ``--runs``, e.g. runs of your own) the 15 metrics, the ablation
+of every modelled behaviour, and the decode-step throughput predicted against the one
+measured in ``timeseries.csv`` (generation tokens per second per running request, over
+the seconds with a request running): a diagnostic, never fitted to.
+
+Usage: ``python benchmarks/replay_vllm.py [--repeats 5] [--ablation] [--plot DIR]
+[--report [--report-out docs/fidelity.md]] [--runs DIR ...]``
 """
 
 from __future__ import annotations
@@ -34,10 +42,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+
 from schedlab.calibration.deployment import Deployment, deployment_of
 from schedlab.calibration.fit import calibrate
 from schedlab.calibration.profile_model import ProfileCostModel
-from schedlab.calibration.recorded_run import RecordedRun, read_recorded_run
+from schedlab.calibration.recorded_run import MeasuredSeries, RecordedRun, read_recorded_run
 from schedlab.calibration.replay import ReplayReport, replay
 from schedlab.calibration.skew import SkewTable
 from schedlab.serving.cost_model import load_cost_model, shipped_cost_models
@@ -159,16 +169,93 @@ def print_ablations(reports: dict[str, ReplayReport]) -> None:
         print(f"  {label:<32}{cells}{report.worst[1]:>+9.2f}{report.preemptions:>9}")
 
 
+def decode_rate(series: MeasuredSeries) -> float:
+    """Median generation tokens per second per running request, over the seconds with a
+    request running: the decode steps a request sees per second."""
+    busy = series.running > 0
+    if not busy.any():
+        return math.nan
+    return float(np.median(series.generation_tps[busy] / series.running[busy]))
+
+
+def markdown_run(
+    name: str,
+    deployment: Deployment,
+    model: ProfileCostModel,
+    report: ReplayReport,
+    variants: dict[str, ReplayReport],
+    figure: str,
+) -> list[str]:
+    """The report section of one run."""
+    within = sum(abs(m.diff_pct) <= TARGET_PCT for m in report.metrics.values())
+    worst, diff = report.worst
+    lines = [
+        f"## {name}",
+        "",
+        f"{len(report.measured['ttft'])} requests; cost model `{model.name}` calibrated from "
+        f"its profile; {report.preemptions} simulated preemptions. Deployment, as read: "
+        + "; ".join(deployment.notes)
+        + ".",
+        "",
+        f"**{within} of 15 metrics within {TARGET_PCT:g} %; worst {worst} {diff:+.2f} %.**",
+        "",
+        "| metric | measured, ms | simulated, ms | diff % |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {key} | {m.measured * 1e3:.1f} | {m.simulated * 1e3:.1f} | {m.diff_pct:+.2f} |"
+        for key, m in report.metrics.items()
+    ]
+    keys = list(report.metrics)
+    lines += [
+        "",
+        "Ablation: the difference (%) from the measured run with each modelled behaviour "
+        "switched off in turn.",
+        "",
+        "| variant | " + " | ".join(keys) + " | within 5 % |",
+        "|---|" + "---|" * (len(keys) + 1),
+    ]
+    for label, variant in variants.items():
+        cells = " | ".join(f"{variant.metrics[k].diff_pct:+.2f}" for k in keys)
+        count = sum(abs(m.diff_pct) <= TARGET_PCT for m in variant.metrics.values())
+        lines.append(f"| {label} | {cells} | {count}/15 |")
+    if report.measured_series is not None and report.series is not None:
+        measured, simulated = decode_rate(report.measured_series), decode_rate(report.series)
+        lines += [
+            "",
+            "Decode-step throughput (diagnostic, never fitted to): median generation tokens "
+            "per second per running request over the seconds with a request running, "
+            f"measured {measured:.2f}, simulated {simulated:.2f} "
+            f"({(simulated / measured - 1) * 100:+.1f} %).",
+        ]
+    lines += ["", f"![{name}]({figure})", ""]
+    return lines
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5, help="replays timed per run")
     parser.add_argument("--ablation", action="store_true", help="switch behaviours off")
     parser.add_argument("--plot", type=Path, default=None, metavar="DIR")
+    parser.add_argument("--report", action="store_true", help="write the fidelity report")
+    parser.add_argument("--report-out", type=Path, default=ROOT / "docs" / "fidelity.md")
+    parser.add_argument(
+        "--runs", type=Path, nargs="*", default=[], metavar="DIR", help="more run directories"
+    )
     args = parser.parse_args(argv)
     runs = sorted(p for p in (DATA / "validation").glob("*") if (p / "requests.jsonl").is_file())
+    missing = [str(p) for p in args.runs if not (p / "requests.jsonl").is_file()]
+    if missing:
+        print(f"--runs: no requests.jsonl in {', '.join(missing)}", file=sys.stderr)
+        return 2
+    runs += args.runs
     if not runs:
         print(f"no recorded runs under {DATA / 'validation'} (set SCHEDLAB_DATA)", file=sys.stderr)
         return 2
+    if args.report:
+        args.plot = args.plot or args.report_out.parent / "fidelity"
+        args.ablation = True
+    sections: list[str] = []
     for directory in runs:
         run = read_recorded_run(directory)
         deployment = deployment_of(run)
@@ -179,8 +266,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.plot is not None:  # the series for the figure, outside the timed replays
             reports[0] = replay(run, model, deployment=deployment, series=True)
         print_report(directory.name, reports[0], [r.wall_s for r in reports])
-        if args.ablation:
-            print_ablations(ablations(run, model, deployment))
+        variants = ablations(run, model, deployment) if args.ablation else {}
+        if variants:
+            print_ablations(variants)
         if args.plot is not None:
             from schedlab.plotting.replay import plot_replay
 
@@ -188,6 +276,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             target = args.plot / f"{directory.name}.png"
             plot_replay(reports[0], target, title=f"{directory.name}: {model.name}")
             print(f"  wrote {target}")
+            if args.report:
+                figure = os.path.relpath(target, args.report_out.parent)
+                sections += markdown_run(
+                    directory.name, deployment, model, reports[0], variants, figure
+                )
+    if args.report:
+        header = [
+            "# Fidelity: recorded vLLM runs replayed",
+            "",
+            "Generated by `python benchmarks/replay_vllm.py --report`; do not edit by hand. "
+            "Each run is replayed as a new user would (`schedlab replay RUN`): its deployment "
+            "read from its own records, its cost model calibrated from the profile of its "
+            "GPU and model (`docs/calibration.md` gives the evidence for every term), "
+            "nothing fitted to its timestamps or summaries. Add your own runs with "
+            "`--runs DIR ...`.",
+            "",
+        ]
+        args.report_out.parent.mkdir(parents=True, exist_ok=True)
+        args.report_out.write_text("\n".join(header + sections), encoding="utf-8")
+        print(f"wrote {args.report_out}")
     return 0
 
 
