@@ -106,7 +106,7 @@ def term_table(fitted: list[Fitted]) -> list[str]:
     for term in ops:
         line(
             f"{term} (iterations)",
-            [(f.report.iteration, f.report.ablations.get(term)) for f in fitted],
+            [(f.report.iteration_every_op, f.report.ablations.get(term)) for f in fitted],
         )
     line(
         "expert count (moe.csv)",

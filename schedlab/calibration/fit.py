@@ -117,6 +117,7 @@ class CalibrationReport:
     attention_rows: int
     experts: ErrorStats | None = None
     skew_buckets: int = 0
+    iteration_every_op: ErrorStats | None = None
     ablations: dict[str, ErrorStats] = field(default_factory=dict)
     experts_without_count: ErrorStats | None = None
     skew_held_out: dict[str, ErrorStats] = field(default_factory=dict)
@@ -150,6 +151,8 @@ class CalibrationReport:
             chosen = " (chosen)" if variant == self.skew_choice else ""
             row(f"skewed attention, {variant}{chosen}", stats)
         row("iteration", self.iteration)
+        if self.iteration_every_op is not None:
+            row("iteration, every op", self.iteration_every_op)
         for term, stats in self.ablations.items():
             row(f"iteration without {term}", stats)
         lines.append(
@@ -454,7 +457,8 @@ def calibrate_profile(
     ablations["attention by KV length"] = ErrorStats.of(
         iter_pred + scale * (attn_flat - attn_pred), iter_true
     )
-    dropped = _unearned_ops(ablations, ErrorStats.of(iter_pred, iter_true), layout)
+    every_op = ErrorStats.of(iter_pred, iter_true)
+    dropped = _unearned_ops(ablations, every_op, layout)
     iter_pred = iter_pred - sum((predicted_parts[op] for op in dropped), np.zeros(tokens.size))
     residual_s = (iter_true - iter_pred) * 1e-6
     margin = max(0.0, float(np.quantile(residual_s, margin_quantile))) if residual_s.size else 0.0
@@ -499,6 +503,7 @@ def calibrate_profile(
         attention_rows=len(rows),
         experts=expert_stats,
         skew_buckets=0 if skew is None else len(skew.buckets),
+        iteration_every_op=every_op,
         ablations=ablations,
         experts_without_count=experts_flat,
         skew_held_out=skew_errors,

@@ -32,6 +32,9 @@ from schedlab.calibration.skew import SkewTable
 
 __all__ = ["SKEW_VARIANTS", "ErrorStats", "chosen_skew", "skew_cross_validation"]
 
+#: Held-out mean errors (percent) that differ by less than this are a tie.
+TIE_PCT = 1e-6
+
 #: The skew variants tested, simplest first.
 SKEW_VARIANTS = ("none", "pooled", "bucket")
 
@@ -100,5 +103,9 @@ def skew_cross_validation(
 
 
 def chosen_skew(errors: Mapping[str, ErrorStats]) -> str:
-    """The variant of least held-out mean error (the simplest on a tie)."""
-    return min(SKEW_VARIANTS, key=lambda v: (errors[v].mape_pct, SKEW_VARIANTS.index(v)))
+    """The variant of least held-out mean error, the simplest on a tie (errors equal to
+    :data:`TIE_PCT`, below which they are rounding)."""
+    return min(
+        SKEW_VARIANTS,
+        key=lambda v: (round(errors[v].mape_pct / TIE_PCT), SKEW_VARIANTS.index(v)),
+    )

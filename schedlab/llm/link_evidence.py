@@ -105,7 +105,7 @@ class LinkEvidence:
     note: str
 
 
-_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+\S+\s+\S+\s+-?\d+\s+([0-9.eE+-]+)\s")
+_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+\S+\s+\S+\s+-?\d+\s+([0-9.eE+-]+)(?:\s|$)")
 
 
 def read_nccl_tests(path: str | Path) -> LinkEvidence:

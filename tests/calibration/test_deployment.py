@@ -10,6 +10,7 @@ from schedlab.calibration.deployment import MAX_TENSOR_PARALLEL, deployment_of
 from schedlab.calibration.recorded_run import read_recorded_run
 from schedlab.errors import FormatError
 from schedlab.llm.interconnect import Link
+from schedlab.llm.link_evidence import PUBLISHED_LINKS, LinkEvidence
 from schedlab.llm.models import GIB
 from schedlab.serving.scenario import MAX_REPLICAS
 from tests.calibration.recorded import gpu_config, req, write_run
@@ -109,11 +110,22 @@ def test_async_scheduling_given_and_malformed(tmp_path):
 
 
 def test_parallelism_and_link(tmp_path):
+    # config.json's link figures are LLMServingSim's network setting: never read as a link.
     config = gpu_config(link_bw=16, link_latency=20000)
     kwargs = {**LIMITS, "tensor_parallel_size": 2}
     d = deployment(tmp_path, {"engine_kwargs": kwargs, "model": "Qwen/Qwen3-32B"}, config)
     assert (d.tp, d.ep, d.replicas, d.lockstep) == (2, 1, 1, False)
-    assert d.link == Link(16e9, 20e-6) and d.model == "Qwen/Qwen3-32B"
+    assert d.link != Link(16e9, 20e-6) and d.model == "Qwen/Qwen3-32B"
+    assert any("link_bw/link_latency not read" in n for n in d.notes)
+    assert d.link == PUBLISHED_LINKS["RTXPRO6000"].link
+    assert any("voipmonitor/rtx6kpro" in n for n in d.notes)
+    # A GPU with no published link: the assumption is named.
+    config["nodes"][0]["instances"][0]["hardware"] = "H20"
+    d = deployment(tmp_path, {"engine_kwargs": kwargs}, config)
+    assert any(n.startswith("link ASSUMED: no measurement for H20") for n in d.notes)
+    measured = LinkEvidence(Link(50e9, 4e-6), "measured", "link given")
+    d = deployment(tmp_path, {"engine_kwargs": kwargs}, config, link=measured)
+    assert d.link == Link(50e9, 4e-6) and "link given" in d.notes
     # Data parallelism alone: independent replicas; with expert parallelism: lockstep,
     # experts over tp * dp GPUs.
     kwargs = {**LIMITS, "data_parallel_size": 2}
@@ -122,9 +134,8 @@ def test_parallelism_and_link(tmp_path):
     kwargs["enable_expert_parallel"] = True
     d = deployment(tmp_path, {"engine_kwargs": kwargs}, config)
     assert (d.tp, d.ep, d.replicas, d.lockstep) == (1, 2, 2, True)
-    assert deployment(tmp_path, {"engine_kwargs": LIMITS}, gpu_config()).link is None
-    with pytest.raises(FormatError, match="link_bw, link_latency"):
-        deployment(tmp_path, {"engine_kwargs": LIMITS}, gpu_config(link_bw="fast"))
+    # One GPU an engine, no lockstep: no collective, no link.
+    assert deployment(tmp_path, {"engine_kwargs": LIMITS}, config).link is None
 
 
 def test_reserve_full_prompt_from_the_resolved_config(tmp_path):

@@ -208,6 +208,7 @@ def test_shipped_model_records_sources_and_license(shipped):
         "tp1/attention.csv",
         "tp1/per_sequence.csv",
         "tp1/skew_fit.csv",
+        "tp1/skew.csv",
     ]
     with pytest.raises(UnknownNameError):
         shipped_model_path("nope")
