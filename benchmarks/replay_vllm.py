@@ -147,6 +147,12 @@ def ablations(
         pooled = SkewTable(model.skew.default, {}, model.skew.axes)
         variants["pooled skew alpha only"] = (dataclasses.replace(model, skew=pooled), deployment)
         variants["no skew correction"] = (dataclasses.replace(model, skew=None), deployment)
+    if model.parallelism.tp > 1 or deployment.lockstep:
+        alone = dataclasses.replace(model.parallelism, link=None)
+        variants["no collectives"] = (
+            dataclasses.replace(model, parallelism=alone),
+            dataclasses.replace(deployment, link=None),
+        )
     for label, field in (
         ("synchronous scheduling", "async_scheduling"),
         ("no prefix cache", "prefix_caching"),

@@ -20,12 +20,17 @@ simulator's network model, not measurements, and are never read as a link.
 
 What vLLM sends (vLLM 0.19.0): each decoder layer all-reduces its activations twice, after
 the attention output projection and after the MLP (``RowParallelLinear`` with
-``reduce_results=True``, ``vllm/model_executor/layers/linear.py``; in a mixture-of-experts
-layer the expert block's output, ``FusedMoE``), :math:`N h b` bytes for :math:`N` tokens of
-hidden size :math:`h` at :math:`b` bytes. On two GPUs over PCIe with peer-to-peer access it
-uses its own all-reduce kernel below 8 MiB (``vllm/distributed/device_communicators/
-custom_all_reduce.py``: ``_SUPPORTED_WORLD_SIZES`` and ``max_size=8192 * 1024``, lines
-52–59; two PCIe GPUs allowed, lines 152–160; ``should_custom_ar``, lines 244–245), which
+``reduce_results``, ``vllm/model_executor/layers/linear.py`` lines 1531–1532; a
+mixture-of-experts layer all-reduces its expert block's output instead,
+``vllm/model_executor/models/qwen3_moe.py`` lines 249–252), :math:`N h b` bytes for
+:math:`N` tokens of hidden size :math:`h` at :math:`b` bytes. With expert parallelism the
+default all-to-all (``all2all_backend = "allgather_reducescatter"``,
+``vllm/config/parallel.py`` line 160) all-gathers every replica's tokens before the expert
+block and reduce-scatters them after it (``AgRsAll2AllManager.dispatch`` and ``combine``,
+``vllm/distributed/device_communicators/all2all.py`` lines 218 and 245). On two GPUs over
+PCIe with peer-to-peer access the all-reduce is vLLM's own kernel below 8 MiB
+(``vllm/distributed/device_communicators/custom_all_reduce.py``: ``max_size=8192 * 1024``,
+line 59; two PCIe GPUs allowed, lines 152–160; ``should_custom_ar``, lines 244–245), which
 reads the peer's buffer over the link: on two ranks the ring model's form,
 :math:`2\ell + S/\beta`.
 """
