@@ -533,13 +533,16 @@ def calibrate_profile(
         margin_s=margin,
         hardware=profile.hardware,
         source=(
-            f"LLMServingSim profile {hardware}/{profile.model}/{variant}/tp{profile.tp} "
-            f"({profile.meta.get('gpu', '')}, vLLM {profile.meta.get('vllm_version', '?')}); "
-            "fitted by schedlab.calibration"
-        ),
-        license=(
-            "Derived figures (isotonic fits, grid values, NNLS coefficients) of profiles from "
-            "casys-kaist/LLMServingSim, MIT License"
+            f"{profile.meta['source']}, as {hardware}/{profile.model}/tp{profile.tp}"
+            if profile.meta.get("source")  # a profile made by schedlab profile import
+            else f"LLMServingSim profile {hardware}/{profile.model}/{variant}/tp{profile.tp} "
+            f"({profile.meta.get('gpu', '')}, vLLM {profile.meta.get('vllm_version', '?')})"
+        )
+        + "; fitted by schedlab.calibration",
+        license=str(
+            profile.meta.get("license")
+            or "Derived figures (isotonic fits, grid values, NNLS coefficients) of profiles "
+            "from casys-kaist/LLMServingSim, MIT License"
         ),
         sources=profile.sources,
         report=nan_to_null(

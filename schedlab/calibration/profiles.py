@@ -71,10 +71,14 @@ __all__ = [
     "SourceFile",
     "SplitwisePerfModel",
     "VidurMLPProfile",
+    "check_attention_row",
+    "number_field",
+    "read_csv_rows",
     "read_llmservingsim_profile",
     "read_splitwise_perf_model",
     "read_vidur_mlp",
     "sha256_of",
+    "time_field",
 ]
 
 
@@ -250,11 +254,12 @@ class LLMServingSimProfile:
 MAX_TIME_S = 3600.0
 
 
-def _open_rows(
+def read_csv_rows(
     path: Path, required: Iterable[str]
 ) -> tuple[list[str], list[tuple[int, list[str]]]]:
     """Header and ``(line number, fields)`` rows of a CSV file, checking required columns
-    (and its size: :func:`~schedlab.json_files.check_size`)."""
+    (and its size: :func:`~schedlab.json_files.check_size`); blank lines are skipped, a
+    row with another field count than the header is refused."""
     check_size(path, "profile file")
     try:
         return _csv_rows(path, required)
@@ -291,7 +296,9 @@ def _csv_rows(
     return header, rows
 
 
-def _number(text: str, column: str, where: str, *, integer: bool = False) -> float:
+def number_field(text: str, column: str, where: str, *, integer: bool = False) -> float:
+    """A CSV field as a finite number ``>= 0`` (an integer if ``integer``); errors name
+    ``where`` (file and line) and ``column``."""
     try:
         value = float(text)
     except ValueError:
@@ -305,9 +312,9 @@ def _number(text: str, column: str, where: str, *, integer: bool = False) -> flo
     return value
 
 
-def _time(text: str, column: str, where: str, unit_s: float) -> float:
+def time_field(text: str, column: str, where: str, unit_s: float) -> float:
     """A time in units of ``unit_s`` seconds, from 0 to :data:`MAX_TIME_S`."""
-    value = _number(text, column, where)
+    value = number_field(text, column, where)
     if value * unit_s > MAX_TIME_S:
         raise FormatError(
             f"{where}: {column}: must be at most {MAX_TIME_S / unit_s:g} (an hour), got {text!r}"
@@ -318,12 +325,12 @@ def _time(text: str, column: str, where: str, unit_s: float) -> float:
 def _field(text: str, column: str, where: str) -> float:
     """A value of an LLMServingSim CSV: ``time_us`` in microseconds, the others integers."""
     if column == "time_us":
-        return _time(text, column, where, 1e-6)
-    return _number(text, column, where, integer=True)
+        return time_field(text, column, where, 1e-6)
+    return number_field(text, column, where, integer=True)
 
 
 def _op_tables(path: Path, size_column: str) -> dict[str, OpTable]:
-    header, rows = _open_rows(path, ("layer", size_column, "time_us"))
+    header, rows = read_csv_rows(path, ("layer", size_column, "time_us"))
     i_layer, i_size, i_time = (header.index(c) for c in ("layer", size_column, "time_us"))
     by_op: dict[str, dict[int, float]] = {}
     for line, fields_ in rows:
@@ -331,7 +338,7 @@ def _op_tables(path: Path, size_column: str) -> dict[str, OpTable]:
         op = fields_[i_layer].strip()
         if not op:
             raise FormatError(f"{where}: layer: empty op name")
-        size = int(_number(fields_[i_size], size_column, where, integer=True))
+        size = int(number_field(fields_[i_size], size_column, where, integer=True))
         if size < 1:
             raise FormatError(f"{where}: {size_column}: must be >= 1, got {size}")
         seen = by_op.setdefault(op, {})
@@ -347,9 +354,37 @@ def _op_tables(path: Path, size_column: str) -> dict[str, OpTable]:
     return tables
 
 
+def check_attention_row(
+    pc: float, kp: float, n: float, kv: float, time_us: float, where: str
+) -> None:
+    """Refuse an attention measurement that describes no batch the grid can hold.
+
+    ``(pc, kp, n, kv)`` = ``(prefill_chunk, kv_prefill, n_decode, kv_decode)``, already
+    read as numbers ``>= 0``; ``where`` names the file and line.
+
+    Raises
+    ------
+    FormatError
+        For a time of 0 (the grid's extrapolation fit weighs each row by its inverse
+        time), an empty batch, decode KV without decodes (or decodes without KV), or
+        cached prefill tokens without a prefill chunk.
+    """
+    if time_us == 0:
+        raise FormatError(f"{where}: time_us: a batch of attention must take time, got 0")
+    if pc == 0 and n == 0:
+        raise FormatError(f"{where}: an empty batch (prefill_chunk = n_decode = 0)")
+    if (n == 0) != (kv == 0):
+        raise FormatError(
+            f"{where}: kv_decode must be 0 exactly when n_decode is 0, got "
+            f"n_decode={n:g}, kv_decode={kv:g}"
+        )
+    if pc == 0 and kp != 0:
+        raise FormatError(f"{where}: kv_prefill={kp:g} without a prefill chunk")
+
+
 def _attention_rows(path: Path) -> AttentionRows:
     columns = ("prefill_chunk", "kv_prefill", "n_decode", "kv_decode", "time_us")
-    header, rows = _open_rows(path, columns)
+    header, rows = read_csv_rows(path, columns)
     index = [header.index(c) for c in columns]
     data = np.empty((len(rows), 5))
     seen: set[tuple[float, ...]] = set()
@@ -357,17 +392,7 @@ def _attention_rows(path: Path) -> AttentionRows:
         where = f"{path}:{line}"
         values = [_field(fields_[i], c, where) for i, c in zip(index, columns, strict=True)]
         pc, kp, n, kv, time_us = values
-        if time_us == 0:  # the fit weighs each row by its inverse time
-            raise FormatError(f"{where}: time_us: a batch of attention must take time, got 0")
-        if pc == 0 and n == 0:
-            raise FormatError(f"{where}: an empty batch (prefill_chunk = n_decode = 0)")
-        if (n == 0) != (kv == 0):
-            raise FormatError(
-                f"{where}: kv_decode must be 0 exactly when n_decode is 0, got "
-                f"n_decode={n:g}, kv_decode={kv:g}"
-            )
-        if pc == 0 and kp != 0:
-            raise FormatError(f"{where}: kv_prefill={kp:g} without a prefill chunk")
+        check_attention_row(pc, kp, n, kv, time_us, where)
         key = (pc, kp, n, kv)
         if key in seen:
             raise FormatError(f"{where}: duplicate measurement for {columns[:4]} = {key}")
@@ -378,7 +403,7 @@ def _attention_rows(path: Path) -> AttentionRows:
 
 def _moe_rows(path: Path) -> MoERows:
     columns = ("tokens", "activated_experts", "time_us")
-    header, rows = _open_rows(path, columns)
+    header, rows = read_csv_rows(path, columns)
     index = [header.index(c) for c in columns]
     data = np.empty((len(rows), 3))
     seen: set[tuple[float, float]] = set()
@@ -404,20 +429,20 @@ def _skew_rows(path: Path) -> SkewRows:
         "alpha",
         "n_samples",
     )
-    header, rows = _open_rows(path, columns)
+    header, rows = read_csv_rows(path, columns)
     index = {c: header.index(c) for c in columns}
     pc, alpha, samples = np.empty(len(rows)), np.empty(len(rows)), np.empty(len(rows))
     labels: dict[str, list[str]] = {c: [] for c in columns[1:5]}
     for k, (line, fields_) in enumerate(rows):
         where = f"{path}:{line}"
-        pc[k] = _number(fields_[index["pc"]], "pc", where, integer=True)
+        pc[k] = number_field(fields_[index["pc"]], "pc", where, integer=True)
         try:
             alpha[k] = float(fields_[index["alpha"]])
         except ValueError:
             raise FormatError(f"{where}: alpha: expected a number") from None
         if not math.isfinite(alpha[k]):
             raise FormatError(f"{where}: alpha: must be finite")
-        samples[k] = _number(fields_[index["n_samples"]], "n_samples", where, integer=True)
+        samples[k] = number_field(fields_[index["n_samples"]], "n_samples", where, integer=True)
         for column in labels:
             labels[column].append(fields_[index[column]].strip())
     return SkewRows(
@@ -651,7 +676,7 @@ _VIDUR_STATS = ("min", "max", "mean", "median", "std")
 def read_vidur_mlp(path: str | Path) -> VidurMLPProfile:
     """Read a Vidur ``mlp.csv`` profile (times in ms per op of one layer)."""
     path = Path(path)
-    header, rows = _open_rows(path, ("num_tokens", "num_tensor_parallel_workers"))
+    header, rows = read_csv_rows(path, ("num_tokens", "num_tensor_parallel_workers"))
     ops = tuple(
         dict.fromkeys(
             name.split(".")[1]
@@ -674,12 +699,12 @@ def read_vidur_mlp(path: str | Path) -> VidurMLPProfile:
     tps = np.empty(len(rows))
     for k, (line, fields_) in enumerate(rows):
         where = f"{path}:{line}"
-        tokens[k] = _number(fields_[i_tokens], "num_tokens", where, integer=True)
-        tps[k] = _number(fields_[i_tp], "num_tensor_parallel_workers", where, integer=True)
+        tokens[k] = number_field(fields_[i_tokens], "num_tokens", where, integer=True)
+        tps[k] = number_field(fields_[i_tp], "num_tensor_parallel_workers", where, integer=True)
         if tokens[k] < 1 or tps[k] < 1:
             raise FormatError(f"{where}: num_tokens and num_tensor_parallel_workers must be >= 1")
         for (op, stat), i in stat_cols.items():
-            values[(op, stat)][k] = _time(fields_[i], f"time_stats.{op}.{stat}", where, 1e-3)
+            values[(op, stat)][k] = time_field(fields_[i], f"time_stats.{op}.{stat}", where, 1e-3)
     shape_cols = [c for c in header if not c.startswith("time_stats.")]
     shape = {c: rows[0][1][header.index(c)] for c in shape_cols}
     return VidurMLPProfile(ops, tokens, tps, values, shape, SourceFile(path.name, sha256_of(path)))
@@ -733,7 +758,7 @@ _SPLITWISE_NUMERIC = (
 def read_splitwise_perf_model(path: str | Path) -> SplitwisePerfModel:
     """Read Splitwise's ``perf_model.csv`` (iteration-level measurements)."""
     path = Path(path)
-    header, rows = _open_rows(path, ("model", "hardware", *_SPLITWISE_NUMERIC))
+    header, rows = read_csv_rows(path, ("model", "hardware", *_SPLITWISE_NUMERIC))
     i_model, i_hw = header.index("model"), header.index("hardware")
     numeric = {c: np.empty(len(rows)) for c in _SPLITWISE_NUMERIC}
     models, hardware = [], []
@@ -747,9 +772,9 @@ def read_splitwise_perf_model(path: str | Path) -> SplitwisePerfModel:
         for column in _SPLITWISE_NUMERIC:
             text = fields_[header.index(column)]
             numeric[column][k] = (
-                _time(text, column, where, 1e-3)
+                time_field(text, column, where, 1e-3)
                 if column.endswith("_time")
-                else _number(text, column, where, integer=True)
+                else number_field(text, column, where, integer=True)
             )
         if numeric["batch_size"][k] < 1 or numeric["tensor_parallel"][k] < 1:
             raise FormatError(f"{where}: batch_size and tensor_parallel must be >= 1")

@@ -1,10 +1,11 @@
 """The ``schedlab`` command line.
 
-Subcommands come from four modules, one per part of the package:
+Subcommands come from five modules, one per part of the package:
 :mod:`schedlab.cli.offline` (``solve``, ``compare``, ``verify``, ``bound``, ``generate``,
 ``export``), :mod:`schedlab.cli.serving` (``simulate``, ``capacity``, ``sweep``),
-:mod:`schedlab.cli.cluster` (``cluster``) and :mod:`schedlab.cli.calibration`
-(``calibrate``, ``replay``). Every :class:`~schedlab.errors.SchedlabError` (and unreadable
+:mod:`schedlab.cli.cluster` (``cluster``), :mod:`schedlab.cli.calibration`
+(``calibrate``, ``replay``) and :mod:`schedlab.cli.profiles` (``profile import``,
+``profile export``). Every :class:`~schedlab.errors.SchedlabError` (and unreadable
 files) becomes one line on stderr and exit code 2; ``verify`` exits 1 when the schedule
 is infeasible. A :class:`~schedlab.errors.SchedlabNote` (input read and repaired, e.g.
 requests sorted by time) is one ``schedlab: note:`` line on stderr.
@@ -22,7 +23,7 @@ import warnings
 from collections.abc import Sequence
 from typing import NoReturn, TextIO
 
-from schedlab.cli import calibration, cluster, offline, serving
+from schedlab.cli import calibration, cluster, offline, profiles, serving
 from schedlab.errors import SchedlabError, SchedlabNote
 
 __all__ = ["build_parser", "main"]
@@ -46,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version="schedlab 0.1.0")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for part in (offline, serving, cluster, calibration):
+    for part in (offline, serving, cluster, calibration, profiles):
         part.register(sub)
     return parser
 
