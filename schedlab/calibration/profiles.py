@@ -472,7 +472,7 @@ _SKEW_SAMPLE_COLUMNS = (
 
 
 def _skew_samples(path: Path) -> SkewSamples:
-    header, rows = _open_rows(path, _SKEW_SAMPLE_COLUMNS)
+    header, rows = read_csv_rows(path, _SKEW_SAMPLE_COLUMNS)
     index = [header.index(c) for c in _SKEW_SAMPLE_COLUMNS]
     kept: list[list[float]] = []
     for line, fields_ in rows:
@@ -481,9 +481,9 @@ def _skew_samples(path: Path) -> SkewSamples:
         if not all(cells):  # a case the profiler could not time
             continue
         values = [
-            _time(text, column, where, 1e-6)
+            time_field(text, column, where, 1e-6)
             if column.startswith("t_")
-            else _number(text, column, where, integer=column != "ratio")
+            else number_field(text, column, where, integer=column != "ratio")
             for text, column in zip(cells, _SKEW_SAMPLE_COLUMNS, strict=True)
         ]
         if values[0] < 2 or not 0 < values[1] < 1 or values[4] >= values[5]:
