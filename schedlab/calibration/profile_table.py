@@ -59,11 +59,12 @@ from schedlab.calibration.profiles import (
     read_csv_rows,
     read_llmservingsim_profile,
     read_meta_yaml,
+    read_skew_samples,
     sha256_of,
     time_field,
 )
 from schedlab.errors import DataNotFoundError, FormatError, InputError
-from schedlab.json_files import write_text
+from schedlab.json_files import read_text, write_text
 from schedlab.llm.models import get_model_shape
 
 __all__ = [
@@ -482,6 +483,7 @@ def import_timing_table(
     variant: str | None = None,
     grid: tuple[str, str, str] | None = None,
     skew_alpha: float | None = None,
+    skew_measurements: str | Path | None = None,
     command: str | None = None,
 ) -> ImportSummary:
     """Check a timing table and write it as a profile directory calibrate reads.
@@ -512,6 +514,10 @@ def import_timing_table(
     skew_alpha
         A measured decode-skew coefficient :math:`\\alpha \\in [0, 1]` for every degree
         (``skew_fit.per_tp.<t>.alpha_default``); default: no skew correction.
+    skew_measurements
+        A ``skew.csv`` of skewed-batch measurements (``docs/profile-format.md``) for a
+        table of one degree: copied as ``tp<t>/skew.csv``, where calibrate fits the skew
+        correction on it and keeps it only if it lowers held-out error.
     command
         The command line that asked for the import, recorded in ``meta.yaml``.
 
@@ -548,6 +554,15 @@ def import_timing_table(
         declared = (chunks, decodes, kvs)
     if skew_alpha is not None and not 0 <= skew_alpha <= 1:
         raise InputError(f"skew alpha: expected a number in [0, 1], got {skew_alpha!r}")
+    skew_text = None
+    if skew_measurements is not None:
+        if len(table.tps) != 1:
+            raise InputError(
+                f"skew measurements: one file for a table of one degree; this one has "
+                f"{', '.join(map(str, table.tps))}"
+            )
+        read_skew_samples(Path(skew_measurements))
+        skew_text = read_text(Path(skew_measurements), "skew measurements")
     inferred = architecture is None
     name = infer_architecture(table) if architecture is None else architecture
     layout = get_layout(name, "architecture")
@@ -578,6 +593,8 @@ def import_timing_table(
                 text = _csv_text(header, [[*row.key, row.time_us] for row in rows])
                 write_text(folder / file_name, text, "profile file")
                 counts[(degree, kind)] = len(rows)
+        if skew_text is not None:
+            write_text(folder / "skew.csv", skew_text, "profile file")
     meta: dict[str, Any] = {
         "model": model,
         "hardware": hardware,

@@ -75,6 +75,7 @@ __all__ = [
     "number_field",
     "read_csv_rows",
     "read_llmservingsim_profile",
+    "read_skew_samples",
     "read_splitwise_perf_model",
     "read_vidur_mlp",
     "sha256_of",
@@ -471,7 +472,8 @@ _SKEW_SAMPLE_COLUMNS = (
 )
 
 
-def _skew_samples(path: Path) -> SkewSamples:
+def read_skew_samples(path: Path) -> SkewSamples:
+    """The rows of a ``skew.csv`` (:class:`SkewSamples`), checked."""
     header, rows = read_csv_rows(path, _SKEW_SAMPLE_COLUMNS)
     index = [header.index(c) for c in _SKEW_SAMPLE_COLUMNS]
     kept: list[list[float]] = []
@@ -602,7 +604,7 @@ def read_llmservingsim_profile(path: str | Path, tp: int = 1) -> LLMServingSimPr
     )
     moe = None if moe_path is None else _moe_rows(moe_path)
     skew = _skew_rows(sub / "skew_fit.csv") if (sub / "skew_fit.csv").is_file() else None
-    samples = _skew_samples(sub / "skew.csv") if (sub / "skew.csv").is_file() else None
+    samples = read_skew_samples(sub / "skew.csv") if (sub / "skew.csv").is_file() else None
     files += [
         f
         for f, part in ((moe_path, moe), (sub / "skew_fit.csv", skew), (sub / "skew.csv", samples))

@@ -54,6 +54,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
         variant=args.variant,
         grid=None if specs[0] is None else (specs[0], specs[1], specs[2]),
         skew_alpha=args.skew_alpha,
+        skew_measurements=args.skew_measurements,
         command=_import_command(args),
     )
     print(summary.to_text())
@@ -154,6 +155,14 @@ def register(subparsers: Any) -> None:
         default=None,
         metavar="A",
         help="measured decode-skew coefficient in [0, 1] (default: no skew correction)",
+    )
+    imp.add_argument(
+        "--skew-measurements",
+        default=None,
+        metavar="SKEW.csv",
+        help="skewed-batch measurements (docs/profile-format.md, skew.csv) for a table of one "
+        "degree: calibrate fits the skew correction on them and keeps it if it lowers "
+        "held-out error",
     )
     imp.set_defaults(func=_cmd_import)
 

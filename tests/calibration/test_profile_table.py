@@ -164,3 +164,43 @@ def test_import_refuses_bad_options(tmp_path):
     with pytest.raises(InputError, match="hardware: empty"):
         import_timing_table(table, tmp_path / "p", model=LLAMA, hardware=" ")
     assert not (tmp_path / "p").exists()  # nothing written before every check passed
+
+
+def test_skew_measurements_travel_with_an_import(tmp_path):
+    """A profile's skew.csv given back with the import: the same tested skew correction."""
+    root = DATA_DIR / "profiles" / "llmservingsim" / "RTX4090/meta-llama/Llama-3.1-8B/bf16"
+    if not root.is_dir():
+        pytest.skip("../shared/data profiles are not present")
+    exported = export_timing_table(root, tmp_path / "table.csv")
+    options = exported.import_options
+    grid = tuple(
+        options[options.index(flag) + 1]
+        for flag in ("--grid-chunks", "--grid-decodes", "--grid-kv")
+    )
+    import_timing_table(
+        exported.output,
+        tmp_path / "copy",
+        model=LLAMA,
+        hardware="RTX4090",
+        grid=grid,
+        skew_measurements=root / "tp1" / "skew.csv",
+    )
+    a, report_a = calibrate(root, LLAMA)
+    b, report_b = calibrate(tmp_path / "copy", LLAMA)
+    assert report_b.skew_choice == report_a.skew_choice != ""
+    assert report_b.skew_held_out == report_a.skew_held_out
+    assert a.skew == b.skew
+    bad = tmp_path / "skew.csv"
+    bad.write_text(
+        "n,ratio,pc,kp,kvs,kv_big,kv_mean,t_mean_us,t_max_us,t_skew_us\n"
+        "4,0.5,0,0,512,128,320,10,12,11\n"
+    )
+    with pytest.raises(FormatError, match=r"skew.csv:2: expected n >= 2 decodes"):
+        import_timing_table(
+            exported.output,
+            tmp_path / "again",
+            model=LLAMA,
+            hardware="G",
+            grid=grid,
+            skew_measurements=bad,
+        )
