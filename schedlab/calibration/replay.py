@@ -167,7 +167,7 @@ class ReplayReport:
     deployment
         The deployment simulated, with where each setting came from.
     measured, simulated
-        Per request, in arrival order: ``{"ttft": ..., "latency": ...}`` in seconds.
+        Per-request TTFT, TPOT (NaN for one-token outputs) and latency, seconds.
     series, measured_series
         The per-second series of the simulation and of the run (if recorded).
     reused_tokens
@@ -435,11 +435,8 @@ def replay(
     queued = _queued(run, result, deployment.lockstep)
     first = np.array([r.first_token_s for r in records])
     finish = np.array([r.finish_s for r in records])
-    simulated = run_metrics(
-        first - queued,
-        np.array([r.tpot_s if r.output > 1 else math.nan for r in records]),
-        finish - queued,
-    )
+    simulated_tpot = np.array([r.tpot_s if r.output > 1 else math.nan for r in records])
+    simulated = run_metrics(first - queued, simulated_tpot, finish - queued)
     built = (
         simulated_series(result, run.prompt, deployment.engine.total_blocks) if series else None
     )
@@ -465,8 +462,8 @@ def replay(
         result.policy,
         cost_model.name,
         deployment,
-        measured={"ttft": run.ttft_s, "latency": run.latency_s},
-        simulated={"ttft": first - queued, "latency": finish - queued},
+        measured={"ttft": run.ttft_s, "tpot": run.tpot_s, "latency": run.latency_s},
+        simulated={"ttft": first - queued, "tpot": simulated_tpot, "latency": finish - queued},
         series=built,
         measured_series=run.series,
         reused_tokens=result.reused_tokens,
