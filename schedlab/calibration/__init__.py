@@ -3,7 +3,8 @@
 Modules: :mod:`~schedlab.calibration.profiles` (readers of profile formats),
 :mod:`~.curves` (monotone 1-D fits), :mod:`~.attention_grid` (the 4-D attention table),
 :mod:`~.profile_model` (the calibrated cost model, kind ``profile-grid``),
-:mod:`~.fit` (:func:`calibrate`), :mod:`~.replay` (a recorded run on the simulator) and
+:mod:`~.fit` (:func:`calibrate`), :mod:`~.run_model` (a run's cost model: shipped, or
+its profile calibrated and cached), :mod:`~.replay` (a recorded run on the simulator) and
 :mod:`~.profile_table` (one CSV of per-op timings to and from a profile directory).
 scipy is imported when a fit runs, so importing this package stays cheap.
 """

@@ -24,8 +24,9 @@ is looked up, first found first used:
 The KV capacity is the blocks vLLM allocated, ``num_gpu_blocks``, of which it keeps one
 as its *null block* and never hands out (``vllm/v1/core/block_pool.py`` lines 175–176), so
 ``num_gpu_blocks - 1`` are usable. Without that record it is computed as vLLM does
-(:func:`schedlab.llm.models.kv_token_capacity`, per tensor-parallel rank, at the KV
-cache's dtype: ``fp8`` variants take one byte an element), from the GPU's memory
+(:meth:`schedlab.llm.gpu_deployment.GpuDeployment.kv_tokens`, per tensor-parallel rank,
+for the engine's ``max_num_batched_tokens`` and ``max_num_seqs``, at the KV cache's
+dtype: ``fp8`` variants take one byte an element), from the GPU's memory
 (``meta.json`` ``hardware.device_total_memory_bytes``, else ``config.json``
 ``npu_mem.mem_size`` in GiB, the unit LLMServingSim's memory model reads it in) and the
 engine's ``gpu_memory_utilization`` (``config.json``'s ``mem_util`` is a knob of
@@ -34,6 +35,13 @@ and expert-parallel collectives, is the given one or the published measurement f
 run's hardware (:mod:`schedlab.llm.link_evidence`); ``config.json``'s ``link_bw`` and
 ``link_latency`` are LLMServingSim's network settings and are not read. ``config.json``
 gives the hardware's name.
+
+A profile's GPUs (:func:`profile_deployment`), which a calibrated cost model carries so
+that an engine simulated on it gets that GPU's KV capacity: the model and tensor-parallel
+degree of the profile, the GPU's memory from ``meta.yaml`` where it records it
+(``gpu_memory_bytes``), else from the table of :mod:`schedlab.llm.gpus` by ``hardware``
+or ``gpu``; ``engine_effective``'s ``block_size`` and ``gpu_memory_utilization`` (else
+vLLM's defaults), and the KV cache in the model's dtype.
 
 Data parallelism runs one engine per replica (:mod:`schedlab.serving.engine`), each with
 one GPU's KV capacity; with expert parallelism (``enable_expert_parallel``, over
@@ -49,11 +57,14 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from schedlab.calibration.profiles import LLMServingSimProfile
 from schedlab.calibration.recorded_run import RecordedRun
 from schedlab.errors import FormatError
+from schedlab.llm.gpu_deployment import GpuDeployment
+from schedlab.llm.gpus import find_gpu
 from schedlab.llm.interconnect import Link
 from schedlab.llm.link_evidence import LinkEvidence, link_for
-from schedlab.llm.models import GIB, get_model_shape, kv_token_capacity
+from schedlab.llm.models import GIB, get_model_shape
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.scenario import MAX_REPLICAS
 
@@ -63,6 +74,7 @@ __all__ = [
     "MAX_TENSOR_PARALLEL",
     "Deployment",
     "deployment_of",
+    "profile_deployment",
 ]
 
 #: First vLLM release whose engine schedules asynchronously by default (v0.14.0 notes).
@@ -333,15 +345,34 @@ class _Records:
             )
         return float(size) * GIB, "config.json npu_mem.mem_size, GiB"
 
+    def hardware(self) -> str:
+        """The GPU's name in ``config.json``, else the short name of ``meta.json``'s
+        ``hardware.device_name`` where :mod:`schedlab.llm.gpus` knows it (``""``: not
+        recorded)."""
+        instances = self.instances()
+        if instances and instances[0].get("hardware"):
+            return str(instances[0]["hardware"])
+        hardware = self.run.meta.get("hardware")
+        device = hardware.get("device_name") if isinstance(hardware, dict) else None
+        gpu = find_gpu(device) if isinstance(device, str) else None
+        return "" if gpu is None else gpu.name
+
     def model_name(self) -> str:
         name = self.run.meta.get("model") or (self.instances() or [{}])[0].get("model_name")
         return name if isinstance(name, str) else ""
 
 
 def _kv_tokens(
-    records: _Records, block_size: int, tp: int, ep: int, utilization: float, dtype: str
+    records: _Records,
+    limits: tuple[int, int, int],
+    tp: int,
+    ep: int,
+    utilization: float,
+    dtype: str,
 ) -> int:
-    """The usable KV tokens of one GPU (module docstring)."""
+    """The usable KV tokens of one GPU (module docstring), for the engine's ``limits``
+    ``(block_size, max_num_batched_tokens, max_num_seqs)``."""
+    block_size, budget, seqs = limits
     found = records.recorded("num_gpu_blocks", int, minimum=2)
     if found is not None:
         blocks, place = found
@@ -355,16 +386,22 @@ def _kv_tokens(
     if not name:
         raise FormatError(f"{records.meta_name}: no model name: give the KV capacity explicitly")
     shape = get_model_shape(name)
-    element = KV_CACHE_DTYPE_BYTES[dtype] or shape.dtype_bytes
-    tokens = kv_token_capacity(shape, total, utilization, tp=tp, ep=ep, kv_dtype_bytes=element)
-    usable = tokens // block_size - 1
-    records.notes.append(
-        f"KV capacity {usable:,} blocks of {block_size} per GPU (vLLM's formula: "
-        f"{total / GIB:.1f} GiB ({source}) x {utilization:g}, less the weights of {name} on "
-        f"one GPU and 1 GiB, {element} byte(s) a KV element; one block kept as vLLM's null "
-        "block)"
+    gpu = find_gpu(records.hardware())
+    deployment = GpuDeployment(
+        model=shape.name,
+        gpu=records.hardware() or "GPU",
+        gpu_memory_bytes=round(total),
+        memory_source=source,
+        sms=None if gpu is None else gpu.sms,
+        tp=tp,
+        ep=ep,
+        kv_dtype_bytes=KV_CACHE_DTYPE_BYTES[dtype] or shape.dtype_bytes,
+        block_size=block_size,
+        gpu_memory_utilization=utilization,
     )
-    return usable * block_size
+    tokens, note = deployment.kv_tokens(budget, seqs)
+    records.notes.append(note)
+    return tokens
 
 
 def deployment_of(
@@ -425,7 +462,7 @@ def deployment_of(
     ep = tp * dp if expert else 1
     lockstep = expert and dp > 1
     if kv_tokens is None:
-        kv_tokens = _kv_tokens(records, block_size, tp, ep, utilization, dtype)
+        kv_tokens = _kv_tokens(records, (block_size, budget, seqs), tp, ep, utilization, dtype)
     else:
         if not _fits(kv_tokens, int, 1):
             raise FormatError(f"kv_tokens: expected an integer >= 1, got {kv_tokens!r}")
@@ -439,7 +476,6 @@ def deployment_of(
         reserve_full_prompt=reserve,
         async_scheduling=lagged,
     )
-    instances = records.instances()
     return Deployment(
         engine,
         replicas=dp,
@@ -448,6 +484,54 @@ def deployment_of(
         ep=ep,
         link=records.link(link, tp > 1 or lockstep),
         model=records.model_name(),
-        hardware=str(instances[0].get("hardware", "")) if instances else "",
+        hardware=records.hardware(),
         notes=tuple(records.notes),
+    )
+
+
+def profile_deployment(profile: LLMServingSimProfile) -> GpuDeployment | None:
+    """The GPUs ``profile`` was measured on (module docstring); ``None`` if neither its
+    ``meta.yaml`` nor :mod:`schedlab.llm.gpus` gives the GPU's memory.
+
+    Raises
+    ------
+    FormatError
+        If ``meta.yaml`` records a malformed memory, block size or utilisation.
+    """
+    meta, where = profile.meta, f"{profile.root / 'meta.yaml'}"
+    engine = meta.get("engine_effective")
+    engine = engine if isinstance(engine, dict) else {}
+    checks = (
+        ("gpu_memory_bytes", meta.get("gpu_memory_bytes"), int, 1, None),
+        ("engine_effective.block_size", engine.get("block_size", 16), int, 1, None),
+        (
+            "engine_effective.gpu_memory_utilization",
+            engine.get("gpu_memory_utilization", DEFAULT_UTILIZATION),
+            float,
+            1e-9,
+            1,
+        ),
+    )
+    for place, value, kind, least, most in checks:
+        if value is not None and not _fits(value, kind, least, most):
+            raise FormatError(f"{where}: {place}: expected {_expected(kind, least, most)}")
+    gpu = find_gpu(profile.hardware) or find_gpu(str(meta.get("gpu", "")))
+    recorded = meta.get("gpu_memory_bytes")
+    if recorded is not None:
+        memory, source = int(recorded), "meta.yaml gpu_memory_bytes"
+    elif gpu is not None:
+        memory, source = gpu.memory_bytes, gpu.source
+    else:
+        return None
+    shape = get_model_shape(profile.model)
+    return GpuDeployment(
+        model=shape.name,
+        gpu=profile.hardware or (gpu.name if gpu else ""),
+        gpu_memory_bytes=memory,
+        memory_source=source,
+        sms=None if gpu is None else gpu.sms,
+        tp=profile.tp,
+        kv_dtype_bytes=shape.dtype_bytes,
+        block_size=int(engine.get("block_size", 16)),
+        gpu_memory_utilization=float(engine.get("gpu_memory_utilization", DEFAULT_UTILIZATION)),
     )

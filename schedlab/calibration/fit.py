@@ -71,6 +71,7 @@ import numpy as np
 
 from schedlab.calibration.attention_grid import AttentionGrid, parse_grid_spec
 from schedlab.calibration.curves import MonotoneCurve
+from schedlab.calibration.deployment import profile_deployment
 from schedlab.calibration.experts import ExpertTable
 from schedlab.calibration.held_out import (
     ErrorStats,
@@ -545,6 +546,7 @@ def calibrate_profile(
             "from casys-kaist/LLMServingSim, MIT License"
         ),
         sources=profile.sources,
+        deployment=profile_deployment(profile),
         report=nan_to_null(
             {
                 "iteration_median_pct": report.iteration.median_pct,

@@ -81,6 +81,7 @@ from schedlab.calibration.profiles import SourceFile
 from schedlab.calibration.skew import SkewTable
 from schedlab.errors import FormatError
 from schedlab.json_files import check_keys, text_field
+from schedlab.llm.gpu_deployment import GpuDeployment
 from schedlab.llm.interconnect import Link
 from schedlab.serving.cost_model import BatchShape, Chunk
 
@@ -159,6 +160,9 @@ class ProfileCostModel:
         Files fitted on, with SHA-256 hashes.
     report
         Summary of the calibration error report (free-form JSON object).
+    deployment
+        The GPUs the profile describes, which size the KV cache of an engine simulated
+        on this model (``None``: not known; JSON files without it load so).
     """
 
     name: str
@@ -178,6 +182,7 @@ class ProfileCostModel:
     license: str = ""
     sources: tuple[SourceFile, ...] = ()
     report: Mapping[str, Any] = field(default_factory=dict)
+    deployment: GpuDeployment | None = None
 
     def __post_init__(self) -> None:
         if self.layers < 1 or self.profiled_layers < 1:
@@ -340,6 +345,7 @@ class ProfileCostModel:
             },
             "hardware": self.hardware,
             "report": dict(self.report),
+            "deployment": None if self.deployment is None else self.deployment.to_dict(),
         }
 
 
@@ -385,6 +391,7 @@ _KEYS = (
     "parallelism",
     "hardware",
     "report",
+    "deployment",
 )
 _MODEL_KEYS = ("name", "layers", "profiled_layers")
 _PARALLELISM_KEYS = ("tp", "ep", "hidden", "dtype_bytes", "link")
@@ -419,7 +426,7 @@ def load_profile_cost_model(data: Mapping[str, Any], where: str) -> ProfileCostM
         sources = tuple(
             SourceFile(str(s["file"]), str(s["sha256"])) for s in data.get("sources", [])
         )
-        skew, experts = data.get("skew"), data.get("experts")
+        skew, experts, hosted = data.get("skew"), data.get("experts"), data.get("deployment")
         expert_table = (
             None if experts is None else ExpertTable.from_dict(experts, f"{where}: experts")
         )
@@ -441,6 +448,9 @@ def load_profile_cost_model(data: Mapping[str, Any], where: str) -> ProfileCostM
             license=text_field(data, "license", "", where),
             sources=sources,
             report=dict(data.get("report") or {}),
+            deployment=(
+                None if hosted is None else GpuDeployment.from_dict(hosted, f"{where}: deployment")
+            ),
         )
     except FormatError:  # names its place already
         raise

@@ -41,6 +41,7 @@ import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -48,13 +49,11 @@ import numpy as np
 from schedlab.calibration.deployment import Deployment, deployment_of
 from schedlab.calibration.profile_model import ProfileCostModel
 from schedlab.calibration.recorded_run import MeasuredSeries, RecordedRun
-from schedlab.errors import CalibrationError
+from schedlab.calibration.run_model import check_model_fits, model_for_run
 from schedlab.json_files import nan_to_null
 from schedlab.serving.cost_model import (
     CostModel,
     get_cost_model,
-    load_cost_model,
-    shipped_cost_models,
 )
 from schedlab.serving.driver import EngineRun
 from schedlab.serving.metrics import SLO
@@ -65,11 +64,9 @@ __all__ = [
     "METRIC_KEYS",
     "MetricComparison",
     "ReplayReport",
-    "check_model_fits",
     "queued_instants",
     "replay",
     "run_metrics",
-    "shipped_model_for",
     "simulated_series",
 ]
 
@@ -286,62 +283,6 @@ def run_metrics(ttft: np.ndarray, tpot: np.ndarray, latency: np.ndarray) -> dict
     }
 
 
-def _mismatch(cost_model: ProfileCostModel, deployment: Deployment) -> str | None:
-    """How ``cost_model`` differs from the deployment's model, GPU or TP degree, if it does."""
-    pairs = [
-        ("model", cost_model.model, deployment.model),
-        ("hardware", cost_model.hardware, deployment.hardware),
-        ("tensor parallelism", cost_model.parallelism.tp, deployment.tp),
-    ]
-    for what, mine, theirs in pairs:
-        if mine != "" and theirs != "" and str(mine).lower() != str(theirs).lower():
-            return f"cost model {cost_model.name!r} is for {what} {mine}, the run's is {theirs}"
-    return None
-
-
-def check_model_fits(cost_model: CostModel, deployment: Deployment) -> None:
-    """Refuse a ``profile-grid`` model of another model, GPU or tensor-parallel degree than
-    the deployment's (others cannot be checked).
-
-    Raises
-    ------
-    CalibrationError
-        Naming both sides.
-    """
-    if isinstance(cost_model, ProfileCostModel):
-        found = _mismatch(cost_model, deployment)
-        if found is not None:
-            raise CalibrationError(
-                f"{found}: calibrate the run's own profile (or allow the mismatch explicitly)"
-            )
-
-
-def shipped_model_for(deployment: Deployment) -> ProfileCostModel:
-    """The shipped ``profile-grid`` model fitted for the deployment's model, GPU and TP
-    degree (all three must be recorded).
-
-    Raises
-    ------
-    CalibrationError
-        If the run does not say, or no shipped model matches.
-    """
-    if not (deployment.model and deployment.hardware):
-        raise CalibrationError(
-            "the run records no model or hardware name: give a cost model explicitly"
-        )
-    for path in shipped_cost_models().values():
-        model = load_cost_model(path)
-        if not (isinstance(model, ProfileCostModel) and model.model and model.hardware):
-            continue
-        if _mismatch(model, deployment) is None:
-            return model
-    raise CalibrationError(
-        f"no shipped cost model for {deployment.model} on {deployment.hardware} with "
-        f"tp {deployment.tp} (shipped: {', '.join(shipped_cost_models())}): calibrate "
-        "its profile (schedlab calibrate) and give the model explicitly"
-    )
-
-
 def _queued(run: RecordedRun, result: EngineRun, lockstep: bool) -> np.ndarray:
     """Each simulated request's queued instant (module docstring): the arrival itself for
     a benchmark's client-side clock; else per replica, over the steps of the whole group
@@ -373,6 +314,7 @@ def replay(
     series: bool = False,
     engine_kind: str = "schedlab",
     engine_model: str | None = None,
+    data_dir: str | Path | None = None,
 ) -> ReplayReport:
     """Simulate ``run``'s requests on its deployment and compare the metrics.
 
@@ -383,7 +325,9 @@ def replay(
     cost_model
         Iteration cost model (an object, or a name or path for
         :func:`~schedlab.serving.cost_model.get_cost_model`); default
-        :func:`shipped_model_for` the deployment.
+        :func:`~schedlab.calibration.run_model.model_for_run` the deployment (the shipped
+        model of its model, GPU and TP degree, else one calibrated from the matching
+        profile under ``data_dir``).
     deployment
         Default :func:`~schedlab.calibration.deployment.deployment_of` the run.
     policy
@@ -401,18 +345,13 @@ def replay(
         (:mod:`schedlab.serving.engine_kinds`; ``policy`` must then be ``vllm``).
     engine_model
         The model folder of an engine kind that reads one (``vllm``; ``None``: its own).
+    data_dir
+        The data directory whose ``profiles/`` a run without a shipped model is
+        calibrated from (default ``$SCHEDLAB_DATA``).
     """
     deployment = deployment or deployment_of(run)
     if cost_model is None:
-        if not (deployment.model and deployment.hardware):
-            files = {"meta.json": run.meta, "config.json": run.config}
-            absent = [name for name, data in files.items() if not data]
-            said = f"there is no {' or '.join(absent)} beside it" if absent else "no record"
-            raise CalibrationError(
-                f"{run.path}: {said} to name the run's model and GPU, so no shipped cost "
-                "model can be chosen: give one (--cost-model NAME or FILE.json)"
-            )
-        cost_model = shipped_model_for(deployment)
+        cost_model, _ = model_for_run(deployment, data_dir, run=run)
     else:
         cost_model = get_cost_model(cost_model)
     if not allow_mismatch:

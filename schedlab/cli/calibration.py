@@ -8,7 +8,10 @@ held-out error report.
 run (a run directory, its ``requests.jsonl``, or a ``vllm bench serve --save-detailed``
 result) on the deployment its records describe, and prints measured vs simulated TTFT,
 TPOT and latency (mean, P50, P90, P95, P99); engine flags override the records. Without
-``--cost-model`` it takes the shipped model of the run's model, GPU and TP degree.
+``--cost-model`` it takes the shipped model of the run's model, GPU and TP degree, else
+calibrates the matching profile under the data directory (``--data-dir``, default
+``$SCHEDLAB_DATA``) and caches the fit (:mod:`schedlab.calibration.run_model`), saying on
+standard error which profile and setting it used.
 ``--json`` prints ``{"metrics": {"ttft_mean": {"measured": ..., "simulated": ...,
 "diff_pct": ...}, ...}, "wall_s": ...}`` (seconds).
 
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -119,10 +123,11 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     from schedlab.calibration.deployment import deployment_of
     from schedlab.calibration.recorded_run import read_recorded_run
     from schedlab.calibration.replay import replay
+    from schedlab.calibration.run_model import model_for_run
     from schedlab.cli.serving import announce_engine
     from schedlab.llm.link_evidence import link_given
     from schedlab.plotting.figures import check_figure_path
-    from schedlab.serving.cost_model import get_cost_model
+    from schedlab.serving.cost_model import CostModel, get_cost_model
     from schedlab.serving.engine_kinds import BUILTIN_KIND
 
     if args.plot:
@@ -156,9 +161,15 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         if isinstance(engine_args, dict):
             check_engine_args(engine_args, f"{run.path}: meta.json engine_kwargs")
     announce_engine(args.engine, deployment.engine, policy=policy, model_dir=args.vllm_model)
+    cost_model: CostModel
+    if args.cost_model is None:
+        cost_model, note = model_for_run(deployment, args.data_dir, run=run)
+        print(f"schedlab: {note}", file=sys.stderr)
+    else:
+        cost_model = get_cost_model(args.cost_model)
     report = replay(
         run,
-        None if args.cost_model is None else get_cost_model(args.cost_model),
+        cost_model,
         deployment=deployment,
         policy=policy,
         allow_mismatch=args.allow_mismatch,
@@ -240,7 +251,13 @@ def register(subparsers: Any) -> None:
         default=None,
         metavar="MODEL",
         help=f"{', '.join(cost_model_names())}, or a JSON file (default: the shipped model "
-        "of the run's model, GPU and TP degree)",
+        "of the run's model, GPU and TP degree, else one calibrated from the matching "
+        "profile under --data-dir and cached)",
+    )
+    rep.add_argument(
+        "--data-dir",
+        default=None,
+        help="directory holding profiles/ (default $SCHEDLAB_DATA)",
     )
     rep.add_argument("--policy", default=None, help=f"{', '.join(policy_names())} (default vllm)")
     engine_kind_options(rep)

@@ -22,7 +22,9 @@ from schedlab.cli.serving import (
     _ms,
     _positive_number,
     _scenario,
+    kv_json,
     parse_duration,
+    say_kv,
 )
 from schedlab.serving.workloads import MAX_REQUESTS
 
@@ -118,9 +120,10 @@ def _cluster(args: argparse.Namespace) -> int:
         )
     grid = bool(args.routers or args.rates)
     if args.json:
-        rows = [{"rate_rps": rate, **r.to_dict()} for rate, r in results]
+        rows = [{"rate_rps": rate, **r.to_dict(), **kv_json(args)} for rate, r in results]
         print(json.dumps(rows if grid else rows[0]))
         return 0
+    say_kv(args)
     _report(results, scenario)
     return 0
 

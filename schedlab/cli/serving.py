@@ -168,7 +168,8 @@ def _common(
         "--kv-tokens",
         type=positive_int,
         default=None,
-        help=f"KV capacity in tokens (default {engine.kv_capacity_tokens:,})",
+        help="KV capacity in tokens (default: what vLLM would allocate on the cost model's "
+        f"GPU deployment; {engine.kv_capacity_tokens:,} for a model without one)",
     )
     parser.add_argument(
         "--block-size",
@@ -249,15 +250,33 @@ def announce_engine(
 
 
 def _engine(args: argparse.Namespace) -> EngineConfig:
-    from schedlab.serving.engine_config import EngineConfig
+    """The engine the options describe on ``--cost-model``
+    (:func:`~schedlab.serving.engine_config.engine_for`). Where its KV capacity came from
+    is printed on standard error beside a text output (:func:`say_kv`), or put in a
+    ``--json`` output (:func:`kv_json`).
+    """
+    from schedlab.serving.cost_model import get_cost_model
+    from schedlab.serving.engine_config import engine_for
 
-    given = {
-        "kv_capacity_tokens": args.kv_tokens,
-        "block_size": args.block_size,
-        "max_num_seqs": args.max_num_seqs,
-        "max_num_batched_tokens": args.max_num_batched_tokens,
-    }
-    return EngineConfig(**{k: v for k, v in given.items() if v is not None})
+    engine, note = engine_for(
+        get_cost_model(args.cost_model),
+        kv_capacity_tokens=args.kv_tokens,
+        block_size=args.block_size,
+        max_num_seqs=args.max_num_seqs,
+        max_num_batched_tokens=args.max_num_batched_tokens,
+    )
+    args.kv_capacity = {"tokens": engine.kv_capacity_tokens, "source": note}
+    return engine
+
+
+def kv_json(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``kv_capacity`` field of a ``--json`` output: ``{"tokens", "source"}``."""
+    return {"kv_capacity": args.kv_capacity}
+
+
+def say_kv(args: argparse.Namespace) -> None:
+    """Print where the KV capacity came from on standard error, beside a text output."""
+    print(f"schedlab: {args.kv_capacity['source']}", file=sys.stderr)
 
 
 def _slo(args: argparse.Namespace) -> SLO:
@@ -389,8 +408,9 @@ def _simulate(args: argparse.Namespace) -> int:
                 handle.write(json.dumps(record.to_dict()) + "\n")
     s = result.summary
     if args.json:
-        print(json.dumps({**s.to_dict(), "wall_s": result.wall_s}))
+        print(json.dumps({**s.to_dict(), "wall_s": result.wall_s, **kv_json(args)}))
         return 0
+    say_kv(args)
     print(
         f"policy {s.policy} on {s.workload} (cost model {s.cost_model}, {s.hardware}): "
         f"{s.n_requests} requests, "
@@ -432,9 +452,10 @@ def _capacity(args: argparse.Namespace) -> int:
         )
     result = capacity(args.workload, _scenario(args), **search)
     if args.json:
-        print(json.dumps(result.to_dict()))
+        print(json.dumps({**result.to_dict(), **kv_json(args)}))
         return 0
     bound = ">= " if result.saturated else ""
+    say_kv(args)
     print(
         f"capacity of {result.policy} on {result.workload} (cost model {result.cost_model}, "
         f"{result.hardware}): {bound}{result.capacity_rps:.3f} "
@@ -463,11 +484,12 @@ def _capacity_grid(args: argparse.Namespace, search: dict[str, Any]) -> int:
 
 def _capacity_table(args: argparse.Namespace, found: Sequence[Any]) -> None:
     if args.json:
-        print(json.dumps([r.to_dict() for r in found]))
+        print(json.dumps([{**r.to_dict(), **kv_json(args)} for r in found]))
         return
     if not found:
         return
     first = found[0]
+    say_kv(args)
     print(
         f"capacity on {first.workload} (cost model {first.cost_model}, {first.hardware}), "
         f"attainment >= {first.target:g} at TTFT <= {first.ttft_s:g} s, TPOT "
@@ -503,9 +525,10 @@ def _headroom(args: argparse.Namespace) -> int:
         kv_capacity_tokens=kv,
     )
     if args.json:
-        print(json.dumps(result.to_dict()))
+        print(json.dumps({**result.to_dict(), **kv_json(args)}))
         return 0
     load = result.load
+    say_kv(args)
     print(
         f"fluid headroom of {result.workload} (cost model {result.cost_model}, "
         f"{result.hardware}), per-token deadline "
@@ -580,8 +603,16 @@ def _sweep_report(args: argparse.Namespace, points: Sequence[Any]) -> None:
 
         plot_sweep(points, args.plot, title=f"SLO {_slo(args).describe()}")
     if args.json:
-        print(json.dumps([{k: (None if v != v else v) for k, v in r.items()} for r in rows]))
+        print(
+            json.dumps(
+                [
+                    {**{k: (None if v != v else v) for k, v in r.items()}, **kv_json(args)}
+                    for r in rows
+                ]
+            )
+        )
         return
+    say_kv(args)
     print(f"{sweep_title(points)}; SLO {_slo(args).describe()}")
     _print_table(rows)
 

@@ -4,24 +4,32 @@ Shapes
 ------
 Each :class:`ModelShape` holds the figures of a decoder model that per-layer profiles are
 scaled by (the layer count), that collectives move (the hidden size) and that the
-KV-capacity formula needs (weight bytes, KV bytes per token); :data:`MODEL_SHAPES` holds
-them by Hugging Face name and :func:`register_model_shape` adds one. Figures are those of
-each model's published ``config.json`` and model card:
+KV-capacity formula needs (weight bytes, KV bytes per token, the widths of the profiling
+forward pass); :data:`MODEL_SHAPES` holds them by Hugging Face name and
+:func:`register_model_shape` adds one. Figures are those of each model's published
+``config.json`` and model card:
 
-==============================  ======  =====  ==  ====  ======  ======  ===========  ========
-model                           layers  heads  KV  head  hidden  vocab   experts      params
-==============================  ======  =====  ==  ====  ======  ======  ===========  ========
-meta-llama/Llama-3.1-8B         32      32     8   128   4096    128256  -            8.03e9
-meta-llama/Llama-2-7b-hf        32      32     32  128   4096    32000   -            6.74e9
-meta-llama/Llama-2-70b-hf       80      64     8   128   8192    32000   -            68.98e9
-bigscience/bloom (176B)         70      112    112 128   14336   250880  -            176.2e9
-Qwen/Qwen3-32B                  64      64     8   128   5120    151936  -            32.8e9
-Qwen/Qwen3-30B-A3B-Instruct-2507 48     32     4   128   2048    151936  8 of 128     30.5e9
-==============================  ======  =====  ==  ====  ======  ======  ===========  ========
+==============================  ======  =====  ===  ====  ======  ======  ========  ==============
+model                           layers  heads  KV   head  hidden  vocab   experts   params
+==============================  ======  =====  ===  ====  ======  ======  ========  ==============
+meta-llama/Llama-3.1-8B         32      32     8    128   4096    128256  -         8.03e9
+meta-llama/Llama-2-7b-hf        32      32     32   128   4096    32000   -         6,738,415,616
+meta-llama/Llama-2-70b-hf       80      64     8    128   8192    32000   -         68,976,648,192
+bigscience/bloom (176B)         70      112    112  128   14336   250880  -         176.2e9
+Qwen/Qwen3-32B                  64      64     8    128   5120    151936  -         32,762,123,264
+Qwen/Qwen3-30B-A3B-Inst.-2507   48      32     4    128   2048    151936  8 of 128  30,532,122,624
+==============================  ======  =====  ===  ====  ======  ======  ========  ==============
 
-(Qwen3-30B-A3B: experts of intermediate size 768; its 3.3e9 *active* parameters are the
-model card's too.) Aliases give the spellings the profile files use (Splitwise's
-``llama2-70b``, ``bloom-176b``).
+and, for the profiling pass of the KV-capacity formula, the MLP's intermediate size and
+the rotary embedding's positions (``max_position_embeddings``): Llama-3.1-8B 14,336 and
+131,072; Llama-2-7B 11,008 and 4,096; Llama-2-70B 28,672 and 4,096; BLOOM 57,344 and none
+(ALiBi); Qwen3-32B 25,600 and 40,960; Qwen3-30B-A3B no dense MLP (every layer an expert
+block of 128 experts of intermediate size 768) and 262,144. Qwen3-30B-A3B's 3.3e9
+*active* parameters are the model card's too. The Qwen3 counts are the sum of the weight
+matrices of their ``config.json``, untied embeddings and q/k norms included;
+Llama-3.1-8B's is its model card's rounded figure, the others' their exact counts.
+Aliases give the spellings the profile files
+use (Splitwise's ``llama2-70b``, ``bloom-176b``).
 
 KV capacity
 -----------
@@ -31,22 +39,67 @@ heads (vLLM ``config/model.py``, ``get_num_kv_heads``, lines 1217–1228), so
 
 .. math:: b_{kv} = 2 \cdot L \cdot \max(1, H_{kv}/tp) \cdot d_{head} \cdot \text{bytes}.
 
-vLLM gives the KV cache what is left of its share of one GPU's memory once the weights and
-the peak of a profiling forward pass are in (``vllm/v1/worker/gpu_worker.py``,
-``determine_available_memory``, lines 332–482; ``vllm/v1/core/kv_cache_utils.py``,
-lines 839–854):
+vLLM 0.19 sizes the KV cache by profiling (``vllm/v1/worker/gpu_worker.py``,
+``determine_available_memory``, lines 364–421; ``vllm/utils/mem_utils.py``,
+``memory_profiling``, lines 197–300):
 
-.. math:: M = \left\lfloor \frac{u \cdot G - W_{gpu} - R}{b_{kv}} \right\rfloor
+.. math::
 
-with ``G`` the GPU's memory, ``u`` the ``gpu_memory_utilization`` (default 0.9),
-:math:`W_{gpu}` the weight bytes one GPU holds and ``R`` the activation peak and other
-memory of the profiling run, which only a measurement gives; 1 GiB is the figure used
-here. A GPU holds the dense weights divided by ``tp`` and, with expert parallelism over
-``ep`` GPUs, the experts divided by ``ep`` (otherwise by ``tp``).
+    A = \lceil u \cdot G \rceil - W_{gpu} - P - N, \qquad
+    \text{blocks} = \left\lfloor \frac{A}{\text{block} \cdot b_{kv}} \right\rfloor
+
+(``vllm/v1/worker/utils.py`` ``request_memory`` lines 403–423 for :math:`\lceil uG \rceil`;
+``vllm/v1/core/kv_cache_utils.py`` ``get_num_blocks`` lines 839–854 for the blocks) with
+
+* ``G`` the memory CUDA reports for the GPU (``mem_get_info``'s total) and ``u`` the
+  ``gpu_memory_utilization`` (default 0.9);
+* :math:`W_{gpu}` what loading the model allocated on one GPU
+  (``model_memory_usage``): the weights it holds — dense weights over ``tp``, experts over
+  ``ep`` with expert parallelism, else over ``tp`` — and the rotary embedding's cos/sin
+  cache, :math:`\text{positions} \cdot d_{head}` float32 values
+  (``vllm/model_executor/layers/rotary_embedding/base.py``, ``_compute_cos_sin_cache``,
+  lines 83–92);
+* ``P`` the rise of PyTorch's allocation peak during the profiling run
+  (:func:`profile_peak_bytes`);
+* ``N`` the rise of memory outside PyTorch (CUDA kernels loaded, library workspaces,
+  NCCL buffers), which no formula gives: 0 unless given, so the formula errs high by it.
+
+CUDA-graph memory is not subtracted: 0.19 counts it only when
+``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` is set (``vllm/envs.py`` lines 1654–1656,
+default off; ``gpu_worker.py`` lines 395–399).
+
+The profiling run (``vllm/v1/worker/gpu_model_runner.py``, ``profile_run``, lines
+5721–5795) is one forward pass of :math:`B` = ``max_num_batched_tokens`` tokens spread over
+:math:`R = \min(B, S)` requests, :math:`S` = ``max_num_seqs`` (``_dummy_run`` lines
+5260–5290), then the sampler on the last token of each, with top-k and top-p on
+(``_dummy_sampler_run``, lines 5556–5606). With :math:`b` bytes per element, hidden size
+:math:`h`, vocabulary :math:`V`:
+
+* *forward*: the residual stream and the normalised input, :math:`2Bhb`, plus the larger
+  of the attention stage, :math:`B (H + 2H_{kv}) d/tp \cdot b` for q, k, v and
+  :math:`B H d / tp \cdot b` for its output, and the MLP stage: a dense MLP's gate/up
+  output and activation, :math:`3 B I / tp \cdot b`; an expert block's router logits
+  :math:`B E b`, its shared buffer for the gate/up output and the down projection,
+  :math:`B k \max(2 I_e / tp, h) b`, its activation :math:`B k I_e / tp \cdot b` and
+  output :math:`B h b` (``vllm/model_executor/layers/fused_moe/fused_moe.py`` lines
+  1725–1741);
+* *sampler*: the hidden states :math:`(B + 2R) h b` (the pass's output, the last tokens
+  gathered, and the random stand-in of ``_dummy_sampler_run``), the logits :math:`R V b`,
+  their float32 copy (``vllm/v1/sample/sampler.py`` line 90), the float32 probabilities
+  and exponential draws (``vllm/v1/sample/ops/topk_topp_sampler.py``, ``forward_native``
+  and ``random_sample``), :math:`3 \cdot 4 R V` together, and the Triton top-k/top-p
+  kernel's buffer of :math:`\min(2^{\lceil \log_2 \min(R, m) \rceil}, m)` float32 rows of
+  :math:`V`, ``m`` the GPU's streaming multiprocessors (``topk_topp_triton.py`` lines
+  1010–1019; the rows are taken as :math:`R` where ``m`` is unknown; below 8 rows the
+  small PyTorch path runs and is counted alike).
+
+:math:`P` is the larger of the two stages. The worked figures and the error against every
+record of vLLM's blocks are in ``docs/kv-capacity.md`` (``benchmarks/kv_capacity.py``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -57,17 +110,17 @@ __all__ = [
     "GIB",
     "LLAMA_3_1_8B",
     "MODEL_SHAPES",
+    "KvBudget",
     "ModelShape",
     "get_model_shape",
+    "kv_budget",
     "kv_bytes_per_token",
     "kv_token_capacity",
+    "profile_peak_bytes",
     "register_model_shape",
 ]
 
 GIB = 2**30
-
-#: Memory of the profiling forward pass and the rest that the KV cache does not get (R).
-ACTIVATION_RESERVE = 1.0 * GIB
 
 
 @dataclass(frozen=True)
@@ -89,6 +142,11 @@ class ModelShape:
     experts, experts_per_token, expert_intermediate
         Mixture of experts: routed experts, experts per token (top-k) and each expert's
         intermediate size (0 for dense models).
+    intermediate
+        A dense MLP's intermediate size (0: no dense MLP, every layer an expert block).
+    max_positions
+        Positions of the rotary embedding's cos/sin cache, ``max_position_embeddings``
+        (0: no rotary embedding).
     """
 
     name: str
@@ -103,6 +161,8 @@ class ModelShape:
     experts: int = 0
     experts_per_token: int = 0
     expert_intermediate: int = 0
+    intermediate: int = 0
+    max_positions: int = 0
 
     @property
     def weight_bytes(self) -> float:
@@ -115,15 +175,29 @@ class ModelShape:
         return float(self.layers * self.experts * 3 * self.hidden * self.expert_intermediate)
 
     def weight_bytes_per_gpu(self, tp: int = 1, ep: int = 1) -> float:
-        """Weight bytes one GPU holds: dense weights over ``tp``, experts over ``ep``
-        GPUs with expert parallelism (``ep > 1``), else over ``tp``."""
+        """Bytes loading the model allocates on one GPU (module docstring): dense weights
+        over ``tp``, experts over ``ep`` GPUs with expert parallelism (``ep > 1``), else
+        over ``tp``, and the rotary cos/sin cache of ``max_positions x head_dim`` float32
+        values."""
         experts = self.expert_params
         dense = self.params - experts
-        return (dense / tp + experts / (ep if ep > 1 else tp)) * self.dtype_bytes
+        rotary = self.max_positions * self.head_dim * 4
+        return (dense / tp + experts / (ep if ep > 1 else tp)) * self.dtype_bytes + rotary
 
 
 #: Llama-3.1-8B (Meta's model card and config.json).
-LLAMA_3_1_8B = ModelShape("meta-llama/Llama-3.1-8B", 32, 32, 8, 128, 4096, 8.03e9, vocab=128_256)
+LLAMA_3_1_8B = ModelShape(
+    "meta-llama/Llama-3.1-8B",
+    32,
+    32,
+    8,
+    128,
+    4096,
+    8.03e9,
+    vocab=128_256,
+    intermediate=14_336,
+    max_positions=131_072,
+)
 
 
 def kv_bytes_per_token(model: ModelShape, tp: int = 1, kv_dtype_bytes: int | None = None) -> int:
@@ -134,60 +208,248 @@ def kv_bytes_per_token(model: ModelShape, tp: int = 1, kv_dtype_bytes: int | Non
     return 2 * model.layers * heads * model.head_dim * element
 
 
-def kv_token_capacity(
+@dataclass(frozen=True)
+class KvBudget:
+    """The terms of vLLM's KV-cache sizing for one GPU (module docstring), in bytes.
+
+    Attributes
+    ----------
+    requested
+        :math:`\\lceil u G \\rceil`.
+    weights
+        :math:`W_{gpu}`.
+    forward_peak, sampler_peak
+        The two stages of the profiling run; ``P`` is the larger.
+    non_torch
+        ``N``.
+    bytes_per_token
+        :math:`b_{kv}`.
+    """
+
+    requested: float
+    weights: float
+    forward_peak: float
+    sampler_peak: float
+    non_torch: float
+    bytes_per_token: int
+
+    @property
+    def peak(self) -> float:
+        """``P``: the larger stage of the profiling run."""
+        return max(self.forward_peak, self.sampler_peak)
+
+    @property
+    def available(self) -> float:
+        """``A``: bytes left for the KV cache."""
+        return self.requested - self.weights - self.peak - self.non_torch
+
+    @property
+    def tokens(self) -> int:
+        """KV tokens ``A`` holds, :math:`\\lfloor A / b_{kv} \\rfloor`."""
+        return int(self.available // self.bytes_per_token)
+
+    def blocks(self, block_size: int) -> int:
+        """vLLM's ``num_gpu_blocks``,
+        :math:`\\lfloor A / (\\text{block} \\cdot b_{kv}) \\rfloor`."""
+        return int(self.available // (block_size * self.bytes_per_token))
+
+
+def profile_peak_bytes(
+    model: ModelShape,
+    max_num_batched_tokens: int,
+    max_num_seqs: int,
+    *,
+    tp: int = 1,
+    sms: int | None = None,
+) -> tuple[float, float]:
+    """The PyTorch allocations of vLLM's profiling run on one GPU, ``(forward, sampler)``
+    in bytes (module docstring): a forward pass of ``max_num_batched_tokens`` tokens and
+    the sampler on ``min(max_num_batched_tokens, max_num_seqs)`` rows, on a GPU of ``sms``
+    streaming multiprocessors (``None``: unknown)."""
+    b, h, d = model.dtype_bytes, model.hidden, model.head_dim
+    tokens, rows = max_num_batched_tokens, min(max_num_batched_tokens, max_num_seqs)
+    attention = tokens * (model.heads + 2 * model.kv_heads) * d * b / tp
+    attention += tokens * model.heads * d * b / tp
+    mlp = 3.0 * tokens * model.intermediate * b / tp
+    if model.experts:
+        k, width = model.experts_per_token, model.expert_intermediate / tp
+        mlp = tokens * b * (model.experts + k * max(2 * width, h) + k * width + h)
+    forward = 2.0 * tokens * h * b + max(attention, mlp)
+    programs = rows if sms is None else min(rows, sms)
+    buffer_rows = 1 << max(0, programs - 1).bit_length()
+    if sms is not None:
+        buffer_rows = min(buffer_rows, sms)
+    vocab = model.vocab
+    sampler = (tokens + 2 * rows) * h * b + rows * vocab * (b + 12) + 4.0 * buffer_rows * vocab
+    return float(forward), float(sampler)
+
+
+def kv_budget(
     model: ModelShape,
     gpu_bytes: float,
     utilization: float = 0.9,
-    reserve_bytes: float = ACTIVATION_RESERVE,
     *,
+    max_num_batched_tokens: int,
+    max_num_seqs: int,
     tp: int = 1,
     ep: int = 1,
     kv_dtype_bytes: int | None = None,
-) -> int:
-    """KV-cache capacity of one GPU in tokens, ``floor((u G - W_gpu - R) / b_kv)``, with
-    KV elements of ``kv_dtype_bytes`` bytes (default: the model's dtype).
+    sms: int | None = None,
+    non_torch_bytes: float = 0.0,
+) -> KvBudget:
+    """The terms of vLLM's KV-cache sizing on one GPU of ``gpu_bytes`` (module docstring).
 
     Raises
     ------
     InstanceError
-        If the weights and reserve leave no room for the cache, ``u`` is not in (0, 1],
-        the memory is not a positive finite number, or a degree or size is below 1.
+        If the weights and the profiling run leave no room for the cache, ``u`` is not in
+        (0, 1], the memory is not a positive finite number, or a degree, size or limit is
+        below 1.
     """
     if not 0 < utilization <= 1:
         raise InstanceError(f"utilization: must be in (0, 1], got {utilization}")
     if not (math.isfinite(gpu_bytes) and gpu_bytes > 0):
         raise InstanceError(f"gpu_bytes: must be a positive finite number, got {gpu_bytes}")
-    for name, value in (("tp", tp), ("ep", ep), ("kv_dtype_bytes", kv_dtype_bytes or 1)):
-        if value < 1:
+    for name, value in (
+        ("tp", tp),
+        ("ep", ep),
+        ("kv_dtype_bytes", kv_dtype_bytes),
+        ("max_num_batched_tokens", max_num_batched_tokens),
+        ("max_num_seqs", max_num_seqs),
+        ("sms", sms),
+    ):
+        if value is not None and value < 1:
             raise InstanceError(f"{name}: must be >= 1, got {value}")
-    room = utilization * gpu_bytes - model.weight_bytes_per_gpu(tp, ep) - reserve_bytes
-    if room <= 0:
+    if not (math.isfinite(non_torch_bytes) and non_torch_bytes >= 0):
+        raise InstanceError(f"non_torch_bytes: must be >= 0, got {non_torch_bytes}")
+    forward, sampler = profile_peak_bytes(
+        model, max_num_batched_tokens, max_num_seqs, tp=tp, sms=sms
+    )
+    budget = KvBudget(
+        float(math.ceil(utilization * gpu_bytes)),
+        model.weight_bytes_per_gpu(tp, ep),
+        forward,
+        sampler,
+        float(non_torch_bytes),
+        kv_bytes_per_token(model, tp, kv_dtype_bytes),
+    )
+    if budget.tokens < 1:
         raise InstanceError(
             f"gpu_bytes: {gpu_bytes / GIB:.1f} GiB at utilization {utilization} leaves no room "
             f"for the KV cache of {model.name} (tp {tp}, ep {ep})"
         )
-    return int(room // kv_bytes_per_token(model, tp, kv_dtype_bytes))
+    return budget
+
+
+def kv_token_capacity(
+    model: ModelShape,
+    gpu_bytes: float,
+    utilization: float = 0.9,
+    reserve_bytes: float | None = None,
+    *,
+    tp: int = 1,
+    ep: int = 1,
+    kv_dtype_bytes: int | None = None,
+    max_num_batched_tokens: int = 2048,
+    max_num_seqs: int = 256,
+    sms: int | None = None,
+) -> int:
+    """KV-cache capacity of one GPU in tokens, :math:`\\lfloor A / b_{kv} \\rfloor`
+    (:func:`kv_budget`), with KV elements of ``kv_dtype_bytes`` bytes (default: the
+    model's dtype). ``reserve_bytes`` given stands for ``P + N`` (the profiling run and
+    the memory outside PyTorch); by default ``P`` is derived and ``N`` is 0. The limits
+    default to vLLM 0.19's for an API server on a GPU under 70 GiB
+    (``vllm/engine/arg_utils.py`` lines 2063–2072).
+
+    Raises
+    ------
+    InstanceError
+        As :func:`kv_budget`.
+    """
+    budget = kv_budget(
+        model,
+        gpu_bytes,
+        utilization,
+        max_num_batched_tokens=max_num_batched_tokens,
+        max_num_seqs=max_num_seqs,
+        tp=tp,
+        ep=ep,
+        kv_dtype_bytes=kv_dtype_bytes,
+        sms=sms,
+    )
+    if reserve_bytes is not None:
+        budget = dataclasses.replace(
+            budget, forward_peak=float(reserve_bytes), sampler_peak=0.0, non_torch=0.0
+        )
+        if budget.tokens < 1:
+            raise InstanceError(
+                f"gpu_bytes: {gpu_bytes / GIB:.1f} GiB at utilization {utilization} with "
+                f"{reserve_bytes / GIB:.2f} GiB reserved leaves no room for the KV cache of "
+                f"{model.name} (tp {tp}, ep {ep})"
+            )
+    return budget.tokens
 
 
 #: The models schedlab knows, with the aliases profile files use for them.
 BUILTIN_MODEL_SHAPES: tuple[tuple[ModelShape, tuple[str, ...]], ...] = (
     (LLAMA_3_1_8B, ("llama-3.1-8b",)),
     (
-        ModelShape("meta-llama/Llama-2-7b-hf", 32, 32, 32, 128, 4096, 6_738_415_616, vocab=32_000),
+        ModelShape(
+            "meta-llama/Llama-2-7b-hf",
+            32,
+            32,
+            32,
+            128,
+            4096,
+            6_738_415_616,
+            vocab=32_000,
+            intermediate=11_008,
+            max_positions=4096,
+        ),
         ("llama-2-7b", "llama2-7b"),
     ),
     (
         ModelShape(
-            "meta-llama/Llama-2-70b-hf", 80, 64, 8, 128, 8192, 68_976_648_192, vocab=32_000
+            "meta-llama/Llama-2-70b-hf",
+            80,
+            64,
+            8,
+            128,
+            8192,
+            68_976_648_192,
+            vocab=32_000,
+            intermediate=28_672,
+            max_positions=4096,
         ),
         ("llama-2-70b", "llama2-70b"),
     ),
     (
-        ModelShape("bigscience/bloom", 70, 112, 112, 128, 14336, 176_247_271_424, vocab=250_880),
+        ModelShape(
+            "bigscience/bloom",
+            70,
+            112,
+            112,
+            128,
+            14336,
+            176_247_271_424,
+            vocab=250_880,
+            intermediate=57_344,
+        ),
         ("bloom-176b",),
     ),
     (
-        ModelShape("Qwen/Qwen3-32B", 64, 64, 8, 128, 5120, 32.8e9, vocab=151_936),
+        ModelShape(
+            "Qwen/Qwen3-32B",
+            64,
+            64,
+            8,
+            128,
+            5120,
+            32_762_123_264,
+            vocab=151_936,
+            intermediate=25_600,
+            max_positions=40_960,
+        ),
         ("qwen3-32b",),
     ),
     (
@@ -198,11 +460,12 @@ BUILTIN_MODEL_SHAPES: tuple[tuple[ModelShape, tuple[str, ...]], ...] = (
             4,
             128,
             2048,
-            30.5e9,
+            30_532_122_624,
             vocab=151_936,
             experts=128,
             experts_per_token=8,
             expert_intermediate=768,
+            max_positions=262_144,
         ),
         ("qwen3-30b-a3b", "Qwen/Qwen3-30B-A3B"),
     ),

@@ -23,7 +23,7 @@ import numpy as np
 
 from schedlab.errors import InstanceError
 from schedlab.llm.lengths import LengthTable, builtin_table
-from schedlab.llm.models import GIB, LLAMA_3_1_8B, kv_token_capacity
+from schedlab.llm.models import GIB, LLAMA_3_1_8B, kv_bytes_per_token
 from schedlab.llm.traces import Trace, check_lengths
 from schedlab.offline.instance import Instance, check_int
 
@@ -57,10 +57,14 @@ def _count(n: Any, max_requests: int) -> int:
     return n
 
 
-#: KV budget of the shipped backlogs: Llama-3.1-8B (bf16, 128 KiB of KV per token) on a
-#: 24 GiB GPU (NVIDIA L4 / RTX 4090 class) at vLLM's default gpu_memory_utilization 0.9,
-#: 1 GiB reserved for activations: floor((0.9 * 24 GiB - 16.06 GB - 1 GiB) / 128 KiB).
-DEFAULT_MEMORY = kv_token_capacity(LLAMA_3_1_8B, 24 * GIB)
+#: KV budget of the shipped backlogs, a round illustrative figure: Llama-3.1-8B (bf16,
+#: 128 KiB of KV per token) on a 24 GiB GPU (NVIDIA L4 / RTX 4090 class) at vLLM's default
+#: gpu_memory_utilization 0.9, 1 GiB reserved for activations:
+#: floor((0.9 * 24 GiB - 16.06 GB - 1 GiB) / 128 KiB). (vLLM's own sizing of a real
+#: card, :func:`schedlab.llm.models.kv_budget`, gives less: ``docs/kv-capacity.md``.)
+DEFAULT_MEMORY = int(
+    (0.9 * 24 * GIB - LLAMA_3_1_8B.weight_bytes - GIB) // kv_bytes_per_token(LLAMA_3_1_8B)
+)
 
 _MAX_REDRAWS = 1000
 

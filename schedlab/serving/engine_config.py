@@ -10,15 +10,25 @@ scheduling (``async_scheduling``, the default since 0.14.0) — which this engin
 only when asked, because a deadline-aware policy cannot plan one iteration ahead. A
 request holding ``t`` KV tokens occupies ``ceil(t / block_size)`` blocks
 (:mod:`schedlab.serving.kv_cache`; ``docs/design.md``, section "Online model").
+
+KV capacity by default. :func:`engine_for` builds the engine a cost model runs on: a
+calibrated model carries its GPU deployment (attribute ``deployment``, a
+:class:`~schedlab.llm.gpu_deployment.GpuDeployment`), and the engine's KV capacity is
+what vLLM's memory profiling would give on it for the engine's own limits; a model that
+carries none (the illustrative ``sloweave-default``) keeps the literal default of
+:class:`EngineConfig`, and the line :func:`engine_for` returns says which it was.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 from schedlab.errors import ServingError
+from schedlab.llm.gpu_deployment import GpuDeployment
 
-__all__ = ["BLOCK_SIZES", "EngineConfig"]
+__all__ = ["BLOCK_SIZES", "EngineConfig", "engine_for"]
 
 #: The KV block sizes vLLM accepts (``BlockSize`` in ``vllm/config/cache.py``, line 22).
 BLOCK_SIZES: tuple[int, ...] = (1, 8, 16, 32, 64, 128, 256)
@@ -32,8 +42,10 @@ class EngineConfig:
     ----------
     kv_capacity_tokens
         KV-cache capacity in tokens; the engine has ``kv_capacity_tokens // block_size``
-        blocks. The default, 262,144 tokens, is 32 GiB of KV cache for a Llama-3.1-8B-like
-        model (128 KiB per token: 32 layers x 8 KV heads x 128 dims x 2 (K, V) x 2 bytes).
+        blocks. The literal default, 262,144 tokens, is 32 GiB of KV cache for a
+        Llama-3.1-8B-like model (128 KiB per token: 32 layers x 8 KV heads x 128 dims x 2
+        (K, V) x 2 bytes) and describes no real GPU: it is the illustrative engine's, and
+        :func:`engine_for` replaces it by a calibrated cost model's deployment.
     block_size
         Tokens per KV block, one of :data:`BLOCK_SIZES` (vLLM's default is 16).
     max_num_seqs
@@ -102,3 +114,37 @@ class EngineConfig:
     def blocks(self, tokens: int) -> int:
         """Blocks that hold ``tokens`` KV tokens: ``ceil(tokens / block_size)``."""
         return -(-tokens // self.block_size)
+
+
+def engine_for(cost_model: Any, **given: Any) -> tuple[EngineConfig, str]:
+    """The engine of the settings ``given`` (:class:`EngineConfig`'s fields; ``None``:
+    its default) on which ``cost_model`` runs, and one line saying where its KV capacity
+    came from (module docstring): given, the cost model's deployment, or the literal
+    default.
+
+    Raises
+    ------
+    ServingError
+        If a setting is out of its domain.
+    InstanceError
+        If the deployment's memory leaves no room for a KV cache at these limits.
+    """
+    settings = {key: value for key, value in given.items() if value is not None}
+    tokens = settings.pop("kv_capacity_tokens", None)
+    engine = EngineConfig(**settings)
+    if tokens is not None:
+        return (
+            dataclasses.replace(engine, kv_capacity_tokens=tokens),
+            f"KV capacity {tokens:,} tokens (given)",
+        )
+    deployment = getattr(cost_model, "deployment", None)
+    if isinstance(deployment, GpuDeployment):
+        tokens, note = deployment.kv_tokens(
+            engine.max_num_batched_tokens, engine.max_num_seqs, engine.block_size
+        )
+        return dataclasses.replace(engine, kv_capacity_tokens=tokens), note
+    name = getattr(cost_model, "name", "?")
+    return engine, (
+        f"KV capacity {engine.kv_capacity_tokens:,} tokens: the illustrative engine's literal "
+        f"default (cost model {name!r} describes no GPU deployment; set it with --kv-tokens)"
+    )

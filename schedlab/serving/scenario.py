@@ -15,12 +15,19 @@ from typing import Any
 
 from schedlab.errors import ServingError, UnknownNameError
 from schedlab.serving.cost_model import CostModel, cost_model_from_dict, get_cost_model
-from schedlab.serving.engine_config import EngineConfig
+from schedlab.serving.engine_config import EngineConfig, engine_for
 from schedlab.serving.engine_kinds import BUILTIN_KIND, engine_kind_names
 from schedlab.serving.metrics import SLO
 from schedlab.serving.policies import Policy, PolicyContext, make_policy
 
-__all__ = ["DEFAULT_COST_MODEL", "DEFAULT_POLICY", "DEFAULT_SLO", "MAX_REPLICAS", "Scenario"]
+__all__ = [
+    "DEFAULT_COST_MODEL",
+    "DEFAULT_POLICY",
+    "DEFAULT_SLO",
+    "DEPLOYED_ENGINE",
+    "MAX_REPLICAS",
+    "Scenario",
+]
 
 #: The policy simulated when none is named.
 DEFAULT_POLICY = "sloweave"
@@ -36,6 +43,13 @@ DEFAULT_SLO = SLO(ttft_s=5.0, tpot_s=0.025)
 #: 1,024 replicas, minutes at 100,000, and 10**9 exhausts memory. The largest published
 #: deployments are well below it (DeepSeek-V3's decoding spans 320 GPUs).
 MAX_REPLICAS = 1024
+
+#: The default ``engine`` of a :class:`Scenario`: it stands for "the engine the cost model
+#: runs on" and is replaced, when the scenario is made, by
+#: :func:`~schedlab.serving.engine_config.engine_for` of the predicted cost model (a
+#: calibrated model's GPU sets the KV capacity). Any other engine, ``EngineConfig()``
+#: included, is used as given.
+DEPLOYED_ENGINE = EngineConfig()
 
 
 @dataclass(frozen=True)
@@ -54,7 +68,7 @@ class Scenario:
         The SLO of attainment and goodput; its TPOT is the target of ``sarathi``,
         ``sloweave`` and ``sangam``.
     engine
-        Engine limits and behaviours.
+        Engine limits and behaviours (default :data:`DEPLOYED_ENGINE`: the cost model's).
     actual_cost_model
         A second model for the actual iteration time (prediction error).
     noise_cv
@@ -80,12 +94,14 @@ class Scenario:
     engine_model
         A model folder for engine kinds that configure a model from one (``vllm``:
         its ``config.json``; ``None``: the integration's own).
+    kv_source
+        Where the engine's KV capacity came from (set when the scenario is made).
     """
 
     policy: str | Policy = DEFAULT_POLICY
     cost_model: str | CostModel = DEFAULT_COST_MODEL
     slo: SLO = DEFAULT_SLO
-    engine: EngineConfig = field(default_factory=EngineConfig)
+    engine: EngineConfig = DEPLOYED_ENGINE
     actual_cost_model: str | CostModel | None = None
     noise_cv: float = 0.0
     margin_s: float | None = None
@@ -95,8 +111,10 @@ class Scenario:
     prediction_cv: float = 0.0
     engine_kind: str = BUILTIN_KIND
     engine_model: str | None = None
+    kv_source: str = field(default="", init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
+        self._resolve_engine()
         for name in ("seed", "replicas"):
             value = getattr(self, name)
             least = 1 if name == "replicas" else 0
@@ -135,6 +153,17 @@ class Scenario:
                 f"(e.g. vllm), not by {BUILTIN_KIND}"
             )
 
+    def _resolve_engine(self) -> None:
+        """Replace :data:`DEPLOYED_ENGINE` by the cost model's engine; note the source."""
+        if self.engine is not DEPLOYED_ENGINE:
+            note = f"KV capacity {self.engine.kv_capacity_tokens:,} tokens (engine given)"
+            object.__setattr__(self, "kv_source", note)
+            return
+        engine, note = engine_for(self.predicted())
+        object.__setattr__(self, "engine", engine)
+        object.__setattr__(self, "kv_source", note)
+        object.__setattr__(self, "_derived_engine", engine)
+
     def predicted(self) -> CostModel:
         """The predicted cost model, resolved."""
         return get_cost_model(self.cost_model)
@@ -153,8 +182,16 @@ class Scenario:
         return make_policy(self.policy, context)
 
     def with_(self, **changes: Any) -> Scenario:
-        """A copy with some fields changed."""
-        return dataclasses.replace(self, **changes)
+        """A copy with some fields changed; an engine that came from the cost model is
+        made again from a new cost model."""
+        if "engine" in changes or getattr(self, "_derived_engine", None) is not self.engine:
+            return dataclasses.replace(self, **changes)
+        if "cost_model" in changes:
+            return dataclasses.replace(self, **changes, engine=DEPLOYED_ENGINE)
+        copy = dataclasses.replace(self, **changes)
+        object.__setattr__(copy, "kv_source", self.kv_source)
+        object.__setattr__(copy, "_derived_engine", copy.engine)
+        return copy
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON data (a job's parameters: :mod:`schedlab.jobs`); cost-model objects
@@ -171,7 +208,7 @@ class Scenario:
         def model(spec: str | CostModel | None) -> Any:
             return spec if spec is None or isinstance(spec, str) else spec.to_dict()
 
-        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
         data |= {
             "cost_model": model(self.cost_model),
             "actual_cost_model": model(self.actual_cost_model),

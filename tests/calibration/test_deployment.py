@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -23,20 +24,29 @@ def deployment(tmp_path, meta=None, config=None, **given):
     return deployment_of(read_recorded_run(tmp_path), **given)
 
 
+def expected_blocks(utilization: float, gib: int = 96, element: int = 2) -> int:
+    """vLLM 0.19's sizing by hand for Llama-3.1-8B on ``gib`` GiB (an RTXPRO6000 by its
+    name: 188 SMs) with the engine limits of ``LIMITS`` (64 batched tokens, 8 sequences)
+    and KV elements of ``element`` bytes."""
+    requested = math.ceil(utilization * gib * GIB)
+    weights = 8.03e9 * 2 + 131_072 * 128 * 4  # bf16 weights, float32 rotary cache
+    forward = 2 * 64 * 4096 * 2 + 3 * 64 * 14_336 * 2  # residual + MLP (beats attention)
+    sampler = (64 + 2 * 8) * 4096 * 2 + 8 * 128_256 * (2 + 12) + 4 * 8 * 128_256
+    available = requested - weights - max(forward, sampler)
+    return int(available // (16 * 2 * 32 * 8 * 128 * element))
+
+
 def test_kv_capacity_by_vllms_formula(tmp_path):
-    # (0.9 * 96 GiB - 2 * 8.03e9 - 1 GiB) / (2 * 32 layers * 8 heads * 128 dims * 2 bytes)
-    # = 577,068 tokens = 36,066 blocks of 16 (rounded down), less vLLM's null block.
     d = deployment(tmp_path, {"engine_kwargs": LIMITS}, gpu_config(96))
-    tokens = int((0.9 * 96 * GIB - 2 * 8.03e9 - GIB) // (2 * 32 * 8 * 128 * 2))
-    assert d.engine.kv_capacity_tokens == (tokens // 16 - 1) * 16 == 36_065 * 16
+    assert expected_blocks(0.9) == 36_537
+    assert d.engine.kv_capacity_tokens == (36_537 - 1) * 16
     assert (d.engine.max_num_seqs, d.engine.max_num_batched_tokens) == (8, 64)
     assert d.hardware == "RTXPRO6000"
-    assert any("vLLM's formula" in note and "96.0 GiB" in note for note in d.notes)
+    assert any("memory profiling" in note and "96.00 GiB" in note for note in d.notes)
     # A GPU memory utilisation in the engine arguments changes it.
     meta = {"engine_kwargs": {**LIMITS, "gpu_memory_utilization": 0.5}}
     half = deployment(tmp_path, meta, gpu_config(96))
-    tokens = int((0.5 * 96 * GIB - 2 * 8.03e9 - GIB) // (2 * 32 * 8 * 128 * 2))
-    assert half.engine.kv_capacity_tokens == (tokens // 16 - 1) * 16
+    assert half.engine.kv_capacity_tokens == (expected_blocks(0.5) - 1) * 16
     assert (
         "gpu_memory_utilization = 0.5 (meta.json engine_kwargs.gpu_memory_utilization)"
         in half.notes
@@ -177,9 +187,8 @@ def test_an_fp8_kv_cache_holds_twice_the_tokens(tmp_path):
     plain = deployment(tmp_path, {"engine_kwargs": LIMITS}, gpu_config(24))
     meta = {"engine_kwargs": {**LIMITS, "kv_cache_dtype": "fp8"}}
     fp8 = deployment(tmp_path, meta, gpu_config(24))
-    # (0.9 * 24 GiB - 16.06 GB - 1 GiB) / 64 KiB per token at one byte an element.
-    room = 0.9 * 24 * GIB - 2 * 8.03e9 - GIB
-    assert fp8.engine.kv_capacity_tokens == (int(room // (2 * 32 * 8 * 128)) // 16 - 1) * 16
+    # 64 KiB per token at one byte an element.
+    assert fp8.engine.kv_capacity_tokens == (expected_blocks(0.9, 24, 1) - 1) * 16
     assert fp8.engine.total_blocks >= 2 * plain.engine.total_blocks
     meta["engine_kwargs"]["kv_cache_dtype"] = "int3"
     with pytest.raises(FormatError, match="kv_cache_dtype 'int3': not one of auto"):

@@ -11,13 +11,8 @@ import pytest
 from schedlab.calibration import shipped_model_path
 from schedlab.calibration.deployment import Deployment, deployment_of
 from schedlab.calibration.recorded_run import read_recorded_run
-from schedlab.calibration.replay import (
-    METRIC_KEYS,
-    check_model_fits,
-    queued_instants,
-    replay,
-    shipped_model_for,
-)
+from schedlab.calibration.replay import METRIC_KEYS, queued_instants, replay
+from schedlab.calibration.run_model import check_model_fits, shipped_model_for
 from schedlab.errors import CalibrationError
 from schedlab.serving.cost_model import LinearAttentionCostModel, load_cost_model
 from schedlab.serving.engine_config import EngineConfig

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from schedlab.errors import InstanceError
-from schedlab.llm.models import GIB, LLAMA_3_1_8B, kv_bytes_per_token, kv_token_capacity
+from schedlab.llm.models import GIB, LLAMA_3_1_8B, kv_bytes_per_token
 from schedlab.offline.backlogs import (
     DEFAULT_MEMORY,
     jaillet_instance,
@@ -11,15 +11,10 @@ from schedlab.offline.backlogs import (
 )
 
 
-def test_kv_capacity_formula():
-    # 2 (K and V) * 32 layers * 8 KV heads * 128 dims * 2 bytes = 128 KiB per token.
+def test_default_memory_is_its_stated_figure():
+    # floor((0.9 * 24 GiB - 16.06 GB - 1 GiB) / 128 KiB), the round illustrative budget.
     assert kv_bytes_per_token(LLAMA_3_1_8B) == 131072
-    expected = int((0.9 * 24 * GIB - 8.03e9 * 2 - GIB) // 131072)
-    assert kv_token_capacity(LLAMA_3_1_8B, 24 * GIB) == expected == DEFAULT_MEMORY
-    with pytest.raises(InstanceError, match="leaves no room"):
-        kv_token_capacity(LLAMA_3_1_8B, 16 * GIB)
-    with pytest.raises(InstanceError, match="utilization"):
-        kv_token_capacity(LLAMA_3_1_8B, 80 * GIB, utilization=1.5)
+    assert int((0.9 * 24 * GIB - 8.03e9 * 2 - GIB) // 131072) == DEFAULT_MEMORY == 46_227
 
 
 def test_mixed_backlog_is_seeded_and_mixed():
