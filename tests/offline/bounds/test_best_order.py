@@ -33,9 +33,11 @@ EXHAUSTIVE = (
     "completion-spacing",
 )
 
-#: ``best`` on the shipped mixed n = 1,000 backlog before this change (b912de9, 112 s,
-#: every method run; completion-spacing gave 4,468,244): too slow to recompute here.
+#: ``best`` before this change (b912de9, every chosen method run; 2026-12-06) where it is
+#: too slow to recompute here: the shipped mixed n = 1,000 backlog (112 s; completion-spacing
+#: gave 4,468,244) and ``mixed_backlog(10_000)`` (310 s; lagrangian gave 452,347,448).
 MIXED_1000_BEFORE = 4_470_244.0
+MIXED_10000_BEFORE = 453_632_375.0
 
 
 def _exhaustive(inst: Instance, known: dict[str, float] | None = None) -> float:
@@ -88,6 +90,12 @@ def test_best_on_the_shipped_mixed_1000_skips_what_is_out_of_reach() -> None:
     assert best.value >= MIXED_1000_BEFORE
     assert best.stats["out_of_reach"] == ["completion-spacing"]
     assert "completion-spacing" not in best.stats["values"]
+
+
+def test_best_on_a_large_mixed_backlog_keeps_its_value() -> None:
+    best = lower_bound(mixed_backlog(10_000))
+    assert best.value >= MIXED_10000_BEFORE
+    assert best.stats["out_of_reach"] == ["lagrangian"]
 
 
 def test_the_plan_runs_the_cheapest_first_and_charges_each_its_estimate() -> None:
