@@ -352,9 +352,9 @@ def plan(
     first (ties in registry order; methods without an estimate last, charged nothing),
     the names of those out of reach, and the work charged.
 
-    Going through the methods cheapest first, each is charged its estimate while that
-    fits what is left; one that does not is out of reach (a cheaper one after it may
-    still fit). Depends only on the instance and ``work``.
+    Going through the methods cheapest first, each is charged its estimate if that fits
+    what is left; one that does not is out of reach (and so is every costlier one after
+    it). Depends only on the instance and ``work``.
     """
     estimates = {m.name: None if m.work is None else m.work(instance) for m in chosen}
     order = sorted(chosen, key=lambda m: (estimates[m.name] is None, estimates[m.name] or 0.0))
