@@ -51,6 +51,21 @@ limit by ten for a smoke run (the targets then do not apply). Rows:
 ``cpsat``
     ``cpsat`` on the shipped mixed n = 200 backlog at 30 s (its size refusal lifted)
     against ``svf``, its warm start.
+``best``
+    ``lower_bound(method="best")`` on the shipped mixed n = 200 and n = 1,000 backlogs and
+    ``mixed_backlog(10_000)`` (median of :data:`REPEATS` runs): seconds, value, the method
+    that gave it, the methods out of reach and dominated; the winning method alone
+    (median) and the ratio; the value before ``best`` was planned by cost
+    (:data:`BEST_BEFORE`). Then ``schedlab compare instances/mixed-n1000.json`` (default
+    solvers) once, as a command. Targets: n = 1,000 <= 5 s, n = 10,000 <= 30 s, values no
+    lower than before, ``compare`` <= 60 s.
+``pricing``
+    The time-indexed LP with compiled pricing against the NumPy reference
+    (``engine="python"``) on every shipped instance: the same value and columns, and
+    the seconds of each; then the paired speed ratio of one pricing, reference over
+    compiled, median over :data:`REPEATS` pairs run in turn, at the LP's final prices on
+    the shipped n = 1,000 backlog and at the fluid prices of ``lagrangian`` (1,000
+    blocks) on ``mixed_backlog(10_000)``.
 
 The gap of a row is ``objective / B - 1`` with ``B`` the larger of the instance's
 ``best`` lower bound (computed once, without a time limit) and the solver's own.
@@ -60,6 +75,8 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -69,6 +86,14 @@ from schedlab import read_instance, solve
 from schedlab.budget import Budget
 from schedlab.offline.backlogs import jaillet_instance, mixed_backlog
 from schedlab.offline.bounds import lower_bound
+from schedlab.offline.bounds.lagrangian import DEFAULT_BLOCKS, fluid_prices
+from schedlab.offline.bounds.time_indexed import (
+    LP_ROUNDS,
+    lp_relaxation,
+    price_starts,
+    uniform_blocks,
+)
+from schedlab.offline.bounds.volume import volume_completions
 from schedlab.offline.decoder import list_schedule
 from schedlab.offline.instance import Instance
 from schedlab.offline.result import Status
@@ -335,6 +360,118 @@ def cpsat(scale: float) -> None:
     )
 
 
+#: ``best`` before it was planned by cost (commit b912de9, every chosen method run one after
+#: another; 2026-12-06 on the development machine beside other jobs): value, method,
+#: seconds. On ``mixed_backlog(10_000)`` ``lagrangian`` gave 452,347,448 and took most of
+#: the time; on the shipped n = 1,000 ``completion-spacing`` gave 4,468,244.
+BEST_BEFORE = {
+    "mixed-n200": (248_761.0, "completion-spacing", 14.3),
+    "mixed-n1000": (4_470_244.0, "fluid-spacing", 111.8),
+    "mixed-n10000-s0": (453_632_375.0, "fluid-spacing", 310.2),
+}
+
+#: ``schedlab compare instances/mixed-n1000.json`` before (b912de9, the same day): seconds.
+COMPARE_BEFORE = 165.0
+
+#: Timed runs (median) of the ``best`` row, and pairs of the ``pricing`` row's ratios.
+REPEATS = 3
+
+
+def _median_time(call: Callable[[], Any], repeats: int) -> tuple[float, Any]:
+    """Median wall seconds of ``repeats`` calls, and the last call's result."""
+    times, result = [], None
+    for _ in range(repeats):
+        began = time.perf_counter()
+        result = call()
+        times.append(time.perf_counter() - began)
+    return statistics.median(times), result
+
+
+def best(scale: float) -> None:
+    del scale  # work budgets only
+    repeats = REPEATS
+    targets = {200: None, 1000: 5.0, 10_000: 30.0}
+    for inst in (_shipped(200), _shipped(1000), mixed_backlog(10_000)):
+        took, bound = _median_time(lambda inst=inst: lower_bound(inst), repeats)
+        alone, _ = _median_time(lambda inst=inst, b=bound: lower_bound(inst, b.method), repeats)
+        before, before_method, before_s = BEST_BEFORE[inst.name]
+        target = targets[inst.n]
+        print(
+            f"best {inst.name}: {took:.2f} s (target {'-' if target is None else target} s), "
+            f"{bound.value:,.0f} by {bound.method}; {bound.method} alone {alone:.2f} s "
+            f"(ratio {took / alone:.2f}); out of reach {bound.stats['out_of_reach']}, "
+            f"dominated {bound.stats['dominated']}, work {bound.stats['work']:.3g}; before "
+            f"{before:,.0f} by {before_method} in {before_s} s: value "
+            f"{'kept' if bound.value >= before else 'FELL'} (median of {repeats})",
+            flush=True,
+        )
+    began = time.perf_counter()  # the command as a user runs it, start-up included
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "schedlab",
+            "compare",
+            str(ROOT / "instances" / "mixed-n1000.json"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    print(
+        f"compare mixed-n1000, default solvers: {time.perf_counter() - began:.1f} s "
+        f"(target <= 60 s; before {COMPARE_BEFORE} s)"
+    )
+
+
+def pricing(scale: float) -> None:
+    del scale  # work budgets only
+    repeats = REPEATS
+    relax = {}
+    for path in sorted((ROOT / "instances").glob("*.json")):
+        inst = read_instance(path)
+        seconds = {}
+        for engine in ("python", "compiled"):
+            began = time.perf_counter()
+            relax[engine] = lp_relaxation(inst, max_rounds=LP_ROUNDS, engine=engine)
+            seconds[engine] = time.perf_counter() - began
+        same = (
+            relax["python"].value == relax["compiled"].value
+            and relax["python"].stats["columns"] == relax["compiled"].stats["columns"]
+        )
+        print(
+            f"lp {inst.name:<12} {relax['compiled'].value:>16,.3f}  same value and columns: "
+            f"{same}  reference {seconds['python']:.2f} s, compiled {seconds['compiled']:.2f} s",
+            flush=True,
+        )
+    inst = _shipped(1000)
+    large = mixed_backlog(10_000)
+    blocks = uniform_blocks(int(volume_completions(large).max()), DEFAULT_BLOCKS)
+    cases = [
+        (
+            "mixed-n1000, the LP's final prices",
+            inst,
+            relax["compiled"].bounds,
+            relax["compiled"].prices,
+        ),
+        ("mixed_backlog(10_000), fluid prices", large, blocks, fluid_prices(large, blocks)),
+    ]
+    for label, case, bounds, mu in cases:
+        price_starts(case, bounds, mu)  # compiles the kernel once, outside the timing
+        ratios = []
+        for _ in range(repeats):
+            began = time.perf_counter()
+            price_starts(case, bounds, mu, engine="python")
+            slow = time.perf_counter() - began
+            began = time.perf_counter()
+            price_starts(case, bounds, mu)
+            ratios.append(slow / (time.perf_counter() - began))
+        print(
+            f"pricing {label}: reference / compiled {statistics.median(ratios):.1f}x "
+            f"(median of {repeats} pairs, {min(ratios):.1f}-{max(ratios):.1f}x)",
+            flush=True,
+        )
+
+
 ROWS: dict[str, Callable[[float], None]] = {
     "gap200": gap200,
     "gap1000": gap1000,
@@ -345,6 +482,8 @@ ROWS: dict[str, Callable[[float], None]] = {
     "rules": rules,
     "shift": shift,
     "cpsat": cpsat,
+    "best": best,
+    "pricing": pricing,
 }
 
 
@@ -354,6 +493,7 @@ def main() -> None:
         "--rows", default=",".join(ROWS), help="comma-separated, of: " + ", ".join(ROWS)
     )
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every time limit")
+
     args = parser.parse_args()
     chosen = args.rows.split(",")
     unknown = [r for r in chosen if r not in ROWS]

@@ -12,7 +12,8 @@ Two engine loads, each run ``--repeats`` times (median reported):
   serves (40 req/s for 60 s) with ``max_num_seqs = 128``: every iteration carries about
   128 running requests with arrivals, chunked prefills, finishes and preemptions.
 
-Start-up: wall time of a subprocess running a tiny ``simulate`` through the installed
+Start-up: wall time of a subprocess running a tiny ``simulate`` (the ``chat`` workload at
+20 req/s for 1 s: 15 requests) through the installed
 ``schedlab`` entry point when it has the command, and through
 ``schedlab.cli.serving.register`` on a bare argparse parser otherwise.
 
@@ -58,7 +59,9 @@ def measure(stream: RequestStream, policy: str) -> tuple[float, float, float, in
 
 
 def startup_seconds(repeats: int) -> tuple[str, list[float]]:
-    tiny = ["simulate", "--workload", "chat", "--rate", "1", "--duration", "1s", "--json"]
+    # 20 req/s over 1 s: 15 requests with seed 0 (at 1 req/s none arrives, which
+    # ``simulate`` refuses as an empty run)
+    tiny = ["simulate", "--workload", "chat", "--rate", "20", "--duration", "1s", "--json"]
     exe = shutil.which("schedlab")
     has_command = False
     if exe:

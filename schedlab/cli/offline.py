@@ -245,6 +245,7 @@ def _cmd_bound(args: argparse.Namespace) -> int:
         args.method,
         time_limit=args.time_limit,
         max_memory=args.max_memory,
+        work=args.work,
         progress=not (args.json or args.quiet),
     )
     if args.json:
@@ -258,9 +259,11 @@ def _cmd_bound(args: argparse.Namespace) -> int:
             }
         )
     else:
+        left_out = bound.stats.get("out_of_reach")
+        note = f"; out of reach: {', '.join(left_out)}" if left_out else ""
         print(
             f"{instance.name or args.file}: lower bound {bound.value:,.1f} "
-            f"({bound.method}, {bound.status}, {bound.runtime:.3f} s)"
+            f"({bound.method}, {bound.status}, {bound.runtime:.3f} s{note})"
         )
     return 0
 
@@ -426,6 +429,14 @@ def register(sub: Any) -> None:
         help="wall-clock cap for the bound (default none: each method runs its work budget)",
     )
     _add_max_memory(p, "of each method")
+    p.add_argument(
+        "--work",
+        type=float,
+        default=None,
+        metavar="START_COSTS",
+        help="best's work budget: methods whose estimated work does not fit are left out "
+        "(default 1e9)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     p.set_defaults(func=_cmd_bound)

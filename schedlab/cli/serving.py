@@ -502,15 +502,14 @@ def _capacity_table(args: argparse.Namespace, found: Sequence[Any]) -> None:
 
 
 def _headroom(args: argparse.Namespace) -> int:
-    from schedlab.llm.traces import read_trace
     from schedlab.serving.cost_model import get_cost_model
     from schedlab.serving.fluid import FluidLoad, headroom
-    from schedlab.serving.workloads import TraceReplay, check_trace, make_workload
+    from schedlab.serving.workloads import TraceReplay, make_workload
 
     model = get_cost_model(args.cost_model)
     workload = make_workload(args.workload, data_dir=args.data_dir)
     if isinstance(workload, TraceReplay):  # its own lengths, all of them; no times needed
-        lengths: Any = check_trace(read_trace(workload.path), workload.path)
+        lengths: Any = workload.trace
     else:
         lengths = workload.generate(100.0, 1000.0, args.seed)
     tpot = parse_duration(args.tpot, "--tpot")

@@ -1,6 +1,7 @@
 """numba for the compiled kernels: explicit signatures, the on-disk cache where possible.
 
 Only the kernel modules (:mod:`schedlab.offline.compiled_decoder`,
+:mod:`schedlab.offline.bounds.compiled_pricing`,
 :mod:`schedlab.offline.solvers.compiled_sorted_f`,
 :mod:`schedlab.offline.solvers.compiled_left_shift`,
 :mod:`schedlab.offline.solvers.compiled_search`) import this module, and they are
@@ -39,10 +40,12 @@ from numba import njit, types
 from numba.core.caching import FunctionCache
 
 __all__ = [
+    "FLOATS",
     "INT",
     "KERNEL_FILES",
     "MATRIX",
     "READ",
+    "READ_FLOATS",
     "READ_MATRIX",
     "VECTOR",
     "KernelCache",
@@ -58,6 +61,7 @@ _HERE = Path(__file__).resolve().parent
 KERNEL_FILES: tuple[Path, ...] = (
     _HERE / "jit.py",
     _HERE / "compiled_decoder.py",
+    _HERE / "bounds" / "compiled_pricing.py",
     _HERE / "solvers" / "compiled_left_shift.py",
     _HERE / "solvers" / "compiled_search.py",
     _HERE / "solvers" / "compiled_sorted_f.py",
@@ -71,6 +75,9 @@ MATRIX = types.Array(INT, 2, "C")
 #: The same, read only (a writable array passes too).
 READ = types.Array(INT, 1, "C", readonly=True)
 READ_MATRIX = types.Array(INT, 2, "C", readonly=True)
+#: A writable / read-only contiguous ``float64`` vector (prices, costs).
+FLOATS = types.Array(types.float64, 1, "C")
+READ_FLOATS = types.Array(types.float64, 1, "C", readonly=True)
 
 
 @functools.cache

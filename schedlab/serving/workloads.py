@@ -34,10 +34,11 @@ capacity bisection compares like with like.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -279,6 +280,16 @@ class TraceReplay:
 
     name: str
     path: Path
+    #: The checked trace where the caller has read it already (:func:`make_workload` reads
+    #: a file to tell a replay from a table of lengths); ``None``: read on first use.
+    known: Trace | None = field(default=None, repr=False, compare=False)
+
+    @functools.cached_property
+    def trace(self) -> Trace:
+        """The checked trace (:func:`check_trace`), read from :attr:`path` at most once."""
+        if self.known is not None:
+            return self.known
+        return check_trace(read_trace(self.path), self.path)
 
     def generate(
         self,
@@ -290,7 +301,7 @@ class TraceReplay:
     ) -> RequestStream:
         """The replayed stream; ``seed`` is unused (a replay has no randomness)."""
         del seed
-        trace = check_trace(read_trace(self.path), self.path)
+        trace = self.trace
         _check_size(self.name, trace.prompt.size, max_requests, "the trace's")
         if trace.arrival_s is None:
             raise ServingError(f"{self.path}: has no timestamps to replay")
@@ -418,7 +429,7 @@ def make_workload(name: str, *, data_dir: str | Path | None = None) -> Workload:
     if path.is_file():
         trace = check_trace(read_trace(path), path)
         if trace.arrival_s is not None:
-            return TraceReplay(path.stem, path)
+            return TraceReplay(path.stem, path, trace)
         return RandomWorkload(path.stem, ((1.0, EmpiricalLengths(trace.prompt, trace.output)),))
     if path.suffix or path.parent != Path("."):  # meant as a file
         known = ", ".join(WORKLOADS)

@@ -96,6 +96,13 @@ def test_verify_feasible_and_infeasible(capsys, tmp_path):
     assert code == 1 and "49 request(s) not scheduled" in out
 
 
+def test_bound_names_the_methods_out_of_reach_of_its_work_budget(capsys):
+    code, out, _ = run(capsys, "bound", DEFAULT, "--work", "1e5", "--quiet")
+    assert code == 0 and out.endswith("out of reach: completion-spacing)\n")
+    code, out, _ = run(capsys, "bound", DEFAULT, "--quiet")  # the default budget reaches it
+    assert code == 0 and "(completion-spacing, proven" in out and "out of reach" not in out
+
+
 def test_generate(capsys, tmp_path):
     path = tmp_path / "g.json"
     code, _, err = run(capsys, "generate", "mixed", "-n", "30", "--seed", "4", "-o", str(path))
@@ -115,6 +122,7 @@ def test_generate(capsys, tmp_path):
         (["compare", DEFAULT, "--solvers", "fcfs,nope"], "unknown solver 'nope'"),
         (["generate", "backlog", "--source", "nope"], "unknown length table 'nope'"),
         (["bound", DEFAULT, "--method", "nope"], "unknown bound 'nope'"),
+        (["bound", DEFAULT, "--work", "0"], "work: must be a positive number of start costs"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):

@@ -219,3 +219,21 @@ def test_a_window_without_requests_is_an_error_not_nan():
 
     with pytest.raises(ServingError, match="no request arrives"):
         simulate("chat", rate=1e-9, duration_s=1.0)
+
+
+def test_a_replayed_trace_file_is_read_once(tmp_path, monkeypatch):
+    # make_workload reads the file to tell a replay from lengths; simulate reuses that read
+    from schedlab.serving import workloads
+    from schedlab.serving.simulator import simulate
+
+    path = _mooncake(tmp_path / "trace.jsonl", [(0, 10, 3), (1000, 20, 1), (4000, 30, 2)])
+    reads = []
+    original = workloads.read_trace
+    monkeypatch.setattr(workloads, "read_trace", lambda p: reads.append(p) or original(p))
+    result = simulate(path, duration_s=10.0)
+    assert len(result.records) == 3
+    assert reads == [tmp_path / "trace.jsonl"]
+    replay = make_workload(path)
+    for _ in range(3):  # and every stream generated from one replay shares it
+        replay.generate(None, None, seed=0)
+    assert len(reads) == 2

@@ -1,10 +1,16 @@
 """Lower bounds on the optimal total latency, behind one :func:`lower_bound`.
 
 Every method is a function ``fn(instance, *, budget) -> Bound`` listed in
-:data:`BUILTIN_BOUNDS`, in the order ``method="best"`` runs them (cheap bounds first);
-``best`` takes the largest value among the methods chosen for the instance. Every
-bound's validity is proven in ``proofs/``. The methods with arrays over the rounds refuse
-horizons above :data:`~schedlab.offline.bounds.time_indexed.MAX_HORIZON` rounds
+:data:`BUILTIN_BOUNDS` with its estimated work (:mod:`~schedlab.offline.bounds.cost`, in
+start costs). ``method="best"`` takes the largest value among the methods chosen for the
+instance, run cheapest first (:func:`plan`): each is charged its estimate against one work
+budget (:data:`BEST_WORK`, ``work=``), and one whose estimate does not fit what is left
+is out of reach; one whose proven ceiling (``tall-chain``'s, without the table) is no
+higher than the best value so far is skipped as dominated (``proofs/best_order.md``).
+``stats`` lists both. Every bound's validity is proven in ``proofs/``.
+
+The methods with arrays over the rounds refuse horizons above
+:data:`~schedlab.offline.bounds.time_indexed.MAX_HORIZON` rounds
 (:class:`~schedlab.errors.HorizonError`), and every method refuses what would pass the
 memory budget (:class:`~schedlab.errors.MemoryBudgetError`, :mod:`schedlab.budget`);
 ``best`` then goes on without them.
@@ -47,9 +53,10 @@ memory budget (:class:`~schedlab.errors.MemoryBudgetError`, :mod:`schedlab.budge
     1,600 requests, nine in ten of output 1, the rest of 400; 2026-12-02).
 
 Work and time (:mod:`schedlab.budget`): each method counts its work in its own units with
-fixed defaults, so the value depends only on the instance; ``time_limit`` is a
-wall-clock cap (``None``: none). Under a cap, ``best`` gives every method but the last
-half of what is left of it, the last one all of it. A method checks the cap inside its
+fixed defaults, and ``best`` plans by estimates, so the value depends only on the
+instance (and ``work``); ``time_limit`` is a wall-clock cap (``None``: none), recorded
+in ``stats["stopped_by"]`` when it binds. Under a cap, ``best`` gives every planned method
+but the last half of what is left of it, the last one all of it. A method checks the cap inside its
 longest unit of work too (``lagrangian`` between chunks of requests of a pricing), so
 ``best`` with ``time_limit=5`` took 5.2-5.8 s on ``mixed_backlog(10**5)`` and 2.1 s for 2 s
 on ``mixed_backlog(10**4)`` (2026-12-03; 50 s and 5.8 s before, when one pricing of
@@ -59,14 +66,22 @@ on ``mixed_backlog(10**4)`` (2026-12-03; 50 s and 5.8 s before, when one pricing
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from schedlab.budget import UNLIMITED, Budget, memory_guard, stopped_by
-from schedlab.errors import HorizonError, InputError, MemoryBudgetError, UnknownNameError
+from schedlab.errors import (
+    HorizonError,
+    InputError,
+    InputTypeError,
+    MemoryBudgetError,
+    UnknownNameError,
+)
 from schedlab.offline.bounds import (
     completion_spacing,
+    cost,
     fluid_spacing,
     lagrangian,
     mean_busy_time,
@@ -75,10 +90,12 @@ from schedlab.offline.bounds import (
     volume,
 )
 from schedlab.offline.bounds.bound import Bound, BoundFn
+from schedlab.offline.bounds.cost import BEST_WORK
 from schedlab.offline.instance import Instance, check_instance
 from schedlab.progress import Progress, progress_for
 
 __all__ = [
+    "BEST_WORK",
     "BOUNDS",
     "BUILTIN_BOUNDS",
     "FLUID_SPACING_MAX_N",
@@ -91,7 +108,9 @@ __all__ = [
     "available_bounds",
     "bound_steps",
     "bound_within",
+    "check_work",
     "lower_bound",
+    "plan",
     "register_bound",
 ]
 
@@ -123,7 +142,8 @@ def trivial_bound(instance: Instance, *, budget: Budget = UNLIMITED) -> Bound:
 
 @dataclass(frozen=True)
 class BoundMethod:
-    """A registered bound: its function and whether ``best`` uses it for an instance.
+    """A registered bound: its function, whether ``best`` uses it for an instance, what
+    ``best`` charges for it and what its value cannot pass.
 
     Attributes
     ----------
@@ -133,23 +153,38 @@ class BoundMethod:
         The bound function.
     in_best
         ``True``/``False``, or a predicate of the instance (methods chosen by size).
+    work
+        Its estimated work on an instance, in start costs (:mod:`~.cost`), charged against
+        ``best``'s work budget; ``None``: not estimated (``best`` runs it after the
+        estimated methods and charges nothing).
+    ceiling
+        A proven upper bound on its value, cheap beside the method itself; ``best`` skips
+        the method when the ceiling is no higher than the best value so far
+        (``proofs/best_order.md``). ``None``: none known.
     """
 
     name: str
     fn: BoundFn
     in_best: bool | Callable[[Instance], bool] = True
+    work: Callable[[Instance], float] | None = None
+    ceiling: Callable[[Instance], float] | None = None
 
     def chosen_for(self, instance: Instance) -> bool:
-        """Whether ``best`` runs this method on ``instance``."""
+        """Whether ``best`` chooses this method for ``instance`` (it runs if in reach)."""
         return self.in_best(instance) if callable(self.in_best) else self.in_best
 
 
-#: The built-in methods, in the order ``best`` runs them: cheap bounds first.
+#: The built-in methods, each with its estimated work (``best`` runs them cheapest first).
 BUILTIN_BOUNDS: tuple[BoundMethod, ...] = (
-    BoundMethod("trivial", trivial_bound),
-    BoundMethod("volume", volume.volume_bound),
-    BoundMethod("tall-chain", tall_chain.tall_chain_bound),
-    BoundMethod("mean-busy-time", mean_busy_time.mean_busy_time_bound),
+    BoundMethod("trivial", trivial_bound, work=lambda instance: 0.0),
+    BoundMethod("volume", volume.volume_bound, work=cost.sorting_work),
+    BoundMethod(
+        "tall-chain",
+        tall_chain.tall_chain_bound,
+        work=cost.tall_chain_work,
+        ceiling=tall_chain.tall_chain_ceiling,
+    ),
+    BoundMethod("mean-busy-time", mean_busy_time.mean_busy_time_bound, work=cost.sorting_work),
     BoundMethod(
         "fluid-spacing",
         fluid_spacing.fluid_spacing,
@@ -157,19 +192,25 @@ BUILTIN_BOUNDS: tuple[BoundMethod, ...] = (
             instance.n <= FLUID_SPACING_MAX_N
             and fluid_spacing.price_horizon(instance) <= fluid_spacing.MAX_HORIZON
         ),
+        work=cost.fluid_spacing_work,
     ),
     BoundMethod(
-        "lp", time_indexed.lp_bound, lambda instance: SPACING_MAX_N < instance.n < LARGE_N
+        "lp",
+        time_indexed.lp_bound,
+        lambda instance: SPACING_MAX_N < instance.n < LARGE_N,
+        work=cost.lp_work,
     ),
     BoundMethod(
         "completion-spacing",
         completion_spacing.completion_spacing,
         lambda instance: instance.n <= SPACING_MAX_N,
+        work=cost.spacing_work,
     ),
     BoundMethod(
         "lagrangian",
         lagrangian.lagrangian,
         lambda instance: SPACING_MAX_N < instance.n <= LAGRANGIAN_MAX_N,
+        work=cost.lagrangian_work,
     ),
 )
 
@@ -178,12 +219,18 @@ BOUNDS: dict[str, BoundMethod] = {method.name: method for method in BUILTIN_BOUN
 
 
 def register_bound(
-    name: str, fn: BoundFn, *, in_best: bool | Callable[[Instance], bool] = False
+    name: str,
+    fn: BoundFn,
+    *,
+    in_best: bool | Callable[[Instance], bool] = False,
+    work: Callable[[Instance], float] | None = None,
 ) -> None:
     """Add a bound method ``fn(instance, *, budget) -> Bound`` under ``name``.
 
-    With ``in_best`` it joins ``best`` (after the built-ins). The bound must be valid:
-    ``best`` trusts it, and so does every gap schedlab reports.
+    With ``in_best`` it joins ``best``, charged ``work(instance)`` start costs
+    (:mod:`~schedlab.offline.bounds.cost`), or, without ``work``, after the built-ins and
+    charged nothing. The bound must be valid: ``best`` trusts it, and so does every gap
+    schedlab reports.
 
     Raises
     ------
@@ -192,7 +239,7 @@ def register_bound(
     """
     if name in BOUNDS or name == "best":
         raise InputError(f"register_bound: bound {name!r} is already registered")
-    BOUNDS[name] = BoundMethod(name, fn, in_best)
+    BOUNDS[name] = BoundMethod(name, fn, in_best, work)
 
 
 def available_bounds() -> list[str]:
@@ -206,6 +253,7 @@ def lower_bound(
     time_limit: float | None = None,
     *,
     max_memory: int | None = None,
+    work: float | None = None,
     progress: bool | Progress = False,
 ) -> Bound:
     """A valid lower bound on the optimal total latency of ``instance``.
@@ -214,18 +262,45 @@ def lower_bound(
     ----------
     method
         A name of :func:`available_bounds`: a method, or ``"best"``, the largest of the
-        methods chosen for the instance, run one after another.
+        methods chosen for the instance, run cheapest first within a work budget.
     time_limit
         Wall-clock cap in seconds for the whole call (``None``: none; every method then
         ends at its own work budget, and the value depends only on the instance).
     max_memory
         Memory budget in bytes of each method (``None``: a quarter of the machine's
         memory, :mod:`schedlab.budget`); ``best`` skips a method that would pass it.
+    work
+        ``best``'s work budget in start costs (``None``: :data:`BEST_WORK`): a method
+        whose estimated work (:mod:`~schedlab.offline.bounds.cost`) does not fit what is
+        left of it is out of reach. Ignored by the other methods.
     progress
         ``True``: a bar on standard error counts the methods and names the one running
         (:mod:`schedlab.progress`); or the caller's bar to step.
+
+    Raises
+    ------
+    InputTypeError, InputError
+        If ``work`` is not ``None`` or a positive finite number.
     """
-    return bound_within(instance, method, Budget(time_limit, max_memory), progress=progress)
+    budget = Budget(time_limit, max_memory)
+    return bound_within(instance, method, budget, progress=progress, work=work)
+
+
+def check_work(work: object) -> float:
+    """``work`` as a positive finite number of start costs (``None``: :data:`BEST_WORK`).
+
+    Raises
+    ------
+    InputTypeError, InputError
+        For anything else.
+    """
+    if work is None:
+        return BEST_WORK
+    if isinstance(work, bool) or not isinstance(work, int | float):
+        raise InputTypeError(f"work: expected a number of start costs, got {work!r}")
+    if not math.isfinite(work) or work <= 0:
+        raise InputError(f"work: must be a positive number of start costs, got {work}")
+    return float(work)
 
 
 def _chosen(instance: Instance, method: str) -> list[BoundMethod]:
@@ -239,7 +314,7 @@ def _chosen(instance: Instance, method: str) -> list[BoundMethod]:
 
 
 def bound_steps(instance: Instance, method: str) -> int:
-    """The steps :func:`bound_within` counts on a progress bar: one a method it runs."""
+    """The steps :func:`bound_within` counts on a progress bar: one a method chosen."""
     return len(_chosen(instance, method))
 
 
@@ -250,10 +325,13 @@ def bound_within(
     *,
     progress: bool | Progress = False,
     counted: bool = False,
+    work: float | None = None,
 ) -> Bound:
     """:func:`lower_bound` within ``budget`` (for methods that share theirs); ``counted``:
     the caller's ``progress`` bar already counts its :func:`bound_steps` (so its total is
-    right from the start, as :func:`schedlab.solve` makes it)."""
+    right from the start, as :func:`schedlab.solve` makes it); ``work``: ``best``'s work
+    budget (:func:`lower_bound`)."""
+    allowed = check_work(work)
     chosen = _chosen(instance, method)
     with progress_for(progress, "lower bound") as bar:
         if not counted:
@@ -264,24 +342,67 @@ def bound_within(
                 bound = BOUNDS[method].fn(instance, budget=budget)
             bar.step()
             return bound
-        return _best(instance, chosen, budget, bar)
+        return _best(instance, chosen, budget, bar, allowed)
 
 
-def _best(instance: Instance, chosen: list[BoundMethod], budget: Budget, bar: Progress) -> Bound:
-    """The largest of the ``chosen`` methods' bounds (``best``), each stepping ``bar``;
-    a method that refuses the instance's horizon (:class:`HorizonError`) or the memory
-    budget (:class:`MemoryBudgetError`) is skipped."""
+def plan(
+    instance: Instance, chosen: list[BoundMethod], work: float
+) -> tuple[list[BoundMethod], list[str], float]:
+    """``best``'s plan: the ``chosen`` methods whose estimated work fits ``work``, cheapest
+    first (ties in registry order; methods without an estimate last, charged nothing),
+    the names of those out of reach, and the work charged.
+
+    Going through the methods cheapest first, each is charged its estimate if that fits
+    what is left; one that does not is out of reach (and so is every costlier one after
+    it). Depends only on the instance and ``work``.
+    """
+    estimates = {m.name: None if m.work is None else m.work(instance) for m in chosen}
+    order = sorted(chosen, key=lambda m: (estimates[m.name] is None, estimates[m.name] or 0.0))
+    planned: list[BoundMethod] = []
+    out_of_reach: list[str] = []
+    charged = 0.0
+    for entry in order:
+        estimate = estimates[entry.name] or 0.0
+        if charged + estimate > work:
+            out_of_reach.append(entry.name)
+            continue
+        charged += estimate
+        planned.append(entry)
+    return planned, out_of_reach, charged
+
+
+def _best(
+    instance: Instance, chosen: list[BoundMethod], budget: Budget, bar: Progress, work: float
+) -> Bound:
+    """The largest bound of the methods of :func:`plan` (``best``), each stepping ``bar``.
+
+    A method whose ceiling is no higher than the best value so far is skipped as
+    dominated: it cannot raise the maximum (``proofs/best_order.md``). A method that
+    refuses the instance's horizon (:class:`HorizonError`) or the memory budget
+    (:class:`MemoryBudgetError`) is skipped. Under a wall-clock cap every method but the
+    last planned gets half of what is left of it; once the cap has passed the rest are
+    not run (``stats["stopped_by"] = "time_limit"``).
+    """
     start = time.perf_counter()
+    planned, out_of_reach, charged = plan(instance, chosen, work)
+    for _ in out_of_reach:
+        bar.step()
     values: dict[str, float] = {}
     stops: list[str | None] = []
     skipped: list[str] = []
+    dominated: list[str] = []
     best: Bound | None = None
-    for k, entry in enumerate(chosen):
+    for k, entry in enumerate(planned):
         if budget.expired() and best is not None:
             stops.append("time_limit")
             break
+        ceiling = entry.ceiling
+        if best is not None and ceiling is not None and ceiling(instance) <= best.value:
+            dominated.append(entry.name)
+            bar.step()
+            continue
         # under a cap, every method but the last may use half of what is left
-        share = budget if k == len(chosen) - 1 else budget.share(0.5)
+        share = budget if k == len(planned) - 1 else budget.share(0.5)
         bar.doing(entry.name)
         try:
             with memory_guard(entry.name):
@@ -295,11 +416,20 @@ def _best(instance: Instance, chosen: list[BoundMethod], budget: Budget, bar: Pr
         stops.append(bound.stats.get("stopped_by"))
         if best is None or bound.value > best.value:
             best = bound
-    assert best is not None  # "trivial" is always chosen
+    assert best is not None  # "trivial" is always chosen and charged nothing
     return Bound(
         best.value,
         best.method,
         best.status,
         time.perf_counter() - start,
-        {**best.stats, "values": values, "skipped": skipped, "stopped_by": stopped_by(*stops)},
+        {
+            **best.stats,
+            "values": values,
+            "skipped": skipped,
+            "dominated": dominated,
+            "out_of_reach": out_of_reach,
+            "work": charged,
+            "work_budget": work,
+            "stopped_by": stopped_by(*stops),
+        },
     )

@@ -55,6 +55,7 @@ from schedlab.offline.bounds.time_indexed import LP_ROUNDS, lp_relaxation, start
 from schedlab.offline.instance import Instance
 
 __all__ = [
+    "NU_STEPS",
     "MultiplierSearch",
     "grid_minima",
     "piece_slack",
@@ -75,7 +76,7 @@ _SAFETY = 1e-9
 _CHUNK_ENTRIES = 1_000_000
 
 #: Golden-section steps over ``log ν``.
-_NU_STEPS = 14
+NU_STEPS = 14
 
 #: An evaluation runs in at least this many chunks of requests; after each chunk its time
 #: so far is extrapolated to the rest, so a deadline is overrun by at most about one chunk.
@@ -227,7 +228,7 @@ class MultiplierSearch(NamedTuple):
     evaluations: int
     #: Seconds taken by the last complete evaluation (the estimate given, if none was).
     seconds_per_evaluation: float
-    #: Whether the deadline ended the search before its :data:`_NU_STEPS` steps.
+    #: Whether the deadline ended the search before its :data:`NU_STEPS` steps.
     cut: bool
 
 
@@ -237,7 +238,7 @@ def search_multiplier(
     """The largest ``evaluate(ν, deadline)`` found by golden-section search over ``log ν``.
 
     For a bound concave in ``ν`` (a minimum of functions affine in ``ν``), hence unimodal
-    in ``log ν``: :data:`_NU_STEPS` steps on ``[scale · 1e-6, scale]``, nothing when
+    in ``log ν``: :data:`NU_STEPS` steps on ``[scale · 1e-6, scale]``, nothing when
     ``scale <= 0``. An evaluation starts only when the previous one's time (``seconds``
     for the first: an estimate) fits before ``deadline`` (a ``time.perf_counter``
     instant); ``evaluate`` may itself raise
@@ -264,7 +265,7 @@ def search_multiplier(
         ratio = (math.sqrt(5) - 1) / 2
         x1, x2 = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
         try:
-            for _ in range(_NU_STEPS):
+            for _ in range(NU_STEPS):
                 if at(x1) >= at(x2):  # the maximum lies in [lo, x2]
                     hi, x2 = x2, x1
                     x1 = hi - ratio * (hi - lo)
@@ -288,7 +289,7 @@ def spacing_bound_search(
     """The LP's prices, then the best ``ν`` by golden-section search.
 
     Work: at most :data:`~schedlab.offline.bounds.time_indexed.LP_ROUNDS` rounds of the LP
-    and :data:`_NU_STEPS` golden-section steps, so the value depends only on the instance.
+    and :data:`NU_STEPS` golden-section steps, so the value depends only on the instance.
     Under a wall-clock cap the LP gets half of it; an evaluation starts only when the
     previous one's measured time fits in what is left, and is abandoned as soon as its
     finished chunks, extrapolated to the remaining requests, would end past the cap. So

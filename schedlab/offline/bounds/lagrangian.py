@@ -35,12 +35,16 @@ from schedlab.offline.bounds.volume import volume_completions
 from schedlab.offline.instance import Instance
 from schedlab.offline.priority import best_rule_schedule
 
-__all__ = ["DEFAULT_BLOCKS", "fluid_prices", "lagrangian_bound_search"]
+__all__ = ["DEFAULT_BLOCKS", "MAX_STEPS", "SCALES", "fluid_prices", "lagrangian_bound_search"]
 
 #: Price blocks over the horizon (pricing costs ``O(n · DEFAULT_BLOCKS)`` per step).
 DEFAULT_BLOCKS = 1000
 
-_SCALES = (0.8, 0.9, 1.0, 1.1, 1.25)
+#: Scales of the fluid prices priced first (the largest ``L`` starts the steps).
+SCALES = (0.8, 0.9, 1.0, 1.1, 1.25)
+
+#: Work budget: subgradient steps after the starting scales.
+MAX_STEPS = 200
 
 #: Stop once the Polyak factor has been halved below this.
 _MIN_STEP = 1e-3
@@ -59,11 +63,11 @@ def lagrangian_bound_search(
     *,
     budget: Budget | None = None,
     blocks: int = DEFAULT_BLOCKS,
-    max_steps: int = 200,
+    max_steps: int = MAX_STEPS,
 ) -> tuple[float, dict[str, float | int | str | None]]:
     """Best ``L(μ)`` found from the fluid prices by subgradient steps (see module docs).
 
-    Work: the :data:`_SCALES` starting prices and at most ``max_steps`` steps, each
+    Work: the :data:`SCALES` starting prices and at most ``max_steps`` steps, each
     pricing ``O(n · blocks)``. The wall-clock cap of ``budget`` (default none) is checked
     between the best rule's decodes and between chunks of each pricing; a pricing it cuts
     is dropped. The value is never below ``L(0) = sum_i o_i`` (zero prices: each request
@@ -86,7 +90,7 @@ def lagrangian_bound_search(
     priced = 0
     stop = budget.stop(max_steps)
     try:
-        for scale in _SCALES:
+        for scale in SCALES:
             value, _, arg = lagrangian_bound(instance, bounds, scale * fluid, budget)
             priced += 1
             if value > best:

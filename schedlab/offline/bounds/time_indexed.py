@@ -35,6 +35,12 @@ memory-row duals of the restricted master are priced over all starts, the most n
 reduced-cost column of each request is added, and ``L`` of those duals is recorded; the
 best ``L`` seen is the certified value. At convergence it equals the LP optimum.
 
+The pricing runs compiled (:mod:`schedlab.offline.bounds.compiled_pricing`, numba) or as
+the NumPy reference here (``engine="python"``); both evaluate the same candidates in the
+same order with the same floating-point expressions, so they give the same minima and
+starts bit for bit, and the column generation the same columns and value
+(``benchmarks/offline_targets.py --rows pricing`` times them).
+
 Sources: Sousa & Wolsey (1992) and van den Akker, Hurkens & Savelsbergh (2000) for
 time-indexed formulations and their column generation; Lasdon (1970) for the Lagrangian
 bound of a restricted master.
@@ -52,13 +58,14 @@ from typing import Any
 import numpy as np
 
 from schedlab.budget import UNLIMITED, Budget, Expired
-from schedlab.errors import HorizonError
+from schedlab.errors import HorizonError, InputError
 from schedlab.offline.bounds.bound import Bound
 from schedlab.offline.instance import Instance
 from schedlab.offline.priority import rule_schedule
 
 __all__ = [
     "DEFAULT_MAX_BLOCKS",
+    "ENGINES",
     "LP_ROUNDS",
     "MAX_HORIZON",
     "ROUND_BYTES",
@@ -95,6 +102,9 @@ _SAFETY = 1e-9
 
 #: Entries of the candidate matrix priced at once (bounds working memory).
 _CHUNK_ENTRIES = 4_000_000
+
+#: How :func:`price_starts` runs: the compiled kernel or the NumPy reference.
+ENGINES: tuple[str, ...] = ("compiled", "python")
 
 
 @dataclass(frozen=True)
@@ -318,7 +328,11 @@ def _cost(
 
 
 def price_starts(
-    instance: Instance, bounds: np.ndarray, mu: np.ndarray, budget: Budget = UNLIMITED
+    instance: Instance,
+    bounds: np.ndarray,
+    mu: np.ndarray,
+    budget: Budget = UNLIMITED,
+    engine: str = "compiled",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact ``min_{τ >= a_i} f_i(τ)`` and a minimising ``τ`` for every request.
 
@@ -328,6 +342,10 @@ def price_starts(
         Block boundaries ``b_0 = 0 < ... < b_K = T``.
     mu
         Non-negative block prices ``μ_k`` (length ``K``).
+    engine
+        One of :data:`ENGINES`: ``"compiled"``, the numba kernel of
+        :mod:`schedlab.offline.bounds.compiled_pricing`, or ``"python"``, the NumPy code
+        here (the reference). Both give the same minima and starts, bit for bit.
     budget
         Checked before each chunk of requests (:meth:`~schedlab.budget.Budget.check`):
         one pricing at ``K = 1000`` takes about 4 s at ``n = 10^4`` and 45 s at
@@ -338,6 +356,8 @@ def price_starts(
     ------
     schedlab.budget.Expired
         When ``budget``'s cap passes before the last chunk: no partial minimum is a bound.
+    InputError
+        On an unknown engine.
 
     Notes
     -----
@@ -349,6 +369,9 @@ def price_starts(
     (``k1``, ``k2`` the blocks of ``τ`` and ``τ + o_i``): ``f_i`` is exactly quadratic on a
     piece, so the least candidate is the minimum. Work ``O(n min(T, K))``, vectorised.
     """
+    if engine not in ENGINES:
+        known = ", ".join(ENGINES)
+        raise InputError(f"price_starts: engine must be one of {known}, got {engine!r}")
     prices = RoundPrices(bounds, mu)
     horizon = prices.horizon
     dense = horizon + 1 <= 12 * len(bounds)
@@ -358,6 +381,9 @@ def price_starts(
     arg = np.empty(n, dtype=np.int64)
     width = horizon + 1 if dense else 15 * len(bounds)
     step = max(1, _CHUNK_ENTRIES // width)
+    if engine == "compiled":
+        _compiled_prices(prices, bounds, instance, s_all, dense, step, budget, best, arg)
+        return best, arg
     for lo in range(0, n, step):
         budget.check()
         sl = slice(lo, min(n, lo + step))
@@ -388,6 +414,45 @@ def price_starts(
     return best, arg
 
 
+def _compiled_prices(
+    prices: RoundPrices,
+    bounds: np.ndarray,
+    instance: Instance,
+    prompt: np.ndarray,
+    dense: bool,
+    step: int,
+    budget: Budget,
+    best: np.ndarray,
+    arg: np.ndarray,
+) -> None:
+    """:func:`price_starts`'s minima into ``best`` and ``arg`` by the compiled kernel, in
+    chunks of ``step`` requests with ``budget`` checked before each (as the reference)."""
+    from schedlab.offline.bounds.compiled_pricing import price_kernel  # loads numba
+
+    edges = np.ascontiguousarray(bounds, dtype=np.int64)
+    points = np.empty(2 * len(edges) + 1, dtype=np.int64)
+    base = np.empty(2 * len(edges), dtype=np.int64)
+    for lo in range(0, instance.n, step):
+        budget.check()
+        price_kernel(
+            prices.p0,
+            prices.p1,
+            prices.lam,
+            prices.horizon,
+            edges,
+            prompt,
+            instance.output,
+            instance.arrival,
+            int(dense),
+            lo,
+            min(instance.n, lo + step),
+            points,
+            base,
+            best,
+            arg,
+        )
+
+
 def start_costs(
     instance: Instance,
     bounds: np.ndarray,
@@ -402,12 +467,17 @@ def start_costs(
 
 
 def lagrangian_bound(
-    instance: Instance, bounds: np.ndarray, mu: np.ndarray, budget: Budget = UNLIMITED
+    instance: Instance,
+    bounds: np.ndarray,
+    mu: np.ndarray,
+    budget: Budget = UNLIMITED,
+    engine: str = "compiled",
 ) -> tuple[float, np.ndarray, np.ndarray]:
     """``L(μ)`` (see module docs), the per-request minima and their minimising starts
-    (:func:`price_starts` raises :class:`~schedlab.budget.Expired` if ``budget`` cuts it)."""
+    (:func:`price_starts` with ``engine``; it raises :class:`~schedlab.budget.Expired` if
+    ``budget`` cuts it)."""
     mu = np.maximum(np.asarray(mu, dtype=float), 0.0)
-    best, arg = price_starts(instance, bounds, mu, budget)
+    best, arg = price_starts(instance, bounds, mu, budget, engine)
     value = float(best.sum() - instance.memory * float(mu @ np.diff(bounds)))
     return value, best, arg
 
@@ -480,6 +550,7 @@ def lp_relaxation(
     horizon: int | None = None,
     max_blocks: int = DEFAULT_MAX_BLOCKS,
     tolerance: float = 1e-5,
+    engine: str = "compiled",
 ) -> LPRelaxation:
     """Solve the (block-aggregated) time-indexed LP relaxation by column generation.
 
@@ -501,6 +572,9 @@ def lp_relaxation(
         most this).
     tolerance
         Stop when ``(master - bound) <= tolerance * bound``.
+    engine
+        How the columns are priced (:func:`price_starts`): both engines add the same
+        columns and give the same value.
 
     Returns
     -------
@@ -597,7 +671,7 @@ def lp_relaxation(
             master = highs.getInfo().objective_function_value
             mu = np.maximum(-duals[:nblocks], 0.0)
             pi = duals[nblocks:]
-            value, minima, argmin = lagrangian_bound(instance, bounds, mu, budget)
+            value, minima, argmin = lagrangian_bound(instance, bounds, mu, budget, engine)
             if value > best_value:
                 best_value, center = value, mu
             history.append(value)
@@ -609,7 +683,7 @@ def lp_relaxation(
             negative = reduced < -1e-9 * scale
             # also price halfway between the best prices and the master's (Wentges
             # smoothing), keeping columns that price out at the master's duals too
-            _, smooth = price_starts(instance, bounds, 0.5 * (center + mu), budget)
+            _, smooth = price_starts(instance, bounds, 0.5 * (center + mu), budget, engine)
             useful = start_costs(instance, bounds, mu, smooth) - pi < -1e-9 * scale
             added = add(every[negative], argmin[negative]) + add(every[useful], smooth[useful])
             if added == 0:

@@ -17,7 +17,7 @@ from schedlab.offline.bounds import (
     SPACING_MAX_N,
     lower_bound,
 )
-from schedlab.offline.bounds.lagrangian import _SCALES, fluid_prices, lagrangian_bound_search
+from schedlab.offline.bounds.lagrangian import SCALES, fluid_prices, lagrangian_bound_search
 from schedlab.offline.bounds.time_indexed import lagrangian_bound, price_starts, uniform_blocks
 from schedlab.offline.bounds.volume import volume_bound, volume_completions
 from schedlab.offline.instance import Instance
@@ -54,14 +54,15 @@ def test_best_chooses_methods_by_size() -> None:
     assert not in_best(mixed_backlog(SPACING_MAX_N, seed=0))  # completion-spacing has the LP
     assert in_best(mixed_backlog(SPACING_MAX_N + 1, seed=0))
     assert not in_best(mixed_backlog(LARGE_N, seed=0))
-    assert lower_bound(mixed_backlog(10, seed=0), time_limit=5).stats["values"].keys() == {
+    stats = lower_bound(mixed_backlog(10, seed=0), time_limit=5).stats
+    assert stats["values"].keys() == {
         "trivial",
         "volume",
-        "tall-chain",
         "mean-busy-time",
         "fluid-spacing",
         "completion-spacing",
     }
+    assert stats["dominated"] == ["tall-chain"]  # no request peaks above M / 2
     assert BOUNDS["lagrangian"].in_best(mixed_backlog(LARGE_N, seed=0))
     many = Instance.from_arrays(10, [1] * (LAGRANGIAN_MAX_N + 1), [2] * (LAGRANGIAN_MAX_N + 1))
     assert not BOUNDS["lagrangian"].in_best(many)
@@ -80,7 +81,7 @@ def test_a_pricing_cut_by_the_cap_is_dropped(
     finished: int, cut_after: Callable[[int], Budget]
 ) -> None:
     # the value is the best of the pricings that finished, or L(0) = sum o_i when none
-    # did; never a partial minimum. The first len(_SCALES) pricings are the starting
+    # did; never a partial minimum. The first len(SCALES) pricings are the starting
     # scales, whose best is known here; later ones are subgradient steps.
     inst = mixed_backlog(50, seed=2)
     value, stats = lagrangian_bound_search(
@@ -90,9 +91,9 @@ def test_a_pricing_cut_by_the_cap_is_dropped(
     assert stats["stopped_by"] == "time_limit"
     bounds = uniform_blocks(int(stats["horizon"]), 200)
     fluid = fluid_prices(inst, bounds)
-    priced = [lagrangian_bound(inst, bounds, scale * fluid)[0] for scale in _SCALES[:finished]]
+    priced = [lagrangian_bound(inst, bounds, scale * fluid)[0] for scale in SCALES[:finished]]
     best = max(priced, default=-np.inf)
-    if finished <= len(_SCALES):
+    if finished <= len(SCALES):
         assert value == max(best - 1e-9 * abs(best), inst.output.sum())
     else:
         assert value >= best - 1e-9 * abs(best)
