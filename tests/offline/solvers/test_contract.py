@@ -32,8 +32,8 @@ from schedlab.offline.solvers.brute_force import MAX_REQUESTS as BRUTE_FORCE_MAX
 from schedlab.offline.solvers.contract import RESERVED_OPTIONS, check_options, parse_options
 from schedlab.offline.solvers.dp import MAX_DP_REQUESTS
 from schedlab.offline.verify import verify
+from schedlab.testing import instances
 from tests.conftest import INSTANCES
-from tests.strategies import instances
 
 TINY = [read_instance(path) for path in sorted(INSTANCES.glob("tiny-*.json"))]
 
