@@ -17,9 +17,12 @@ a memory of one token. Hypothesis shrinks a failing example towards them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from hypothesis import strategies as st
 
+from schedlab.errors import InputError
 from schedlab.offline.instance import Instance, Request
 from schedlab.serving.cost_model import LinearAttentionCostModel
 from schedlab.serving.engine_config import EngineConfig
@@ -38,6 +41,7 @@ def instances(
     max_memory: int = 30,
     max_arrival: int = 5,
     max_output: int = 12,
+    shapes: Sequence[str] = SHAPES,
 ) -> Instance:
     r"""Small feasible offline instances.
 
@@ -52,6 +56,9 @@ def instances(
         otherwise half the instances have none.
     max_output
         The longest output.
+    shapes
+        The shapes drawn, of :data:`SHAPES`: ``mixed`` requests, ``identical`` ones, or
+        the ``largest`` each memory allows.
 
     Notes
     -----
@@ -61,7 +68,7 @@ def instances(
     """
     memory = draw(st.integers(1, max_memory))
     n = draw(st.integers(1, max_n))
-    shape = draw(st.sampled_from(SHAPES))
+    shape = draw(st.sampled_from(_known(shapes)))
     released = max_arrival > 0 and draw(st.booleans())
     count = 1 if shape == "identical" else n
     requests = []
@@ -83,6 +90,7 @@ def traces(
     max_output: int = 40,
     max_tokens: int | None = None,
     max_gap_s: float = 0.05,
+    shapes: Sequence[str] = SHAPES,
 ) -> RequestStream:
     """Small request streams.
 
@@ -97,9 +105,12 @@ def traces(
         (``prompt + output - 1 <= max_tokens``, the KV it holds at its last decode).
     max_gap_s
         The longest gap between two arrivals; half the streams arrive all at once.
+    shapes
+        As for :func:`instances` (``largest``: each request as long as ``max_tokens``
+        or the longest prompt and output allow).
     """
     n = draw(st.integers(1, max_requests))
-    shape = draw(st.sampled_from(SHAPES))
+    shape = draw(st.sampled_from(_known(shapes)))
     room = max_prompt + max_output - 1 if max_tokens is None else max_tokens
     count = 1 if shape == "identical" else n
     prompts, outputs = [], []
@@ -152,6 +163,20 @@ def engine_configs(
         reserve_full_prompt=draw(st.booleans()),
         async_scheduling=draw(st.booleans()),
     )
+
+
+def _known(shapes: Sequence[str]) -> tuple[str, ...]:
+    """``shapes``, each one of :data:`SHAPES`, in its order there.
+
+    Raises
+    ------
+    InputError
+        On none or an unknown one.
+    """
+    unknown = sorted(set(shapes) - set(SHAPES))
+    if unknown or not shapes:
+        raise InputError(f"shapes: expected some of {', '.join(SHAPES)}, got {list(shapes)}")
+    return tuple(shape for shape in SHAPES if shape in shapes)
 
 
 #: Milliseconds, in seconds.

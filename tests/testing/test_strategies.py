@@ -6,8 +6,10 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pytest
 from hypothesis import find, given, settings
 
+from schedlab.errors import InputError
 from schedlab.serving.cost_model import check_monotone
 from schedlab.testing import cost_models, engine_configs, instances, traces
 
@@ -62,3 +64,10 @@ def test_cost_models_are_monotone(model):
         row = times[3 * n : 3 * n + 3]
         assert row == sorted(row)
     assert times[0::3] == sorted(times[0::3])
+
+
+def test_shapes_can_be_chosen():
+    largest = find(instances(shapes=["largest"]), lambda i: i.n > 2)
+    assert (largest.prompt + largest.output == largest.memory).all()
+    with pytest.raises(InputError, match="shapes: expected some of mixed, identical, largest"):
+        find(traces(shapes=["tall"]), lambda s: True)
