@@ -19,7 +19,6 @@ merely having schedlab installed costs a pytest run nothing.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
@@ -35,7 +34,7 @@ def check_solver() -> Callable[..., None]:
 
 
 @pytest.fixture(scope="session")
-def check_policy() -> Callable[..., Any]:
+def check_policy() -> Callable[..., None]:
     """:func:`~schedlab.testing.properties.check_policy_properties`."""
     from schedlab.testing.properties import check_policy_properties
 
