@@ -7,12 +7,12 @@ release). :func:`fuzz_instance` runs every registered solver on it
 safety) and every registered bound method (:func:`schedlab.offline.bounds.available_bounds`),
 and counts in a :class:`Tally`:
 
-* each schedule checked by :func:`schedlab.verify` (infeasible: a broken invariant; a
-  ``SolverError`` from :func:`schedlab.solve`, which verifies too, counts the same),
-* each objective recomputed here from the instance's requests in Python integers,
-  ``sum_i (p_i + o_i - a_i)`` (wrong objective),
-* each bound's value and each result's own lower bound at most every verified objective
-  (bound above objective),
+* each schedule checked by :func:`schedlab.testing.check_schedule` (infeasible: a broken
+  invariant; a ``SolverError`` from :func:`schedlab.solve`, which verifies too, counts
+  the same), which also recomputes its objective ``sum_i (p_i + o_i - a_i)`` from the
+  instance's requests in Python integers (wrong objective: the result's differs),
+* each bound's value and each result's own lower bound at most every verified objective,
+  by :func:`schedlab.testing.check_bound` (bound above objective),
 * each ``OPTIMAL`` status against the best verified objective of the instance (false
   certificate: a claimed optimum another solver beat),
 * refusals (a :class:`~schedlab.errors.SchedlabError` other than ``SolverError``: a
@@ -26,18 +26,19 @@ It is shared by ``tests/test_fuzz_solvers.py`` (a short seeded run) and
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from schedlab import available_solvers, lower_bound, solve, verify
+from schedlab import available_solvers, lower_bound, solve
 from schedlab.errors import SchedlabError, SolverError
 from schedlab.offline.bounds import available_bounds
 from schedlab.offline.instance import Instance
 from schedlab.offline.result import Status
 from schedlab.offline.solvers import get_solver
+from schedlab.testing import BoundViolation, ScheduleViolation, check_bound, check_schedule
+from schedlab.testing.schedules import reproducer
 
 #: Work-budget options, by name, given to every solver that takes them (so each run is
 #: short and still depends only on the instance and the seed).
@@ -126,20 +127,6 @@ def random_instance(rng: np.random.Generator, shape: str | None = None) -> Insta
     return Instance.from_arrays(memory, prompt, output, arrival, name=f"fuzz-{shape}")
 
 
-def objective_of(instance: Instance, starts: Sequence[Any]) -> int:
-    """``sum_i (p_i + o_i - a_i)``, from the instance's requests in Python integers."""
-    requests = instance.requests
-    return sum(int(p) + r.output - r.arrival for p, r in zip(starts, requests, strict=True))
-
-
-def reproducer(instance: Instance) -> str:
-    """Python that rebuilds ``instance``."""
-    return (
-        f"Instance.from_arrays({instance.memory}, {instance.prompt.tolist()}, "
-        f"{instance.output.tolist()}, {instance.arrival.tolist()})"
-    )
-
-
 def fuzz_instance(
     instance: Instance,
     tally: Tally,
@@ -173,12 +160,11 @@ def fuzz_instance(
             tally._broke("errors", f"{name} seed={seed} on {here}: {type(exc).__name__}: {exc}")
             continue
         tally.time_capped += result.stats.get("stopped_by") == "time_limit"
-        starts = result.starts.tolist()
-        problems = verify(instance, starts)
-        if problems:
-            tally._broke("infeasible", f"{name} seed={seed} on {here}: {problems[:3]}")
+        try:
+            objective = check_schedule(instance, result.starts)
+        except ScheduleViolation as exc:
+            tally._broke("infeasible", f"{name} seed={seed}: {exc}")
             continue
-        objective = objective_of(instance, starts)
         if result.objective != objective:
             tally._broke(
                 "wrong_objectives",
@@ -193,8 +179,10 @@ def fuzz_instance(
     if best is None:
         return
     for name, value in own_bounds.items():
-        if value > objectives[name] + 1e-6 or value > best + 1e-6:
-            tally._broke("bounds_above", f"{name}'s own bound {value} > {best} on {here}")
+        try:
+            check_bound(instance, value, best)  # best <= the solver's own objective
+        except BoundViolation as exc:
+            tally._broke("bounds_above", f"{name}'s own bound: {exc}")
     for name, value in optimal.items():
         if value != best:
             tally._broke("false_optima", f"{name}: OPTIMAL {value} but {best} found on {here}")
@@ -209,8 +197,10 @@ def fuzz_instance(
             tally._broke("errors", f"bound {method} on {here}: {type(exc).__name__}: {exc}")
             continue
         tally.time_capped += bound.stats.get("stopped_by") == "time_limit"
-        if not math.isfinite(bound.value) or bound.value > best + 1e-6:
-            tally._broke("bounds_above", f"bound {method} = {bound.value} > {best} on {here}")
+        try:
+            check_bound(instance, bound, best)
+        except BoundViolation as exc:
+            tally._broke("bounds_above", str(exc))
 
 
 def fuzz(count: int, seed: int, **options: Any) -> Tally:

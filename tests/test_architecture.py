@@ -27,6 +27,7 @@ LAYERS = {
     "schedlab.serving": 2,
     "schedlab.calibration": 3,
     "schedlab.integrations": 3,  # other systems' code in the loop (vLLM's scheduler)
+    "schedlab.testing": 3,  # property testing of both halves, for users' CI
     "schedlab": 4,  # the package's face: re-exports of the offline entry points
     "schedlab.plotting": 5,
     "schedlab.cli": 6,

@@ -25,7 +25,7 @@ from schedlab.offline.decoder import list_schedule
 from schedlab.offline.instance import Instance
 from schedlab.offline.solvers.local_search import OrderEvaluator
 from schedlab.offline.verify import verify
-from tests.strategies import instances
+from schedlab.testing import instances
 
 
 @settings(max_examples=300, deadline=None)

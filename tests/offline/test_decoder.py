@@ -9,7 +9,7 @@ from schedlab.offline.backlogs import mixed_backlog
 from schedlab.offline.decoder import StrictDecoder, decode_best, list_schedule
 from schedlab.offline.instance import Instance, Request
 from schedlab.offline.verify import verify
-from tests.strategies import instances
+from schedlab.testing import instances
 
 
 def per_round_reference(inst, order, backfill):

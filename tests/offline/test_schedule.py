@@ -7,7 +7,7 @@ from schedlab.errors import ScheduleError
 from schedlab.offline import schedule
 from schedlab.offline.instance import Instance, Request
 from schedlab.offline.schedule import Schedule, load_profile
-from tests.strategies import instances
+from schedlab.testing import instances
 
 
 def test_metrics_by_hand():

@@ -7,7 +7,7 @@ from schedlab.errors import SchedlabError, ScheduleError
 from schedlab.offline.decoder import list_schedule
 from schedlab.offline.instance import Instance, Request
 from schedlab.offline.verify import assert_feasible, verify
-from tests.strategies import instances
+from schedlab.testing import instances
 
 # M = 10; r0 holds 3, 4, 5 in rounds 0-2 when started at 0; r1 (released in round 1)
 # holds 4, 5 in its two rounds; r2 holds 1 in its only round.

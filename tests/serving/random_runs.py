@@ -12,7 +12,7 @@ replicas, noise, and sometimes a stop time that leaves requests unfinished.
 * every finished request emitted exactly its output tokens, an unfinished one fewer;
 * each request's token times non-decreasing, its first token after its arrival;
 * every iteration's KV blocks in use (``BatchRecord.used_blocks``) within capacity;
-* on a run to the end, the independent replay of ``tests/serving/audit.py``
+* on a run to the end, the independent replay of :func:`schedlab.testing.check_conservation`
   (conservation of tokens and prefill, KV blocks held, limits).
 
 A broken invariant raises ``AssertionError`` naming the case. Shared by
@@ -35,7 +35,7 @@ from schedlab.serving.policies import POLICIES, PolicyContext, make_policy
 from schedlab.serving.scenario import DEFAULT_COST_MODEL, Scenario
 from schedlab.serving.simulator import EngineRun, run_engine
 from schedlab.serving.workloads import WORKLOADS, RequestStream, make_workload
-from tests.serving.audit import audit_run
+from schedlab.testing import ServingRun, check_conservation
 from tests.serving.streams import stream_of
 
 #: The most requests, and the longest output, of a drawn stream (each run stays short).
@@ -151,5 +151,5 @@ def check_case(case: Case) -> EngineRun:
         assert 0 <= batch.used_blocks <= config.total_blocks, f"{here}: {batch}"
     if case.stop_at_s is None:
         chunked = case.scenario.build_policy().chunked
-        audit_run(run, stream, config, chunked=chunked)
+        check_conservation(ServingRun(stream, case.scenario, run, chunked))
     return run

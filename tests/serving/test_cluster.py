@@ -34,7 +34,7 @@ from schedlab.serving.metrics import SLO
 from schedlab.serving.routers import Route
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import run_engine
-from tests.serving.audit import audit_cluster
+from schedlab.testing import check_cluster_conservation
 from tests.serving.streams import FLAT, MS, ms_stream
 
 # 2 ms a step, 0.5 ms per decode, 0.1 ms per prefill token: no KV term, so a test can
@@ -137,7 +137,7 @@ def test_layer_wise_pipelining_overlaps_the_last_iteration():
 def _audited(stream, spec, config):
     result = run_cluster(stream, spec, record_batches=True)
     chunked = [spec.policy_of(node) not in ("sangam", "whole-prefill") for node in spec.nodes]
-    audit_cluster(
+    check_cluster_conservation(
         result, stream, [config] * len(spec.nodes), chunked=chunked, bytes_per_token=BYTES
     )
     return result
@@ -244,7 +244,7 @@ def test_the_auditor_catches_a_wrong_breakdown():
     spec = cluster("1P1D", "disaggregated", model=FLAT, engine=config)
     result = run_cluster(stream, spec, record_batches=True)
     audit = dict(chunked=[True, True], bytes_per_token=BYTES)
-    audit_cluster(result, stream, [config] * 2, **audit)
+    check_cluster_conservation(result, stream, [config] * 2, **audit)
     wrongs = []
     for name in (*BREAKDOWN, *QUEUE_SIDES):
         moved = {k: v.copy() for k, v in result.breakdown.items()}
@@ -255,7 +255,7 @@ def test_the_auditor_catches_a_wrong_breakdown():
     wrongs.append(swapped)
     for wrong in wrongs:
         with pytest.raises(AssertionError):
-            audit_cluster(
+            check_cluster_conservation(
                 dataclasses.replace(result, breakdown=wrong), stream, [config] * 2, **audit
             )
 
@@ -264,7 +264,9 @@ def test_the_auditor_catches_a_lost_transfer():
     stream = ms_stream([0, 5], [30, 40], [4, 4])
     spec = cluster("1P1D", "disaggregated")
     result = run_cluster(stream, spec, record_batches=True)
-    audit_cluster(result, stream, [SMALL] * 2, chunked=[True, True], bytes_per_token=BYTES)
+    check_cluster_conservation(
+        result, stream, [SMALL] * 2, chunked=[True, True], bytes_per_token=BYTES
+    )
     broken = type(result)(
         result.run,
         result.roles,
@@ -274,10 +276,14 @@ def test_the_auditor_catches_a_lost_transfer():
         result.routing_s,
     )
     with pytest.raises((AssertionError, KeyError)):
-        audit_cluster(broken, stream, [SMALL] * 2, chunked=[True, True], bytes_per_token=BYTES)
+        check_cluster_conservation(
+            broken, stream, [SMALL] * 2, chunked=[True, True], bytes_per_token=BYTES
+        )
     negative = dataclasses.replace(result, loads=(((5, 5), (-1, 0)),))
     with pytest.raises(AssertionError, match="loads"):
-        audit_cluster(negative, stream, [SMALL] * 2, chunked=[True, True], bytes_per_token=BYTES)
+        check_cluster_conservation(
+            negative, stream, [SMALL] * 2, chunked=[True, True], bytes_per_token=BYTES
+        )
 
 
 @pytest.mark.parametrize("router", ["deflect", "p2c", "hybrid"])

@@ -18,9 +18,8 @@ from schedlab.serving.metrics import SLO, request_itl
 from schedlab.serving.policies import PolicyContext, make_policy
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import run_engine, simulate
+from schedlab.testing import check_conservation, record_run
 from tests.serving.streams import stream_of
-
-from .audit import audit_run
 
 POLICIES = [
     "whole-prefill",
@@ -42,8 +41,8 @@ HALF_SECOND = LinearAttentionCostModel(name="half-second", base_s=0.5)
 def run(stream, policy="vllm", model=SLOWEAVE_DEFAULT, config=None, tpot=0.025, **kw):
     config = config or EngineConfig()
     pol = make_policy(policy, PolicyContext(model, config, tpot))
-    scenario = Scenario(pol, model, SLO(5.0, tpot), config, **kw)
-    return run_engine(stream, scenario, record_batches=True), pol
+    served = record_run(stream, Scenario(pol, model, SLO(5.0, tpot), config, **kw))
+    return served.run, served
 
 
 def test_single_request_hand_solved():
@@ -96,8 +95,8 @@ def test_preemption_and_prefix_cache_hand_solved():
     # and 20 come at the ends of iterations 21 and 22.
     config = EngineConfig(kv_capacity_tokens=64, max_num_seqs=4, max_num_batched_tokens=64)
     stream = stream_of([0.0, 0.0], [16, 16], [20, 20])
-    result, _ = run(stream, config=config, model=HALF_SECOND)
-    audit_run(result, stream, config, chunked=True)
+    result, served = run(stream, config=config, model=HALF_SECOND)
+    check_conservation(served)
     a, b = result.records
     assert a.preemptions == 0 and b.preemptions == 1
     assert result.batches[17].preempted == (1,)
@@ -115,8 +114,8 @@ def test_preemption_recomputes_everything_without_prefix_caching():
         kv_capacity_tokens=64, max_num_seqs=4, max_num_batched_tokens=64, prefix_caching=False
     )
     stream = stream_of([0.0, 0.0], [16, 16], [20, 20])
-    result, _ = run(stream, config=config, model=HALF_SECOND)
-    audit_run(result, stream, config, chunked=True)
+    result, served = run(stream, config=config, model=HALF_SECOND)
+    check_conservation(served)
     _, b = result.records
     assert result.batches[20].reused == () and result.batches[20].chunks == ((1, 33),)
     assert b.prefilled_tokens == 16 + 33 and b.segments == ((0, 16), (20, 22))
@@ -132,8 +131,8 @@ def test_the_gate_holds_a_waiting_prompt_back_and_blocks_those_behind_it():
     # B is prefilled in iterations 41, 42 and 43 (16 + 16 + 8 tokens) and C, whole, in 43.
     config = EngineConfig(kv_capacity_tokens=80, max_num_seqs=4, max_num_batched_tokens=16)
     stream = stream_of([0.0, 0.1, 0.2], [32, 40, 4], [40, 2, 2])
-    result, _ = run(stream, config=config, model=HALF_SECOND)
-    audit_run(result, stream, config, chunked=True)
+    result, served = run(stream, config=config, model=HALF_SECOND)
+    check_conservation(served)
     a, b, c = result.records
     assert a.finish_s == 20.5
     assert b.first_token_s == 22.0 and c.first_token_s == 22.0
@@ -142,8 +141,8 @@ def test_the_gate_holds_a_waiting_prompt_back_and_blocks_those_behind_it():
     # out of blocks in iteration 4 (its next chunk needs a third block), preempts itself,
     # and goes round again: the thrashing the gate exists to prevent.
     loose_config = dataclasses.replace(config, reserve_full_prompt=False)
-    loose, _ = run(stream, config=loose_config, model=HALF_SECOND)
-    audit_run(loose, stream, loose_config, chunked=True)
+    loose, served = run(stream, config=loose_config, model=HALF_SECOND)
+    check_conservation(served)
     assert loose.batches[2].chunks == ((1, 15),) and loose.batches[4].preempted == (1,)
     assert loose.records[1].preemptions > 1 and loose.records[1].prefilled_tokens > 40
 
@@ -189,8 +188,8 @@ def test_conservation_on_random_runs(data, policy, blocks, seqs, extra_tokens):
     gaps = data.draw(st.lists(st.floats(0, 0.02), min_size=n, max_size=n))
     stream = stream_of(np.cumsum(gaps), prompts, outputs)
     noise = data.draw(st.sampled_from([0.0, 0.5]))
-    result, pol = run(stream, policy=policy, config=config, noise_cv=noise, seed=3)
-    audit_run(result, stream, config, chunked=pol.chunked)
+    _, served = run(stream, policy=policy, config=config, noise_cv=noise, seed=3)
+    check_conservation(served)
 
 
 @pytest.mark.parametrize("policy", POLICIES)
@@ -202,8 +201,8 @@ def test_conservation_under_memory_pressure(policy):
         np.sort(rng.uniform(0, 0.05, n)), rng.integers(1, 200, n), rng.integers(50, 300, n)
     )
     config = EngineConfig(kv_capacity_tokens=1024, max_num_seqs=16, max_num_batched_tokens=256)
-    result, pol = run(stream, policy=policy, config=config, tpot=0.05)
-    audit_run(result, stream, config, chunked=pol.chunked)
+    result, served = run(stream, policy=policy, config=config, tpot=0.05)
+    check_conservation(served)
     assert sum(r.preemptions for r in result.records) > 0
 
 

@@ -15,11 +15,10 @@ from schedlab.serving.metrics import SLO, request_itl
 from schedlab.serving.policies import PolicyContext, make_policy
 from schedlab.serving.prediction import predicted_outputs
 from schedlab.serving.scenario import Scenario
-from schedlab.serving.simulator import run_engine, simulate
+from schedlab.serving.simulator import simulate
 from schedlab.serving.view import decode_kv_peak
+from schedlab.testing import check_conservation, check_deadlines, record_run
 from tests.serving.streams import FLAT, stream_of
-
-from .audit import audit_run
 
 
 @settings(max_examples=200, deadline=None)
@@ -47,7 +46,7 @@ def _run(stream, config, tpot, policy="sloweave-kv", prediction_cv=0.0, seed=3):
     model = SLOWEAVE_DEFAULT
     pol = make_policy(policy, PolicyContext(model, config, tpot))
     scenario = Scenario(pol, model, SLO(5.0, tpot), config, seed=seed, prediction_cv=prediction_cv)
-    return run_engine(stream, scenario, record_batches=True), pol
+    return record_run(stream, scenario), pol
 
 
 @settings(max_examples=40, deadline=None)
@@ -83,8 +82,10 @@ def test_exact_predictions_never_preempt_and_keep_deadlines(
     gaps = data.draw(st.lists(st.floats(0, 0.01), min_size=n, max_size=n))
     stream = stream_of(np.cumsum(gaps), prompts, outputs)
     tpot = 0.005
-    result, pol = _run(stream, config, tpot)
-    audit_run(result, stream, config, chunked=pol.chunked)
+    served, _ = _run(stream, config, tpot)
+    check_conservation(served)
+    check_deadlines(served)
+    result = served.run
     assert all(r.finished for r in result.records)
     assert sum(r.preemptions for r in result.records) == 0
     for batch in result.batches:
@@ -119,9 +120,10 @@ def test_exact_predictions_never_preempt_and_keep_deadlines(
 )
 def test_no_preemption_under_asynchronous_scheduling(config, stream):
     scenario = Scenario("sloweave-kv", FLAT, SLO(5.0, 0.05), config)
-    result = run_engine(stream, scenario, record_batches=True)
-    audit_run(result, stream, config, chunked=True)
-    assert sum(r.preemptions for r in result.records) == 0
+    served = record_run(stream, scenario)
+    check_conservation(served)
+    check_deadlines(served)
+    assert sum(r.preemptions for r in served.run.records) == 0
 
 
 def _kv_bound(seed):
@@ -141,10 +143,12 @@ def test_plain_sloweave_preempts_where_sloweave_kv_does_not():
     stream, config = _kv_bound(5)
     plain, _ = _run(stream, config, 0.010, policy="sloweave")
     gated, pol = _run(stream, config, 0.010)
-    assert sum(r.preemptions for r in plain.records) > 0
-    assert sum(r.preemptions for r in gated.records) == 0
+    assert sum(r.preemptions for r in plain.run.records) > 0
+    assert sum(r.preemptions for r in gated.run.records) == 0
     assert pol.stats["kv_gated"] > 0
-    audit_run(gated, stream, config, chunked=True)
+    check_conservation(gated)
+    check_deadlines(plain)
+    check_deadlines(gated)
 
 
 @pytest.mark.parametrize("cv", [0.25, 1.0])
@@ -152,9 +156,9 @@ def test_wrong_predictions_fall_back_to_preemption(cv):
     # Predictions off by a lognormal factor: the run still completes and conserves
     # every token; under-predicted requests may be preempted and recomputed.
     stream, config = _kv_bound(7)
-    result, pol = _run(stream, config, 0.010, prediction_cv=cv)
-    audit_run(result, stream, config, chunked=pol.chunked)
-    assert all(r.finished for r in result.records)
+    served, _ = _run(stream, config, 0.010, prediction_cv=cv)
+    check_conservation(served)
+    assert all(r.finished for r in served.run.records)
 
 
 def test_predictions_are_seeded_and_separate_from_the_workload():

@@ -28,8 +28,8 @@ from schedlab.offline.instance import Instance
 from schedlab.offline.schedule import Schedule
 from schedlab.offline.solve import solve
 from schedlab.offline.verify import verify
+from schedlab.testing import instances
 from tests.conftest import verified_rule_objective
-from tests.strategies import instances
 
 
 def _spacing_weights(inst: Instance, starts: np.ndarray) -> np.ndarray:

@@ -29,8 +29,8 @@ from schedlab.offline.instance import Instance
 from schedlab.offline.instance_io import read_instance
 from schedlab.offline.solve import solve
 from schedlab.offline.verify import verify
+from schedlab.testing import instances
 from tests.conftest import ROOT, verified_rule_objective
-from tests.strategies import instances
 
 
 def _brackets(inst: Instance, nu: float, pieces: int, starts: np.ndarray) -> np.ndarray:

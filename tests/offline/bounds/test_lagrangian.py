@@ -23,7 +23,7 @@ from schedlab.offline.bounds.volume import volume_bound, volume_completions
 from schedlab.offline.instance import Instance
 from schedlab.offline.priority import best_rule_schedule
 from schedlab.offline.solve import solve
-from tests.strategies import instances
+from schedlab.testing import instances
 
 
 def test_fluid_prices_count_waiting_requests() -> None:

@@ -21,7 +21,7 @@ from schedlab.offline.result import Status
 from schedlab.offline.solve import solve
 from schedlab.offline.solvers.rules import RULES
 from schedlab.offline.verify import verify
-from tests.strategies import instances
+from schedlab.testing import instances
 
 
 def _exact(inst: Instance) -> Fraction:

@@ -18,7 +18,7 @@ from schedlab.offline.bounds.tall_chain import (
 )
 from schedlab.offline.instance import Instance
 from schedlab.offline.solve import solve
-from tests.strategies import instances
+from schedlab.testing import instances
 
 
 def _chain_by_orders(memory: int, prompt: list[int], output: list[int], mask: int) -> int:

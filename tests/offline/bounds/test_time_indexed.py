@@ -26,7 +26,7 @@ from schedlab.offline.bounds.time_indexed import (
 )
 from schedlab.offline.instance import Instance
 from schedlab.offline.solve import solve
-from tests.strategies import instances
+from schedlab.testing import instances
 
 
 def _brute_min(inst: Instance, bounds: np.ndarray, mu: np.ndarray) -> np.ndarray:

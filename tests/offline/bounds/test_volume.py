@@ -8,7 +8,7 @@ from schedlab.offline.bounds import lower_bound
 from schedlab.offline.bounds.volume import volume_bound, volume_completions
 from schedlab.offline.instance import Instance
 from schedlab.offline.solve import solve
-from tests.strategies import instances
+from schedlab.testing import instances
 
 
 def test_two_small_requests_bound_meets_optimum() -> None:

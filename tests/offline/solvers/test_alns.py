@@ -25,8 +25,8 @@ from schedlab.offline.solvers.alns import (
     improve_alns,
 )
 from schedlab.offline.solvers.local_search import best_start_order
+from schedlab.testing import instances
 from tests.conftest import INSTANCES
-from tests.strategies import instances
 
 
 def strict_value(inst: Instance, order: np.ndarray | list[int]) -> int:

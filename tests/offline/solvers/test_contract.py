@@ -32,8 +32,8 @@ from schedlab.offline.solvers.brute_force import MAX_REQUESTS as BRUTE_FORCE_MAX
 from schedlab.offline.solvers.contract import RESERVED_OPTIONS, check_options, parse_options
 from schedlab.offline.solvers.dp import MAX_DP_REQUESTS
 from schedlab.offline.verify import verify
+from schedlab.testing import instances
 from tests.conftest import INSTANCES
-from tests.strategies import instances
 
 TINY = [read_instance(path) for path in sorted(INSTANCES.glob("tiny-*.json"))]
 
@@ -168,8 +168,11 @@ def test_exact_optimum_equals_brute_force(exact_solver: SolverInfo, index: int) 
     assert result.objective == _optimum(index)
 
 
+# Mixed requests only: brute force, the oracle, does not prove six identical requests
+# that each fill the memory optimal within its default 50,000 nodes (it stops with
+# TIME_LIMIT after about a minute; found with schedlab.testing's degenerate shapes).
 @settings(max_examples=8, deadline=None)
-@given(instances(max_n=6, max_memory=14, max_output=6, max_arrival=3))
+@given(instances(max_n=6, max_memory=14, max_output=6, max_arrival=3, shapes=("mixed",)))
 def test_random_instances_keep_the_contract(solver: SolverInfo, instance: Instance) -> None:
     result = solve(instance, solver.name, bound=None, seed=2)
     assert verify(instance, result.starts) == []

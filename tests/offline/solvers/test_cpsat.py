@@ -26,8 +26,8 @@ from schedlab.offline.solvers.cpsat import (
     start_windows,
 )
 from schedlab.offline.verify import verify
+from schedlab.testing import instances
 from tests.conftest import ROOT
-from tests.strategies import instances
 
 
 @settings(max_examples=200, deadline=None)

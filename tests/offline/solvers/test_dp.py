@@ -18,8 +18,8 @@ from schedlab.offline.solve import solve
 from schedlab.offline.solvers import dp
 from schedlab.offline.solvers.dp import Running, _Model, _SubsetOptima
 from schedlab.offline.verify import verify
+from schedlab.testing import instances
 from tests.conftest import INSTANCES
-from tests.strategies import instances
 
 
 def test_two_tall_requests_are_staggered() -> None:

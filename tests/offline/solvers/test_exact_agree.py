@@ -17,8 +17,8 @@ from schedlab.offline.result import Status
 from schedlab.offline.solve import solve
 from schedlab.offline.solvers.rules import RULES
 from schedlab.offline.verify import verify
+from schedlab.testing import instances
 from tests.conftest import INSTANCES
-from tests.strategies import instances
 
 TINY = sorted(INSTANCES.glob("tiny-*.json"))
 

@@ -16,7 +16,7 @@ from schedlab.offline.instance import Instance
 from schedlab.offline.solvers import alns
 from schedlab.offline.solvers import left_shift as left_shift_module
 from schedlab.offline.solvers.left_shift import earliest_start, left_shift
-from tests.strategies import instances
+from schedlab.testing import instances
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -24,8 +24,8 @@ from schedlab.offline.solvers.local_search import (
     checkpoint_spacing,
     improve_order,
 )
+from schedlab.testing import instances
 from tests.conftest import INSTANCES
-from tests.strategies import instances
 
 backlogs = instances(max_n=12, max_memory=30, max_arrival=0)
 

@@ -11,7 +11,7 @@ from schedlab.budget import Budget
 from schedlab.errors import SchedlabError, UnknownNameError
 from schedlab.offline.instance import Instance
 from schedlab.offline.solvers.receding_horizon import receding_order
-from tests.strategies import instances
+from schedlab.testing import instances
 
 
 def test_window_count_and_commits() -> None:

@@ -10,7 +10,7 @@ from schedlab.offline.instance import Instance, Request
 from schedlab.offline.priority import best_rule_schedule
 from schedlab.offline.solvers.rules import RULES, priority_order
 from schedlab.offline.verify import verify
-from tests.strategies import instances
+from schedlab.testing import instances
 
 RULE_NAMES = sorted(RULES)
 

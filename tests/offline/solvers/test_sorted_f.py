@@ -23,7 +23,7 @@ from schedlab.offline.solvers.sorted_f import (
     sequential_starts,
     sorted_f_batches,
 )
-from tests.strategies import instances
+from schedlab.testing import instances
 
 EXACT_RATIO = 80  # proofs/sorted_f.md, Theorem (exact selection)
 FAST_RATIO = 160  # proofs/sorted_f.md, Theorem (fast selection)
