@@ -23,6 +23,7 @@ import warnings
 from collections.abc import Sequence
 from typing import NoReturn, TextIO
 
+from schedlab import __version__
 from schedlab.cli import calibration, cluster, offline, profiles, serving
 from schedlab.errors import SchedlabError, SchedlabNote
 
@@ -45,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Scheduling theory of LLM serving: solve, bound and compare "
         "memory-constrained batching; simulate chunked-prefill policies.",
     )
-    parser.add_argument("--version", action="version", version="schedlab 0.1.0")
+    parser.add_argument("--version", action="version", version=f"schedlab {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for part in (offline, serving, cluster, calibration, profiles):
         part.register(sub)
