@@ -152,6 +152,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         Path(args.out).mkdir(parents=True, exist_ok=True)
     if args.plot:
         check_figure_path(args.plot, "--plot")
+    _plot_schedule(args, names)
     out = {} if args.out is None else {f"--out {args.out}": Path(args.out)}
     written = {
         f"{flag} ({name})": path / name for flag, path in out.items() for name in REPORT_FILES
@@ -172,9 +173,17 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         **executor_options(args),
     )
     if args.plot:
-        from schedlab.plotting.comparison import plot_report
+        from schedlab.plotting.comparison import MAX_SCHEDULE_COLUMNS, plot_report
 
-        plot_report(report, args.plot)
+        plot_report(report, args.plot, schedule=_plot_schedule(args, names))
+        scheduled = sum(comp.best() is not None for comp in report.comparisons)
+        if args.plot_schedule is None and scheduled > MAX_SCHEDULE_COLUMNS:
+            print(
+                f"--plot: {scheduled} instances have a schedule, more than "
+                f"{MAX_SCHEDULE_COLUMNS}: the figure shows their gaps only; "
+                "choose one with --plot-schedule INSTANCE[:SOLVER]",
+                file=sys.stderr,
+            )
     if args.json:
         _print_json(_compare_json(report, starts=args.starts))
     else:
@@ -184,6 +193,24 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if args.plot:
         print(f"wrote {args.plot}", file=sys.stderr)
     return 0
+
+
+def _plot_schedule(args: argparse.Namespace, solvers: list[str]) -> str | tuple[str, str] | None:
+    """``--plot-schedule INSTANCE[:SOLVER]`` as :func:`plot_report`'s ``schedule``; its
+    solver is checked against ``solvers`` (the instance only once the report exists)."""
+    text = args.plot_schedule
+    if text is None:
+        return None
+    if not args.plot:
+        raise InputError("--plot-schedule: only with --plot")
+    name, colon, solver = text.rpartition(":")
+    if not colon:
+        return text
+    if solver not in solvers:
+        raise InputError(
+            f"--plot-schedule {text}: {solver} is not among the solvers ({', '.join(solvers)})"
+        )
+    return (name, solver)
 
 
 def _instance_files(paths: list[str]) -> list[Path]:
@@ -398,7 +425,15 @@ def register(sub: Any) -> None:
         "--plot",
         default=None,
         metavar="FILE.png",
-        help="save a figure: gap per solver, memory and Gantt of the best schedule",
+        help="save a figure: gap per solver and instance; memory and Gantt of each "
+        "instance's best schedule (up to 4 instances) or of --plot-schedule's",
+    )
+    p.add_argument(
+        "--plot-schedule",
+        default=None,
+        metavar="INSTANCE[:SOLVER]",
+        help="--plot: draw this instance's schedule by SOLVER (default its best) "
+        "instead of one column per instance",
     )
     p.add_argument("--starts", action="store_true", help="--json: include every start round")
     p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")

@@ -10,17 +10,29 @@ computation returned (a report, sweep points, a replay) and writes one figure.
 * :mod:`~schedlab.plotting.sweep` — :func:`plot_sweep` (attainment against rate);
 * :mod:`~schedlab.plotting.replay` — :func:`plot_replay` (a recorded run and its
   simulation);
-* :mod:`~schedlab.plotting.figures` — loading matplotlib, checking paths, saving.
+* :mod:`~schedlab.plotting.cluster` — :func:`~schedlab.plotting.cluster.plot_breakdown`
+  (where the time to the first token goes, per router);
+* :mod:`~schedlab.plotting.figures` — loading matplotlib, checking paths, saving, and the
+  layout every figure keeps (titles wrapped to the canvas, legends off the data,
+  reference lines named: :func:`fit_title`, :func:`reference_line`).
 """
 
 from schedlab.plotting.comparison import plot_gantt, plot_gaps, plot_memory, plot_report
-from schedlab.plotting.figures import check_figure_path, check_output_path, pyplot, save_figure
+from schedlab.plotting.figures import (
+    check_figure_path,
+    check_output_path,
+    fit_title,
+    pyplot,
+    reference_line,
+    save_figure,
+)
 from schedlab.plotting.replay import plot_replay
 from schedlab.plotting.sweep import plot_sweep
 
 __all__ = [
     "check_figure_path",
     "check_output_path",
+    "fit_title",
     "plot_gantt",
     "plot_gaps",
     "plot_memory",
@@ -28,5 +40,6 @@ __all__ = [
     "plot_report",
     "plot_sweep",
     "pyplot",
+    "reference_line",
     "save_figure",
 ]

@@ -3,7 +3,8 @@
 Two panels of stacked bars, one bar per cluster run: the mean TTFT split into its
 components' means (queue, prefill, KV transfer, first decode;
 :mod:`schedlab.serving.cluster`), and the P95 TTFT split by each component's share of the
-TTFT of the requests at or above it (the slow first tokens).
+TTFT of the requests at or above it (the slow first tokens). Times are in milliseconds,
+like ``schedlab cluster``'s table (the results hold seconds).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from schedlab.plotting.figures import pyplot, save_figure
+from schedlab.plotting.figures import fit_title, pyplot, save_figure
 from schedlab.serving.cluster import BREAKDOWN, ClusterResult
 
 __all__ = ["plot_breakdown"]
@@ -39,8 +40,9 @@ def plot_breakdown(
     The title names the workload, the cost model and its hardware; ``title`` (e.g. the
     SLO) is its second line.
     """
-    plt = pyplot()
-    fig, (mean_ax, tail_ax) = plt.subplots(1, 2, figsize=(max(7.0, 1.6 * len(runs) + 3), 4.8))
+    fig, (mean_ax, tail_ax) = pyplot().subplots(
+        1, 2, figsize=(max(7.0, 1.6 * len(runs) + 3), 4.8), layout="constrained"
+    )
     labels = [label for label, _ in runs]
     x = range(len(runs))
     for ax, kind in ((mean_ax, "mean"), (tail_ax, "tail")):
@@ -52,18 +54,17 @@ def plot_breakdown(
                     value = result.breakdown[name].mean
                 else:
                     value = result.tail_share[name] * result.summary.ttft.p95
-                heights.append(0.0 if math.isnan(value) else value)
+                heights.append(0.0 if math.isnan(value) else 1000.0 * value)
             ax.bar(x, heights, bottom=bottom, color=_COLOURS[name], label=_LABELS[name])
             bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
         ax.set_xticks(list(x))
         ax.set_xticklabels(labels, fontsize=7, rotation=35, ha="right", rotation_mode="anchor")
-        ax.set_ylabel("seconds")
+        ax.set_ylabel("TTFT (ms)")
     mean_ax.set_title("mean TTFT, by component", fontsize=9)
     tail_ax.set_title("P95 TTFT, split as the TTFT of requests >= P95", fontsize=9)
     handles, names = mean_ax.get_legend_handles_labels()
-    fig.legend(handles, names, fontsize=8, ncol=len(BREAKDOWN), loc="lower center")
+    fig.legend(handles, names, fontsize=8, ncol=len(BREAKDOWN), loc="outside lower center")
     first = runs[0][1].summary
     what = f"{first.workload}; cost model {first.cost_model} ({first.hardware})"
-    fig.suptitle(f"{what}\n{title}" if title else what, fontsize=9)
-    fig.tight_layout(rect=(0.0, 0.05, 1.0, 1.0))
+    fit_title(fig, f"{what}\n{title}" if title else what, fontsize=9)
     return save_figure(fig, path)
