@@ -7,8 +7,12 @@ never guesses a data directory itself.
 
 from __future__ import annotations
 
+import atexit
 import io
 import os
+import shutil
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +24,19 @@ INSTANCES = ROOT / "instances"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Point the library at the real data (``SCHEDLAB_DATA``) for the whole run."""
+    """Point the library at the real data (``SCHEDLAB_DATA``) for the whole run, and
+    install the example third-party package (:mod:`tests.plugins.installed`) for it and
+    its subprocesses, so that every registry's tests cover its entries."""
+    from tests.plugins.installed import install
+
     os.environ["SCHEDLAB_DATA"] = str(DATA_DIR)
+    site = Path(tempfile.mkdtemp(prefix="schedlab-plugins-"))
+    atexit.register(shutil.rmtree, site, ignore_errors=True)
+    install(site)
+    sys.path.insert(0, str(site))
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(site), str(ROOT), os.environ.get("PYTHONPATH")) if p
+    )
 
 
 @pytest.fixture

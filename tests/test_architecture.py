@@ -22,6 +22,7 @@ LAYERS = {
     "schedlab.interrupts": 0,
     "schedlab.json_files": 0,
     "schedlab.jobs": 0,
+    "schedlab.plugins": 0,
     "schedlab.llm": 1,
     "schedlab.offline": 2,
     "schedlab.serving": 2,

@@ -25,7 +25,11 @@ column               meaning
 A row fills the columns of its kind and leaves the others empty; a filled column that
 does not apply is refused, as a misplaced number would otherwise be ignored.
 
-:func:`read_timing_table` reads and checks the rows; :func:`import_timing_table` checks
+:func:`read_timing_table` reads and checks the rows. Measurements in another format are
+read by a :class:`ProfileReader` of :data:`PROFILE_READERS` (:func:`register_profile_reader`
+adds one, an installed package adds one in the entry-point group :data:`ENTRY_POINTS`),
+which checks them alike with :func:`timing_table_from_records`.
+:func:`import_timing_table` checks
 them against the op layout of an architecture (:mod:`schedlab.calibration.layouts`), the
 model's shape and the attention grid, and writes a profile directory that
 :func:`~schedlab.calibration.fit.calibrate` reads, its ``meta.yaml`` recording where the
@@ -42,7 +46,7 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,21 +67,30 @@ from schedlab.calibration.profiles import (
     sha256_of,
     time_field,
 )
-from schedlab.errors import DataNotFoundError, FormatError, InputError
+from schedlab.errors import DataNotFoundError, FormatError, InputError, UnknownNameError
 from schedlab.json_files import read_text, write_text
 from schedlab.llm.models import get_model_shape
+from schedlab.plugins import installed_names, load_installed
 
 __all__ = [
     "COLUMNS",
+    "DEFAULT_READER",
+    "ENTRY_POINTS",
     "KINDS",
+    "PROFILE_READERS",
     "ExportSummary",
     "ImportSummary",
     "Measurement",
+    "ProfileReader",
     "TimingTable",
     "export_timing_table",
+    "get_profile_reader",
     "import_timing_table",
     "infer_architecture",
+    "profile_reader_names",
     "read_timing_table",
+    "register_profile_reader",
+    "timing_table_from_records",
 ]
 
 #: Columns of each kind of row that identify a measurement, in order.
@@ -175,8 +188,29 @@ def _describe(tp: int, kind: str, key: Sequence[str | int]) -> str:
     return f"tp{tp} {kind} {values}"
 
 
+def _check_tp(tp: int | None) -> None:
+    if tp is not None and not 1 <= tp <= MAX_TENSOR_PARALLEL:
+        raise InputError(f"tp: expected an integer from 1 to {MAX_TENSOR_PARALLEL}, got {tp}")
+
+
+def _check_columns(columns: Iterable[str], where: str, tp: int | None) -> None:
+    """Refuse a column that is not one of :data:`COLUMNS`, and a ``tp`` column beside a
+    degree given for every row."""
+    columns = list(columns)
+    unknown = [c for c in columns if c not in COLUMNS]
+    if unknown:
+        raise FormatError(
+            f"{where}: unknown column(s) {', '.join(unknown)}; the columns are "
+            f"{', '.join(COLUMNS)}"
+        )
+    if tp is not None and "tp" in columns:
+        raise FormatError(
+            f"{where}: has a tp column, so a degree for every row ({tp}) is not taken"
+        )
+
+
 def read_timing_table(path: str | Path, tp: int | None = None) -> TimingTable:
-    """Read and check a timing table (module docstring).
+    """Read and check a timing table (module docstring): the ``timing-table`` reader.
 
     Parameters
     ----------
@@ -189,12 +223,8 @@ def read_timing_table(path: str | Path, tp: int | None = None) -> TimingTable:
     Raises
     ------
     FormatError
-        Naming the file and line: a missing or unknown column, an unknown kind, a value
-        that is not a number (or not an integer where a count is), a count below 1, a
-        time that is not in ``(0, 1 h]``, a filled column that does not apply to the
-        row's kind, an attention batch that is empty or inconsistent
-        (:func:`~schedlab.calibration.profiles.check_attention_row`), or a measurement
-        given twice.
+        Naming the file and line: a missing or unknown column, or a row
+        :func:`timing_table_from_records` refuses.
     DataNotFoundError
         If the file does not exist.
     InputError
@@ -202,30 +232,54 @@ def read_timing_table(path: str | Path, tp: int | None = None) -> TimingTable:
         :data:`~schedlab.calibration.deployment.MAX_TENSOR_PARALLEL`.
     """
     path = Path(path)
-    if tp is not None and not 1 <= tp <= MAX_TENSOR_PARALLEL:
-        raise InputError(f"tp: expected an integer from 1 to {MAX_TENSOR_PARALLEL}, got {tp}")
+    _check_tp(tp)
     header, lines = read_csv_rows(path, [c for c in COLUMNS if c not in _OPTIONAL])
-    unknown = [c for c in header if c not in COLUMNS]
-    if unknown:
-        raise FormatError(
-            f"{path}:1: unknown column(s) {', '.join(unknown)}; the columns are "
-            f"{', '.join(COLUMNS)}"
-        )
+    _check_columns(header, f"{path}:1", tp)
     twice = sorted({c for c in header if header.count(c) > 1})
     if twice:
         raise FormatError(f"{path}:1: column(s) {', '.join(twice)} given twice")
-    if tp is not None and "tp" in header:
-        raise FormatError(
-            f"{path}:1: has a tp column, so a degree for every row ({tp}) is not taken"
-        )
-    index = {c: header.index(c) for c in header}
+    records = ((line, dict(zip(header, fields, strict=True))) for line, fields in lines)
+    return timing_table_from_records(path, records, tp)
+
+
+def timing_table_from_records(
+    path: Path, records: Iterable[tuple[int, Mapping[str, str]]], tp: int | None = None
+) -> TimingTable:
+    """Check measurements given as text by column (:data:`COLUMNS`), one record a line of
+    ``path``, and make them a timing table: what a reader of any format
+    (:class:`ProfileReader`) builds its table with, so that every format is checked alike.
+
+    Parameters
+    ----------
+    path
+        The file the records were read from (errors name it and the record's line).
+    records
+        ``(line, {column: text})``; a column left out or empty is empty.
+    tp
+        As :func:`read_timing_table`.
+
+    Raises
+    ------
+    FormatError
+        Naming the file and line: an unknown column, an unknown kind, a value that is not
+        a number (or not an integer where a count is), a count below 1, a time that is not
+        in ``(0, 1 h]``, a filled column that does not apply to the record's kind, an
+        attention batch that is empty or inconsistent
+        (:func:`~schedlab.calibration.profiles.check_attention_row`), a measurement given
+        twice, or no records at all.
+    InputError
+        If ``tp`` is not from 1 to
+        :data:`~schedlab.calibration.deployment.MAX_TENSOR_PARALLEL`.
+    """
+    _check_tp(tp)
     seen: dict[tuple[int, str, tuple[str | int, ...]], int] = {}
     parts: dict[tuple[int, str], list[Measurement]] = {}
-    for line, fields in lines:
+    for line, record in records:
         where = f"{path}:{line}"
+        _check_columns(record, where, tp)
 
-        def cell(column: str, fields: list[str] = fields) -> str:
-            return fields[index[column]].strip() if column in index else ""
+        def cell(column: str, record: Mapping[str, str] = record) -> str:
+            return record.get(column, "").strip()
 
         kind = cell("kind")
         if kind not in KINDS:
@@ -237,10 +291,10 @@ def read_timing_table(path: str | Path, tp: int | None = None) -> TimingTable:
                     f"{where}: {column}: does not apply to a {kind} row (leave it empty), "
                     f"got {cell(column)!r}"
                 )
-        if kind == "moe" and "activated_experts" not in index:
+        if kind == "moe" and "activated_experts" not in record:
             raise FormatError(f"{where}: a moe row needs the column activated_experts")
         degree = 1 if tp is None else tp
-        if "tp" in index:
+        if "tp" in record:
             degree = int(number_field(cell("tp"), "tp", where, integer=True))
         if not 1 <= degree <= MAX_TENSOR_PARALLEL:
             raise FormatError(
@@ -271,7 +325,78 @@ def read_timing_table(path: str | Path, tp: int | None = None) -> TimingTable:
             )
         seen[identity] = line
         parts.setdefault((degree, kind), []).append(Measurement(line, tuple(key), time_us))
+    if not parts:
+        raise FormatError(f"{path}: no measurements")
     return TimingTable(path, sha256_of(path), {k: tuple(v) for k, v in parts.items()})
+
+
+@dataclass(frozen=True)
+class ProfileReader:
+    """A format of GPU timings that :func:`import_timing_table` reads.
+
+    Attributes
+    ----------
+    description
+        One line: what the format is.
+    read
+        ``read(path, tp) -> TimingTable``, ``tp`` as :func:`read_timing_table`'s; raises
+        :class:`~schedlab.errors.FormatError` naming the file and place for anything it
+        cannot read, and :class:`~schedlab.errors.DataNotFoundError` for a missing file
+        (:func:`timing_table_from_records` checks the measurements alike for every format).
+    """
+
+    description: str
+    read: Callable[[Path, int | None], TimingTable]
+
+
+#: The profile formats by name: the built-in one and those of :func:`register_profile_reader`
+#: (installed ones are found by :func:`get_profile_reader`).
+PROFILE_READERS: dict[str, ProfileReader] = {
+    "timing-table": ProfileReader(
+        "one CSV of per-op measurements (docs/profile-format.md)", read_timing_table
+    ),
+}
+
+#: The format :func:`import_timing_table` reads unless told otherwise.
+DEFAULT_READER = "timing-table"
+
+#: Entry-point group of installed profile readers: ``name = "module:PROFILE_READER"``.
+ENTRY_POINTS = "schedlab.profile_readers"
+
+
+def register_profile_reader(name: str, reader: ProfileReader) -> None:
+    """Add a profile format under ``name``.
+
+    Raises
+    ------
+    InputError
+        If the name is taken or empty.
+    """
+    if not name or name in PROFILE_READERS:
+        raise InputError(f"register_profile_reader: cannot register profile format {name!r}")
+    PROFILE_READERS[name] = reader
+
+
+def profile_reader_names() -> tuple[str, ...]:
+    """The profile formats known: built-in, registered, then installed."""
+    installed = installed_names(ENTRY_POINTS)
+    return (*PROFILE_READERS, *(n for n in installed if n not in PROFILE_READERS))
+
+
+def get_profile_reader(name: str) -> ProfileReader:
+    """The profile format registered or installed as ``name``.
+
+    Raises
+    ------
+    UnknownNameError
+        Listing the known formats.
+    InputTypeError
+        For an installed entry that is not a :class:`ProfileReader`.
+    """
+    found = PROFILE_READERS.get(name) or load_installed(ENTRY_POINTS, name, ProfileReader)
+    if found is None:
+        raise UnknownNameError("profile format", name, profile_reader_names())
+    return found
 
 
 # -- checks against the architecture, the model and the attention grid ----------------------
@@ -485,6 +610,7 @@ def import_timing_table(
     skew_alpha: float | None = None,
     skew_measurements: str | Path | None = None,
     command: str | None = None,
+    reader: str = DEFAULT_READER,
 ) -> ImportSummary:
     """Check a timing table and write it as a profile directory calibrate reads.
 
@@ -520,6 +646,8 @@ def import_timing_table(
         correction on it and keeps it only if it lowers held-out error.
     command
         The command line that asked for the import, recorded in ``meta.yaml``.
+    reader
+        The format of ``path``: a name of :func:`profile_reader_names`.
 
     Returns
     -------
@@ -538,7 +666,7 @@ def import_timing_table(
     InputError
         Also if ``output`` exists and is not an empty directory.
     """
-    table = read_timing_table(path, tp)
+    table = get_profile_reader(reader).read(Path(path), tp)
     get_model_shape(model)
     if not hardware.strip():
         raise InputError("hardware: empty (name the GPU, e.g. H100)")

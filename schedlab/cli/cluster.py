@@ -158,10 +158,10 @@ def _report(results: list[tuple[float | None, Any]], scenario: Any) -> None:
 def register(subparsers: Any) -> None:
     """Add ``cluster`` to an argparse subparsers object."""
     from schedlab.serving.cluster import DEFAULT_LINK, DEFAULT_MODEL, DEFAULT_PREFILL_POLICY
-    from schedlab.serving.routers import ROUTERS
+    from schedlab.serving.routers import get_router, router_names
     from schedlab.serving.simulator import DEFAULT_WINDOW_S
 
-    routers = "; ".join(f"{name}: {spec.description}" for name, spec in ROUTERS.items())
+    routers = "; ".join(f"{name}: {get_router(name).description}" for name in router_names())
     cmd = subparsers.add_parser(
         "cluster",
         help="simulate a cluster of engines (colocated or prefill/decode) behind a router",

@@ -1,8 +1,8 @@
 """Command-line subcommands ``profile import`` and ``profile export`` (added by ``schedlab.cli``).
 
-``schedlab profile import TABLE.csv -o DIR --model M --hardware H [--architecture A] [--tp T]
-[--variant V] [--grid-chunks S --grid-decodes S --grid-kv S] [--skew-alpha A]`` checks a
-timing table of one's own GPU (one CSV, one measurement a row:
+``schedlab profile import TABLE.csv -o DIR --model M --hardware H [--format F]
+[--architecture A] [--tp T] [--variant V] [--grid-chunks S --grid-decodes S --grid-kv S]
+[--skew-alpha A]`` checks a timing table of one's own GPU (one CSV, one measurement a row:
 :mod:`schedlab.calibration.profile_table`, ``docs/profile-format.md``) and writes it as a
 profile directory that ``schedlab calibrate DIR`` reads.
 
@@ -27,7 +27,7 @@ def _import_command(args: argparse.Namespace) -> str:
     """The command line of ``args``, as ``meta.yaml`` records it (its options spelt out in
     one order, whatever order they were given in)."""
     words = ["schedlab", "profile", "import", args.table, "-o", args.output]
-    for flag in ("model", "hardware", "architecture", "tp", "variant"):
+    for flag in ("format", "model", "hardware", "architecture", "tp", "variant"):
         value = getattr(args, flag)
         if value is not None:
             words += [f"--{flag}", str(value)]
@@ -39,7 +39,7 @@ def _import_command(args: argparse.Namespace) -> str:
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
-    from schedlab.calibration.profile_table import import_timing_table
+    from schedlab.calibration.profile_table import DEFAULT_READER, import_timing_table
 
     specs = (args.grid_chunks, args.grid_decodes, args.grid_kv)
     if any(spec is not None for spec in specs) and None in specs:
@@ -56,6 +56,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
         skew_alpha=args.skew_alpha,
         skew_measurements=args.skew_measurements,
         command=_import_command(args),
+        reader=args.format or DEFAULT_READER,
     )
     print(summary.to_text())
     tp = "" if 1 in summary.grids else f" --tp {min(summary.grids)}"
@@ -99,6 +100,8 @@ def _skew_alpha(text: str) -> float:
 
 def register(subparsers: Any) -> None:
     """Add ``profile import`` and ``profile export`` to the ``schedlab`` command line."""
+    from schedlab.calibration.profile_table import DEFAULT_READER, profile_reader_names
+
     group = subparsers.add_parser(
         "profile",
         help="make a GPU profile from one's own timing table, or list a profile as one",
@@ -115,6 +118,11 @@ def register(subparsers: Any) -> None:
         "'schedlab calibrate' reads.",
     )
     imp.add_argument("table", metavar="TABLE.csv")
+    imp.add_argument(
+        "--format",
+        default=None,
+        help=f"the table's format: {', '.join(profile_reader_names())} (default {DEFAULT_READER})",
+    )
     imp.add_argument(
         "-o", "--output", required=True, metavar="DIR", help="new (or empty) profile directory"
     )

@@ -83,12 +83,12 @@ def _positive_number(text: str, flag: str, minimum: float = 0.0) -> float:
 
 
 def _workload_option(parser: argparse.ArgumentParser) -> None:
-    from schedlab.serving.workloads import DEFAULT_WORKLOAD, WORKLOADS
+    from schedlab.serving.workloads import DEFAULT_WORKLOAD, workload_names
 
     parser.add_argument(
         "--workload",
         default=DEFAULT_WORKLOAD,
-        help=f"{', '.join(WORKLOADS)}, or a trace file (default {DEFAULT_WORKLOAD})",
+        help=f"{', '.join(workload_names())}, or a trace file (default {DEFAULT_WORKLOAD})",
     )
 
 
@@ -109,10 +109,10 @@ def _input_files(args: argparse.Namespace) -> dict[str, Path | None]:
     ``--actual-cost-model`` files (a path, or a shipped model's file); ``None`` for
     built-in names and for names that do not resolve (the command reports those)."""
     from schedlab.serving.cost_model import shipped_cost_models
-    from schedlab.serving.workloads import WORKLOADS, make_workload
+    from schedlab.serving.workloads import make_workload, workload_names
 
     files: dict[str, Path | None] = {}
-    if args.workload in WORKLOADS:  # a name, even where a file of that name lies here
+    if args.workload in workload_names():  # a name, even where a file of that name lies here
         try:
             files["--workload"] = getattr(
                 make_workload(args.workload, data_dir=args.data_dir), "path", None
@@ -361,21 +361,23 @@ def _decode_alone(model: CostModel, tpot_s: float) -> None:
 
 def _refuse_unread(scenario: Scenario, policies: Sequence[str]) -> None:
     """Refuse ``--margin`` or a positive ``--prediction-cv`` that no policy of ``policies``
-    reads (each a built-in policy outside :data:`~schedlab.serving.policies.MARGIN_READERS`
-    or :data:`~schedlab.serving.policies.PREDICTION_READERS`): the run would not change."""
-    from schedlab.serving.policies import MARGIN_READERS, PREDICTION_READERS, ignores
+    reads (:attr:`~schedlab.serving.policies.PolicySpec.reads_margin`,
+    :attr:`~schedlab.serving.policies.PolicySpec.reads_predictions`): the run would not
+    change."""
+    from schedlab.serving.policies import POLICIES, get_policy
 
     given = (
-        ("--margin", scenario.margin_s is not None, MARGIN_READERS),
-        ("--prediction-cv", scenario.prediction_cv > 0, PREDICTION_READERS),
+        ("--margin", scenario.margin_s is not None, "reads_margin"),
+        ("--prediction-cv", scenario.prediction_cv > 0, "reads_predictions"),
     )
-    for flag, used, readers in given:
-        if used and all(ignores(p, readers) for p in policies):
-            for policy in policies:  # a misspelt policy is the error to report first
+    for flag, used, reads in given:
+        if used and not any(getattr(get_policy(p), reads) for p in policies):
+            for policy in policies:  # a bad policy argument is the error to report first
                 scenario.with_(policy=policy).build_policy()
+            readers = sorted(name for name, spec in POLICIES.items() if getattr(spec, reads))
             noun = "policy" if len(policies) == 1 else "policies"
             raise ServingError(
-                f"{flag}: read only by {' and '.join(sorted(readers))}; "
+                f"{flag}: read only by {' and '.join(readers)}; "
                 f"{noun} {', '.join(policies)} would not change with it"
             )
 

@@ -42,13 +42,21 @@ from schedlab.serving.policies import (
     POLICIES,
     Policy,
     PolicyContext,
+    PolicySpec,
     make_policy,
     register_policy,
 )
+from schedlab.serving.routers import RouterSpec, register_router
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import SimulationResult, run_engine, simulate
 from schedlab.serving.sloweave import ChunkDecision, SLOWeaveState, choose_chunk
-from schedlab.serving.workloads import WORKLOADS, RequestStream, make_workload, register_workload
+from schedlab.serving.workloads import (
+    WORKLOADS,
+    RequestStream,
+    WorkloadSpec,
+    make_workload,
+    register_workload,
+)
 
 __all__ = [
     "POLICIES",
@@ -68,14 +76,17 @@ __all__ = [
     "NonMonotoneCostModelError",
     "Policy",
     "PolicyContext",
+    "PolicySpec",
     "RequestRecord",
     "RequestStream",
+    "RouterSpec",
     "SLOWeaveState",
     "Scenario",
     "ServingError",
     "SimulationResult",
     "Summary",
     "SweepPoint",
+    "WorkloadSpec",
     "capacity",
     "check_monotone",
     "choose_chunk",
@@ -86,6 +97,7 @@ __all__ = [
     "make_workload",
     "register_cost_model_kind",
     "register_policy",
+    "register_router",
     "register_workload",
     "require_monotone",
     "run_engine",

@@ -72,7 +72,7 @@ from schedlab.serving.engine_kinds import HandOverReplica
 from schedlab.serving.iteration import IterationTime
 from schedlab.serving.kv_transfer import KVLink, LinkQueue, Transfer
 from schedlab.serving.metrics import Distribution, RequestRecord, Summary, summarize
-from schedlab.serving.policies import MARGIN_READERS, PREDICTION_READERS, ignores
+from schedlab.serving.policies import get_policy
 from schedlab.serving.prediction import predicted_outputs
 from schedlab.serving.request_state import RequestState
 from schedlab.serving.routers import ROLES, Arrival, Route, Router, get_router
@@ -153,9 +153,11 @@ class Node:
 
 
 def is_sloweave(policy: str) -> bool:
-    """Whether ``policy`` names a SLOWeave policy (``sloweave``, ``sloweave-kv``, with or
-    without their ``:CMAX``): the decode-node policies ``deflect`` assumes."""
-    return policy.split(":", 1)[0] in MARGIN_READERS  # SLOWeave's policies read its margin
+    """Whether ``policy`` forms SLOWeave's deadline-safe chunks (``sloweave``,
+    ``sloweave-kv``, with or without their ``:CMAX``, or a policy registered as
+    :attr:`~schedlab.serving.policies.PolicySpec.deadline_safe`): the decode-node policies
+    ``deflect`` assumes."""
+    return get_policy(policy).deadline_safe
 
 
 def parse_nodes(spec: str, flag: str = "--nodes") -> tuple[Node, ...]:
@@ -264,9 +266,8 @@ class Cluster:
         """Whether its router or a node policy reads predicted output lengths
         (:attr:`~schedlab.serving.routers.RouterSpec.reads_predictions`: a ``"choosing"``
         router only with two or more colocated or decode nodes to choose from;
-        :data:`~schedlab.serving.policies.PREDICTION_READERS`)."""
-        policies = [self.policy_of(node) for node in self.nodes]
-        if not all(ignores(p, PREDICTION_READERS) for p in policies):
+        :attr:`~schedlab.serving.policies.PolicySpec.reads_predictions`)."""
+        if any(get_policy(self.policy_of(node)).reads_predictions for node in self.nodes):
             return True
         reads = get_router(self.router).reads_predictions
         choices = sum(node.role != "prefill" for node in self.nodes)

@@ -25,9 +25,11 @@ name                      per-iteration prefill rule
                           per iteration covers them
 ========================  ==========================================================
 
-Policies are built by name with :func:`make_policy` from the registry :data:`POLICIES`,
-a plain dict of factories; :func:`register_policy` adds one, and a custom policy is any
-object satisfying :class:`Policy`.
+Policies are built by name with :func:`make_policy` from the registry :data:`POLICIES`
+of :class:`PolicySpec` (how each is built, and what of the run it reads);
+:func:`register_policy` adds one, an installed package adds one with a
+:class:`PolicySpec` in the entry-point group :data:`ENTRY_POINTS`, and a custom policy is
+any object satisfying :class:`Policy`.
 """
 
 from __future__ import annotations
@@ -37,22 +39,25 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from schedlab.errors import ServingError, UnknownNameError
+from schedlab.plugins import installed_names, load_installed
 from schedlab.serving.cost_model import Chunk, CostModel, require_monotone
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.sloweave import SLOWeaveState, check_margin, choose_chunk
 from schedlab.serving.view import EngineView, Plan, RequestView, reserved_tokens
 
 __all__ = [
-    "MARGIN_READERS",
+    "BUILTIN_POLICIES",
+    "ENTRY_POINTS",
     "POLICIES",
-    "PREDICTION_READERS",
     "Policy",
     "PolicyContext",
+    "PolicyFactory",
+    "PolicySpec",
     "SLOWeaveKVPolicy",
     "SLOWeavePolicy",
     "SangamPolicy",
     "TokenQuotaPolicy",
-    "ignores",
+    "get_policy",
     "make_policy",
     "policy_names",
     "register_policy",
@@ -532,47 +537,73 @@ def _sangam(spec: str, arg: str | None, ctx: PolicyContext) -> Policy:
 #: A policy factory: ``factory(spec, argument after ':' or None, context) -> Policy``.
 PolicyFactory = Callable[[str, str | None, PolicyContext], Policy]
 
-#: Spellings of the built-in policies, by name.
-_SPELLINGS = {
-    "whole-prefill": "whole-prefill",
-    "fixed": "fixed:C",
-    "vllm": "vllm",
-    "sarathi": "sarathi[:TAU]",
-    "sloweave": "sloweave[:CMAX]",
-    "sloweave-kv": "sloweave-kv[:CMAX]",
-    "sangam": "sangam[:Q]",
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """A named policy: how it is built and what of the run it reads.
+
+    The command line, :func:`~schedlab.serving.cluster.is_sloweave` and
+    :attr:`~schedlab.serving.cluster.Cluster.reads_predictions` read these flags: an
+    option such as ``--margin`` or ``--prediction-cv`` is refused when no policy (or
+    router) of the run reads it, since it could not change the run.
+
+    Attributes
+    ----------
+    factory
+        ``factory(spec, argument after ':' or None, context) -> Policy``.
+    argument
+        How its ``:`` argument is spelt in listings: ``"[:CMAX]"`` (optional),
+        ``":C"`` (required), or ``""`` (none).
+    reads_margin
+        Whether it reads :attr:`PolicyContext.margin_s` (SLOWeave's margin).
+    reads_predictions
+        Whether it reads predicted output lengths
+        (:meth:`~schedlab.serving.view.EngineView.projected_kv_peak`).
+    deadline_safe
+        Whether its chunks keep every running decode's next-token deadline as SLOWeave's
+        do (:func:`~schedlab.serving.sloweave.choose_chunk`): the decode-node policy the
+        ``deflect`` router's estimate and guarantee assume (``proofs/deflect.md``).
+    """
+
+    factory: PolicyFactory
+    argument: str = ""
+    reads_margin: bool = False
+    reads_predictions: bool = False
+    deadline_safe: bool = False
+
+
+#: The built-in policies, by name.
+BUILTIN_POLICIES: dict[str, PolicySpec] = {
+    "whole-prefill": PolicySpec(_whole_prefill),
+    "fixed": PolicySpec(_fixed, ":C"),
+    "vllm": PolicySpec(_vllm),
+    "sarathi": PolicySpec(_sarathi, "[:TAU]"),
+    "sloweave": PolicySpec(_sloweave, "[:CMAX]", reads_margin=True, deadline_safe=True),
+    "sloweave-kv": PolicySpec(
+        _sloweave_kv, "[:CMAX]", reads_margin=True, reads_predictions=True, deadline_safe=True
+    ),
+    "sangam": PolicySpec(_sangam, "[:Q]"),
 }
 
-#: Policy factories by name.
-POLICIES: dict[str, PolicyFactory] = {
-    "whole-prefill": _whole_prefill,
-    "fixed": _fixed,
-    "vllm": _vllm,
-    "sarathi": _sarathi,
-    "sloweave": _sloweave,
-    "sloweave-kv": _sloweave_kv,
-    "sangam": _sangam,
-}
+#: Every policy by name: the built-ins and those added by :func:`register_policy`
+#: (installed ones are found by :func:`get_policy`).
+POLICIES: dict[str, PolicySpec] = dict(BUILTIN_POLICIES)
+
+#: Entry-point group of installed policies: ``name = "module:POLICY_SPEC"``.
+ENTRY_POINTS = "schedlab.policies"
 
 
-#: The built-in policies that read SLOWeave's margin (:attr:`PolicyContext.margin_s`).
-MARGIN_READERS = frozenset({"sloweave", "sloweave-kv"})
-
-#: The built-in policies that read predicted output lengths
-#: (:meth:`~schedlab.serving.view.EngineView.projected_kv_peak`).
-PREDICTION_READERS = frozenset({"sloweave-kv"})
-
-
-def ignores(spec: str, readers: frozenset[str]) -> bool:
-    """Whether the policy spelt ``spec`` is a built-in one outside ``readers``
-    (:data:`MARGIN_READERS`, :data:`PREDICTION_READERS`): one known not to read what they
-    read. A registered policy may read anything, so it never ``ignores``."""
-    name = spec.split(":", 1)[0]
-    return name in _SPELLINGS and name not in readers
-
-
-def register_policy(name: str, factory: PolicyFactory) -> None:
-    """Add a policy under ``name`` (spelt ``name`` or ``name:ARG`` in :func:`make_policy`).
+def register_policy(
+    name: str,
+    factory: PolicyFactory,
+    *,
+    argument: str = "",
+    reads_margin: bool = False,
+    reads_predictions: bool = False,
+    deadline_safe: bool = False,
+) -> None:
+    """Add a policy under ``name`` (spelt ``name`` or ``name:ARG`` in :func:`make_policy`);
+    the keywords are those of :class:`PolicySpec`.
 
     Raises
     ------
@@ -581,12 +612,30 @@ def register_policy(name: str, factory: PolicyFactory) -> None:
     """
     if name in POLICIES or ":" in name or not name:
         raise ServingError(f"register_policy: cannot register policy name {name!r}")
-    POLICIES[name] = factory
+    POLICIES[name] = PolicySpec(factory, argument, reads_margin, reads_predictions, deadline_safe)
 
 
 def policy_names() -> tuple[str, ...]:
-    """Spellings accepted by :func:`make_policy`."""
-    return tuple(_SPELLINGS.get(name, name) for name in POLICIES)
+    """Spellings accepted by :func:`make_policy`: built-in, registered, then installed."""
+    names = [*POLICIES, *(n for n in installed_names(ENTRY_POINTS) if n not in POLICIES)]
+    return tuple(name + POLICIES[name].argument if name in POLICIES else name for name in names)
+
+
+def get_policy(spec: str) -> PolicySpec:
+    """The policy spelt ``spec`` (``NAME`` or ``NAME:ARG``), registered or installed.
+
+    Raises
+    ------
+    UnknownNameError
+        If no policy is named ``NAME`` (the message lists the spellings).
+    InputTypeError
+        For an installed entry that is not a :class:`PolicySpec`.
+    """
+    name = spec.partition(":")[0]
+    found = POLICIES.get(name) or load_installed(ENTRY_POINTS, name, PolicySpec)
+    if found is None:
+        raise UnknownNameError("policy", spec, policy_names())
+    return found
 
 
 def make_policy(spec: str, ctx: PolicyContext) -> Policy:
@@ -595,11 +644,9 @@ def make_policy(spec: str, ctx: PolicyContext) -> Policy:
     Raises
     ------
     UnknownNameError
-        If ``NAME`` is not in :data:`POLICIES` (the message lists the spellings).
+        If no policy is named ``NAME`` (:func:`get_policy`).
     ServingError
         On a bad argument, or a non-monotone cost model for ``sloweave``/``sarathi``/``sangam``.
     """
-    name, sep, arg = spec.partition(":")
-    if name not in POLICIES:
-        raise UnknownNameError("policy", spec, policy_names())
-    return POLICIES[name](spec, arg if sep else None, ctx)
+    _, sep, arg = spec.partition(":")
+    return get_policy(spec).factory(spec, arg if sep else None, ctx)

@@ -1,7 +1,10 @@
 r"""Routers of a cluster: which node serves an arriving request (:mod:`schedlab.serving.cluster`).
 
 A router is a plain function ``router(request, cluster) -> Route`` called once per
-arrival. What it gets is what a real router knows, and nothing else:
+arrival, named in :data:`ROUTERS` by a :class:`RouterSpec`; :func:`register_router` adds
+one, and an installed package adds one with a :class:`RouterSpec` in the entry-point
+group :data:`ENTRY_POINTS` (:mod:`schedlab.plugins`). What it gets is what a real router
+knows, and nothing else:
 
 * the request as an :class:`Arrival`: its index, arrival time, prompt length and
   *predicted* output length (:mod:`schedlab.serving.prediction`, drawn with the
@@ -109,11 +112,13 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 from schedlab.errors import ServingError, UnknownNameError
+from schedlab.plugins import installed_names, load_installed
 from schedlab.serving.cost_model import CostModel
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.sloweave import SLOWeaveState, choose_chunk
 
 __all__ = [
+    "ENTRY_POINTS",
     "ROLES",
     "ROUTERS",
     "Arrival",
@@ -128,6 +133,7 @@ __all__ = [
     "get_router",
     "prefill_seconds",
     "queued_seconds",
+    "register_router",
     "router_names",
 ]
 
@@ -454,7 +460,8 @@ class RouterSpec:
     reads_predictions: Literal["never", "choosing", "always"] = "choosing"
 
 
-#: The routers by name.
+#: The routers by name: the built-ins and those added by :func:`register_router`
+#: (installed ones are found by :func:`get_router`).
 ROUTERS: dict[str, RouterSpec] = {
     "round-robin": RouterSpec(
         round_robin, "request k to node k mod N (per side)", reads_predictions="never"
@@ -476,19 +483,39 @@ ROUTERS: dict[str, RouterSpec] = {
 }
 
 
+#: Entry-point group of installed routers: ``name = "module:ROUTER_SPEC"``.
+ENTRY_POINTS = "schedlab.routers"
+
+
+def register_router(name: str, spec: RouterSpec) -> None:
+    """Add a router under ``name``.
+
+    Raises
+    ------
+    ServingError
+        If the name is taken or empty.
+    """
+    if not name or name in ROUTERS:
+        raise ServingError(f"register_router: cannot register router name {name!r}")
+    ROUTERS[name] = spec
+
+
 def router_names() -> tuple[str, ...]:
-    """The names :func:`get_router` knows."""
-    return tuple(ROUTERS)
+    """The names :func:`get_router` knows: built-in, registered, then installed."""
+    return (*ROUTERS, *(n for n in installed_names(ENTRY_POINTS) if n not in ROUTERS))
 
 
 def get_router(name: str) -> RouterSpec:
-    """The router registered as ``name``.
+    """The router registered or installed as ``name``.
 
     Raises
     ------
     UnknownNameError
         Listing the known names.
+    InputTypeError
+        For an installed entry that is not a :class:`RouterSpec`.
     """
-    if name not in ROUTERS:
+    found = ROUTERS.get(name) or load_installed(ENTRY_POINTS, name, RouterSpec)
+    if found is None:
         raise UnknownNameError("router", name, router_names())
-    return ROUTERS[name]
+    return found

@@ -24,7 +24,9 @@ Named workloads (:data:`WORKLOADS`):
 
 Any trace file path (see :mod:`schedlab.llm.traces`) is also a workload: replayed if it has
 timestamps, otherwise its lengths are resampled under Poisson arrivals. The named
-workloads are data in :data:`WORKLOADS`; :func:`register_workload` adds one.
+workloads are data in :data:`WORKLOADS`; :func:`register_workload` adds one, and an
+installed package adds one with a :class:`WorkloadSpec` in the entry-point group
+:data:`ENTRY_POINTS` (:mod:`schedlab.plugins`).
 
 Random streams use common random numbers: for a seed, request ``k`` gets the same unit-rate
 inter-arrival gap and the same lengths at every rate (arrival times are the unit-rate
@@ -47,10 +49,12 @@ import numpy as np
 from schedlab.errors import DataNotFoundError, ServingError, UnknownNameError
 from schedlab.llm.lengths import builtin_table
 from schedlab.llm.traces import Trace, check_lengths, check_time_order, read_trace
+from schedlab.plugins import installed_names, load_installed
 
 __all__ = [
     "DEFAULT_RATE_RPS",
     "DEFAULT_WORKLOAD",
+    "ENTRY_POINTS",
     "MAX_WINDOW_S",
     "WORKLOADS",
     "EmpiricalLengths",
@@ -62,8 +66,10 @@ __all__ = [
     "WorkloadSpec",
     "check_trace",
     "data_directory",
+    "get_workload",
     "make_workload",
     "register_workload",
+    "workload_names",
 ]
 
 #: The environment variable naming the directory of the real data (``traces/`` ...).
@@ -413,8 +419,28 @@ def register_workload(
     WORKLOADS[name] = WorkloadSpec(description, factory)
 
 
+#: Entry-point group of installed workloads: ``name = "module:WORKLOAD_SPEC"``.
+ENTRY_POINTS = "schedlab.workloads"
+
+
+def workload_names() -> tuple[str, ...]:
+    """The named workloads: built-in, registered, then installed."""
+    return (*WORKLOADS, *(n for n in installed_names(ENTRY_POINTS) if n not in WORKLOADS))
+
+
+def get_workload(name: str) -> WorkloadSpec | None:
+    """The workload registered or installed as ``name``, if any.
+
+    Raises
+    ------
+    InputTypeError
+        For an installed entry that is not a :class:`WorkloadSpec`.
+    """
+    return WORKLOADS.get(name) or load_installed(ENTRY_POINTS, name, WorkloadSpec)
+
+
 def make_workload(name: str, *, data_dir: str | Path | None = None) -> Workload:
-    """A workload from :data:`WORKLOADS` or a trace file path.
+    """A workload of :func:`workload_names` or a trace file path.
 
     Raises
     ------
@@ -423,8 +449,9 @@ def make_workload(name: str, *, data_dir: str | Path | None = None) -> Workload:
     DataNotFoundError
         When a replayed trace is not under the data directory.
     """
-    if name in WORKLOADS:
-        return WORKLOADS[name].factory(None if data_dir is None else Path(data_dir))
+    spec = get_workload(name)
+    if spec is not None:
+        return spec.factory(None if data_dir is None else Path(data_dir))
     path = Path(name)
     if path.is_file():
         trace = check_trace(read_trace(path), path)
@@ -432,9 +459,9 @@ def make_workload(name: str, *, data_dir: str | Path | None = None) -> Workload:
             return TraceReplay(path.stem, path, trace)
         return RandomWorkload(path.stem, ((1.0, EmpiricalLengths(trace.prompt, trace.output)),))
     if path.suffix or path.parent != Path("."):  # meant as a file
-        known = ", ".join(WORKLOADS)
+        known = ", ".join(workload_names())
         raise DataNotFoundError(f"{path}: no such trace file (and not a workload: {known})")
-    raise UnknownNameError("workload (or a trace path)", name, tuple(WORKLOADS))
+    raise UnknownNameError("workload (or a trace path)", name, workload_names())
 
 
 def check_trace(trace: Trace, path: Path) -> Trace:

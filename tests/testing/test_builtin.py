@@ -1,24 +1,25 @@
 """schedlab's own policies and a solver pass the property tests a user runs on theirs
 (:func:`schedlab.testing.check_policy_properties`, ``check_solver_properties``): every
-registered policy keeps every token and KV block, and the SLOWeave policies keep the
+registered or installed policy keeps every token and KV block, and those registered as
+deadline-safe (:attr:`~schedlab.serving.policies.PolicySpec.deadline_safe`) keep the
 per-step deadline guarantee on drawn engines, traces and monotone cost models."""
 
 from __future__ import annotations
 
 import pytest
 
-from schedlab.serving.policies import POLICIES
+from schedlab.serving.policies import get_policy, policy_names
 from schedlab.testing import check_policy_properties, check_solver_properties
 
-#: A spelling of each registered policy (``fixed`` needs its chunk).
-SPELLINGS = {name: "fixed:64" if name == "fixed" else name for name in POLICIES}
+#: A spelling of each registered or installed policy: optional arguments left out, and
+#: ``fixed:C``'s chunk given.
+SPELLINGS = sorted("fixed:64" if s == "fixed:C" else s.partition("[")[0] for s in policy_names())
 
 
-@pytest.mark.parametrize("name", sorted(SPELLINGS))
-def test_every_policy_keeps_the_invariants(name):
-    check_policy_properties(
-        SPELLINGS[name], deadlines=name.startswith("sloweave"), max_examples=25
-    )
+@pytest.mark.parametrize("spelling", SPELLINGS)
+def test_every_policy_keeps_the_invariants(spelling):
+    deadline_safe = get_policy(spelling).deadline_safe
+    check_policy_properties(spelling, deadlines=deadline_safe, max_examples=25)
 
 
 def test_a_registered_solver_by_name_keeps_the_invariants():

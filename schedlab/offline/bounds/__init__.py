@@ -2,12 +2,14 @@
 
 Every method is a function ``fn(instance, *, budget) -> Bound`` listed in
 :data:`BUILTIN_BOUNDS` with its estimated work (:mod:`~schedlab.offline.bounds.cost`, in
-start costs). ``method="best"`` takes the largest value among the methods chosen for the
-instance, run cheapest first (:func:`plan`): each is charged its estimate against one work
-budget (:data:`BEST_WORK`, ``work=``), and one whose estimate does not fit what is left
-is out of reach; one whose proven ceiling (``tall-chain``'s, without the table) is no
-higher than the best value so far is skipped as dominated (``proofs/best_order.md``).
-``stats`` lists both. Every bound's validity is proven in ``proofs/``.
+start costs); a user adds one with :func:`register_bound`, an installed package with a
+:class:`BoundMethod` in the entry-point group :data:`ENTRY_POINTS`. ``method="best"``
+takes the largest value among the methods chosen for the instance, run cheapest first
+(:func:`plan`): each is charged its estimate against one work budget (:data:`BEST_WORK`,
+``work=``), and one whose estimate does not fit what is left is out of reach; one whose
+proven ceiling (``tall-chain``'s, without the table) is no higher than the best value so
+far is skipped as dominated (``proofs/best_order.md``). ``stats`` lists both. Every
+bound's validity is proven in ``proofs/``.
 
 The methods with arrays over the rounds refuse horizons above
 :data:`~schedlab.offline.bounds.time_indexed.MAX_HORIZON` rounds
@@ -92,12 +94,14 @@ from schedlab.offline.bounds import (
 from schedlab.offline.bounds.bound import Bound, BoundFn
 from schedlab.offline.bounds.cost import BEST_WORK
 from schedlab.offline.instance import Instance, check_instance
+from schedlab.plugins import installed_names, load_installed
 from schedlab.progress import Progress, progress_for
 
 __all__ = [
     "BEST_WORK",
     "BOUNDS",
     "BUILTIN_BOUNDS",
+    "ENTRY_POINTS",
     "FLUID_SPACING_MAX_N",
     "LAGRANGIAN_MAX_N",
     "LARGE_N",
@@ -109,6 +113,7 @@ __all__ = [
     "bound_steps",
     "bound_within",
     "check_work",
+    "get_bound",
     "lower_bound",
     "plan",
     "register_bound",
@@ -214,8 +219,12 @@ BUILTIN_BOUNDS: tuple[BoundMethod, ...] = (
     ),
 )
 
-#: Every method by name: the built-ins and those added by :func:`register_bound`.
+#: Every method by name: the built-ins and those added by :func:`register_bound`
+#: (installed ones are found by :func:`get_bound`).
 BOUNDS: dict[str, BoundMethod] = {method.name: method for method in BUILTIN_BOUNDS}
+
+#: Entry-point group of installed bounds: ``name = "module:BOUND_METHOD"``.
+ENTRY_POINTS = "schedlab.bounds"
 
 
 def register_bound(
@@ -243,8 +252,37 @@ def register_bound(
 
 
 def available_bounds() -> list[str]:
-    """Names accepted by :func:`lower_bound`, sorted (``best`` included)."""
-    return sorted([*BOUNDS, "best"])
+    """Names accepted by :func:`lower_bound`, sorted: built-in, registered and installed
+    methods, and ``best``."""
+    return sorted({*BOUNDS, *installed_names(ENTRY_POINTS), "best"})
+
+
+def get_bound(name: str) -> BoundMethod:
+    """The method registered or installed under ``name``.
+
+    Raises
+    ------
+    UnknownNameError
+        Listing the known names.
+    InputTypeError
+        For an installed entry that is not a :class:`BoundMethod` of that name.
+    """
+    if name in BOUNDS:
+        return BOUNDS[name]
+    method = None if name == "best" else load_installed(ENTRY_POINTS, name, BoundMethod)
+    if method is None:
+        raise UnknownNameError("bound", name, available_bounds())
+    if method.name != name:
+        raise InputTypeError(
+            f"entry point {name!r} of group {ENTRY_POINTS}: names bound {method.name!r}"
+        )
+    return method
+
+
+def _installed_in_best(instance: Instance) -> list[BoundMethod]:
+    """The installed methods ``best`` chooses for ``instance`` (after the others)."""
+    methods = (get_bound(name) for name in installed_names(ENTRY_POINTS) if name not in BOUNDS)
+    return [m for m in methods if m.chosen_for(instance)]
 
 
 def lower_bound(
@@ -306,11 +344,10 @@ def check_work(work: object) -> float:
 def _chosen(instance: Instance, method: str) -> list[BoundMethod]:
     """The methods ``method`` runs on ``instance`` (for ``best``: those chosen for it)."""
     check_instance(instance, "lower_bound")
-    if method != "best" and method not in BOUNDS:
-        raise UnknownNameError("bound", method, available_bounds())
     if method == "best":
-        return [m for m in BOUNDS.values() if m.chosen_for(instance)]
-    return [BOUNDS[method]]
+        chosen = [m for m in BOUNDS.values() if m.chosen_for(instance)]
+        return chosen + _installed_in_best(instance)
+    return [get_bound(method)]
 
 
 def bound_steps(instance: Instance, method: str) -> int:
@@ -339,7 +376,7 @@ def bound_within(
         if method != "best":
             bar.doing(method)
             with memory_guard(method):
-                bound = BOUNDS[method].fn(instance, budget=budget)
+                bound = chosen[0].fn(instance, budget=budget)
             bar.step()
             return bound
         return _best(instance, chosen, budget, bar, allowed)

@@ -1,12 +1,13 @@
 """Every offline solver, in one registry.
 
 The built-in solvers are listed as data in :data:`BUILTIN_SOLVERS`; a user adds one with
-:func:`register_solver`. Each is a function keeping the contract of
-:mod:`schedlab.offline.solvers.contract` (``fn(instance, *, budget, seed, **own
-options) -> SolverOutput``), which :func:`schedlab.solve` enforces for all of them: it
-refuses unknown options, verifies the schedule and recomputes the objective.
-Importing this package loads no heavy backend: OR-Tools and HiGHS are imported when a
-solver that needs them runs.
+:func:`register_solver`, and an installed package with a :class:`SolverInfo` in the
+entry-point group :data:`ENTRY_POINTS` (:mod:`schedlab.plugins`). Each is a function
+keeping the contract of :mod:`schedlab.offline.solvers.contract` (``fn(instance, *,
+budget, seed, **own options) -> SolverOutput``), which :func:`schedlab.solve` enforces for
+all of them: it refuses unknown options, verifies the schedule and recomputes the
+objective. Importing this package loads no heavy backend: OR-Tools and HiGHS are imported
+when a solver that needs them runs.
 
 ========================  =====  ==========================================================
 solver                    exact  module
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from schedlab.errors import InputError, UnknownNameError
+from schedlab.errors import InputError, InputTypeError, UnknownNameError
 from schedlab.offline.solvers import (
     alns,
     brute_force,
@@ -42,9 +43,11 @@ from schedlab.offline.solvers import (
     sorted_f,
 )
 from schedlab.offline.solvers.contract import RESERVED_OPTIONS, SolverFn, accepted_options
+from schedlab.plugins import installed_names, load_installed
 
 __all__ = [
     "BUILTIN_SOLVERS",
+    "ENTRY_POINTS",
     "SOLVERS",
     "SolverFn",
     "SolverInfo",
@@ -94,8 +97,21 @@ BUILTIN_SOLVERS: tuple[SolverInfo, ...] = (
     SolverInfo("brute-force", brute_force.brute_force, exact=True),
 )
 
-#: Every solver by name: the built-ins and those added by :func:`register_solver`.
+#: Every solver by name: the built-ins and those added by :func:`register_solver`
+#: (installed ones are found by :func:`get_solver`).
 SOLVERS: dict[str, SolverInfo] = {info.name: info for info in BUILTIN_SOLVERS}
+
+#: Entry-point group of installed solvers: ``name = "module:SOLVER_INFO"``.
+ENTRY_POINTS = "schedlab.solvers"
+
+
+def _check_options(name: str, fn: SolverFn) -> None:
+    clash = sorted(set(accepted_options(fn)) & set(RESERVED_OPTIONS))
+    if clash:
+        raise InputError(
+            f"register_solver: {name!r} has option(s) {', '.join(clash)}, which schedlab.solve "
+            "takes itself; rename them"
+        )
 
 
 def register_solver(name: str, fn: SolverFn, *, exact: bool = False) -> None:
@@ -118,28 +134,35 @@ def register_solver(name: str, fn: SolverFn, *, exact: bool = False) -> None:
     """
     if name in SOLVERS:
         raise InputError(f"register_solver: solver {name!r} is already registered")
-    clash = sorted(set(accepted_options(fn)) & set(RESERVED_OPTIONS))
-    if clash:
-        raise InputError(
-            f"register_solver: {name!r} has option(s) {', '.join(clash)}, which schedlab.solve "
-            "takes itself; rename them"
-        )
+    _check_options(name, fn)
     SOLVERS[name] = SolverInfo(name, fn, exact)
 
 
 def available_solvers() -> list[str]:
-    """Names accepted by :func:`schedlab.solve`, sorted."""
-    return sorted(SOLVERS)
+    """Names accepted by :func:`schedlab.solve`, sorted: built-in, registered and
+    installed."""
+    return sorted({*SOLVERS, *installed_names(ENTRY_POINTS)})
 
 
 def get_solver(name: str) -> SolverInfo:
-    """The solver registered under ``name``.
+    """The solver registered or installed under ``name``.
 
     Raises
     ------
     UnknownNameError
         (a ``ValueError``) listing the known names.
+    InputTypeError, InputError
+        For an installed entry that is not a :class:`SolverInfo` of that name, or whose
+        options clash with :func:`schedlab.solve`'s own.
     """
-    if name not in SOLVERS:
-        raise UnknownNameError("solver", name, list(SOLVERS))
-    return SOLVERS[name]
+    if name in SOLVERS:
+        return SOLVERS[name]
+    info = load_installed(ENTRY_POINTS, name, SolverInfo)
+    if info is None:
+        raise UnknownNameError("solver", name, available_solvers())
+    if info.name != name:
+        raise InputTypeError(
+            f"entry point {name!r} of group {ENTRY_POINTS}: names solver {info.name!r}"
+        )
+    _check_options(name, info.fn)
+    return info

@@ -1,0 +1,66 @@
+"""Third-party extensions: what installed packages declare in schedlab's entry-point groups.
+
+Every registry of schedlab (solvers, bounds, policies, routers, workloads, profile
+readers) holds its built-in entries and those added at run time by its ``register_*``
+function; an installed package adds entries to it without being imported by name, by
+declaring them in the registry's entry-point group of its ``pyproject.toml``:
+
+.. code-block:: toml
+
+    [project.entry-points."schedlab.solvers"]
+    my-solver = "my_package.solvers:MY_SOLVER"   # a schedlab.offline.solvers.SolverInfo
+
+==========================  =========================================================
+group                       each entry point names
+==========================  =========================================================
+``schedlab.solvers``        a :class:`~schedlab.offline.solvers.SolverInfo`
+``schedlab.bounds``         a :class:`~schedlab.offline.bounds.BoundMethod`
+``schedlab.policies``       a :class:`~schedlab.serving.policies.PolicySpec`
+``schedlab.routers``        a :class:`~schedlab.serving.routers.RouterSpec`
+``schedlab.workloads``      a :class:`~schedlab.serving.workloads.WorkloadSpec`
+``schedlab.profile_readers``  a :class:`~schedlab.calibration.profile_table.ProfileReader`
+==========================  =========================================================
+
+The entry point's name is the registry name (for solvers and bounds it must equal the
+spec's own ``name``). Names are listed without importing anything (so ``--help`` stays
+fast); an entry is loaded when it is looked up, and a built-in or run-time entry of the
+same name wins (an installed package cannot replace a built-in). Docs:
+``docs/extending.md``.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+from typing import TypeVar
+
+from schedlab.errors import InputTypeError
+
+__all__ = ["installed_names", "load_installed"]
+
+T = TypeVar("T")
+
+
+def installed_names(group: str) -> tuple[str, ...]:
+    """The names installed packages declare in entry-point ``group``, sorted, without
+    loading them."""
+    return tuple(sorted({point.name for point in entry_points(group=group)}))
+
+
+def load_installed(group: str, name: str, kind: type[T]) -> T | None:
+    """The ``kind`` object an installed package declares as ``name`` in ``group``
+    (``None`` if none does; the first found if several do).
+
+    Raises
+    ------
+    InputTypeError
+        Naming the entry point, if what it names is not a ``kind``.
+    """
+    for point in entry_points(group=group, name=name):
+        found = point.load()
+        if not isinstance(found, kind):
+            raise InputTypeError(
+                f"entry point {name!r} of group {group} ({point.value}): expected a "
+                f"{kind.__name__}, got {type(found).__name__}"
+            )
+        return found
+    return None
