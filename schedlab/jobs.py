@@ -19,7 +19,7 @@ registered at run time in the caller exist there only if that module registers t
 ``ray``
     An existing Ray cluster (``address="auto"`` or ``"HOST:PORT"``; without an address, a
     local instance), for grids beyond one machine. Ray is an optional extra
-    (``pip install 'schedlab[ray]'``), imported only here and only when asked for.
+    (the ``ray`` extra, ``pip install -e '.[ray]'``), imported only here and only when asked for.
 
 Every job's outcome (its value, or its error) is the same whatever the executor and the
 number of workers: outcomes come back in job order. Guarantees beyond the pure map:
@@ -322,7 +322,8 @@ def _ray(runner: Runner, jobs: Sequence[Job], workers: int, address: str | None)
         import ray
     except ImportError:
         raise SchedlabError(
-            "backend ray: Ray is not installed; pip install 'schedlab[ray]'"
+            "backend ray: Ray is not installed; install the ray extra (in a checkout: "
+            "pip install -e '.[ray]')"
         ) from None
     if not ray.is_initialized():
         # ray.init puts its own SIGTERM handler in place (it logs and exits at once);

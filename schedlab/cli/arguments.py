@@ -79,7 +79,7 @@ def add_executor_options(parser: argparse.ArgumentParser) -> None:
         choices=("serial", "local", "ray"),
         default="local",
         help="where the jobs run: this process, a local process pool (default), or a Ray "
-        "cluster (pip install 'schedlab[ray]'); the results are the same",
+        "cluster (the ray extra: pip install -e '.[ray]'); the results are the same",
     )
     parser.add_argument(
         "--workers", type=positive_int, default=None, help="local processes (default: all cores)"

@@ -1,8 +1,8 @@
 """Every figure of schedlab, one function per figure; computation stays elsewhere.
 
-matplotlib is an optional dependency (``pip install 'schedlab[plot]'``), imported only
-when a figure is drawn (:func:`~schedlab.plotting.figures.pyplot`); without it, drawing
-raises :class:`~schedlab.errors.SchedlabError`. Each function takes the data a
+matplotlib is an optional dependency (the ``plot`` extra, ``pip install -e '.[plot]'``),
+imported only when a figure is drawn (:func:`~schedlab.plotting.figures.pyplot`); without
+it, drawing raises :class:`~schedlab.errors.SchedlabError`. Each function takes the data a
 computation returned (a report, sweep points, a replay) and writes one figure.
 
 * :mod:`~schedlab.plotting.comparison` — :func:`plot_report` (gaps, memory, Gantt) and its

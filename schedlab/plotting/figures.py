@@ -1,8 +1,8 @@
 """What every figure of schedlab needs: matplotlib, loaded lazily, a usable path, saving,
 and the conventions that keep a figure publishable.
 
-matplotlib is an optional dependency (``pip install 'schedlab[plot]'``); it is imported
-only when a figure is asked for, and paths are checked before any long computation
+matplotlib is an optional dependency (the ``plot`` extra, ``pip install -e '.[plot]'``); it is
+imported only when a figure is asked for, and paths are checked before any long computation
 starts, so a typo in ``--plot`` fails at once instead of after the runs.
 
 The conventions, shared by every figure: constrained layout (nothing drawn outside the
@@ -47,7 +47,8 @@ def pyplot() -> ModuleType:
         import matplotlib
     except ImportError:
         raise SchedlabError(
-            "plot: matplotlib is not installed; pip install 'schedlab[plot]'"
+            "plot: matplotlib is not installed; install the plot extra (in a checkout: "
+            "pip install -e '.[plot]')"
         ) from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
