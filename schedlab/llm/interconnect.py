@@ -11,8 +11,7 @@ optimal all-reduce algorithms for clusters of workstations", JPDC 69(2), 2009) t
 An all-gather (or a reduce-scatter) alone is half of it. These are the collectives of
 tensor parallelism (an all-reduce after each row-parallel projection, ``o_proj`` and the
 MLP's ``down_proj``, in vLLM's ``RowParallelLinear``) and of the KV transfer between
-nodes; the link's figures come from the deployment (e.g. LLMServingSim's ``config.json``:
-``link_bw`` in GB/s, ``link_latency`` in ns).
+nodes; the link's figures come from a measurement (:mod:`schedlab.llm.link_evidence`).
 """
 
 from __future__ import annotations
@@ -69,7 +68,7 @@ class Link:
 
 
 def parse_link(text: str, flag: str = "--link") -> Link:
-    """A link from ``BANDWIDTH,LATENCY`` text such as ``16GB/s,20us``.
+    """A link from ``BANDWIDTH,LATENCY`` text such as ``54GB/s,4us``.
 
     Raises
     ------
