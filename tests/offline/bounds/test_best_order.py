@@ -19,8 +19,8 @@ from schedlab.offline.bounds import BOUNDS, BUILTIN_BOUNDS, lower_bound, plan
 from schedlab.offline.bounds.tall_chain import tall_chain_bound, tall_chain_ceiling
 from schedlab.offline.instance import Instance
 from schedlab.offline.instance_io import read_instance
+from schedlab.testing import instances
 from tests.conftest import INSTANCES
-from tests.strategies import instances
 
 #: What ``best`` ran on instances of up to 1,000 requests before it was planned by cost
 #: (every method one after another, commit b912de9).

@@ -24,7 +24,7 @@ from schedlab.offline.bounds.time_indexed import (
 )
 from schedlab.offline.instance import Instance
 from schedlab.offline.instance_io import read_instance
-from tests.strategies import instances
+from schedlab.testing import instances
 
 SHIPPED = sorted((Path(__file__).resolve().parents[3] / "instances").glob("*.json"))
 
