@@ -302,6 +302,12 @@ class Cluster:
         return self.scenario.with_(**changes)
 
 
+#: What :meth:`_NodeState._derive` derives: queued prefill tokens, outstanding tokens,
+#: committed KV tokens and blocks, and the running decodes' (iterations left, blocks held
+#: at the end) in order.
+_Loads = tuple[int, int, int, int, tuple[tuple[int, int], ...]]
+
+
 class _NodeState:
     """A node as routers see it (:class:`~schedlab.serving.routers.NodeView`): sizes and
     times a real router could know, derived from the engine's state when asked (and
@@ -339,7 +345,7 @@ class _NodeState:
         # index -> (prompt, predicted output)
         self._bound: dict[int, tuple[int, int]] = {}
         self._version = 0
-        self._loads: tuple[int, tuple[int, int, int]] = (-1, (0, 0, 0))
+        self._loads: tuple[int, _Loads] = (-1, (0, 0, 0, 0, ()))
         self._busy_at = -1
         self._busy_until = 0.0
 
@@ -357,9 +363,10 @@ class _NodeState:
         del self._bound[index]
         self.touch()
 
-    def _derive(self) -> tuple[int, int, int]:
-        r"""(queued prefill tokens, outstanding tokens, committed KV tokens), from the
-        engine's requests (module docstring of :mod:`schedlab.serving.routers`).
+    def _derive(self) -> _Loads:
+        r"""(queued prefill tokens, outstanding tokens, committed KV tokens, committed KV
+        blocks, decode releases), from the engine's requests (module docstring of
+        :mod:`schedlab.serving.routers`).
 
         A request here with :math:`g` tokens generated, predicted output :math:`\hat o`
         and :math:`h` KV tokens held has :math:`t - d` prefill tokens left (its target
@@ -372,8 +379,10 @@ class _NodeState:
         if self._loads[0] == self._version:
             return self._loads[1]
         engine = self._engine
+        blocks = self.config.blocks
         i = engine.iteration
-        queued = emit = growth = 0
+        queued = emit = growth = growth_blocks = 0
+        releases: list[tuple[int, int]] = []
         for req in engine.requests():
             queued += req.target - req.done
             if req.hand_off:
@@ -383,11 +392,17 @@ class _NodeState:
                 left = max(req.predicted_output - g, 1)
                 final = req.prompt + g + left - 1
             emit += left
-            growth += max(final - req.kv_tokens(i), 0)
+            held = req.kv_tokens(i)
+            growth += max(final - held, 0)
+            growth_blocks += max(blocks(final) - blocks(held), 0)
+            if req.decoding:
+                releases.append((left, blocks(final)))
         for prompt, predicted in self._bound.values():
             emit += 1 + predicted
             growth += prompt + predicted - 1
-        loads = (queued, queued + emit, growth)
+            growth_blocks += blocks(prompt + predicted - 1)
+        releases.sort()
+        loads = (queued, queued + emit, growth, growth_blocks, tuple(releases))
         self._loads = (self._version, loads)
         return loads
 
@@ -418,6 +433,27 @@ class _NodeState:
     @property
     def committed_kv_tokens(self) -> int:
         return self._derive()[2]
+
+    @property
+    def committed_kv_blocks(self) -> int:
+        return self._derive()[3]
+
+    @property
+    def decode_releases(self) -> tuple[tuple[int, int], ...]:
+        return self._derive()[4]
+
+    @property
+    def policy(self) -> str:
+        return self._engine.policy.name
+
+    @property
+    def bound_requests(self) -> int:
+        return len(self._bound)
+
+    @property
+    def free_seats(self) -> int:
+        engine = self._engine
+        return self.config.max_num_seqs - sum(1 for _ in engine.requests())
 
     @property
     def busy_until_s(self) -> float:
@@ -523,7 +559,14 @@ class ClusterDriver(Driver):
     def _arrive(self, t: float, req: RequestState) -> None:
         view = self.view
         view.now_s = t
-        arrival = Arrival(req.index, req.arrival_s, req.prompt, req.predicted_output)
+        arrival = Arrival(
+            req.index,
+            req.arrival_s,
+            req.prompt,
+            req.predicted_output,
+            req.prefix,
+            req.prefix_block,
+        )
         if self.time_routing:
             started = time.perf_counter()
             route = self.router(arrival, view)
@@ -653,6 +696,11 @@ class ClusterRun:
     loads
         Per router call, each node's ``(queued prefill, outstanding)`` tokens as the
         router saw them (with ``record_batches``).
+    cache_hits
+        Per request, the prompt tokens its first admission found in a node's prefix
+        cache (:attr:`~schedlab.serving.request_state.RequestState.cache_hits`).
+    node_hits
+        Per node, the sum of those hits there.
     """
 
     run: EngineRun
@@ -662,6 +710,16 @@ class ClusterRun:
     breakdown: dict[str, np.ndarray] = field(repr=False)
     routing_s: np.ndarray = field(repr=False)
     loads: tuple[tuple[tuple[int, int], ...], ...] = field(default=(), repr=False)
+    cache_hits: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
+    node_hits: tuple[int, ...] = ()
+
+    @property
+    def hit_rate(self) -> float:
+        """Prompt tokens found in a prefix cache at first admission over all prompt
+        tokens (vLLM's prefix-cache hit rate, ``vllm/v1/metrics/stats.py``,
+        ``PrefixCacheStats``: hits over queried tokens of new requests)."""
+        prompts = sum(r.prompt for r in self.run.records)
+        return float(self.cache_hits.sum()) / prompts if prompts else math.nan
 
 
 def run_cluster(
@@ -720,6 +778,8 @@ def run_cluster(
         driver.breakdown(),
         np.asarray(driver.routing_s, dtype=float),
         tuple(driver.loads),
+        np.asarray([req.cache_hits for req in driver.requests], dtype=np.int64),
+        tuple(engine.prefix_hits for engine in engines),
     )
 
 
@@ -762,6 +822,7 @@ class ClusterResult:
             return None if math.isnan(x) else x
 
         routing = self.run.routing_s
+        hits = self.run.cache_hits
         return {
             "cluster": self.label,
             "nodes": list(self.run.roles),
@@ -790,6 +851,14 @@ class ClusterResult:
             "deflected": sum(
                 r.then is None and self.run.roles[r.node] == "decode" for r in self.run.routes
             ),
+            "prefix_cache": {
+                "hit_rate": number(self.run.hit_rate),
+                "hit_tokens": {
+                    "mean": number(float(hits.mean())) if hits.size else None,
+                    "p95": number(float(np.percentile(hits, 95))) if hits.size else None,
+                },
+                "node_hit_tokens": list(self.run.node_hits),
+            },
             "routing_median_s": number(float(np.median(routing))) if routing.size else None,
             "summary": s.to_dict(),
             "wall_s": self.wall_s,

@@ -102,6 +102,7 @@ decodes: decodes first, whole prompts only when the deficit budget covers them.
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -111,6 +112,7 @@ import numpy as np
 from schedlab.errors import ServingError, UnknownNameError
 from schedlab.serving.cost_model import CostModel
 from schedlab.serving.engine_config import EngineConfig
+from schedlab.serving.policies import MARGIN_READERS
 from schedlab.serving.sloweave import SLOWeaveState, choose_chunk
 
 __all__ = [
@@ -122,11 +124,15 @@ __all__ = [
     "Route",
     "Router",
     "RouterSpec",
+    "block_wait_s",
     "deflect_chunk",
     "deflected_ttft_s",
     "disaggregated_ttft_s",
     "get_router",
+    "kv_room",
+    "overflow_ttft_s",
     "prefill_seconds",
+    "prefix_matches",
     "queued_seconds",
     "router_names",
 ]
@@ -159,12 +165,18 @@ class Arrival:
     predicted_output
         Its predicted output length (:mod:`schedlab.serving.prediction`, with the
         scenario's ``prediction_cv``; the true length when that is 0).
+    prefix, prefix_block
+        The chain ids of its prompt's blocks of ``prefix_block`` tokens
+        (:mod:`schedlab.serving.prefix`): what a router that hashes the prompt's tokens
+        in blocks of that size computes; ``None`` when the stream shares no prefixes.
     """
 
     index: int
     arrival_s: float
     prompt: int
     predicted_output: int
+    prefix: np.ndarray | None = None
+    prefix_block: int = 0
 
 
 class NodeView(Protocol):
@@ -210,6 +222,33 @@ class NodeView(Protocol):
     def committed_kv_tokens(self) -> int:
         """KV tokens its requests, and those bound for it, will still need at their
         predicted final sizes (module docstring)."""
+        ...
+
+    @property
+    def committed_kv_blocks(self) -> int:
+        """KV blocks its requests, and those bound for it, will still need at their
+        predicted final sizes, each request's rounded up on its own (module docstring)."""
+        ...
+
+    @property
+    def decode_releases(self) -> Sequence[tuple[int, int]]:
+        """Its running decodes' predicted iterations left and blocks held at their end,
+        fewest iterations first."""
+        ...
+
+    @property
+    def bound_requests(self) -> int:
+        """Requests routed to it through a prefill node whose KV has not arrived."""
+        ...
+
+    @property
+    def free_seats(self) -> int:
+        """``max_num_seqs`` less the requests it holds (running and waiting)."""
+        ...
+
+    @property
+    def policy(self) -> str:
+        """Its policy's name (``sloweave:4096``, ``sangam:1801``, ...)."""
         ...
 
     @property
@@ -313,9 +352,37 @@ def disaggregated_ttft_s(
     if queued:
         chunk, seconds = deflect_chunk(decode, cluster)
         free = free + -(-queued // chunk) * seconds if chunk else math.inf
+    final = decode.config.blocks(prompt + request.predicted_output - 1)
+    free = max(free, now + block_wait_s(decode, cluster, final))
     begin = max(arrives + (model.iteration_time(n, kv, ()) if n else 0.0), free)
     first = model.iteration_time(n, kv, ((1, prompt - 1),))
     return begin + first - now, prefill, decode
+
+
+def block_wait_s(node: NodeView, cluster: ClusterView, blocks: int) -> float:
+    r"""Predicted seconds until node ``node`` has ``blocks`` blocks free beyond what its
+    requests are committed to (module docstring): 0 when its slack :math:`S = F -
+    \sum_i B_i` already covers them, else the :math:`e_{(k)}` decode iterations of
+    :math:`\hat T(n, K)` until the running decodes that finish first have released
+    enough, :math:`S + \sum_{j \le k} R_{(j)} \ge` ``blocks``; ``inf`` if they never do."""
+    slack = node.free_blocks - node.committed_kv_blocks
+    if slack >= blocks:
+        return 0.0
+    n = node.n_decode
+    step = node.model.iteration_time(n, node.decode_kv, ()) if n else 0.0
+    for left, released in node.decode_releases:
+        slack += released
+        if slack >= blocks:
+            return left * step
+    return math.inf
+
+
+def kv_room(request: Arrival, node: NodeView) -> bool:
+    r"""Whether node ``node`` holds ``request`` whole with no wait and no predicted
+    preemption: a seat is free and its slack covers the request's predicted final size,
+    :math:`\lceil (P + \hat o - 1)/b \rceil \le F - \sum_i B_i` (module docstring)."""
+    final = node.config.blocks(request.prompt + request.predicted_output - 1)
+    return node.free_seats >= 1 and final <= node.free_blocks - node.committed_kv_blocks
 
 
 def deflect_chunk(node: NodeView, cluster: ClusterView) -> tuple[int, float]:
@@ -353,9 +420,7 @@ def deflected_ttft_s(request: Arrival, node: NodeView, cluster: ClusterView) -> 
     in-flight decodes (module docstring): from the node's running iteration's predicted
     end, :math:`\lceil (Q_d + P) / c^* \rceil` iterations of the predicted time of
     :func:`deflect_chunk`'s batch; ``inf`` when it cannot start."""
-    config = node.config
-    final = request.prompt + request.predicted_output - 1
-    if config.blocks(node.committed_kv_tokens + final) > node.free_blocks:
+    if node.bound_requests or not kv_room(request, node):
         return math.inf
     chunk, seconds = deflect_chunk(node, cluster)
     if chunk == 0:
@@ -406,6 +471,65 @@ def power_of_two(request: Arrival, cluster: ClusterView) -> Route:
     return _per_side(request, cluster, pick)
 
 
+def prefix_matches(request: Arrival, cluster: ClusterView, nodes: Sequence[NodeView]) -> list[int]:
+    r"""Per node of ``nodes``, the prompt tokens of ``request`` the router believes the
+    node has cached (module docstring, ``prefix-aware``): :math:`\min(mB, P - 1)` for
+    the longest run :math:`m` of the request's ids at the front of the node's index."""
+    ids = request.prefix
+    if ids is None:
+        return [0] * len(nodes)
+    chain = ids.tolist()
+    found = []
+    for node in nodes:
+        index = _prefix_index(cluster, node)
+        m = 0
+        while m < len(chain) and chain[m] in index:
+            m += 1
+        found.append(min(m * request.prefix_block, request.prompt - 1))
+    return found
+
+
+def _prefix_index(cluster: ClusterView, node: NodeView) -> OrderedDict[int, None]:
+    """The router's index of the ids it sent to ``node``, least recently sent first."""
+    key = ("prefix-index", node.index)
+    index = cluster.memo.get(key)
+    if index is None:
+        index = cluster.memo[key] = OrderedDict()
+    return index
+
+
+def _remember(request: Arrival, cluster: ClusterView, node: NodeView) -> None:
+    """Record ``request``'s ids as sent to ``node``, dropping the least recently sent
+    beyond the node's KV capacity in blocks of ``prefix_block`` tokens."""
+    if request.prefix is None:
+        return
+    index = _prefix_index(cluster, node)
+    for block in request.prefix.tolist():
+        index[block] = None
+        index.move_to_end(block)
+    config = node.config
+    room = config.total_blocks * config.block_size // request.prefix_block
+    while len(index) > room:
+        index.popitem(last=False)
+
+
+def prefix_aware(request: Arrival, cluster: ClusterView) -> Route:
+    r"""The colocated (or prefill) node of least :math:`U_k + P - h_k`, its outstanding
+    tokens plus the prompt tokens it would compute given the :math:`h_k` it is believed
+    to hold (:func:`prefix_matches`; lowest index on ties); on a prefill/decode cluster
+    the decode node of least outstanding tokens."""
+    nodes = cluster.prefill_nodes or cluster.nodes
+    hits = prefix_matches(request, cluster, nodes)
+    k = min(
+        range(len(nodes)),
+        key=lambda j: nodes[j].outstanding_tokens + request.prompt - hits[j],
+    )
+    _remember(request, cluster, nodes[k])
+    if cluster.prefill_nodes:
+        return Route(nodes[k].index, _least_tokens(cluster.decode_nodes).index)
+    return Route(nodes[k].index)
+
+
 def disaggregated(request: Arrival, cluster: ClusterView) -> Route:
     """Prefill on the prefill node of least estimated queueing, then the KV to the
     decode node of least outstanding tokens."""
@@ -427,14 +551,51 @@ def deflect(request: Arrival, cluster: ClusterView) -> Route:
     return route
 
 
+def overflow_ttft_s(request: Arrival, node: NodeView, cluster: ClusterView) -> float:
+    r"""The estimated TTFT of ``request`` overflowed whole to decode node ``node``
+    (module docstring): the rest of its running iteration and its next iteration, in
+    which the request's whole prompt and the node's queued prefill, :math:`Q_d + P`
+    tokens, must run; ``inf`` unless that iteration keeps the decodes' deadline and its
+    policy would run it (a SLOWeave policy: :math:`Q_d + P \le c^*`, the chunk of
+    :func:`deflect_chunk`; ``sangam`` with quantum ``q``: the deficit of one iteration
+    covers it, :math:`Q_d + P \le q - n`, and :math:`\hat T(n, K, (Q_d + P, 0)) + \delta
+    \le D`), no request is bound for the node and its slack holds the request
+    (:func:`kv_room`)."""
+    if node.bound_requests or not kv_room(request, node):
+        return math.inf
+    name, _, quantum = node.policy.partition(":")
+    n = node.n_decode
+    tokens = node.queued_prefill_tokens + request.prompt
+    if name == "sangam":
+        if tokens > int(quantum) - n or tokens + n > node.config.max_num_batched_tokens:
+            return math.inf
+        seconds = node.model.iteration_time(n, node.decode_kv, ((tokens, 0),))
+        if n and seconds + node.margin_s > node.tpot_s:
+            return math.inf
+    elif name in MARGIN_READERS:  # the SLOWeave policies: deflect_chunk's chunk is theirs
+        chunk, seconds = deflect_chunk(node, cluster)
+        if tokens > chunk:
+            return math.inf
+        seconds = node.model.iteration_time(n, node.decode_kv, ((tokens, 0),))
+    else:
+        return math.inf
+    now = cluster.now_s
+    return max(now, node.busy_until_s) - now + seconds
+
+
 def hybrid(request: Arrival, cluster: ClusterView) -> Route:
     """The disaggregated route, unless every prefill node has a full token budget of
     prefill queued: then the whole request to the decode node of least outstanding
-    tokens (its ``sangam`` policy admits it within the deficit budget)."""
+    tokens whose :func:`overflow_ttft_s` is below the disaggregated estimate (lowest index
+    on ties), if any."""
     prefill, decode = _split(cluster, "hybrid")
+    best, first, then = disaggregated_ttft_s(request, cluster)
+    route = Route(first.index, then.index)
     if all(n.queued_prefill_tokens >= n.config.max_num_batched_tokens for n in prefill):
-        return Route(_least_tokens(decode).index)
-    return disaggregated(request, cluster)
+        for node in sorted(decode, key=lambda node: node.outstanding_tokens):
+            if overflow_ttft_s(request, node, cluster) < best:
+                return Route(node.index)
+    return route
 
 
 @dataclass(frozen=True)
@@ -461,6 +622,9 @@ ROUTERS: dict[str, RouterSpec] = {
     ),
     "least-tokens": RouterSpec(least_tokens, "least outstanding tokens (per side)"),
     "p2c": RouterSpec(power_of_two, "power of two choices, seeded (per side)"),
+    "prefix-aware": RouterSpec(
+        prefix_aware, "least outstanding tokens plus uncached prompt (per side)"
+    ),
     "disaggregated": RouterSpec(
         disaggregated, "every prefill on a prefill node, then transfer", disaggregated=True
     ),
@@ -471,7 +635,7 @@ ROUTERS: dict[str, RouterSpec] = {
         reads_predictions="always",
     ),
     "hybrid": RouterSpec(
-        hybrid, "overflow to decode nodes when prefill is backed up", True, "sangam"
+        hybrid, "overflow to decode nodes when prefill is backed up", disaggregated=True
     ),
 }
 

@@ -50,13 +50,14 @@ def test_real_vllm_bench(data_dir):
 def test_mooncake_jsonl(tmp_path):
     path = tmp_path / "mc.jsonl"
     rows = [
-        {"timestamp": 1000, "input_length": 10, "output_length": 3, "hash_ids": [1]},
+        {"timestamp": 1000, "input_length": 10, "output_length": 3},
         {"timestamp": 3500, "input_length": 20, "output_length": 5},
     ]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     trace = read_trace(path)
     assert trace.prompt.tolist() == [10, 20] and trace.output.tolist() == [3, 5]
     assert trace.arrival_s.tolist() == [0.0, 2.5]  # milliseconds -> seconds from the first
+    assert trace.hash_ids is None
 
 
 @pytest.mark.parametrize(
