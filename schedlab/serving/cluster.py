@@ -56,6 +56,7 @@ import re
 import time
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +65,13 @@ import numpy as np
 from schedlab.errors import ServingError
 from schedlab.llm.interconnect import parse_link
 from schedlab.llm.models import get_model_shape, kv_bytes_per_token
-from schedlab.serving.cost_model import CostModel, batch_time, get_cost_model, hardware_of
+from schedlab.serving.cost_model import (
+    BatchShape,
+    CostModel,
+    batch_time,
+    get_cost_model,
+    hardware_of,
+)
 from schedlab.serving.driver import EVENT_KINDS, Driver, EngineRun
 from schedlab.serving.engine import Engine
 from schedlab.serving.engine_config import EngineConfig
@@ -304,8 +311,8 @@ class Cluster:
 
 #: What :meth:`_NodeState._derive` derives: queued prefill tokens, outstanding tokens,
 #: committed KV tokens and blocks, and the running decodes' (iterations left, blocks held
-#: at the end) in order.
-_Loads = tuple[int, int, int, int, tuple[tuple[int, int], ...]]
+#: at the end, KV tokens at the end) in order.
+_Loads = tuple[int, int, int, int, tuple[tuple[int, int, int], ...]]
 
 
 class _NodeState:
@@ -318,8 +325,10 @@ class _NodeState:
         "_bound",
         "_busy_at",
         "_busy_until",
+        "_done_at",
         "_engine",
         "_loads",
+        "_sent",
         "_version",
         "config",
         "index",
@@ -343,7 +352,9 @@ class _NodeState:
         self.link = link
         # requests routed here through a prefill node whose KV has not arrived yet:
         # index -> (prompt, predicted output)
-        self._bound: dict[int, tuple[int, int]] = {}
+        self._bound: dict[int, tuple[int, int, _NodeState]] = {}
+        self._sent: dict[int, float] = {}  # bound requests on the link: their arrival
+        self._done_at: tuple[int, dict[int, float]] = (-1, {})
         self._version = 0
         self._loads: tuple[int, _Loads] = (-1, (0, 0, 0, 0, ()))
         self._busy_at = -1
@@ -353,14 +364,19 @@ class _NodeState:
         """Its state changed (an arrival, a start, an end, a transfer)."""
         self._version += 1
 
-    def bind(self, index: int, prompt: int, predicted_output: int) -> None:
-        """A request prefilled elsewhere will decode here."""
-        self._bound[index] = (prompt, predicted_output)
+    def bind(self, index: int, prompt: int, predicted_output: int, source: _NodeState) -> None:
+        """A request prefilled on node ``source`` will decode here."""
+        self._bound[index] = (prompt, predicted_output, source)
         self.touch()
+
+    def sent(self, index: int, end_s: float) -> None:
+        """The KV of bound request ``index`` is on the link and arrives at ``end_s``."""
+        self._sent[index] = end_s
 
     def unbind(self, index: int) -> None:
         """Its KV arrived (it is this node's waiting request now)."""
         del self._bound[index]
+        del self._sent[index]
         self.touch()
 
     def _derive(self) -> _Loads:
@@ -382,7 +398,7 @@ class _NodeState:
         blocks = self.config.blocks
         i = engine.iteration
         queued = emit = growth = growth_blocks = 0
-        releases: list[tuple[int, int]] = []
+        releases: list[tuple[int, int, int]] = []
         for req in engine.requests():
             queued += req.target - req.done
             if req.hand_off:
@@ -396,8 +412,8 @@ class _NodeState:
             growth += max(final - held, 0)
             growth_blocks += max(blocks(final) - blocks(held), 0)
             if req.decoding:
-                releases.append((left, blocks(final)))
-        for prompt, predicted in self._bound.values():
+                releases.append((left, blocks(final), final))
+        for prompt, predicted, _ in self._bound.values():
             emit += 1 + predicted
             growth += prompt + predicted - 1
             growth_blocks += blocks(prompt + predicted - 1)
@@ -439,7 +455,7 @@ class _NodeState:
         return self._derive()[3]
 
     @property
-    def decode_releases(self) -> tuple[tuple[int, int], ...]:
+    def decode_releases(self) -> tuple[tuple[int, int, int], ...]:
         return self._derive()[4]
 
     @property
@@ -447,8 +463,58 @@ class _NodeState:
         return self._engine.policy.name
 
     @property
+    def next_decodes(self) -> BatchShape:
+        return self._engine.next_decodes()
+
+    @property
+    def queued_chunks(self) -> tuple[tuple[int, int], ...]:
+        engine = self._engine
+        return tuple(
+            (req.target - req.done, req.done)
+            for req in chain(engine.running.values(), engine.waiting, engine.inbox)
+            if not req.decoding
+        )
+
+    @property
     def bound_requests(self) -> int:
         return len(self._bound)
+
+    @property
+    def bound_arrival_s(self) -> float:
+        sent = self._sent
+        earliest = math.inf
+        for index, (prompt, _, source) in self._bound.items():
+            if index in sent:
+                arrival = sent[index]
+            else:
+                link = source.link
+                assert link is not None  # a prefill node
+                ready = max(source.prefill_done_after_s()[index], link.free_s)
+                arrival = ready + link.kv_link.duration_s(prompt - 1)
+            earliest = min(earliest, arrival)
+        return earliest
+
+    def prefill_done_after_s(self) -> dict[int, float]:
+        r"""A prefill node's lower bound on when each of its requests' prefill completes:
+        its running iteration's end if its last chunk runs there, else that end plus
+        :math:`\lceil A / T \rceil` iterations of at least :math:`\hat T(0, 0, (1, 0))`,
+        :math:`A` the queued prefill tokens of it and of the requests ahead of it in the
+        policy's order (partial prefills by admission, then the waiting queue) and
+        :math:`T` the token budget (an iteration prefills at most :math:`T` tokens and
+        lasts at least a one-token batch, for a cost model monotone in its batch)."""
+        if self._done_at[0] == self._version:
+            return self._done_at[1]
+        engine = self._engine
+        start = self.busy_until_s
+        least = self.model.iteration_time(0, 0, ((1, 0),))
+        budget = self.config.max_num_batched_tokens
+        done: dict[int, float] = {}
+        ahead = 0
+        for req in chain(engine.running.values(), engine.waiting, engine.inbox):
+            ahead += req.target - req.done
+            done[req.index] = start + -(-ahead // budget) * least
+        self._done_at = (self._version, done)
+        return done
 
     @property
     def free_seats(self) -> int:
@@ -582,7 +648,7 @@ class ClusterDriver(Driver):
         node = self.nodes[route.node]
         if route.then is not None:
             self.decode_of[req.index] = route.then
-            self.nodes[route.then].bind(req.index, req.prompt, req.predicted_output)
+            self.nodes[route.then].bind(req.index, req.prompt, req.predicted_output, node)
         req.replica = route.node
         self.engines[route.node].arrive(req, hand_off=route.then is not None)
         node.touch()
@@ -620,6 +686,7 @@ class ClusterDriver(Driver):
             assert node.link is not None
             target = self.decode_of[req.index]
             transfer = node.link.send(req.index, target, req.prompt - 1, t, started)
+            self.nodes[target].sent(req.index, transfer.end_s)
             self.transfers.append(transfer)
             self._push(transfer.end_s, _TRANSFER, req.index)
 

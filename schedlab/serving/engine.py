@@ -315,6 +315,17 @@ class Engine:
         """KV tokens the running decodes attend to at the next iteration, in total."""
         return self.kv_sum + self.n_decode * self.iteration
 
+    def next_decodes(self) -> BatchShape:
+        """The running decodes as the next iteration will batch them if none finishes at
+        the end of the running one: their count, KV tokens attended, and longest and
+        shortest KV when the cost models use them (no chunks)."""
+        i = self.iteration + 1 if self.busy else self.iteration
+        n = self.n_decode
+        kv_max = kv_min = None
+        if self.spread and n:
+            kv_max, kv_min = self._decode_extremes(i)
+        return BatchShape(n, self.kv_sum + n * i, (), kv_max, kv_min)
+
     @property
     def free_blocks(self) -> int:
         """KV blocks free now."""

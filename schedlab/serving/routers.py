@@ -104,13 +104,13 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
 import numpy as np
 
 from schedlab.errors import ServingError, UnknownNameError
-from schedlab.serving.cost_model import CostModel
+from schedlab.serving.cost_model import BatchShape, CostModel, batch_time
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.policies import MARGIN_READERS
 from schedlab.serving.sloweave import SLOWeaveState, choose_chunk
@@ -129,8 +129,8 @@ __all__ = [
     "deflected_ttft_s",
     "disaggregated_ttft_s",
     "get_router",
-    "kv_room",
-    "overflow_ttft_s",
+    "harmless",
+    "prefill_plan_s",
     "prefill_seconds",
     "prefix_matches",
     "queued_seconds",
@@ -231,14 +231,21 @@ class NodeView(Protocol):
         ...
 
     @property
-    def decode_releases(self) -> Sequence[tuple[int, int]]:
-        """Its running decodes' predicted iterations left and blocks held at their end,
-        fewest iterations first."""
+    def decode_releases(self) -> Sequence[tuple[int, int, int]]:
+        """Its running decodes' predicted iterations left, and blocks and KV tokens held
+        at their end, fewest iterations first."""
         ...
 
     @property
     def bound_requests(self) -> int:
         """Requests routed to it through a prefill node whose KV has not arrived."""
+        ...
+
+    @property
+    def bound_arrival_s(self) -> float:
+        """The earliest their KV may arrive: a transfer's end once it is on the link,
+        else the end of the running iteration of the prefill node that holds the request
+        (``-inf`` while that node is idle); ``inf`` when none is bound."""
         ...
 
     @property
@@ -249,6 +256,18 @@ class NodeView(Protocol):
     @property
     def policy(self) -> str:
         """Its policy's name (``sloweave:4096``, ``sangam:1801``, ...)."""
+        ...
+
+    @property
+    def queued_chunks(self) -> Sequence[tuple[int, int]]:
+        """Each request it holds that is not decoding, in its policy's order (partial
+        prefills by admission, then the waiting queue): ``(tokens left, tokens in KV)``."""
+        ...
+
+    @property
+    def next_decodes(self) -> BatchShape:
+        """Its running decodes as its next iteration will see them if none finishes:
+        their count, KV and longest and shortest KV (no chunks)."""
         ...
 
     @property
@@ -370,19 +389,23 @@ def block_wait_s(node: NodeView, cluster: ClusterView, blocks: int) -> float:
         return 0.0
     n = node.n_decode
     step = node.model.iteration_time(n, node.decode_kv, ()) if n else 0.0
-    for left, released in node.decode_releases:
+    for left, released, _ in node.decode_releases:
         slack += released
         if slack >= blocks:
             return left * step
     return math.inf
 
 
-def kv_room(request: Arrival, node: NodeView) -> bool:
-    r"""Whether node ``node`` holds ``request`` whole with no wait and no predicted
-    preemption: a seat is free and its slack covers the request's predicted final size,
-    :math:`\lceil (P + \hat o - 1)/b \rceil \le F - \sum_i B_i` (module docstring)."""
+def harmless(request: Arrival, node: NodeView) -> bool:
+    r"""Whether ``request`` served whole on decode node ``node`` keeps the requests the
+    node holds as they would be without it (``proofs/deflect.md``; it joins the waiting
+    queue behind them): a seat is free and the node's KV slack holds the request at its
+    predicted final size, :math:`\lceil (P + \hat o - 1)/b \rceil \le F - \sum_i B_i`,
+    so with exact predictions nobody there waits for blocks or is preempted for it."""
+    if node.free_seats < 1:
+        return False
     final = node.config.blocks(request.prompt + request.predicted_output - 1)
-    return node.free_seats >= 1 and final <= node.free_blocks - node.committed_kv_blocks
+    return final <= node.free_blocks - node.committed_kv_blocks
 
 
 def deflect_chunk(node: NodeView, cluster: ClusterView) -> tuple[int, float]:
@@ -416,18 +439,102 @@ _C_MAX = 4096
 
 
 def deflected_ttft_s(request: Arrival, node: NodeView, cluster: ClusterView) -> float:
-    r"""The estimated TTFT of ``request`` prefilled whole on decode node ``node`` among its
-    in-flight decodes (module docstring): from the node's running iteration's predicted
-    end, :math:`\lceil (Q_d + P) / c^* \rceil` iterations of the predicted time of
-    :func:`deflect_chunk`'s batch; ``inf`` when it cannot start."""
-    if node.bound_requests or not kv_room(request, node):
-        return math.inf
-    chunk, seconds = deflect_chunk(node, cluster)
-    if chunk == 0:
+    r"""The estimated TTFT of ``request`` served whole on decode node ``node``
+    (``deflect``, and ``hybrid``'s overflow; module docstring): the rest of the node's
+    running iteration, then the iterations its policy runs the prompt in
+    (:func:`prefill_plan_s`), which must end by the earliest arrival of a request bound
+    for the node (:attr:`NodeView.bound_arrival_s`); ``inf`` when they cannot, or when
+    the request is not :func:`harmless` there."""
+    if not harmless(request, node):
         return math.inf
     now = cluster.now_s
-    iterations = -(-(node.queued_prefill_tokens + request.prompt) // chunk)
-    return max(now, node.busy_until_s) - now + iterations * seconds
+    end = max(now, node.busy_until_s) + prefill_plan_s(request.prompt, node)
+    if end > node.bound_arrival_s:  # a transferred request would wait behind it
+        return math.inf
+    return end - now
+
+
+def prefill_plan_s(prompt: int, node: NodeView) -> float:
+    r"""Predicted seconds of the iterations in which decode node ``node``'s policy
+    prefills a prompt of ``prompt`` tokens that joins its waiting queue now, behind the
+    requests it holds that are not decoding (:attr:`NodeView.queued_chunks`) (``inf`` if
+    its policy would not run the prompt):
+
+    * a SLOWeave policy (``sloweave:C``, ``sloweave-kv:C``), replayed: in each iteration
+      the queue, then the prompt, get SLOWeave's chunks in turn
+      (:func:`~schedlab.serving.sloweave.choose_chunk`, budget :math:`D - \delta` since
+      the decodes run back to back, the chunks before fixed, capped by :math:`C` and the
+      token budget less the decodes), until a chunk is partial or 0; a request whose
+      prompt completes decodes from the next iteration on, every decode is one token
+      longer per iteration (:attr:`NodeView.next_decodes` at first), and a running decode
+      leaves after its predicted tokens (:attr:`NodeView.decode_releases`; the longest
+      and shortest KV stay as they were, for want of the rest); ``inf`` if an iteration
+      gives the queue's head nothing;
+    * ``sangam`` with quantum ``q``: everything queued is one token (a transferred
+      request's last) and the prompt runs whole with them in the next iteration, which
+      needs :math:`P + k \le q - n` for :math:`k` queued (one iteration's deficit)
+      unless no decode runs, and that batch's :math:`\hat T + \delta \le D`;
+    * any other policy: ``inf``.
+    """
+    name, _, cap = node.policy.partition(":")
+    decodes = node.next_decodes
+    queue = [*node.queued_chunks, (prompt, 0)]
+    n = decodes.n_decode
+    model, margin, tpot = node.model, node.margin_s, node.tpot_s
+    tokens = node.config.max_num_batched_tokens
+    if name == "sangam":
+        if any(left != 1 for left, _ in queue[:-1]):
+            return math.inf
+        chunks = (*((1, prior) for _, prior in queue[:-1]), (prompt, 0))
+        seconds = batch_time(model, replace(decodes, chunks=chunks))
+        whole = prompt + n + len(chunks) - 1 <= tokens
+        if n and (prompt + len(chunks) - 1 > int(cap) - n or seconds + margin > tpot):
+            return math.inf
+        return seconds if whole else math.inf
+    if name not in MARGIN_READERS:  # the SLOWeave policies: their cap is C_max
+        return math.inf
+    kv, high, low = decodes.decode_kv, decodes.decode_kv_max, decodes.decode_kv_min
+    finishing = iter(node.decode_releases)
+    upcoming = next(finishing, None)
+    seconds = 0.0
+    m = 0  # iterations from the next one
+    while True:
+        while upcoming is not None and upcoming[0] <= m:  # it emitted its last token
+            n -= 1
+            kv -= upcoming[2] + m - upcoming[0] + 1
+            upcoming = next(finishing, None)
+        fixed: tuple[tuple[int, int], ...] = ()
+        left, chunks_left = tokens - n, int(cap)
+        joined: list[int] = []
+        for k, (rest, prior) in enumerate(queue):
+            state = SLOWeaveState(0.0, tpot, n, kv, rest, prior, fixed, high, low)
+            decision = choose_chunk(state, model, c_max=chunks_left, margin_s=margin, cap=left)
+            c = decision.chunk
+            if c == 0:
+                break
+            fixed = (*fixed, (c, prior))
+            queue[k] = (rest - c, prior + c)
+            left -= c
+            chunks_left -= c
+            if c == rest:
+                joined.append(prior + c)
+            if c < rest or chunks_left == 0 or left <= 0:
+                break
+        if not fixed:
+            return math.inf
+        seconds += batch_time(model, BatchShape(n, kv, fixed, high, low))
+        if queue[-1][0] == 0:
+            return seconds
+        queue = [item for item in queue if item[0]]
+        kv += n  # every decode is one token longer in the next iteration
+        high = None if high is None else high + 1
+        low = None if low is None else low + 1
+        for size in joined:  # a completed prompt decodes from the next iteration on
+            kv += size + 1
+            high = size + 1 if high is None else max(high, size + 1)
+            low = size + 1 if low is None else min(low, size + 1)
+        n += len(joined)
+        m += 1
 
 
 def _split(cluster: ClusterView, name: str) -> tuple[Sequence[NodeView], Sequence[NodeView]]:
@@ -541,9 +648,11 @@ def disaggregated(request: Arrival, cluster: ClusterView) -> Route:
 def deflect(request: Arrival, cluster: ClusterView) -> Route:
     """The disaggregated route, or a decode node whose SLOWeave schedule gives a smaller
     estimated TTFT (ties: the disaggregated route, then the lowest index)."""
-    _split(cluster, "deflect")
+    prefill_nodes, _ = _split(cluster, "deflect")
     best, prefill, decode = disaggregated_ttft_s(request, cluster)
     route = Route(prefill.index, decode.index)
+    if not all(node.queued_prefill_tokens for node in prefill_nodes):
+        return route
     for node in cluster.decode_nodes:
         estimate = deflected_ttft_s(request, node, cluster)
         if estimate < best:
@@ -551,49 +660,17 @@ def deflect(request: Arrival, cluster: ClusterView) -> Route:
     return route
 
 
-def overflow_ttft_s(request: Arrival, node: NodeView, cluster: ClusterView) -> float:
-    r"""The estimated TTFT of ``request`` overflowed whole to decode node ``node``
-    (module docstring): the rest of its running iteration and its next iteration, in
-    which the request's whole prompt and the node's queued prefill, :math:`Q_d + P`
-    tokens, must run; ``inf`` unless that iteration keeps the decodes' deadline and its
-    policy would run it (a SLOWeave policy: :math:`Q_d + P \le c^*`, the chunk of
-    :func:`deflect_chunk`; ``sangam`` with quantum ``q``: the deficit of one iteration
-    covers it, :math:`Q_d + P \le q - n`, and :math:`\hat T(n, K, (Q_d + P, 0)) + \delta
-    \le D`), no request is bound for the node and its slack holds the request
-    (:func:`kv_room`)."""
-    if node.bound_requests or not kv_room(request, node):
-        return math.inf
-    name, _, quantum = node.policy.partition(":")
-    n = node.n_decode
-    tokens = node.queued_prefill_tokens + request.prompt
-    if name == "sangam":
-        if tokens > int(quantum) - n or tokens + n > node.config.max_num_batched_tokens:
-            return math.inf
-        seconds = node.model.iteration_time(n, node.decode_kv, ((tokens, 0),))
-        if n and seconds + node.margin_s > node.tpot_s:
-            return math.inf
-    elif name in MARGIN_READERS:  # the SLOWeave policies: deflect_chunk's chunk is theirs
-        chunk, seconds = deflect_chunk(node, cluster)
-        if tokens > chunk:
-            return math.inf
-        seconds = node.model.iteration_time(n, node.decode_kv, ((tokens, 0),))
-    else:
-        return math.inf
-    now = cluster.now_s
-    return max(now, node.busy_until_s) - now + seconds
-
-
 def hybrid(request: Arrival, cluster: ClusterView) -> Route:
     """The disaggregated route, unless every prefill node has a full token budget of
     prefill queued: then the whole request to the decode node of least outstanding
-    tokens whose :func:`overflow_ttft_s` is below the disaggregated estimate (lowest index
+    tokens whose :func:`deflected_ttft_s` is below the disaggregated estimate (lowest index
     on ties), if any."""
     prefill, decode = _split(cluster, "hybrid")
     best, first, then = disaggregated_ttft_s(request, cluster)
     route = Route(first.index, then.index)
     if all(n.queued_prefill_tokens >= n.config.max_num_batched_tokens for n in prefill):
         for node in sorted(decode, key=lambda node: node.outstanding_tokens):
-            if overflow_ttft_s(request, node, cluster) < best:
+            if deflected_ttft_s(request, node, cluster) < best:
                 return Route(node.index)
     return route
 
