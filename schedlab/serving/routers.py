@@ -125,12 +125,13 @@ __all__ = [
     "Router",
     "RouterSpec",
     "block_wait_s",
+    "decode_free_s",
     "deflect_chunk",
     "deflected_ttft_s",
     "disaggregated_ttft_s",
     "get_router",
     "harmless",
-    "prefill_plan_s",
+    "prefill_end_s",
     "prefill_seconds",
     "prefix_matches",
     "queued_seconds",
@@ -366,16 +367,26 @@ def disaggregated_ttft_s(
     ready = now + wait + prefill_seconds(prefill.model, prefill.config, prompt)
     arrives = max(ready, prefill.link_free_s) + cluster.transfer_s(prompt - 1)
     model, n, kv = decode.model, decode.n_decode, decode.decode_kv
+    free = decode_free_s(request, decode, cluster)
+    begin = max(arrives + (model.iteration_time(n, kv, ()) if n else 0.0), free)
+    first = model.iteration_time(n, kv, ((1, prompt - 1),))
+    return begin + first - now, prefill, decode
+
+
+def decode_free_s(request: Arrival, decode: NodeView, cluster: ClusterView) -> float:
+    r"""When decode node ``decode`` could start ``request``'s first-token iteration at
+    the earliest, its KV aside (module docstring): after its queue, :math:`\lceil Q_d /
+    c^*_d \rceil` iterations of :func:`deflect_chunk`'s batch from its running
+    iteration's end, and after the wait for the request's blocks
+    (:func:`block_wait_s`)."""
+    now = cluster.now_s
     free = max(now, decode.busy_until_s)  # its queue drains from here
     queued = decode.queued_prefill_tokens
     if queued:
         chunk, seconds = deflect_chunk(decode, cluster)
         free = free + -(-queued // chunk) * seconds if chunk else math.inf
-    final = decode.config.blocks(prompt + request.predicted_output - 1)
-    free = max(free, now + block_wait_s(decode, cluster, final))
-    begin = max(arrives + (model.iteration_time(n, kv, ()) if n else 0.0), free)
-    first = model.iteration_time(n, kv, ((1, prompt - 1),))
-    return begin + first - now, prefill, decode
+    final = decode.config.blocks(request.prompt + request.predicted_output - 1)
+    return max(free, now + block_wait_s(decode, cluster, final))
 
 
 def block_wait_s(node: NodeView, cluster: ClusterView, blocks: int) -> float:
@@ -442,21 +453,22 @@ def deflected_ttft_s(request: Arrival, node: NodeView, cluster: ClusterView) -> 
     r"""The estimated TTFT of ``request`` served whole on decode node ``node``
     (``deflect``, and ``hybrid``'s overflow; module docstring): the rest of the node's
     running iteration, then the iterations its policy runs the prompt in
-    (:func:`prefill_plan_s`), which must end by the earliest arrival of a request bound
+    (:func:`prefill_end_s`), which must end by the earliest arrival of a request bound
     for the node (:attr:`NodeView.bound_arrival_s`); ``inf`` when they cannot, or when
     the request is not :func:`harmless` there."""
     if not harmless(request, node):
         return math.inf
     now = cluster.now_s
-    end = max(now, node.busy_until_s) + prefill_plan_s(request.prompt, node)
+    end = prefill_end_s(request.prompt, node, max(now, node.busy_until_s))
     if end > node.bound_arrival_s:  # a transferred request would wait behind it
         return math.inf
     return end - now
 
 
-def prefill_plan_s(prompt: int, node: NodeView) -> float:
-    r"""Predicted seconds of the iterations in which decode node ``node``'s policy
-    prefills a prompt of ``prompt`` tokens that joins its waiting queue now, behind the
+def prefill_end_s(prompt: int, node: NodeView, start_s: float) -> float:
+    r"""Predicted end of the iterations, back to back from ``start_s``, in which decode
+    node ``node``'s policy prefills a prompt of ``prompt`` tokens that joins its waiting
+    queue now, behind the
     requests it holds that are not decoding (:attr:`NodeView.queued_chunks`) (``inf`` if
     its policy would not run the prompt):
 
@@ -490,13 +502,13 @@ def prefill_plan_s(prompt: int, node: NodeView) -> float:
         whole = prompt + n + len(chunks) - 1 <= tokens
         if n and (prompt + len(chunks) - 1 > int(cap) - n or seconds + margin > tpot):
             return math.inf
-        return seconds if whole else math.inf
+        return start_s + seconds if whole else math.inf
     if name not in MARGIN_READERS:  # the SLOWeave policies: their cap is C_max
         return math.inf
     kv, high, low = decodes.decode_kv, decodes.decode_kv_max, decodes.decode_kv_min
     finishing = iter(node.decode_releases)
     upcoming = next(finishing, None)
-    seconds = 0.0
+    t = start_s  # as the engine's clock: each iteration starts where the last ended
     m = 0  # iterations from the next one
     while True:
         while upcoming is not None and upcoming[0] <= m:  # it emitted its last token
@@ -507,7 +519,7 @@ def prefill_plan_s(prompt: int, node: NodeView) -> float:
         left, chunks_left = tokens - n, int(cap)
         joined: list[int] = []
         for k, (rest, prior) in enumerate(queue):
-            state = SLOWeaveState(0.0, tpot, n, kv, rest, prior, fixed, high, low)
+            state = SLOWeaveState(t, t + tpot, n, kv, rest, prior, fixed, high, low)
             decision = choose_chunk(state, model, c_max=chunks_left, margin_s=margin, cap=left)
             c = decision.chunk
             if c == 0:
@@ -522,9 +534,9 @@ def prefill_plan_s(prompt: int, node: NodeView) -> float:
                 break
         if not fixed:
             return math.inf
-        seconds += batch_time(model, BatchShape(n, kv, fixed, high, low))
+        t = t + batch_time(model, BatchShape(n, kv, fixed, high, low))
         if queue[-1][0] == 0:
-            return seconds
+            return t
         queue = [item for item in queue if item[0]]
         kv += n  # every decode is one token longer in the next iteration
         high = None if high is None else high + 1
@@ -652,7 +664,7 @@ def deflect(request: Arrival, cluster: ClusterView) -> Route:
     best, prefill, decode = disaggregated_ttft_s(request, cluster)
     route = Route(prefill.index, decode.index)
     if not all(node.queued_prefill_tokens for node in prefill_nodes):
-        return route
+        return route  # the prefill side has slack: moving work off it gains nothing
     for node in cluster.decode_nodes:
         estimate = deflected_ttft_s(request, node, cluster)
         if estimate < best:

@@ -30,7 +30,7 @@ from schedlab.serving.engine import Engine
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.iteration import IterationTime
 from schedlab.serving.kv_transfer import KVLink
-from schedlab.serving.metrics import SLO
+from schedlab.serving.metrics import SLO, request_itl
 from schedlab.serving.routers import Route
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import run_engine
@@ -520,3 +520,93 @@ def test_routing_is_timed_when_asked():
     )
     assert result.run.routing_s.size == result.summary.n_requests
     assert math.isfinite(result.to_dict()["routing_median_s"])
+
+
+# Bursts: many requests at once, so the prefill node queues and deflect may act.
+bursts = st.lists(
+    st.tuples(
+        st.sampled_from([0, 0, 0, 1, 2, 30, 31, 60]), st.integers(1, 90), st.integers(1, 20)
+    ),
+    min_size=3,
+    max_size=14,
+).map(lambda rows: ms_stream(*zip(*sorted(rows), strict=True)))
+
+
+def _with_router(name, router):
+    """Register ``router`` as ``name`` (restore with :func:`_without_router`)."""
+    routers.ROUTERS[name] = routers.RouterSpec(
+        router, "test", disaggregated=True, reads_predictions="always"
+    )
+
+
+def _meets(result, slo):
+    ends = result.run.iteration_end_s
+    return [r.meets(slo, request_itl(r, ends)) for r in result.run.records]
+
+
+@settings(max_examples=60, deadline=None)
+@given(stream=bursts, nodes=st.sampled_from(["1P1D", "1P2D"]))
+def test_a_deflection_harms_no_request_the_decode_node_holds(stream, nodes):
+    # proofs/deflect.md, "What the estimate guarantees": exact model, exact predictions.
+    # The last request r is deflected to node d at t (when it is): run A routes as
+    # deflect; run B routes the same, but r disaggregated. Every request d holds at t
+    # that meets the SLO in B meets it in A; d preempts nobody after t in A; r's first
+    # token comes by its estimate.
+    slo = SLO(5.0, 0.006)
+    estimate = {}
+
+    def deflect_seen(request, cluster):
+        route = routers.deflect(request, cluster)
+        if route.then is None:
+            node = cluster.nodes[route.node]
+            estimate[request.index] = routers.deflected_ttft_s(request, node, cluster)
+        return route
+
+    last = len(stream) - 1
+    _with_router("deflect-seen", deflect_seen)
+    try:
+        spec = Cluster(
+            parse_nodes(nodes), "deflect-seen", Scenario("vllm", EXACT, slo, SMALL), SLOW_LINK
+        )
+        a = run_cluster(stream, spec, record_batches=True)
+        if a.routes[last].then is not None:
+            return
+        routes = a.routes
+
+        def replay(request, cluster):
+            if request.index < last:
+                return routes[request.index]
+            return routers.disaggregated(request, cluster)
+
+        _with_router("replay", replay)
+        b = run_cluster(stream, dataclasses.replace(spec, router="replay"), record_batches=True)
+    finally:
+        routers.ROUTERS.pop("deflect-seen", None)
+        routers.ROUTERS.pop("replay", None)
+    d, t = a.routes[last].node, float(stream.arrival_s[last])
+    r = a.run.records[last]
+    assert r.first_token_s - t <= estimate[last] + 1e-9
+    offset = sum(a.run.replica_iterations[:d])
+    batches = a.run.batches[offset : offset + a.run.replica_iterations[d]]
+    assert not any(batch.preempted for batch in batches if batch.start_s >= t)
+    at_d = {x.request: x.end_s for x in a.transfers if x.target == d}  # KV arrivals
+    at_d |= {k: stream.arrival_s[k] for k, route in enumerate(a.routes) if route == Route(d)}
+    held = [k for k, s in at_d.items() if k != last and s <= t < a.run.records[k].finish_s]
+    met_a, met_b = _meets(a, slo), _meets(b, slo)
+    for k in held:
+        assert met_a[k] or not met_b[k], k
+
+
+def test_the_no_harm_check_sees_deflections_and_can_fail():
+    # The property above is not vacuous: on this burst the last request is deflected to a
+    # decode node holding another request; and deflecting it by force onto a node whose
+    # queue it cannot pass harms: with a TPOT target the decodes cannot meet once a
+    # prompt's chunk joins them, the held request misses in A and not in B.
+    stream = ms_stream([0, 0, 0, 0, 0, 30], [60, 60, 60, 60, 20, 20], [20, 20, 20, 20, 20, 3])
+    spec = Cluster(
+        parse_nodes("1P1D"), "deflect", Scenario("vllm", EXACT, SLO(5.0, 0.006), SMALL), SLOW_LINK
+    )
+    result = run_cluster(stream, spec, record_batches=True)
+    assert result.routes[-1] == Route(1)
+    held = [x.request for x in result.transfers if x.end_s <= 0.030]
+    assert held and all(result.run.records[k].finish_s > 0.030 for k in held)
