@@ -29,11 +29,15 @@ name                rule
                     drawn on ties); per side on a prefill/decode cluster
 ``disaggregated``   every prefill on a prefill node (least estimated queueing, below),
                     then its KV to the decode node of least outstanding tokens
+``prefix-aware``    the colocated (or prefill) node of least outstanding tokens plus
+                    the prompt tokens it would compute, given the prefix the router
+                    believes it holds (below); per side on a prefill/decode cluster
 ``deflect``         ``disaggregated``'s route, or the whole request on a decode node
-                    when the estimated TTFT is lower there (below)
+                    when the prefill side queues and the estimate says it is faster
+                    there and harms nobody the node holds (below)
 ``hybrid``          ``disaggregated``'s route, but when every prefill node is backed up
-                    the whole request goes to the decode node of least outstanding
-                    tokens, whose Sangam deficit budget admits it (below)
+                    the whole request goes to the first decode node, by least
+                    outstanding tokens, where it would be faster and harm nobody
 ==================  ==============================================================
 
 Loads of a node (derived from its requests when a router asks, so exact at every
@@ -72,31 +76,51 @@ Estimates (all from the predicted cost model :math:`\hat T(n, K, \text{chunks})`
       (infinite when :math:`c^*_d = 0` and :math:`Q_d > 0`); the request's one-token
       iteration starts at :math:`\max(x + \hat T(n_d, K_d), b_d + \text{that})` (after
       :math:`x`, an iteration in progress ends first) and lasts
-      :math:`\hat T(n_d, K_d, (1, P-1))`. Not modelled: a wait for free blocks or seats
-      at the decode node.
-    * Deflected TTFT on decode node :math:`d`: the SLOWeave chunk
-      (:func:`~schedlab.serving.sloweave.choose_chunk`) of its next iteration, the largest
-      :math:`c^*` with :math:`\hat T(n_d, K_d, (c^*, 0)) + \delta \le D` (iterations run
-      back to back, so the budget is the TPOT target :math:`D`), and from its running
-      iteration's predicted end :math:`\lceil (Q_d + P)/c^* \rceil` iterations of that
-      batch's predicted time, :math:`Q_d` being its queued prefill tokens (first come
-      first served). :math:`c^*` is chosen once per node and iteration, with no prior
-      context and the decodes as they are: later chunks of a long prompt attend to more
-      context and its in-flight decodes grow, so the estimate is optimistic for long
-      prompts. Infinite when :math:`c^* = 0` (even one token would break the deadline) or
-      when the node's free blocks do not hold the request's predicted final size on top
-      of its committed KV tokens (the running decodes' growth, its waiting requests and
-      the KV bound for it), all at their predicted sizes.
+      :math:`\hat T(n_d, K_d, (1, P-1))`. The decode node's start is also after the wait
+      for the request's blocks (:func:`block_wait_s`: none while its free blocks less
+      its committed blocks cover the request's final size, else until its running
+      decodes, finishing at their predicted lengths, have released enough); not
+      modelled: a wait for seats.
+    * Whole-request TTFT on decode node :math:`d` (:func:`deflected_ttft_s`): the end of
+      its running iteration, then the iterations its policy would run the prompt in,
+      behind the requests queued there, replayed with the policy's own rule
+      (:func:`prefill_end_s`; decodes leave at their predicted lengths). Infinite unless
+      the request is :func:`harmless` there (a free seat, and its KV slack holds the
+      request at its predicted final size, so nobody there waits for blocks or is
+      preempted for it) and the prefill ends before the KV of any request already bound
+      for the node can arrive (:attr:`NodeView.bound_arrival_s`), so none of them waits
+      behind it.
 
-``deflect``'s rule: the smallest estimate wins; a tie goes to the disaggregated route, and
-between decode nodes to the lowest index. What it guarantees about the in-flight decodes:
-``proofs/deflect.md``.
+``deflect``'s rule: when every prefill node has prefill queued (otherwise moving work
+off the prefill side gains nothing and takes capacity from the decode side), the
+smallest estimate wins; a tie goes to the disaggregated route, and between decode nodes
+to the lowest index. What it guarantees: ``proofs/deflect.md``.
 
 ``hybrid``'s "backed up" (our reading of Sangam's overflow condition): every prefill
 node's queued prefill tokens are at least its token budget :math:`T`, so the request could
-not start in the next iteration anywhere on the prefill side. The decode node's
-``sangam`` policy (:class:`~schedlab.serving.policies.SangamPolicy`) then protects its
-decodes: decodes first, whole prompts only when the deficit budget covers them.
+not start in the next iteration anywhere on the prefill side. It then overflows to the
+first decode node, by least outstanding tokens, whose whole-request estimate is below
+the disaggregated one. Its decode nodes run ``sloweave`` unless told otherwise; under
+``sangam`` (:class:`~schedlab.serving.policies.SangamPolicy`, deficit budget, whole
+prompts) the estimate asks that one iteration's deficit admit the prompt whole within
+the decodes' deadline.
+
+``prefix-aware`` (after the prefix-cache-aware routers of production systems: llm-d's
+approximate prefix-cache scorer, whose router keeps an LRU index of the prompt block
+hashes it sent to each server and scores a server by the share of the prompt's blocks
+matched, weighed against load scorers,
+https://llm-d.ai/docs/architecture/advanced/kv-management/prefix-cache-aware-routing;
+SGLang's cache-aware router, an approximate radix tree per worker of the requests sent
+to it, routing to the longest match unless the load is imbalanced,
+``sgl-router/src/policies/cache_aware.rs``). What it sees: each request's chain block
+ids (:attr:`Arrival.prefix`), and per node an LRU index of the ids it routed there, as
+large as the node's KV cache in blocks of the ids' size; not the caches themselves, so
+it believes a prefix cached that the node has evicted, or holds in a running request
+(which the engine does not share, :mod:`schedlab.serving.kv_cache`). It matches the
+longest run of a request's ids at the front of each node's index, :math:`h_k` tokens
+(at most :math:`P - 1`), and picks the node of least :math:`U_k + P - h_k`: outstanding
+tokens plus the prompt tokens left to compute, one unit for load and cache instead of
+weights or thresholds.
 """
 
 from __future__ import annotations
