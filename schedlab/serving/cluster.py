@@ -56,7 +56,6 @@ import re
 import time
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -468,12 +467,7 @@ class _NodeState:
 
     @property
     def queued_chunks(self) -> tuple[tuple[int, int], ...]:
-        engine = self._engine
-        return tuple(
-            (req.target - req.done, req.done)
-            for req in chain(engine.running.values(), engine.waiting, engine.inbox)
-            if not req.decoding
-        )
+        return tuple((req.target - req.done, req.done) for req in self._engine.prefill_queue())
 
     @property
     def bound_requests(self) -> int:
@@ -510,7 +504,7 @@ class _NodeState:
         budget = self.config.max_num_batched_tokens
         done: dict[int, float] = {}
         ahead = 0
-        for req in chain(engine.running.values(), engine.waiting, engine.inbox):
+        for req in engine.prefill_queue():
             ahead += req.target - req.done
             done[req.index] = start + -(-ahead // budget) * least
         self._done_at = (self._version, done)

@@ -315,6 +315,12 @@ class Engine:
         """KV tokens the running decodes attend to at the next iteration, in total."""
         return self.kv_sum + self.n_decode * self.iteration
 
+    def prefill_queue(self) -> Iterator[RequestState]:
+        """The requests with prompt left to prefill, in the policy's order: partial
+        prefills by admission, then the waiting queue (and, under asynchronous
+        scheduling, the arrivals it has not seen yet)."""
+        return chain(self.partials.values(), self.waiting, self.inbox)
+
     def next_decodes(self) -> BatchShape:
         """The running decodes as the next iteration will batch them if none finishes at
         the end of the running one: their count, KV tokens attended, and longest and

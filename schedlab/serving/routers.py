@@ -530,6 +530,13 @@ def prefill_end_s(prompt: int, node: NodeView, start_s: float) -> float:
     if name not in MARGIN_READERS:  # the SLOWeave policies: their cap is C_max
         return math.inf
     kv, high, low = decodes.decode_kv, decodes.decode_kv_max, decodes.decode_kv_min
+    for rest, prior in queue:
+        if rest == 0:  # its prompt completes in the running iteration: it decodes next
+            kv += prior + 1
+            high = prior + 1 if high is None else max(high, prior + 1)
+            low = prior + 1 if low is None else min(low, prior + 1)
+            n += 1
+    queue = [item for item in queue if item[0]]
     finishing = iter(node.decode_releases)
     upcoming = next(finishing, None)
     t = start_s  # as the engine's clock: each iteration starts where the last ended

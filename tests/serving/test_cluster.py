@@ -368,7 +368,9 @@ def test_deflect_refuses_a_decode_policy_it_does_not_model():
 
 
 def test_deflect_ties_go_to_the_disaggregated_route_then_the_lowest_index(monkeypatch):
-    stream = ms_stream([0], [10], [2])
+    # request 0 leaves 36 of its 100 tokens queued on the prefill node (budget 64), so
+    # deflect considers request 1 for the decode nodes
+    stream = ms_stream([0, 0], [100, 10], [2, 2])
     spec = cluster("1P2D", "deflect")
 
     def route_with(disaggregated_s, deflected_s):
@@ -376,7 +378,7 @@ def test_deflect_ties_go_to_the_disaggregated_route_then_the_lowest_index(monkey
             routers, "disaggregated_ttft_s", lambda r, c: (disaggregated_s, *_pd(c))
         )
         monkeypatch.setattr(routers, "deflected_ttft_s", lambda r, n, c: deflected_s[n.index])
-        return run_cluster(stream, spec).routes[0]
+        return run_cluster(stream, spec).routes[1]
 
     def _pd(c):
         return c.prefill_nodes[0], c.decode_nodes[1]
@@ -440,9 +442,13 @@ def test_routers_see_predictions_and_loads_not_the_simulator():
     (_, loads) = seen[1]
     assert loads[0] == (0, 0, 0)
     assert loads[1] == (0, 1 + 7, 20 + 7 - 1)
-    # deflected whole instead: its 20 tokens run on node 1, 7 tokens to emit, and its KV
-    # grows from 20 to 26
-    (_, loads) = _spy_run(stream, spec, routers.deflect)[1]
+
+    # served whole on node 1 instead: its 20 tokens run there, 7 tokens to emit, and its
+    # KV grows from 20 to 26
+    def whole(request, view):
+        return Route(1) if request.index == 0 else routers.disaggregated(request, view)
+
+    (_, loads) = _spy_run(stream, spec, whole)[1]
     assert loads[1] == (0, 7, 6)
 
 
@@ -455,13 +461,19 @@ def test_queued_tokens_exclude_the_running_chunks():
     assert seen[2][1][0][0] == 56
 
 
-def test_deflect_goes_to_a_decode_node_only_when_faster():
-    # An idle cluster: the prefill route (prefill + transfer + one more iteration) beats
-    # the decode node only if the transfer is cheap; with a slow link deflection wins.
-    stream = ms_stream([0], [40], [3])
+def test_deflect_goes_to_a_decode_node_only_when_faster_and_the_prefill_side_queues():
+    # An idle cluster: nothing queues on the prefill side, so nothing is deflected, even
+    # where the decode node would be faster (a slow link).
     fast = KVLink(Link(1e12, 0.0), BYTES)
-    assert run_cluster(stream, cluster("1P1D", "deflect", link=fast)).routes == (Route(0, 1),)
-    assert run_cluster(stream, cluster("1P1D", "deflect")).routes == (Route(1),)
+    alone = ms_stream([0], [40], [3])
+    for link in (fast, SLOW_LINK):
+        assert run_cluster(alone, cluster("1P1D", "deflect", link=link)).routes == (Route(0, 1),)
+    # Behind request 0's 36 queued tokens (a 100-token prompt, budget 64): request 1 waits
+    # for the queue, prefill and transfer on the prefill route; the idle decode node is
+    # faster with the slow link (1 ms a token), not with the free one.
+    queued = ms_stream([0, 0], [100, 40], [3, 3])
+    assert run_cluster(queued, cluster("1P1D", "deflect")).routes[1] == Route(1)
+    assert run_cluster(queued, cluster("1P1D", "deflect", link=fast)).routes[1] == Route(0, 1)
 
 
 def test_a_router_that_routes_wrongly_is_refused():
