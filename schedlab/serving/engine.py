@@ -526,7 +526,7 @@ class Engine:
                 if not req.admitted:
                     break  # it preempted itself
             else:
-                shared = req.shared_blocks(config.block_size)
+                shared = None if req.prefix is None else req.shared_blocks(config.block_size)
                 looks = req.preemptions or shared is not None
                 if looks and kv.prefix_caching and not req.received:
                     # earlier chunks may have evicted its cached blocks
@@ -747,10 +747,11 @@ class Engine:
         """Free the ``tokens`` KV tokens of a request that finished or left: a request
         that shares prefixes keeps its full prompt blocks cached for others (vLLM caches
         every full block; a request's other blocks are its own, nobody could hit them)."""
+        if req.prefix is None:
+            self.kv.free(req.index, tokens, keep=False)
+            return
         shared = req.shared_blocks(self.config.block_size)
-        self.kv.free(
-            req.index, tokens, keep=shared is not None, computed=req.prompt, shared=shared
-        )
+        self.kv.free(req.index, tokens, keep=True, computed=req.prompt, shared=shared)
 
     def _finish(self, req: RequestState, now: float, i: int, tokens: int) -> None:
         del self.running[req.seq]

@@ -167,8 +167,9 @@ class KVCache:
         full = valid // self.block_size if keep and self.prefix_caching else 0
         if held > full:  # the partial last block, or every block without content
             self._push(held - full)
+        own = ~request
         for position in range(full - 1, -1, -1):
-            key = _key(request, position, shared)
+            key = (own, position) if shared is None else _key(request, position, shared)
             older = self._where.get(key)
             if older is not None:  # the same content cached twice: keep the newer copy
                 self._queue[older] = 1
@@ -193,8 +194,14 @@ class KVCache:
         if not self._where:
             return 0
         cap = (tokens - 1) // self.block_size
+        where = self._where
         count = 0
-        while count < cap and _key(request, count, shared) in self._where:
+        if shared is None:  # the common case, without a call per block
+            own = ~request
+            while count < cap and (own, count) in where:
+                count += 1
+            return count
+        while count < cap and _key(request, count, shared) in where:
             count += 1
         return count
 
@@ -202,8 +209,10 @@ class KVCache:
         """Take the first ``count`` cached blocks of ``request`` out of the free queue: the
         request holds them again. (Blocks of it cached beyond a gap stay cached: a block's
         content depends only on the tokens up to it, which a request never changes.)"""
+        own = ~request
         for position in range(count):
-            del self._queue[self._where.pop(_key(request, position, shared))]
+            key = (own, position) if shared is None else _key(request, position, shared)
+            del self._queue[self._where.pop(key)]
         self._free -= count
 
     def check(self) -> None:
