@@ -214,7 +214,7 @@ def register(subparsers: Any) -> None:
     cmd.add_argument(
         "--decode-policy",
         default=None,
-        help="policy of decode nodes (default sangam for hybrid, else sloweave; deflect "
+        help="policy of decode nodes (default sloweave; deflect "
         "needs sloweave or sloweave-kv, which its estimate and proofs/deflect.md assume)",
     )
     cmd.add_argument("--plot", default=None, help="write the TTFT breakdown per router (PNG...)")
