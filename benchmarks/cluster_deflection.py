@@ -34,6 +34,13 @@ prediction is the true length (an oracle router), as the output says.
 
 (c) The median wall-clock time of one ``deflect`` router call (time.perf_counter around
     each call, over every call of (a)); the target is at most 1 ms.
+(d) With ``--no-harm`` (only this part, and (a)): issue 40's check. 2P2D, ``bursty`` at
+    2, 4, 6, 8 and 12 req/s, seeds 0 and 1, 180 s, ``disaggregated`` against ``deflect``
+    and ``hybrid``, mean over the seeds of P95 TTFT and attainment, in two settings: the
+    CLI's defaults with the RTX PRO 6000 model (TTFT 5 s, TPOT 25 ms, 262,144 KV tokens:
+    ``schedlab cluster --cost-model rtxpro6000_llama-3.1-8b``, where issue 40 measured
+    the harm) and this benchmark's (above). Target: never worse than ``disaggregated`` by
+    more than 1 point of attainment or 5% of P95 TTFT. Writes ``docs/cluster_no_harm.md``.
 """
 
 from __future__ import annotations
@@ -113,7 +120,11 @@ def part_a() -> list[float]:
 
 
 def _compare(
-    label: str, streams: list[RequestStream], routing: list[float], seeded: bool = True
+    label: str,
+    streams: list[RequestStream],
+    routing: list[float],
+    seeded: bool = True,
+    lines: list[str] | None = None,
 ) -> None:
     """``disaggregated`` vs ``deflect`` on 2P2D over ``streams`` (the k-th under seed k when
     ``seeded``, else seed 0): per run, and the means; ``routing`` collects deflect's call
@@ -148,12 +159,15 @@ def _compare(
     att = {k: statistics.mean(r.summary.attainment for r in v) for k, v in rows.items()}
     cut = 1 - p95["deflect"] / p95["disaggregated"]
     gain = att["deflect"] / att["disaggregated"] - 1 if att["disaggregated"] else float("nan")
-    print(
-        f"  {label}: deflect vs disaggregated: P95 TTFT {p95['deflect']:.3f} vs "
+    summary = (
+        f"{label}: deflect vs disaggregated: P95 TTFT {p95['deflect']:.3f} vs "
         f"{p95['disaggregated']:.3f} s = {cut:+.1%} lower (paper: up to 81% lower); "
         f"attainment {att['deflect']:.3f} vs {att['disaggregated']:.3f} = {gain:+.1%} "
         "(paper: up to 79% higher)"
     )
+    print(f"  {summary}")
+    if lines is not None:
+        lines.append(summary)
 
 
 def part_a2(routing: list[float]) -> None:
@@ -180,7 +194,13 @@ def _sangam_point(workload: str, rate: float) -> None:
     means: dict[str, list[float]] = {"4C": [], "hybrid": []}
     for seed in SEEDS:
         colocated = Cluster(parse_nodes("4C"), "least-tokens", scenario("vllm", seed))
-        hybrid = Cluster(parse_nodes("2P2D"), "hybrid", scenario("vllm", seed), kv_link())
+        hybrid = Cluster(
+            parse_nodes("2P2D"),
+            "hybrid",
+            scenario("vllm", seed),
+            kv_link(),
+            decode_policy="sangam",
+        )
         for key, spec in (("4C", colocated), ("hybrid", hybrid)):
             result = simulate_cluster(workload, spec, rate=rate, duration_s=WINDOW_S)
             means[key].append(result.summary.latency.mean)
@@ -198,10 +218,84 @@ def _sangam_point(workload: str, rate: float) -> None:
     )
 
 
+NO_HARM_RATES = (2.0, 4.0, 6.0, 8.0, 12.0)
+NO_HARM_SEEDS = (0, 1)
+NO_HARM_PAGE = ROOT / "docs" / "cluster_no_harm.md"
+
+
+def cli_scenario(seed: int) -> Scenario:
+    """``schedlab cluster --cost-model rtxpro6000_llama-3.1-8b``'s scenario."""
+    return Scenario("vllm", COST_MODEL, seed=seed)
+
+
+def part_d() -> list[str]:
+    rows = [
+        "| setting | rate | router | P95 TTFT (s) | attainment | vs disaggregated | deflected |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for setting, make in (("CLI defaults", cli_scenario), ("benchmark", _bench_scenario)):
+        for rate in NO_HARM_RATES:
+            base: tuple[float, float] | None = None
+            for router in ("disaggregated", "deflect", "hybrid"):
+                p95, att, moved = [], [], 0
+                for seed in NO_HARM_SEEDS:
+                    spec = Cluster(parse_nodes("2P2D"), router, make(seed), kv_link())
+                    r = simulate_cluster("bursty", spec, rate=rate, duration_s=WINDOW_S)
+                    p95.append(r.summary.ttft.p95)
+                    att.append(r.summary.attainment)
+                    moved += r.to_dict()["deflected"]
+                mean_p95, mean_att = statistics.mean(p95), statistics.mean(att)
+                if base is None:
+                    base, verdict = (mean_p95, mean_att), ""
+                else:
+                    worse_p95 = mean_p95 / base[0] - 1
+                    worse_att = base[1] - mean_att
+                    ok = worse_p95 <= 0.05 and worse_att <= 0.01
+                    verdict = (
+                        f"P95 {worse_p95:+.1%}, attainment {-worse_att:+.3f}: "
+                        f"{'ok' if ok else 'WORSE'}"
+                    )
+                row = (
+                    f"| {setting} | {rate:g} | {router} | {mean_p95:.3f} | {mean_att:.3f} | "
+                    f"{verdict} | {moved} |"
+                )
+                rows.append(row)
+                print(row, flush=True)
+    return rows
+
+
+def _bench_scenario(seed: int) -> Scenario:
+    return scenario("vllm", seed)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.parse_args(argv)
+    parser.add_argument("--no-harm", action="store_true", help="part (d), and (a), only")
+    args = parser.parse_args(argv)
     started = time.perf_counter()
+    if args.no_harm:
+        print("(d) issue 40's no-harm check (mean of seeds 0, 1; 180 s)")
+        rows = part_d()
+        print("output predictions: prediction_cv = 0 (the true lengths: an oracle router)")
+        lines: list[str] = []
+        _compare("azure-code", azure_windows(DEFLECT_RATE), [], seeded=False, lines=lines)
+        NO_HARM_PAGE.write_text(
+            "# Deflection and hybrid overflow that do no harm\n\nWritten by "
+            "`python benchmarks/cluster_deflection.py --no-harm` (its docstring, parts (a) "
+            "and (d), gives the settings); do not edit.\n\n"
+            "2P2D, `bursty`, mean of seeds 0 and 1, 180 s; target: never worse than "
+            "`disaggregated` by more than 1 point of attainment or 5% of P95 TTFT.\n\n"
+            + "\n".join(rows)
+            + f"\n\nAzure code trace at {DEFLECT_RATE:g} req/s, three 180 s windows "
+            "(target: `deflect` cuts the P95 TTFT by at least 50%):\n\n"
+            + "\n".join(f"    {line}" for line in lines)
+            + "\n"
+        )
+        print(
+            f"wrote {NO_HARM_PAGE.relative_to(ROOT)}; total wall "
+            f"{time.perf_counter() - started:.0f} s"
+        )
+        return 0
     print("output predictions: prediction_cv = 0 (the true lengths: an oracle router)")
     routing = part_a()
     part_a2([])

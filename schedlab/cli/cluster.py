@@ -140,7 +140,7 @@ def _report(results: list[tuple[float | None, Any]], scenario: Any) -> None:
     print(
         f"{'cluster':<22}{'rate':>6}{'attain':>8}{'TTFT':>8}{'p95':>8}{'lat':>8}"
         f"{'queue':>8}{'prefill':>8}{'xfer':>8}{'1st dec':>8}  {'tail shares q/p/x/d':<20}"
-        f"{'route us':>9}"
+        f"{'route us':>9}{'hit':>6}"
     )
     for rate, r in results:
         s, d = r.summary, r.to_dict()
@@ -151,8 +151,12 @@ def _report(results: list[tuple[float | None, Any]], scenario: Any) -> None:
             f"{_ms(s.ttft.mean):>8}{_ms(s.ttft.p95):>8}{_ms(s.latency.mean):>8}"
             + "".join(f"{_ms(r.breakdown[k].mean):>8}" for k in BREAKDOWN)
             + f"  {shares:<20}{'-' if route is None else f'{route * 1e6:.0f}':>9}"
+            + f"{r.run.hit_rate:>6.2f}"
         )
-    print("(times in ms; route us: median microseconds per router call)")
+    print(
+        "(times in ms; route us: median microseconds per router call; hit: prefix-cache "
+        "hit rate, prompt tokens found cached at first admission)"
+    )
 
 
 def register(subparsers: Any) -> None:
@@ -213,7 +217,7 @@ def register(subparsers: Any) -> None:
     cmd.add_argument(
         "--decode-policy",
         default=None,
-        help="policy of decode nodes (default sangam for hybrid, else sloweave; deflect "
+        help="policy of decode nodes (default sloweave; deflect "
         "needs sloweave or sloweave-kv, which its estimate and proofs/deflect.md assume)",
     )
     cmd.add_argument("--plot", default=None, help="write the TTFT breakdown per router (PNG...)")

@@ -10,7 +10,13 @@ Four shapes are understood (see ``../shared/data/README.md``):
     (no arrival times).
 ``mooncake``
     Mooncake-style JSONL, one object a line with ``timestamp`` (milliseconds),
-    ``input_length`` and ``output_length``.
+    ``input_length`` and ``output_length``, and optionally ``hash_ids`` (Qin et al.,
+    "Mooncake", FAST 2025): the chain ids of the prompt's blocks of
+    :data:`MOONCAKE_BLOCK_TOKENS` tokens, the last one partial, kept in
+    :attr:`Trace.hash_ids` (:mod:`schedlab.serving.prefix` says what they mean). If any
+    line has them, every line must: :math:`\\lceil L / 512 \rceil` non-negative integers
+    for ``input_length`` :math:`L`, each id at the same block position and after the
+    same id wherever it appears (an id names the whole prefix up to its block).
 ``vllm-bench``
     A recorded vLLM run's ``requests.jsonl`` (LLMServingSim's ``bench`` format):
     ``input_toks, output_toks, arrival_time`` (epoch seconds) and, where measured,
@@ -38,7 +44,7 @@ from __future__ import annotations
 import csv
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -50,6 +56,7 @@ from schedlab.json_files import check_size, parse_json, read_json
 __all__ = [
     "MAX_TIMESTAMP_S",
     "MAX_TOKENS",
+    "MOONCAKE_BLOCK_TOKENS",
     "TRACE_KINDS",
     "Trace",
     "check_lengths",
@@ -75,6 +82,9 @@ class Trace:
         imposed), or ``None`` for traces without timestamps.
     extra
         Further numeric columns by name (e.g. the measured timestamps of a vLLM run).
+    hash_ids, hash_block_tokens
+        Per request the chain ids of its prompt's blocks of ``hash_block_tokens`` tokens
+        (Mooncake's ``hash_ids``), or ``None``.
     """
 
     name: str
@@ -82,6 +92,8 @@ class Trace:
     output: np.ndarray
     arrival_s: np.ndarray | None = None
     extra: dict[str, np.ndarray] = field(default_factory=dict)
+    hash_ids: tuple[np.ndarray, ...] | None = None
+    hash_block_tokens: int = 0
 
     def __len__(self) -> int:
         return int(self.prompt.size)
@@ -231,16 +243,61 @@ def _read_length_stats(path: Path) -> Trace:
     return Trace(path.stem, _ints(prompt), _ints(output))
 
 
+#: Tokens per block of a Mooncake trace's ``hash_ids`` (the trace's README and
+#: ``FAST25-release/traces``: blocks of 512 tokens).
+MOONCAKE_BLOCK_TOKENS = 512
+
+
+def _hash_ids(
+    value: object, place: str, tokens: int, seen: dict[int, tuple[int, int]]
+) -> np.ndarray:
+    """A row's ``hash_ids``, checked against its ``input_length`` and against the ids of
+    earlier rows (``seen``: id -> its block position and the id before it, -1 at 0)."""
+    need = -(-tokens // MOONCAKE_BLOCK_TOKENS)
+    if not isinstance(value, list) or not value:
+        raise FormatError(
+            f"{place}: hash_ids: expected a list of {need} block ids, got {value!r:.60}"
+        )
+    if len(value) != need:
+        raise FormatError(
+            f"{place}: hash_ids: {len(value)} block ids for input_length {tokens}; blocks "
+            f"of {MOONCAKE_BLOCK_TOKENS} tokens need {need}"
+        )
+    before = -1
+    for k, item in enumerate(value):
+        if isinstance(item, bool) or not isinstance(item, int) or item < 0:
+            raise FormatError(
+                f"{place}: hash_ids[{k}]: expected a non-negative integer, got {item!r:.60}"
+            )
+        known = seen.setdefault(item, (k, before))
+        if known != (k, before):
+            raise FormatError(
+                f"{place}: hash_ids[{k}]: id {item} was block {known[0]} after id "
+                f"{known[1]} on an earlier line; an id names its whole prefix"
+            )
+        before = item
+    return np.asarray(value, np.int64)
+
+
 def _read_mooncake(path: Path) -> Trace:
     prompt: list[int] = []
     output: list[int] = []
     stamps: list[float] = []
+    hashes: list[np.ndarray] = []
+    seen: dict[int, tuple[int, int]] = {}
     for place, row in jsonl_rows(path, ("timestamp", "input_length", "output_length")):
         stamps.append(_time_field(row["timestamp"], place, "timestamp", unit_s=1e-3))  # ms
         prompt.append(_int_field(row["input_length"], place, "input_length", 0))
         output.append(_int_field(row["output_length"], place, "output_length", 0))
+        if "hash_ids" in row or hashes:
+            if len(hashes) < len(prompt) - 1:  # earlier lines had none
+                raise FormatError(f"{place}: hash_ids on this line but not on the lines before")
+            hashes.append(_hash_ids(row.get("hash_ids"), place, prompt[-1], seen))
     _empty_check(path, prompt)
-    return Trace(path.stem, _ints(prompt), _ints(output), _relative(stamps))
+    trace = Trace(path.stem, _ints(prompt), _ints(output), _relative(stamps))
+    if hashes:
+        return replace(trace, hash_ids=tuple(hashes), hash_block_tokens=MOONCAKE_BLOCK_TOKENS)
+    return trace
 
 
 _VLLM_TIMES = ("queued_ts", "scheduled_ts", "first_token_ts", "last_token_ts")

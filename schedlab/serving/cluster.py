@@ -64,7 +64,13 @@ import numpy as np
 from schedlab.errors import ServingError
 from schedlab.llm.interconnect import parse_link
 from schedlab.llm.models import get_model_shape, kv_bytes_per_token
-from schedlab.serving.cost_model import CostModel, batch_time, get_cost_model, hardware_of
+from schedlab.serving.cost_model import (
+    BatchShape,
+    CostModel,
+    batch_time,
+    get_cost_model,
+    hardware_of,
+)
 from schedlab.serving.driver import EVENT_KINDS, Driver, EngineRun
 from schedlab.serving.engine import Engine
 from schedlab.serving.engine_config import EngineConfig
@@ -303,6 +309,12 @@ class Cluster:
         return self.scenario.with_(**changes)
 
 
+#: What :meth:`_NodeState._derive` derives: queued prefill tokens, outstanding tokens,
+#: committed KV tokens and blocks, and the running decodes' (iterations left, blocks held
+#: at the end, KV tokens at the end) in order.
+_Loads = tuple[int, int, int, int, tuple[tuple[int, int, int], ...]]
+
+
 class _NodeState:
     """A node as routers see it (:class:`~schedlab.serving.routers.NodeView`): sizes and
     times a real router could know, derived from the engine's state when asked (and
@@ -313,8 +325,10 @@ class _NodeState:
         "_bound",
         "_busy_at",
         "_busy_until",
+        "_done_at",
         "_engine",
         "_loads",
+        "_sent",
         "_version",
         "config",
         "index",
@@ -338,9 +352,11 @@ class _NodeState:
         self.link = link
         # requests routed here through a prefill node whose KV has not arrived yet:
         # index -> (prompt, predicted output)
-        self._bound: dict[int, tuple[int, int]] = {}
+        self._bound: dict[int, tuple[int, int, _NodeState]] = {}
+        self._sent: dict[int, float] = {}  # bound requests on the link: their arrival
+        self._done_at: tuple[int, dict[int, float]] = (-1, {})
         self._version = 0
-        self._loads: tuple[int, tuple[int, int, int]] = (-1, (0, 0, 0))
+        self._loads: tuple[int, _Loads] = (-1, (0, 0, 0, 0, ()))
         self._busy_at = -1
         self._busy_until = 0.0
 
@@ -348,19 +364,25 @@ class _NodeState:
         """Its state changed (an arrival, a start, an end, a transfer)."""
         self._version += 1
 
-    def bind(self, index: int, prompt: int, predicted_output: int) -> None:
-        """A request prefilled elsewhere will decode here."""
-        self._bound[index] = (prompt, predicted_output)
+    def bind(self, index: int, prompt: int, predicted_output: int, source: _NodeState) -> None:
+        """A request prefilled on node ``source`` will decode here."""
+        self._bound[index] = (prompt, predicted_output, source)
         self.touch()
+
+    def sent(self, index: int, end_s: float) -> None:
+        """The KV of bound request ``index`` is on the link and arrives at ``end_s``."""
+        self._sent[index] = end_s
 
     def unbind(self, index: int) -> None:
         """Its KV arrived (it is this node's waiting request now)."""
         del self._bound[index]
+        del self._sent[index]
         self.touch()
 
-    def _derive(self) -> tuple[int, int, int]:
-        r"""(queued prefill tokens, outstanding tokens, committed KV tokens), from the
-        engine's requests (module docstring of :mod:`schedlab.serving.routers`).
+    def _derive(self) -> _Loads:
+        r"""(queued prefill tokens, outstanding tokens, committed KV tokens, committed KV
+        blocks, decode releases), from the engine's requests (module docstring of
+        :mod:`schedlab.serving.routers`).
 
         A request here with :math:`g` tokens generated, predicted output :math:`\hat o`
         and :math:`h` KV tokens held has :math:`t - d` prefill tokens left (its target
@@ -373,8 +395,10 @@ class _NodeState:
         if self._loads[0] == self._version:
             return self._loads[1]
         engine = self._engine
+        blocks = self.config.blocks
         i = engine.iteration
-        queued = emit = growth = 0
+        queued = emit = growth = growth_blocks = 0
+        releases: list[tuple[int, int, int]] = []
         for req in engine.requests():
             queued += req.target - req.done
             if req.hand_off:
@@ -384,11 +408,17 @@ class _NodeState:
                 left = max(req.predicted_output - g, 1)
                 final = req.prompt + g + left - 1
             emit += left
-            growth += max(final - req.kv_tokens(i), 0)
-        for prompt, predicted in self._bound.values():
+            held = req.kv_tokens(i)
+            growth += max(final - held, 0)
+            growth_blocks += max(blocks(final) - blocks(held), 0)
+            if req.decoding:
+                releases.append((left, blocks(final), final))
+        for prompt, predicted, _ in self._bound.values():
             emit += 1 + predicted
             growth += prompt + predicted - 1
-        loads = (queued, queued + emit, growth)
+            growth_blocks += blocks(prompt + predicted - 1)
+        releases.sort()
+        loads = (queued, queued + emit, growth, growth_blocks, tuple(releases))
         self._loads = (self._version, loads)
         return loads
 
@@ -419,6 +449,72 @@ class _NodeState:
     @property
     def committed_kv_tokens(self) -> int:
         return self._derive()[2]
+
+    @property
+    def committed_kv_blocks(self) -> int:
+        return self._derive()[3]
+
+    @property
+    def decode_releases(self) -> tuple[tuple[int, int, int], ...]:
+        return self._derive()[4]
+
+    @property
+    def policy(self) -> str:
+        return self._engine.policy.name
+
+    @property
+    def next_decodes(self) -> BatchShape:
+        return self._engine.next_decodes()
+
+    @property
+    def queued_chunks(self) -> tuple[tuple[int, int], ...]:
+        return tuple((req.target - req.done, req.done) for req in self._engine.prefill_queue())
+
+    @property
+    def bound_requests(self) -> int:
+        return len(self._bound)
+
+    @property
+    def bound_arrival_s(self) -> float:
+        sent = self._sent
+        earliest = math.inf
+        for index, (prompt, _, source) in self._bound.items():
+            if index in sent:
+                arrival = sent[index]
+            else:
+                link = source.link
+                assert link is not None  # a prefill node
+                ready = max(source.prefill_done_after_s()[index], link.free_s)
+                arrival = ready + link.kv_link.duration_s(prompt - 1)
+            earliest = min(earliest, arrival)
+        return earliest
+
+    def prefill_done_after_s(self) -> dict[int, float]:
+        r"""A prefill node's lower bound on when each of its requests' prefill completes:
+        its running iteration's end if its last chunk runs there, else that end plus
+        :math:`\lceil A / T \rceil` iterations of at least :math:`\hat T(0, 0, (1, 0))`,
+        :math:`A` the queued prefill tokens of it and of the requests ahead of it in the
+        policy's order (partial prefills by admission, then the waiting queue) and
+        :math:`T` the token budget (an iteration prefills at most :math:`T` tokens and
+        lasts at least a one-token batch, for a cost model monotone in its batch)."""
+        if self._done_at[0] == self._version:
+            return self._done_at[1]
+        engine = self._engine
+        start = self.busy_until_s
+        least = self.model.iteration_time(0, 0, ((1, 0),))
+        budget = self.config.max_num_batched_tokens
+        done: dict[int, float] = {}
+        ahead = 0
+        for req in engine.prefill_queue():
+            ahead += req.target - req.done
+            done[req.index] = start + -(-ahead // budget) * least
+        self._done_at = (self._version, done)
+        return done
+
+    @property
+    def free_seats(self) -> int:
+        engine = self._engine
+        return self.config.max_num_seqs - sum(1 for _ in engine.requests())
 
     @property
     def busy_until_s(self) -> float:
@@ -524,7 +620,14 @@ class ClusterDriver(Driver):
     def _arrive(self, t: float, req: RequestState) -> None:
         view = self.view
         view.now_s = t
-        arrival = Arrival(req.index, req.arrival_s, req.prompt, req.predicted_output)
+        arrival = Arrival(
+            req.index,
+            req.arrival_s,
+            req.prompt,
+            req.predicted_output,
+            req.prefix,
+            req.prefix_block,
+        )
         if self.time_routing:
             started = time.perf_counter()
             route = self.router(arrival, view)
@@ -540,7 +643,7 @@ class ClusterDriver(Driver):
         node = self.nodes[route.node]
         if route.then is not None:
             self.decode_of[req.index] = route.then
-            self.nodes[route.then].bind(req.index, req.prompt, req.predicted_output)
+            self.nodes[route.then].bind(req.index, req.prompt, req.predicted_output, node)
         req.replica = route.node
         self.engines[route.node].arrive(req, hand_off=route.then is not None)
         node.touch()
@@ -578,6 +681,7 @@ class ClusterDriver(Driver):
             assert node.link is not None
             target = self.decode_of[req.index]
             transfer = node.link.send(req.index, target, req.prompt - 1, t, started)
+            self.nodes[target].sent(req.index, transfer.end_s)
             self.transfers.append(transfer)
             self._push(transfer.end_s, _TRANSFER, req.index)
 
@@ -654,6 +758,11 @@ class ClusterRun:
     loads
         Per router call, each node's ``(queued prefill, outstanding)`` tokens as the
         router saw them (with ``record_batches``).
+    cache_hits
+        Per request, the prompt tokens its first admission found in a node's prefix
+        cache (:attr:`~schedlab.serving.request_state.RequestState.cache_hits`).
+    node_hits
+        Per node, the sum of those hits there.
     """
 
     run: EngineRun
@@ -663,6 +772,16 @@ class ClusterRun:
     breakdown: dict[str, np.ndarray] = field(repr=False)
     routing_s: np.ndarray = field(repr=False)
     loads: tuple[tuple[tuple[int, int], ...], ...] = field(default=(), repr=False)
+    cache_hits: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
+    node_hits: tuple[int, ...] = ()
+
+    @property
+    def hit_rate(self) -> float:
+        """Prompt tokens found in a prefix cache at first admission over all prompt
+        tokens (vLLM's prefix-cache hit rate, ``vllm/v1/metrics/stats.py``,
+        ``PrefixCacheStats``: hits over queried tokens of new requests)."""
+        prompts = sum(r.prompt for r in self.run.records)
+        return float(self.cache_hits.sum()) / prompts if prompts else math.nan
 
 
 def run_cluster(
@@ -721,6 +840,8 @@ def run_cluster(
         driver.breakdown(),
         np.asarray(driver.routing_s, dtype=float),
         tuple(driver.loads),
+        np.asarray([req.cache_hits for req in driver.requests], dtype=np.int64),
+        tuple(engine.prefix_hits for engine in engines),
     )
 
 
@@ -763,6 +884,7 @@ class ClusterResult:
             return None if math.isnan(x) else x
 
         routing = self.run.routing_s
+        hits = self.run.cache_hits
         return {
             "cluster": self.label,
             "nodes": list(self.run.roles),
@@ -791,6 +913,14 @@ class ClusterResult:
             "deflected": sum(
                 r.then is None and self.run.roles[r.node] == "decode" for r in self.run.routes
             ),
+            "prefix_cache": {
+                "hit_rate": number(self.run.hit_rate),
+                "hit_tokens": {
+                    "mean": number(float(hits.mean())) if hits.size else None,
+                    "p95": number(float(np.percentile(hits, 95))) if hits.size else None,
+                },
+                "node_hit_tokens": list(self.run.node_hits),
+            },
             "routing_median_s": number(float(np.median(routing))) if routing.size else None,
             "summary": s.to_dict(),
             "wall_s": self.wall_s,

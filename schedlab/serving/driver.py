@@ -168,6 +168,10 @@ class Driver:
                 zip(stream.arrival_s, stream.prompt, stream.output, predicted, strict=True)
             )
         ]
+        if stream.prefix is not None:
+            block = stream.prefix.block_tokens
+            for req, ids in zip(self.requests, stream.prefix.hash_ids, strict=True):
+                req.prefix, req.prefix_block = ids, block
         configs = [e.config for e in engines]
         for k, config in enumerate(configs):
             if config not in configs[:k]:

@@ -215,6 +215,7 @@ class Engine:
         self.admissions = 0
         self.finished = 0
         self.reused_tokens = 0
+        self.prefix_hits = 0  # tokens new requests found in the prefix cache
         self.start_pending = False
         self.busy = False
         self.last_token_s = 0.0
@@ -280,7 +281,7 @@ class Engine:
     def release(self, req: RequestState) -> None:
         """Free the blocks of a request handed off to another node, once its KV has left
         (the end of its transfer)."""
-        self.kv.free(req.index, req.prompt, keep=False)
+        self._free_done(req, req.prompt)
         self.held_off -= 1
 
     def receive(self, req: RequestState, tokens: int) -> None:
@@ -314,6 +315,23 @@ class Engine:
         """KV tokens the running decodes attend to at the next iteration, in total."""
         return self.kv_sum + self.n_decode * self.iteration
 
+    def prefill_queue(self) -> Iterator[RequestState]:
+        """The requests with prompt left to prefill, in the policy's order: partial
+        prefills by admission, then the waiting queue (and, under asynchronous
+        scheduling, the arrivals it has not seen yet)."""
+        return chain(self.partials.values(), self.waiting, self.inbox)
+
+    def next_decodes(self) -> BatchShape:
+        """The running decodes as the next iteration will batch them if none finishes at
+        the end of the running one: their count, KV tokens attended, and longest and
+        shortest KV when the cost models use them (no chunks)."""
+        i = self.iteration + 1 if self.busy else self.iteration
+        n = self.n_decode
+        kv_max = kv_min = None
+        if self.spread and n:
+            kv_max, kv_min = self._decode_extremes(i)
+        return BatchShape(n, self.kv_sum + n * i, (), kv_max, kv_min)
+
     @property
     def free_blocks(self) -> int:
         """KV blocks free now."""
@@ -325,8 +343,10 @@ class Engine:
         of it the prefix cache still holds (its ``done``)."""
         kv, size = self.kv, self.config.block_size
         for req in self.waiting:
-            if req.preemptions and kv.prefix_caching and not req.received:
-                req.done = kv.cached_prefix(req.index, req.target) * size
+            looks = req.preemptions or req.prefix is not None
+            if looks and kv.prefix_caching and not req.received:
+                shared = req.shared_blocks(size)
+                req.done = kv.cached_prefix(req.index, req.target, shared) * size
             yield req
 
     # -- an iteration start ------------------------------------------------------------------
@@ -444,7 +464,7 @@ class Engine:
     def _release_lagged(self) -> None:
         """Make the lagged seats, blocks and arrivals visible to the next plan."""
         for req, tokens in self.held.values():
-            self.kv.free(req.index, tokens, keep=False)
+            self._free_done(req, tokens)
         self.held.clear()
         if self.inbox:
             self.waiting.extend(self.inbox)
@@ -506,9 +526,12 @@ class Engine:
                 if not req.admitted:
                     break  # it preempted itself
             else:
-                if req.preemptions and kv.prefix_caching and not req.received:
+                shared = None if req.prefix is None else req.shared_blocks(config.block_size)
+                looks = req.preemptions or shared is not None
+                if looks and kv.prefix_caching and not req.received:
                     # earlier chunks may have evicted its cached blocks
-                    req.done = kv.cached_prefix(req.index, req.target) * config.block_size
+                    hit = kv.cached_prefix(req.index, req.target, shared)
+                    req.done = hit * config.block_size
                 cost = config.blocks(req.done + c)
                 if not (cost <= kv.free_blocks and self.view.admissible(req, kv.free_blocks)):
                     raise ServingError(
@@ -523,8 +546,11 @@ class Engine:
                         self._received.append((req.index, req.received))
                     req.received = 0
                 elif hits:
-                    kv.reuse(req.index, hits)
+                    kv.reuse(req.index, hits, shared)
                     self.reused_tokens += req.done
+                    if not req.preemptions:  # a new request's hit (vLLM's hit rate counts these)
+                        req.cache_hits = req.done
+                        self.prefix_hits += req.done
                     if self.record_batches:
                         self._reused.append((req.index, req.done))
                 cost -= hits
@@ -603,7 +629,8 @@ class Engine:
                     computed -= c
                     victim.prefilled -= c
                     break
-        self.kv.free(victim.index, held, keep=True, computed=computed)
+        shared = victim.shared_blocks(self.config.block_size)
+        self.kv.free(victim.index, held, keep=True, computed=computed, shared=shared)
         victim.target = victim.prompt + victim.generated
         victim.done = 0
         victim.admitted = False
@@ -712,16 +739,26 @@ class Engine:
         and vLLM counts the preemption."""
         seq = max(self.held)
         req, tokens = self.held.pop(seq)
-        self.kv.free(req.index, tokens, keep=False)
+        self._free_done(req, tokens)
         req.preemptions += 1
         self._preempted.append(req.index)
+
+    def _free_done(self, req: RequestState, tokens: int) -> None:
+        """Free the ``tokens`` KV tokens of a request that finished or left: a request
+        that shares prefixes keeps its full prompt blocks cached for others (vLLM caches
+        every full block; a request's other blocks are its own, nobody could hit them)."""
+        if req.prefix is None:
+            self.kv.free(req.index, tokens, keep=False)
+            return
+        shared = req.shared_blocks(self.config.block_size)
+        self.kv.free(req.index, tokens, keep=True, computed=req.prompt, shared=shared)
 
     def _finish(self, req: RequestState, now: float, i: int, tokens: int) -> None:
         del self.running[req.seq]
         if self.config.async_scheduling:
             self.held[req.seq] = (req, tokens)
         else:
-            self.kv.free(req.index, tokens, keep=False)
+            self._free_done(req, tokens)
         req.generated = req.output
         req.segments.append((req.seg_start, i))
         req.finish_s = now

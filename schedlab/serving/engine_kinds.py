@@ -183,6 +183,16 @@ class HandOverReplica(Replica, Protocol):
         """The requests it holds, waiting or admitted (not those handed off)."""
         ...
 
+    def prefill_queue(self) -> Iterable[RequestState]:
+        """The requests it holds that have prompt left to prefill, in the order its
+        policy is offered them: partial prefills by admission, then the waiting queue."""
+        ...
+
+    def next_decodes(self) -> BatchShape:
+        """Its running decodes as its next iteration will batch them if none finishes
+        at the end of the running one (no chunks)."""
+        ...
+
 
 def engine_kind_names() -> tuple[str, ...]:
     """The engine kinds known: the built-in one and every installed one."""

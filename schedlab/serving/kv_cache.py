@@ -30,12 +30,20 @@ The rules are vLLM v1's (release 0.19.0; paths below are in its source tree):
   plus the tokens it generated before a preemption) fits in the free blocks, prefix hits
   included. It is a check, not a reservation: only the scheduled chunk is allocated.
 
-Request traces carry no token ids, so blocks of different requests never share content:
-a block's cache key is ``(request index, block position)``. Only a preempted request can
-hit, and only on its own blocks; the blocks of a finished request are freed without keys
-(nobody could hit them). vLLM's block 0, which it keeps as a "null block" and never
-hands out (``block_pool.py`` lines 175–176), is the caller's to subtract from the
-capacity (:mod:`schedlab.calibration.deployment` does).
+Request traces carry no token ids, so a block's content is named, not hashed: block
+:math:`j` of a request's prompt that shares a prefix with other requests
+(:mod:`schedlab.serving.prefix`) is keyed ``(h, j)``, its shared name :math:`h`; every
+other block of request ``r`` is its own, keyed ``(~r, j)`` (negative, so never a shared
+name). Without shared prefixes only a preempted request can hit, and only on its own
+blocks, so the blocks of a finished request are freed without keys (nobody could hit
+them); with them, a finished request's full prompt blocks stay cached. Not modelled: a
+hit on blocks another running request holds (vLLM shares those by reference count,
+``block_pool.py``, ``touch``); here only free cached blocks are found, so a request that
+arrives while another with its prefix is still running computes the prefix again.
+
+vLLM's block 0, which it keeps as a "null block" and never hands out (``block_pool.py``
+lines 175–176), is the caller's to subtract from the capacity
+(:mod:`schedlab.calibration.deployment` does).
 
 Every operation is ``O(1)`` per block it moves; the pool keeps runs of content-free
 blocks as one entry.
@@ -51,6 +59,13 @@ __all__ = ["KVCache"]
 
 #: The content of a free block: a cached block's key, or ``int`` for a run of empty ones.
 _Entry = tuple[int, int] | int
+
+
+def _key(request: int, position: int, shared: list[int] | None) -> tuple[int, int]:
+    """The cache key of block ``position`` of ``request`` (module docstring)."""
+    if shared is not None and position < len(shared):
+        return (shared[position], position)
+    return (~request, position)
 
 
 class KVCache:
@@ -131,11 +146,19 @@ class KVCache:
                 count -= 1
             del queue[entry]
 
-    def free(self, request: int, tokens: int, *, keep: bool, computed: int | None = None) -> None:
+    def free(
+        self,
+        request: int,
+        tokens: int,
+        *,
+        keep: bool,
+        computed: int | None = None,
+        shared: list[int] | None = None,
+    ) -> None:
         """Return the blocks of ``request``, which holds ``tokens`` KV tokens, last block
         first; with ``keep`` (and prefix caching on) its full blocks of computed content
-        (the first ``computed`` tokens, default all) stay cached under
-        ``(request, position)``."""
+        (the first ``computed`` tokens, default all) stay cached under their keys
+        (module docstring; ``shared``: the shared names of its first blocks)."""
         held = self.blocks(tokens)
         if held > self.used_blocks:
             raise ServingError(f"KV cache: request {request} frees {held} blocks, more than used")
@@ -144,8 +167,9 @@ class KVCache:
         full = valid // self.block_size if keep and self.prefix_caching else 0
         if held > full:  # the partial last block, or every block without content
             self._push(held - full)
+        own = ~request
         for position in range(full - 1, -1, -1):
-            key = (request, position)
+            key = (own, position) if shared is None else _key(request, position, shared)
             older = self._where.get(key)
             if older is not None:  # the same content cached twice: keep the newer copy
                 self._queue[older] = 1
@@ -163,23 +187,32 @@ class KVCache:
             self._next_entry += 1
 
     # -- the prefix cache ------------------------------------------------------------------
-    def cached_prefix(self, request: int, tokens: int) -> int:
+    def cached_prefix(self, request: int, tokens: int, shared: list[int] | None = None) -> int:
         """Blocks of ``request`` a (re)admission with ``tokens`` tokens reuses: the longest
-        run of its blocks ``0, 1, ...`` still cached, at most :math:`\\lfloor (T-1)/b \\rfloor`."""
+        run of its blocks ``0, 1, ...`` still cached (``shared``: the shared names of its
+        first blocks), at most :math:`\\lfloor (T-1)/b \\rfloor`."""
         if not self._where:
             return 0
         cap = (tokens - 1) // self.block_size
+        where = self._where
         count = 0
-        while count < cap and (request, count) in self._where:
+        if shared is None:  # the common case, without a call per block
+            own = ~request
+            while count < cap and (own, count) in where:
+                count += 1
+            return count
+        while count < cap and _key(request, count, shared) in where:
             count += 1
         return count
 
-    def reuse(self, request: int, count: int) -> None:
+    def reuse(self, request: int, count: int, shared: list[int] | None = None) -> None:
         """Take the first ``count`` cached blocks of ``request`` out of the free queue: the
         request holds them again. (Blocks of it cached beyond a gap stay cached: a block's
         content depends only on the tokens up to it, which a request never changes.)"""
+        own = ~request
         for position in range(count):
-            del self._queue[self._where.pop((request, position))]
+            key = (own, position) if shared is None else _key(request, position, shared)
+            del self._queue[self._where.pop(key)]
         self._free -= count
 
     def check(self) -> None:

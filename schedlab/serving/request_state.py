@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from schedlab.serving.metrics import RequestRecord
+from schedlab.serving.prefix import block_contents
 
 __all__ = ["RequestState"]
 
@@ -59,6 +62,15 @@ class RequestState:
         In a cluster (:mod:`schedlab.serving.cluster`): it leaves for another node when
         its prefill completes; KV tokens it brings from another node, until admitted;
         whether it came from another node.
+    prefix, prefix_block, contents
+        Its prompt's chain block ids and their tokens per id
+        (:mod:`schedlab.serving.prefix`; ``None`` and 0 when it shares nothing), and the
+        names of its full blocks at an engine's block size, once an engine asked
+        (``(block size, names)``).
+    cache_hits
+        Prompt tokens its first admission found in a prefix cache instead of computing
+        them (re-admissions after a preemption are not counted, as vLLM's hit rate does
+        not count them: ``vllm/v1/metrics/stats.py``, ``PrefixCacheStats.record``).
     prefill_exec_s, prefill_side_exec_s, prefill_end_s, first_decode_s
         The times of a cluster's TTFT breakdown: seconds of the iterations that ran its
         prefill chunks before its first token (on every node, then up to its hand-off),
@@ -70,6 +82,8 @@ class RequestState:
         "admitted",
         "arrival_s",
         "bucket",
+        "cache_hits",
+        "contents",
         "decoding",
         "done",
         "epoch",
@@ -89,6 +103,8 @@ class RequestState:
         "prefill_exec_s",
         "prefill_side_exec_s",
         "prefilled",
+        "prefix",
+        "prefix_block",
         "prompt",
         "received",
         "replica",
@@ -101,9 +117,20 @@ class RequestState:
     )
 
     def __init__(
-        self, index: int, arrival_s: float, prompt: int, output: int, predicted: int
+        self,
+        index: int,
+        arrival_s: float,
+        prompt: int,
+        output: int,
+        predicted: int,
+        prefix: np.ndarray | None = None,
+        prefix_block: int = 0,
     ) -> None:
         self.index = index
+        self.prefix = prefix
+        self.prefix_block = prefix_block
+        self.contents: tuple[int, list[int]] | None = None
+        self.cache_hits = 0
         self.arrival_s = arrival_s
         self.prompt = prompt
         self.output = output
@@ -151,6 +178,17 @@ class RequestState:
         if self.decoding:
             return self.prompt + self.generated_by(iteration) - 1
         return self.done
+
+    def shared_blocks(self, block_size: int) -> list[int] | None:
+        """The shared names of its prompt's full blocks of ``block_size`` tokens
+        (:func:`~schedlab.serving.prefix.block_contents`), or ``None`` if it shares none."""
+        if self.prefix is None:
+            return None
+        found = self.contents
+        if found is None or found[0] != block_size:
+            names = block_contents(self.prefix, self.prefix_block, block_size, self.prompt)
+            found = self.contents = (block_size, names)
+        return found[1]
 
     def record(self) -> RequestRecord:
         """Its outcome, as the run reports it."""

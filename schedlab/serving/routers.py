@@ -32,11 +32,15 @@ name                rule
                     drawn on ties); per side on a prefill/decode cluster
 ``disaggregated``   every prefill on a prefill node (least estimated queueing, below),
                     then its KV to the decode node of least outstanding tokens
+``prefix-aware``    the colocated (or prefill) node of least outstanding tokens plus
+                    the prompt tokens it would compute, given the prefix the router
+                    believes it holds (below); per side on a prefill/decode cluster
 ``deflect``         ``disaggregated``'s route, or the whole request on a decode node
-                    when the estimated TTFT is lower there (below)
+                    when the prefill side queues and the estimate says it is faster
+                    there and harms nobody the node holds (below)
 ``hybrid``          ``disaggregated``'s route, but when every prefill node is backed up
-                    the whole request goes to the decode node of least outstanding
-                    tokens, whose Sangam deficit budget admits it (below)
+                    the whole request goes to the first decode node, by least
+                    outstanding tokens, where it would be faster and harm nobody
 ==================  ==============================================================
 
 Loads of a node (derived from its requests when a router asks, so exact at every
@@ -75,46 +79,68 @@ Estimates (all from the predicted cost model :math:`\hat T(n, K, \text{chunks})`
       (infinite when :math:`c^*_d = 0` and :math:`Q_d > 0`); the request's one-token
       iteration starts at :math:`\max(x + \hat T(n_d, K_d), b_d + \text{that})` (after
       :math:`x`, an iteration in progress ends first) and lasts
-      :math:`\hat T(n_d, K_d, (1, P-1))`. Not modelled: a wait for free blocks or seats
-      at the decode node.
-    * Deflected TTFT on decode node :math:`d`: the SLOWeave chunk
-      (:func:`~schedlab.serving.sloweave.choose_chunk`) of its next iteration, the largest
-      :math:`c^*` with :math:`\hat T(n_d, K_d, (c^*, 0)) + \delta \le D` (iterations run
-      back to back, so the budget is the TPOT target :math:`D`), and from its running
-      iteration's predicted end :math:`\lceil (Q_d + P)/c^* \rceil` iterations of that
-      batch's predicted time, :math:`Q_d` being its queued prefill tokens (first come
-      first served). :math:`c^*` is chosen once per node and iteration, with no prior
-      context and the decodes as they are: later chunks of a long prompt attend to more
-      context and its in-flight decodes grow, so the estimate is optimistic for long
-      prompts. Infinite when :math:`c^* = 0` (even one token would break the deadline) or
-      when the node's free blocks do not hold the request's predicted final size on top
-      of its committed KV tokens (the running decodes' growth, its waiting requests and
-      the KV bound for it), all at their predicted sizes.
+      :math:`\hat T(n_d, K_d, (1, P-1))`. The decode node's start is also after the wait
+      for the request's blocks (:func:`block_wait_s`: none while its free blocks less
+      its committed blocks cover the request's final size, else until its running
+      decodes, finishing at their predicted lengths, have released enough); not
+      modelled: a wait for seats.
+    * Whole-request TTFT on decode node :math:`d` (:func:`deflected_ttft_s`): the end of
+      its running iteration, then the iterations its policy would run the prompt in,
+      behind the requests queued there, replayed with the policy's own rule
+      (:func:`prefill_end_s`; decodes leave at their predicted lengths). Infinite unless
+      the request is :func:`harmless` there (a free seat, and its KV slack holds the
+      request at its predicted final size, so nobody there waits for blocks or is
+      preempted for it) and the prefill ends before the KV of any request already bound
+      for the node can arrive (:attr:`NodeView.bound_arrival_s`), so none of them waits
+      behind it.
 
-``deflect``'s rule: the smallest estimate wins; a tie goes to the disaggregated route, and
-between decode nodes to the lowest index. What it guarantees about the in-flight decodes:
-``proofs/deflect.md``.
+``deflect``'s rule: when every prefill node has prefill queued (otherwise moving work
+off the prefill side gains nothing and takes capacity from the decode side), the
+smallest estimate wins; a tie goes to the disaggregated route, and between decode nodes
+to the lowest index. What it guarantees: ``proofs/deflect.md``.
 
 ``hybrid``'s "backed up" (our reading of Sangam's overflow condition): every prefill
 node's queued prefill tokens are at least its token budget :math:`T`, so the request could
-not start in the next iteration anywhere on the prefill side. The decode node's
-``sangam`` policy (:class:`~schedlab.serving.policies.SangamPolicy`) then protects its
-decodes: decodes first, whole prompts only when the deficit budget covers them.
+not start in the next iteration anywhere on the prefill side. It then overflows to the
+first decode node, by least outstanding tokens, whose whole-request estimate is below
+the disaggregated one. Its decode nodes run ``sloweave`` unless told otherwise; under
+``sangam`` (:class:`~schedlab.serving.policies.SangamPolicy`, deficit budget, whole
+prompts) the estimate asks that one iteration's deficit admit the prompt whole within
+the decodes' deadline.
+
+``prefix-aware`` (after the prefix-cache-aware routers of production systems: llm-d's
+approximate prefix-cache scorer, whose router keeps an LRU index of the prompt block
+hashes it sent to each server and scores a server by the share of the prompt's blocks
+matched, weighed against load scorers,
+https://llm-d.ai/docs/architecture/advanced/kv-management/prefix-cache-aware-routing;
+SGLang's cache-aware router, an approximate radix tree per worker of the requests sent
+to it, routing to the longest match unless the load is imbalanced,
+``sgl-router/src/policies/cache_aware.rs``). What it sees: each request's chain block
+ids (:attr:`Arrival.prefix`), and per node an LRU index of the ids it routed there, as
+large as the node's KV cache in blocks of the ids' size; not the caches themselves, so
+it believes a prefix cached that the node has evicted, or holds in a running request
+(which the engine does not share, :mod:`schedlab.serving.kv_cache`). It matches the
+longest run of a request's ids at the front of each node's index, :math:`h_k` tokens
+(at most :math:`P - 1`), and picks the node of least :math:`U_k + P - h_k`: outstanding
+tokens plus the prompt tokens left to compute, one unit for load and cache instead of
+weights or thresholds.
 """
 
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
 import numpy as np
 
 from schedlab.errors import ServingError, UnknownNameError
 from schedlab.plugins import installed_names, load_installed
-from schedlab.serving.cost_model import CostModel
+from schedlab.serving.cost_model import BatchShape, CostModel, batch_time
 from schedlab.serving.engine_config import EngineConfig
+from schedlab.serving.policies import get_policy
 from schedlab.serving.sloweave import SLOWeaveState, choose_chunk
 
 __all__ = [
@@ -127,11 +153,16 @@ __all__ = [
     "Route",
     "Router",
     "RouterSpec",
+    "block_wait_s",
+    "decode_free_s",
     "deflect_chunk",
     "deflected_ttft_s",
     "disaggregated_ttft_s",
     "get_router",
+    "harmless",
+    "prefill_end_s",
     "prefill_seconds",
+    "prefix_matches",
     "queued_seconds",
     "register_router",
     "router_names",
@@ -165,12 +196,18 @@ class Arrival:
     predicted_output
         Its predicted output length (:mod:`schedlab.serving.prediction`, with the
         scenario's ``prediction_cv``; the true length when that is 0).
+    prefix, prefix_block
+        The chain ids of its prompt's blocks of ``prefix_block`` tokens
+        (:mod:`schedlab.serving.prefix`): what a router that hashes the prompt's tokens
+        in blocks of that size computes; ``None`` when the stream shares no prefixes.
     """
 
     index: int
     arrival_s: float
     prompt: int
     predicted_output: int
+    prefix: np.ndarray | None = None
+    prefix_block: int = 0
 
 
 class NodeView(Protocol):
@@ -216,6 +253,52 @@ class NodeView(Protocol):
     def committed_kv_tokens(self) -> int:
         """KV tokens its requests, and those bound for it, will still need at their
         predicted final sizes (module docstring)."""
+        ...
+
+    @property
+    def committed_kv_blocks(self) -> int:
+        """KV blocks its requests, and those bound for it, will still need at their
+        predicted final sizes, each request's rounded up on its own (module docstring)."""
+        ...
+
+    @property
+    def decode_releases(self) -> Sequence[tuple[int, int, int]]:
+        """Its running decodes' predicted iterations left, and blocks and KV tokens held
+        at their end, fewest iterations first."""
+        ...
+
+    @property
+    def bound_requests(self) -> int:
+        """Requests routed to it through a prefill node whose KV has not arrived."""
+        ...
+
+    @property
+    def bound_arrival_s(self) -> float:
+        """The earliest their KV may arrive: a transfer's end once it is on the link,
+        else the end of the running iteration of the prefill node that holds the request
+        (``-inf`` while that node is idle); ``inf`` when none is bound."""
+        ...
+
+    @property
+    def free_seats(self) -> int:
+        """``max_num_seqs`` less the requests it holds (running and waiting)."""
+        ...
+
+    @property
+    def policy(self) -> str:
+        """Its policy's name (``sloweave:4096``, ``sangam:1801``, ...)."""
+        ...
+
+    @property
+    def queued_chunks(self) -> Sequence[tuple[int, int]]:
+        """Each request it holds that is not decoding, in its policy's order (partial
+        prefills by admission, then the waiting queue): ``(tokens left, tokens in KV)``."""
+        ...
+
+    @property
+    def next_decodes(self) -> BatchShape:
+        """Its running decodes as its next iteration will see them if none finishes:
+        their count, KV and longest and shortest KV (no chunks)."""
         ...
 
     @property
@@ -314,14 +397,56 @@ def disaggregated_ttft_s(
     ready = now + wait + prefill_seconds(prefill.model, prefill.config, prompt)
     arrives = max(ready, prefill.link_free_s) + cluster.transfer_s(prompt - 1)
     model, n, kv = decode.model, decode.n_decode, decode.decode_kv
+    free = decode_free_s(request, decode, cluster)
+    begin = max(arrives + (model.iteration_time(n, kv, ()) if n else 0.0), free)
+    first = model.iteration_time(n, kv, ((1, prompt - 1),))
+    return begin + first - now, prefill, decode
+
+
+def decode_free_s(request: Arrival, decode: NodeView, cluster: ClusterView) -> float:
+    r"""When decode node ``decode`` could start ``request``'s first-token iteration at
+    the earliest, its KV aside (module docstring): after its queue, :math:`\lceil Q_d /
+    c^*_d \rceil` iterations of :func:`deflect_chunk`'s batch from its running
+    iteration's end, and after the wait for the request's blocks
+    (:func:`block_wait_s`)."""
+    now = cluster.now_s
     free = max(now, decode.busy_until_s)  # its queue drains from here
     queued = decode.queued_prefill_tokens
     if queued:
         chunk, seconds = deflect_chunk(decode, cluster)
         free = free + -(-queued // chunk) * seconds if chunk else math.inf
-    begin = max(arrives + (model.iteration_time(n, kv, ()) if n else 0.0), free)
-    first = model.iteration_time(n, kv, ((1, prompt - 1),))
-    return begin + first - now, prefill, decode
+    final = decode.config.blocks(request.prompt + request.predicted_output - 1)
+    return max(free, now + block_wait_s(decode, cluster, final))
+
+
+def block_wait_s(node: NodeView, cluster: ClusterView, blocks: int) -> float:
+    r"""Predicted seconds until node ``node`` has ``blocks`` blocks free beyond what its
+    requests are committed to (module docstring): 0 when its slack :math:`S = F -
+    \sum_i B_i` already covers them, else the :math:`e_{(k)}` decode iterations of
+    :math:`\hat T(n, K)` until the running decodes that finish first have released
+    enough, :math:`S + \sum_{j \le k} R_{(j)} \ge` ``blocks``; ``inf`` if they never do."""
+    slack = node.free_blocks - node.committed_kv_blocks
+    if slack >= blocks:
+        return 0.0
+    n = node.n_decode
+    step = node.model.iteration_time(n, node.decode_kv, ()) if n else 0.0
+    for left, released, _ in node.decode_releases:
+        slack += released
+        if slack >= blocks:
+            return left * step
+    return math.inf
+
+
+def harmless(request: Arrival, node: NodeView) -> bool:
+    r"""Whether ``request`` served whole on decode node ``node`` keeps the requests the
+    node holds as they would be without it (``proofs/deflect.md``; it joins the waiting
+    queue behind them): a seat is free and the node's KV slack holds the request at its
+    predicted final size, :math:`\lceil (P + \hat o - 1)/b \rceil \le F - \sum_i B_i`,
+    so with exact predictions nobody there waits for blocks or is preempted for it."""
+    if node.free_seats < 1:
+        return False
+    final = node.config.blocks(request.prompt + request.predicted_output - 1)
+    return final <= node.free_blocks - node.committed_kv_blocks
 
 
 def deflect_chunk(node: NodeView, cluster: ClusterView) -> tuple[int, float]:
@@ -355,20 +480,110 @@ _C_MAX = 4096
 
 
 def deflected_ttft_s(request: Arrival, node: NodeView, cluster: ClusterView) -> float:
-    r"""The estimated TTFT of ``request`` prefilled whole on decode node ``node`` among its
-    in-flight decodes (module docstring): from the node's running iteration's predicted
-    end, :math:`\lceil (Q_d + P) / c^* \rceil` iterations of the predicted time of
-    :func:`deflect_chunk`'s batch; ``inf`` when it cannot start."""
-    config = node.config
-    final = request.prompt + request.predicted_output - 1
-    if config.blocks(node.committed_kv_tokens + final) > node.free_blocks:
-        return math.inf
-    chunk, seconds = deflect_chunk(node, cluster)
-    if chunk == 0:
+    r"""The estimated TTFT of ``request`` served whole on decode node ``node``
+    (``deflect``, and ``hybrid``'s overflow; module docstring): the rest of the node's
+    running iteration, then the iterations its policy runs the prompt in
+    (:func:`prefill_end_s`), which must end by the earliest arrival of a request bound
+    for the node (:attr:`NodeView.bound_arrival_s`); ``inf`` when they cannot, or when
+    the request is not :func:`harmless` there."""
+    if not harmless(request, node):
         return math.inf
     now = cluster.now_s
-    iterations = -(-(node.queued_prefill_tokens + request.prompt) // chunk)
-    return max(now, node.busy_until_s) - now + iterations * seconds
+    end = prefill_end_s(request.prompt, node, max(now, node.busy_until_s))
+    if end > node.bound_arrival_s:  # a transferred request would wait behind it
+        return math.inf
+    return end - now
+
+
+def prefill_end_s(prompt: int, node: NodeView, start_s: float) -> float:
+    r"""Predicted end of the iterations, back to back from ``start_s``, in which decode
+    node ``node``'s policy prefills a prompt of ``prompt`` tokens that joins its waiting
+    queue now, behind the
+    requests it holds that are not decoding (:attr:`NodeView.queued_chunks`) (``inf`` if
+    its policy would not run the prompt):
+
+    * a SLOWeave policy (``sloweave:C``, ``sloweave-kv:C``), replayed: in each iteration
+      the queue, then the prompt, get SLOWeave's chunks in turn
+      (:func:`~schedlab.serving.sloweave.choose_chunk`, budget :math:`D - \delta` since
+      the decodes run back to back, the chunks before fixed, capped by :math:`C` and the
+      token budget less the decodes), until a chunk is partial or 0; a request whose
+      prompt completes decodes from the next iteration on, every decode is one token
+      longer per iteration (:attr:`NodeView.next_decodes` at first), and a running decode
+      leaves after its predicted tokens (:attr:`NodeView.decode_releases`; the longest
+      and shortest KV stay as they were, for want of the rest); ``inf`` if an iteration
+      gives the queue's head nothing;
+    * ``sangam`` with quantum ``q``: everything queued is one token (a transferred
+      request's last) and the prompt runs whole with them in the next iteration, which
+      needs :math:`P + k \le q - n` for :math:`k` queued (one iteration's deficit)
+      unless no decode runs, and that batch's :math:`\hat T + \delta \le D`;
+    * any other policy: ``inf``.
+    """
+    name, _, cap = node.policy.partition(":")
+    decodes = node.next_decodes
+    queue = [*node.queued_chunks, (prompt, 0)]
+    n = decodes.n_decode
+    model, margin, tpot = node.model, node.margin_s, node.tpot_s
+    tokens = node.config.max_num_batched_tokens
+    if name == "sangam":
+        if any(left != 1 for left, _ in queue[:-1]):
+            return math.inf
+        chunks = (*((1, prior) for _, prior in queue[:-1]), (prompt, 0))
+        seconds = batch_time(model, replace(decodes, chunks=chunks))
+        whole = prompt + n + len(chunks) - 1 <= tokens
+        if n and (prompt + len(chunks) - 1 > int(cap) - n or seconds + margin > tpot):
+            return math.inf
+        return start_s + seconds if whole else math.inf
+    if not get_policy(name).reads_margin:  # the SLOWeave policies: their cap is C_max
+        return math.inf
+    kv, high, low = decodes.decode_kv, decodes.decode_kv_max, decodes.decode_kv_min
+    for rest, prior in queue:
+        if rest == 0:  # its prompt completes in the running iteration: it decodes next
+            kv += prior + 1
+            high = prior + 1 if high is None else max(high, prior + 1)
+            low = prior + 1 if low is None else min(low, prior + 1)
+            n += 1
+    queue = [item for item in queue if item[0]]
+    finishing = iter(node.decode_releases)
+    upcoming = next(finishing, None)
+    t = start_s  # as the engine's clock: each iteration starts where the last ended
+    m = 0  # iterations from the next one
+    while True:
+        while upcoming is not None and upcoming[0] <= m:  # it emitted its last token
+            n -= 1
+            kv -= upcoming[2] + m - upcoming[0] + 1
+            upcoming = next(finishing, None)
+        fixed: tuple[tuple[int, int], ...] = ()
+        left, chunks_left = tokens - n, int(cap)
+        joined: list[int] = []
+        for k, (rest, prior) in enumerate(queue):
+            state = SLOWeaveState(t, t + tpot, n, kv, rest, prior, fixed, high, low)
+            decision = choose_chunk(state, model, c_max=chunks_left, margin_s=margin, cap=left)
+            c = decision.chunk
+            if c == 0:
+                break
+            fixed = (*fixed, (c, prior))
+            queue[k] = (rest - c, prior + c)
+            left -= c
+            chunks_left -= c
+            if c == rest:
+                joined.append(prior + c)
+            if c < rest or chunks_left == 0 or left <= 0:
+                break
+        if not fixed:
+            return math.inf
+        t = t + batch_time(model, BatchShape(n, kv, fixed, high, low))
+        if queue[-1][0] == 0:
+            return t
+        queue = [item for item in queue if item[0]]
+        kv += n  # every decode is one token longer in the next iteration
+        high = None if high is None else high + 1
+        low = None if low is None else low + 1
+        for size in joined:  # a completed prompt decodes from the next iteration on
+            kv += size + 1
+            high = size + 1 if high is None else max(high, size + 1)
+            low = size + 1 if low is None else min(low, size + 1)
+        n += len(joined)
+        m += 1
 
 
 def _split(cluster: ClusterView, name: str) -> tuple[Sequence[NodeView], Sequence[NodeView]]:
@@ -412,6 +627,65 @@ def power_of_two(request: Arrival, cluster: ClusterView) -> Route:
     return _per_side(request, cluster, pick)
 
 
+def prefix_matches(request: Arrival, cluster: ClusterView, nodes: Sequence[NodeView]) -> list[int]:
+    r"""Per node of ``nodes``, the prompt tokens of ``request`` the router believes the
+    node has cached (module docstring, ``prefix-aware``): :math:`\min(mB, P - 1)` for
+    the longest run :math:`m` of the request's ids at the front of the node's index."""
+    ids = request.prefix
+    if ids is None:
+        return [0] * len(nodes)
+    chain = ids.tolist()
+    found = []
+    for node in nodes:
+        index = _prefix_index(cluster, node)
+        m = 0
+        while m < len(chain) and chain[m] in index:
+            m += 1
+        found.append(min(m * request.prefix_block, request.prompt - 1))
+    return found
+
+
+def _prefix_index(cluster: ClusterView, node: NodeView) -> OrderedDict[int, None]:
+    """The router's index of the ids it sent to ``node``, least recently sent first."""
+    key = ("prefix-index", node.index)
+    index = cluster.memo.get(key)
+    if index is None:
+        index = cluster.memo[key] = OrderedDict()
+    return index
+
+
+def _remember(request: Arrival, cluster: ClusterView, node: NodeView) -> None:
+    """Record ``request``'s ids as sent to ``node``, dropping the least recently sent
+    beyond the node's KV capacity in blocks of ``prefix_block`` tokens."""
+    if request.prefix is None:
+        return
+    index = _prefix_index(cluster, node)
+    for block in request.prefix.tolist():
+        index[block] = None
+        index.move_to_end(block)
+    config = node.config
+    room = config.total_blocks * config.block_size // request.prefix_block
+    while len(index) > room:
+        index.popitem(last=False)
+
+
+def prefix_aware(request: Arrival, cluster: ClusterView) -> Route:
+    r"""The colocated (or prefill) node of least :math:`U_k + P - h_k`, its outstanding
+    tokens plus the prompt tokens it would compute given the :math:`h_k` it is believed
+    to hold (:func:`prefix_matches`; lowest index on ties); on a prefill/decode cluster
+    the decode node of least outstanding tokens."""
+    nodes = cluster.prefill_nodes or cluster.nodes
+    hits = prefix_matches(request, cluster, nodes)
+    k = min(
+        range(len(nodes)),
+        key=lambda j: nodes[j].outstanding_tokens + request.prompt - hits[j],
+    )
+    _remember(request, cluster, nodes[k])
+    if cluster.prefill_nodes:
+        return Route(nodes[k].index, _least_tokens(cluster.decode_nodes).index)
+    return Route(nodes[k].index)
+
+
 def disaggregated(request: Arrival, cluster: ClusterView) -> Route:
     """Prefill on the prefill node of least estimated queueing, then the KV to the
     decode node of least outstanding tokens."""
@@ -423,9 +697,11 @@ def disaggregated(request: Arrival, cluster: ClusterView) -> Route:
 def deflect(request: Arrival, cluster: ClusterView) -> Route:
     """The disaggregated route, or a decode node whose SLOWeave schedule gives a smaller
     estimated TTFT (ties: the disaggregated route, then the lowest index)."""
-    _split(cluster, "deflect")
+    prefill_nodes, _ = _split(cluster, "deflect")
     best, prefill, decode = disaggregated_ttft_s(request, cluster)
     route = Route(prefill.index, decode.index)
+    if not all(node.queued_prefill_tokens for node in prefill_nodes):
+        return route  # the prefill side has slack: moving work off it gains nothing
     for node in cluster.decode_nodes:
         estimate = deflected_ttft_s(request, node, cluster)
         if estimate < best:
@@ -436,11 +712,16 @@ def deflect(request: Arrival, cluster: ClusterView) -> Route:
 def hybrid(request: Arrival, cluster: ClusterView) -> Route:
     """The disaggregated route, unless every prefill node has a full token budget of
     prefill queued: then the whole request to the decode node of least outstanding
-    tokens (its ``sangam`` policy admits it within the deficit budget)."""
+    tokens whose :func:`deflected_ttft_s` is below the disaggregated estimate (lowest index
+    on ties), if any."""
     prefill, decode = _split(cluster, "hybrid")
+    best, first, then = disaggregated_ttft_s(request, cluster)
+    route = Route(first.index, then.index)
     if all(n.queued_prefill_tokens >= n.config.max_num_batched_tokens for n in prefill):
-        return Route(_least_tokens(decode).index)
-    return disaggregated(request, cluster)
+        for node in sorted(decode, key=lambda node: node.outstanding_tokens):
+            if deflected_ttft_s(request, node, cluster) < best:
+                return Route(node.index)
+    return route
 
 
 @dataclass(frozen=True)
@@ -468,6 +749,9 @@ ROUTERS: dict[str, RouterSpec] = {
     ),
     "least-tokens": RouterSpec(least_tokens, "least outstanding tokens (per side)"),
     "p2c": RouterSpec(power_of_two, "power of two choices, seeded (per side)"),
+    "prefix-aware": RouterSpec(
+        prefix_aware, "least outstanding tokens plus uncached prompt (per side)"
+    ),
     "disaggregated": RouterSpec(
         disaggregated, "every prefill on a prefill node, then transfer", disaggregated=True
     ),
@@ -478,7 +762,7 @@ ROUTERS: dict[str, RouterSpec] = {
         reads_predictions="always",
     ),
     "hybrid": RouterSpec(
-        hybrid, "overflow to decode nodes when prefill is backed up", True, "sangam"
+        hybrid, "overflow to decode nodes when prefill is backed up", disaggregated=True
     ),
 }
 

@@ -16,11 +16,19 @@ Named workloads (:data:`WORKLOADS`):
     ``chat`` lengths with Gamma inter-arrival times of coefficient of variation 3
     (shape :math:`k = 1/\mathrm{CV}^2 = 1/9`, mean :math:`1/\lambda`): bursts of closely
     spaced requests separated by long gaps, at the same mean rate as Poisson (CV 1).
+``conversations``
+    ``chat`` lengths with shared prefixes (:class:`~schedlab.serving.prefix.SharedPrefixModel`
+    at its defaults: 8 system prompts of 1,024 tokens that 80% of new conversations start
+    with; half the requests continue one of the 64 latest conversations, resending its
+    last prompt), Poisson arrivals.
 ``azure-code``, ``azure-conv``
     Replay of the Azure LLM inference traces (Patel et al., "Splitwise", ISCA 2024;
     CC-BY-4.0), lengths and timestamps, read from ``DATA_DIR/traces``: the directory the
     caller passes, or the one the environment variable ``SCHEDLAB_DATA`` names (the
     library never guesses it).
+``mooncake``
+    Replay of the Mooncake trace (Qin et al., FAST 2025; Apache-2.0) from
+    ``DATA_DIR/traces``, with its shared prefixes (:mod:`schedlab.serving.prefix`).
 
 Any trace file path (see :mod:`schedlab.llm.traces`) is also a workload: replayed if it has
 timestamps, otherwise its lengths are resampled under Poisson arrivals. The named
@@ -50,6 +58,7 @@ from schedlab.errors import DataNotFoundError, ServingError, UnknownNameError
 from schedlab.llm.lengths import builtin_table
 from schedlab.llm.traces import Trace, check_lengths, check_time_order, read_trace
 from schedlab.plugins import installed_names, load_installed
+from schedlab.serving.prefix import SharedPrefixes, SharedPrefixModel
 
 __all__ = [
     "DEFAULT_RATE_RPS",
@@ -130,6 +139,9 @@ class RequestStream:
         least one).
     duration_s
         The arrival window (goodput is per second of it).
+    prefix
+        Which prompts share prefixes (:mod:`schedlab.serving.prefix`), or ``None``: no
+        two requests share a token.
     """
 
     name: str
@@ -137,6 +149,7 @@ class RequestStream:
     prompt: np.ndarray
     output: np.ndarray
     duration_s: float
+    prefix: SharedPrefixes | None = None
 
     def __post_init__(self) -> None:
         n = self.arrival_s.size
@@ -163,6 +176,8 @@ class RequestStream:
             raise ServingError(
                 f"stream {where!r}: duration must be positive, got {self.duration_s}"
             )
+        if self.prefix is not None:
+            self.prefix.check(self.prompt, f"stream {where!r}")
         latest = max(self.duration_s, float(self.arrival_s[-1]) if n else 0.0)
         if latest > MAX_WINDOW_S:
             raise ServingError(
@@ -212,11 +227,15 @@ class RandomWorkload:
     arrival_cv
         Coefficient of variation of inter-arrival times: 1 is Poisson (exponential gaps),
         otherwise Gamma gaps with shape :math:`1/\\mathrm{CV}^2`.
+    shared_prefixes
+        System prompts and multi-turn conversations added to the drawn prompts
+        (:class:`~schedlab.serving.prefix.SharedPrefixModel`), or ``None``.
     """
 
     name: str
     mix: tuple[tuple[float, LengthSampler], ...]
     arrival_cv: float = 1.0
+    shared_prefixes: SharedPrefixModel | None = None
 
     def generate(
         self,
@@ -260,8 +279,13 @@ class RandomWorkload:
             mask = choice == j
             prompt[mask] = p[mask]
             output[mask] = o[mask]
+        drawn_prompt = np.maximum(prompt, 1)
+        prefix = None
+        if self.shared_prefixes is not None:  # its own stream: the lengths stay the same
+            rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(3 + len(self.mix))[-1])
+            drawn_prompt, prefix = self.shared_prefixes.apply(drawn_prompt, rng)
         return RequestStream(
-            self.name, times[:n] / rate, np.maximum(prompt, 1), np.maximum(output, 1), duration_s
+            self.name, times[:n] / rate, drawn_prompt, np.maximum(output, 1), duration_s, prefix
         )
 
     def _gaps(self, rng: np.random.Generator) -> np.ndarray:
@@ -325,8 +349,11 @@ class TraceReplay:
             duration_s = float(times[-1]) if times[-1] > 0 else 1.0
         else:
             keep = times < _positive(duration_s, f"replay {self.name!r}: duration")
+        prefix = None
+        if trace.hash_ids is not None:
+            prefix = SharedPrefixes(trace.hash_block_tokens, trace.hash_ids).subset(keep)
         return RequestStream(
-            name, times[keep], trace.prompt[keep], trace.output[keep], float(duration_s)
+            name, times[keep], trace.prompt[keep], trace.output[keep], float(duration_s), prefix
         )
 
 
@@ -351,15 +378,15 @@ def data_directory(data_dir: str | Path | None = None) -> Path:
     )
 
 
-def _azure(kind: str) -> Callable[[Path | None], Workload]:
+def _replay(name: str, file: str, what: str) -> Callable[[Path | None], Workload]:
     def factory(data_dir: Path | None) -> Workload:
-        path = data_directory(data_dir) / "traces" / f"AzureLLMInferenceTrace_{kind}.csv"
+        path = data_directory(data_dir) / "traces" / file
         if not path.is_file():
             raise DataNotFoundError(
-                f"{path}: Azure trace not found; pass the data directory (--data-dir) "
+                f"{path}: {what} trace not found; pass the data directory (--data-dir) "
                 f"or set {DATA_ENV}"
             )
-        return TraceReplay(f"azure-{kind}", path)
+        return TraceReplay(name, path)
 
     return factory
 
@@ -394,11 +421,26 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             "bursty", ((1.0, builtin_table("sharegpt")),), arrival_cv=BURSTY_CV
         ),
     ),
+    "conversations": WorkloadSpec(
+        "chat lengths after shared prefixes (SharedPrefixModel's defaults: 8 system "
+        "prompts of 1,024 tokens, half the requests next turns), Poisson arrivals",
+        lambda _: RandomWorkload(
+            "conversations",
+            ((1.0, builtin_table("sharegpt")),),
+            shared_prefixes=SharedPrefixModel(),
+        ),
+    ),
     "azure-code": WorkloadSpec(
-        "replay of AzureLLMInferenceTrace_code.csv (DATA_DIR/traces)", _azure("code")
+        "replay of AzureLLMInferenceTrace_code.csv (DATA_DIR/traces)",
+        _replay("azure-code", "AzureLLMInferenceTrace_code.csv", "Azure"),
     ),
     "azure-conv": WorkloadSpec(
-        "replay of AzureLLMInferenceTrace_conv.csv (DATA_DIR/traces)", _azure("conv")
+        "replay of AzureLLMInferenceTrace_conv.csv (DATA_DIR/traces)",
+        _replay("azure-conv", "AzureLLMInferenceTrace_conv.csv", "Azure"),
+    ),
+    "mooncake": WorkloadSpec(
+        "replay of mooncake_synthetic_trace.jsonl with its shared prefixes (DATA_DIR/traces)",
+        _replay("mooncake", "mooncake_synthetic_trace.jsonl", "Mooncake"),
     ),
 }
 

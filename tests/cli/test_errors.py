@@ -294,3 +294,14 @@ def test_a_recorded_run_out_of_order_is_sorted_with_a_note(tmp_path):
     assert "Traceback" not in done.stderr
     notes = [line for line in done.stderr.splitlines() if line.startswith("schedlab: note:")]
     assert len(notes) == 1 and "read sorted by arrival" in notes[0], done.stderr
+
+
+def test_a_mooncake_trace_with_contradicting_hash_ids_is_one_line(tmp_path):
+    path = tmp_path / "mc.jsonl"
+    row = {"timestamp": 0, "input_length": 600, "output_length": 2, "hash_ids": [0, 1, 2]}
+    path.write_text(json.dumps(row) + "\n")
+    for command in ("simulate", "cluster"):
+        done = _schedlab(command, "--workload", str(path))
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 2 and len(lines) == 1, done.stderr
+        assert "mc.jsonl:1: hash_ids: 3 block ids for input_length 600" in lines[0]

@@ -50,13 +50,14 @@ def test_real_vllm_bench(data_dir):
 def test_mooncake_jsonl(tmp_path):
     path = tmp_path / "mc.jsonl"
     rows = [
-        {"timestamp": 1000, "input_length": 10, "output_length": 3, "hash_ids": [1]},
+        {"timestamp": 1000, "input_length": 10, "output_length": 3},
         {"timestamp": 3500, "input_length": 20, "output_length": 5},
     ]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     trace = read_trace(path)
     assert trace.prompt.tolist() == [10, 20] and trace.output.tolist() == [3, 5]
     assert trace.arrival_s.tolist() == [0.0, 2.5]  # milliseconds -> seconds from the first
+    assert trace.hash_ids is None
 
 
 @pytest.mark.parametrize(
@@ -247,3 +248,63 @@ def test_a_trace_above_the_size_cap_is_refused_unread(tmp_path, monkeypatch):
     monkeypatch.setattr(json_files, "MAX_FILE_BYTES", 100)
     with pytest.raises(FileAccessError, match=r"mc\.jsonl: .* larger than the 100 bytes"):
         read_trace(path)
+
+
+def _hashed(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _row(t, length, ids):
+    return {"timestamp": t, "input_length": length, "output_length": 2, "hash_ids": ids}
+
+
+def test_mooncake_hash_ids_are_kept(tmp_path):
+    path = _hashed(tmp_path / "mc.jsonl", [_row(0, 600, [0, 1]), _row(5, 512, [0])])
+    trace = read_trace(path)
+    assert trace.hash_block_tokens == 512
+    assert [ids.tolist() for ids in trace.hash_ids] == [[0, 1], [0]]
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        # more blocks than 600 tokens allow, fewer, none
+        ([_row(0, 600, [0, 1, 2])], r":1: hash_ids: 3 block ids for input_length 600; .* need 2"),
+        ([_row(0, 1100, [0, 1])], r":1: hash_ids: 2 block ids for input_length 1100; .* need 3"),
+        ([_row(0, 600, [])], r":1: hash_ids: expected a list of 2 block ids, got \[\]"),
+        (
+            [_row(0, 10, [1]), {"timestamp": 1, "input_length": 10, "output_length": 2}],
+            r":2: hash_ids: expected a list of 1 block ids, got None",
+        ),
+        (
+            [{"timestamp": 1, "input_length": 10, "output_length": 2}, _row(2, 10, [1])],
+            r":2: hash_ids on this line but not on the lines before",
+        ),
+        # not integers
+        ([_row(0, 10, [1.5])], r":1: hash_ids\[0\]: expected a non-negative integer, got 1\.5"),
+        ([_row(0, 10, ["7"])], r":1: hash_ids\[0\]: expected a non-negative integer, got '7'"),
+        ([_row(0, 10, [True])], r":1: hash_ids\[0\]: expected a non-negative integer, got True"),
+        ([_row(0, 10, [-1])], r":1: hash_ids\[0\]: expected a non-negative integer, got -1"),
+        ([_row(0, 10, "x")], r":1: hash_ids: expected a list of 1 block ids, got 'x'"),
+        # an id that names two different prefixes
+        (
+            [_row(0, 600, [0, 1]), _row(1, 600, [2, 1])],
+            r":2: hash_ids\[1\]: id 1 was block 1 after id 0 on an earlier line",
+        ),
+        (
+            [_row(0, 600, [0, 1]), _row(1, 10, [1])],
+            r":2: hash_ids\[0\]: id 1 was block 1 after id 0",
+        ),
+    ],
+)
+def test_mooncake_hash_ids_that_contradict_the_trace_are_refused(tmp_path, rows, message):
+    with pytest.raises(FormatError, match=message):
+        read_trace(_hashed(tmp_path / "mc.jsonl", rows))
+
+
+def test_real_mooncake_trace_shares_prefixes(data_dir):
+    trace = read_trace(data_dir / "traces" / "mooncake_synthetic_trace.jsonl")
+    assert len(trace) == 3993 and trace.hash_block_tokens == 512
+    assert sum(ids.size for ids in trace.hash_ids) == 121_877
+    assert len({h for ids in trace.hash_ids for h in ids.tolist()}) == 43_924

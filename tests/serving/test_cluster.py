@@ -30,7 +30,7 @@ from schedlab.serving.engine import Engine
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.iteration import IterationTime
 from schedlab.serving.kv_transfer import KVLink
-from schedlab.serving.metrics import SLO
+from schedlab.serving.metrics import SLO, request_itl
 from schedlab.serving.routers import Route
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import run_engine
@@ -374,7 +374,9 @@ def test_deflect_refuses_a_decode_policy_it_does_not_model():
 
 
 def test_deflect_ties_go_to_the_disaggregated_route_then_the_lowest_index(monkeypatch):
-    stream = ms_stream([0], [10], [2])
+    # request 0 leaves 36 of its 100 tokens queued on the prefill node (budget 64), so
+    # deflect considers request 1 for the decode nodes
+    stream = ms_stream([0, 0], [100, 10], [2, 2])
     spec = cluster("1P2D", "deflect")
 
     def route_with(disaggregated_s, deflected_s):
@@ -382,7 +384,7 @@ def test_deflect_ties_go_to_the_disaggregated_route_then_the_lowest_index(monkey
             routers, "disaggregated_ttft_s", lambda r, c: (disaggregated_s, *_pd(c))
         )
         monkeypatch.setattr(routers, "deflected_ttft_s", lambda r, n, c: deflected_s[n.index])
-        return run_cluster(stream, spec).routes[0]
+        return run_cluster(stream, spec).routes[1]
 
     def _pd(c):
         return c.prefill_nodes[0], c.decode_nodes[1]
@@ -446,9 +448,13 @@ def test_routers_see_predictions_and_loads_not_the_simulator():
     (_, loads) = seen[1]
     assert loads[0] == (0, 0, 0)
     assert loads[1] == (0, 1 + 7, 20 + 7 - 1)
-    # deflected whole instead: its 20 tokens run on node 1, 7 tokens to emit, and its KV
-    # grows from 20 to 26
-    (_, loads) = _spy_run(stream, spec, routers.deflect)[1]
+
+    # served whole on node 1 instead: its 20 tokens run there, 7 tokens to emit, and its
+    # KV grows from 20 to 26
+    def whole(request, view):
+        return Route(1) if request.index == 0 else routers.disaggregated(request, view)
+
+    (_, loads) = _spy_run(stream, spec, whole)[1]
     assert loads[1] == (0, 7, 6)
 
 
@@ -461,13 +467,19 @@ def test_queued_tokens_exclude_the_running_chunks():
     assert seen[2][1][0][0] == 56
 
 
-def test_deflect_goes_to_a_decode_node_only_when_faster():
-    # An idle cluster: the prefill route (prefill + transfer + one more iteration) beats
-    # the decode node only if the transfer is cheap; with a slow link deflection wins.
-    stream = ms_stream([0], [40], [3])
+def test_deflect_goes_to_a_decode_node_only_when_faster_and_the_prefill_side_queues():
+    # An idle cluster: nothing queues on the prefill side, so nothing is deflected, even
+    # where the decode node would be faster (a slow link).
     fast = KVLink(Link(1e12, 0.0), BYTES)
-    assert run_cluster(stream, cluster("1P1D", "deflect", link=fast)).routes == (Route(0, 1),)
-    assert run_cluster(stream, cluster("1P1D", "deflect")).routes == (Route(1),)
+    alone = ms_stream([0], [40], [3])
+    for link in (fast, SLOW_LINK):
+        assert run_cluster(alone, cluster("1P1D", "deflect", link=link)).routes == (Route(0, 1),)
+    # Behind request 0's 36 queued tokens (a 100-token prompt, budget 64): request 1 waits
+    # for the queue, prefill and transfer on the prefill route; the idle decode node is
+    # faster with the slow link (1 ms a token), not with the free one.
+    queued = ms_stream([0, 0], [100, 40], [3, 3])
+    assert run_cluster(queued, cluster("1P1D", "deflect")).routes[1] == Route(1)
+    assert run_cluster(queued, cluster("1P1D", "deflect", link=fast)).routes[1] == Route(0, 1)
 
 
 def test_a_router_that_routes_wrongly_is_refused():
@@ -526,3 +538,102 @@ def test_routing_is_timed_when_asked():
     )
     assert result.run.routing_s.size == result.summary.n_requests
     assert math.isfinite(result.to_dict()["routing_median_s"])
+
+
+# Bursts: many requests at once, so the prefill node queues and deflect may act.
+bursts = st.lists(
+    st.tuples(st.one_of(st.just(0), st.integers(0, 40)), st.integers(1, 90), st.integers(1, 20)),
+    min_size=3,
+    max_size=14,
+).map(lambda rows: ms_stream(*zip(*sorted(rows), strict=True)))
+
+
+def _with_router(name, router):
+    """Register ``router`` as ``name`` (restore with :func:`_without_router`)."""
+    routers.ROUTERS[name] = routers.RouterSpec(
+        router, "test", disaggregated=True, reads_predictions="always"
+    )
+
+
+def _meets(result, slo):
+    ends = result.run.iteration_end_s
+    return [r.meets(slo, request_itl(r, ends)) for r in result.run.records]
+
+
+@settings(max_examples=60, deadline=None)
+@given(stream=bursts, nodes=st.sampled_from(["1P1D", "1P2D"]))
+def test_a_deflection_harms_no_request_the_decode_node_holds(stream, nodes):
+    # proofs/deflect.md, "What the estimate guarantees": exact model, exact predictions.
+    # The last request r is deflected to node d at t (when it is): run A routes as
+    # deflect; run B routes the same, but r disaggregated. Every request d holds at t
+    # that meets the SLO in B meets it in A; d preempts nobody after t in A; r's first
+    # token comes by its estimate.
+    slo = SLO(5.0, 0.006)
+    estimate = {}
+
+    def deflect_seen(request, cluster):
+        route = routers.deflect(request, cluster)
+        if route.then is None:
+            node = cluster.nodes[route.node]
+            estimate[request.index] = routers.deflected_ttft_s(request, node, cluster)
+        return route
+
+    last = len(stream) - 1
+    _with_router("deflect-seen", deflect_seen)
+    try:
+        spec = Cluster(
+            parse_nodes(nodes), "deflect-seen", Scenario("vllm", EXACT, slo, SMALL), SLOW_LINK
+        )
+        a = run_cluster(stream, spec, record_batches=True)
+        if a.routes[last].then is not None:
+            return
+        routes = a.routes
+
+        def replay(request, cluster):
+            if request.index < last:
+                return routes[request.index]
+            return routers.disaggregated(request, cluster)
+
+        _with_router("replay", replay)
+        b = run_cluster(stream, dataclasses.replace(spec, router="replay"), record_batches=True)
+    finally:
+        routers.ROUTERS.pop("deflect-seen", None)
+        routers.ROUTERS.pop("replay", None)
+    d, t = a.routes[last].node, float(stream.arrival_s[last])
+    r = a.run.records[last]
+    assert r.first_token_s - t <= estimate[last] + 1e-9
+    offset = sum(a.run.replica_iterations[:d])
+    batches = a.run.batches[offset : offset + a.run.replica_iterations[d]]
+    assert not any(batch.preempted for batch in batches if batch.start_s >= t)
+    at_d = {x.request: x.end_s for x in a.transfers if x.target == d}  # KV arrivals
+    at_d |= {k: stream.arrival_s[k] for k, route in enumerate(a.routes) if route == Route(d)}
+    held = [k for k, s in at_d.items() if k != last and s <= t < a.run.records[k].finish_s]
+    met_a, met_b = _meets(a, slo), _meets(b, slo)
+    for k in held:
+        assert met_a[k] or not met_b[k], k
+
+
+def test_the_no_harm_check_sees_deflections_and_can_fail():
+    # Not vacuous: on this burst the last request is deflected to decode node 1 while it
+    # holds request 0, decoding. And the check can fail:
+    # routing a request whole to a node whose KV slack does not hold it (what harmless
+    # refuses) preempts there, which assertion (a) above would catch.
+    slo = SLO(5.0, 0.006)
+    spec = Cluster(parse_nodes("1P1D"), "deflect", Scenario("vllm", EXACT, slo, SMALL), SLOW_LINK)
+    burst = ms_stream([0, 0, 16, 20, 23, 29], [6, 42, 32, 27, 71, 28], [18, 13, 9, 11, 18, 3])
+    a = run_cluster(burst, spec)
+    assert a.routes[-1] == Route(1)
+    held = [x.request for x in a.transfers if x.end_s <= 0.029 < a.run.records[x.request].finish_s]
+    assert held == [0]
+    crowded = ms_stream([0, 30], [60, 90], [150, 150])  # 14 + 15 blocks, 20 in the cache
+    assert run_cluster(crowded, spec).routes[-1] == Route(0, 1)  # deflect: not harmless
+
+    def force(request, cluster):
+        return Route(1) if request.index == 1 else routers.disaggregated(request, cluster)
+
+    _with_router("force", force)
+    try:
+        forced = run_cluster(crowded, dataclasses.replace(spec, router="force"))
+    finally:
+        routers.ROUTERS.pop("force")
+    assert sum(r.preemptions for r in forced.run.records) > 0

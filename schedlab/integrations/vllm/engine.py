@@ -30,7 +30,10 @@ records and summaries are those of schedlab's own engine.
 
 Prompts are made of token ids unique to each request (its first token is its index),
 so blocks of different requests never share content, as in schedlab's engine; a
-request's own blocks are found again after a preemption through vLLM's block hashes.
+request's own blocks are found again after a preemption through vLLM's block hashes. A
+stream with shared prefixes gives its requests the token ids of
+:func:`~schedlab.serving.prefix.prompt_token_ids`, so vLLM's prefix cache finds the
+prefixes they share by hashing them.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.engine_kinds import Replica
 from schedlab.serving.iteration import BatchRecord, IterationClock, IterationTime
 from schedlab.serving.metrics import SLO
+from schedlab.serving.prefix import prompt_token_ids
 
 __all__ = ["SAMPLED_TOKEN", "VllmEngine", "VllmPolicy"]
 
@@ -280,7 +284,10 @@ class VllmEngine:
     def _take_arrivals(self) -> None:
         for req in self._pending:
             rid = str(req.index)
-            prompt = [req.index + 1] + [1] * (req.prompt - 1)  # unique to the request
+            if req.prefix is None:
+                prompt = [req.index + 1] + [1] * (req.prompt - 1)  # unique to the request
+            else:  # equal prefixes are equal tokens (schedlab.serving.prefix)
+                prompt = prompt_token_ids(req.prefix, req.prefix_block, req.prompt)
             request = self._request_class(
                 rid,
                 prompt,
