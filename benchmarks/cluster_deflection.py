@@ -39,8 +39,9 @@ prediction is the true length (an oracle router), as the output says.
     and ``hybrid``, mean over the seeds of P95 TTFT and attainment, in two settings: the
     CLI's defaults with the RTX PRO 6000 model (TTFT 5 s, TPOT 25 ms, the KV capacity of
     the model's deployment: ``schedlab cluster --cost-model rtxpro6000_llama-3.1-8b``; issue
-    40 measured the harm there when the default was a literal 262,144 tokens) and this benchmark's (above). Target: never worse than ``disaggregated`` by
-    more than 1 point of attainment or 5% of P95 TTFT. Writes ``docs/cluster_no_harm.md``.
+    40 measured the harm there when the default was a literal 262,144 tokens) and this
+    benchmark's (above). Target: never worse than ``disaggregated`` by more than 1 point
+    of attainment or 5% of P95 TTFT. Writes ``docs/cluster_no_harm.md``.
 """
 
 from __future__ import annotations
