@@ -31,6 +31,7 @@ from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.iteration import IterationTime
 from schedlab.serving.kv_transfer import KVLink
 from schedlab.serving.metrics import SLO, request_itl
+from schedlab.serving.prediction import Predictions
 from schedlab.serving.routers import Route
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import run_engine
@@ -428,7 +429,7 @@ def _spy_run(stream, spec, route=routers.disaggregated):
         spy,
         link=SLOW_LINK,
         tpot_s=0.025,
-        predicted_output=np.array([7] * len(stream)),
+        predictions=Predictions("test", *([np.array([7] * len(stream))] * 3)),
     )
     driver.run()
     return spy.seen
