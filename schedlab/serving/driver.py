@@ -39,12 +39,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from schedlab.errors import ServingError
+from schedlab.predictions import Intervals
 from schedlab.serving.cost_model import BatchShape, hardware_of
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.engine_kinds import Replica
 from schedlab.serving.iteration import BatchRecord
 from schedlab.serving.metrics import RequestRecord
-from schedlab.serving.prediction import Predictions, predict_outputs
+from schedlab.serving.prediction import predict_outputs
 from schedlab.serving.request_state import RequestState
 from schedlab.serving.workloads import RequestStream
 
@@ -144,8 +145,9 @@ class Driver:
     stop_at_s
         Stop at this simulated time.
     predictions
-        The predicted output lengths (interval and point) policies see
-        (:mod:`schedlab.serving.prediction`; default the true ones).
+        The predicted output-length intervals policies see, each request's point its
+        :meth:`~schedlab.predictions.Intervals.point` (:mod:`schedlab.serving.prediction`;
+        default the true lengths).
     """
 
     def __init__(
@@ -156,7 +158,7 @@ class Driver:
         lockstep: bool = False,
         max_violations: int | None = None,
         stop_at_s: float | None = None,
-        predictions: Predictions | None = None,
+        predictions: Intervals | None = None,
     ) -> None:
         if not engines:
             raise ServingError("driver: needs at least one engine")
@@ -171,7 +173,7 @@ class Driver:
                     stream.arrival_s,
                     stream.prompt,
                     stream.output,
-                    predictions.point,
+                    predictions.point(),
                     predictions.lower,
                     predictions.upper,
                     strict=True,

@@ -3,21 +3,16 @@ estimates a KV-aware policy plans with.
 
 Predictions
 -----------
-A run's predictions come from a *prediction model*, spelt as for
-:func:`schedlab.predictions.predict` (``perfect``, ``interval:ALPHA[:SEED]``,
-``buckets[:SEED]``, ``lognormal:CV[:SEED]``): each request gets an interval
-:math:`[\ell_i, u_i]` and a point :math:`\hat o_i` inside it. The scenario's older
-``prediction_cv`` :math:`v` is the model ``lognormal:v`` (``perfect`` for 0): the true
+A run's predictions come from a *prediction model* of :mod:`schedlab.predictions`
+(``perfect``, ``interval:ALPHA[:SEED]``, ``buckets[:SEED]``, ``lognormal:CV[:SEED]``,
+drawn by :func:`schedlab.predictions.predict` with the scenario's seed): each request
+gets an interval :math:`[\ell_i, u_i]` and a point :math:`\hat o_i` inside it
+(:meth:`~schedlab.predictions.Intervals.point`). The scenario's older ``prediction_cv``
+:math:`v` is the model ``lognormal:v`` (``perfect`` for 0), the same draws: the true
 length times a lognormal error of mean 1,
-
-.. math::
-
-    \hat o = \ell = u = \max\bigl(1, \operatorname{round}(o X)\bigr), \qquad
-    \ln X \sim \mathcal N(-\sigma^2/2, \sigma^2), \quad \sigma^2 = \ln(1 + v^2).
-
-Predictions are drawn from their own random stream of the scenario's seed, so a run's
-arrivals, lengths and iteration noise do not change with the model (common random numbers
-across a robustness study).
+:math:`\hat o = \ell = u = \max(1, \operatorname{round}(o X))`. Each model draws from
+its own random stream of the seed, so a run's arrivals, lengths and iteration noise do
+not change with the model (common random numbers across a robustness study).
 
 Estimates
 ---------
@@ -47,54 +42,27 @@ intervals") compares this with the paper's update rule.
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
 from schedlab.errors import ServingError
+from schedlab.predictions import MAX_CV, Intervals, predict
 
 __all__ = [
     "ESTIMATES",
-    "MAX_PREDICTION_CV",
     "Estimate",
-    "Predictions",
     "check_spec",
     "predict_outputs",
     "prediction_spec",
     "refined_output",
 ]
 
-#: The largest coefficient of variation accepted for the prediction error.
-MAX_PREDICTION_CV = 10.0
-
 #: What a KV-aware policy plans a request's output with (module docstring).
 Estimate = Literal["point", "a-min", "a-max"]
 
 #: The estimates, in the order policies list them.
 ESTIMATES: tuple[Estimate, ...] = ("point", "a-min", "a-max")
-
-#: Tags the predictions' random stream apart from the workload's and the noise's.
-_STREAM = 0x707265
-
-
-@dataclass(frozen=True)
-class Predictions:
-    """Per request, the predicted interval and point the requests of a run carry.
-
-    Attributes
-    ----------
-    spec
-        The prediction model that drew them.
-    lower, upper, point
-        :math:`\\ell \\le \\hat o \\le u`, each ``>= 1``, one per request.
-    """
-
-    spec: str
-    lower: np.ndarray
-    upper: np.ndarray
-    point: np.ndarray
 
 
 def prediction_spec(predictions: str | None, cv: float) -> str:
@@ -104,12 +72,10 @@ def prediction_spec(predictions: str | None, cv: float) -> str:
     Raises
     ------
     ServingError
-        If both are given, or ``cv`` is not in ``[0, MAX_PREDICTION_CV]``.
+        If both are given, or ``cv`` is not in ``[0, MAX_CV]``.
     """
-    if isinstance(cv, bool) or not (isinstance(cv, int | float) and 0 <= cv <= MAX_PREDICTION_CV):
-        raise ServingError(
-            f"prediction_cv: must be a number from 0 to {MAX_PREDICTION_CV:g}, got {cv!r}"
-        )
+    if isinstance(cv, bool) or not (isinstance(cv, int | float) and 0 <= cv <= MAX_CV):
+        raise ServingError(f"prediction_cv: must be a number from 0 to {MAX_CV:g}, got {cv!r}")
     if predictions is None:
         return f"lognormal:{cv:g}" if cv > 0 else "perfect"
     if cv > 0:
@@ -120,35 +86,16 @@ def prediction_spec(predictions: str | None, cv: float) -> str:
     return predictions
 
 
-def predict_outputs(spec: str, output: np.ndarray, seed: int) -> Predictions:
-    """The predictions of model ``spec`` for the true lengths ``output`` (module docstring).
+def predict_outputs(spec: str, output: np.ndarray, seed: int) -> Intervals:
+    """The predictions of model ``spec`` for the true lengths ``output``, drawn with
+    ``seed`` unless the spec names its own (:func:`schedlab.predictions.predict`).
 
     Raises
     ------
-    ServingError
+    PredictionError
         Naming ``predictions``, for a spec that names no model or has bad parameters.
     """
-    true = np.asarray(output, dtype=np.int64)
-    name, _, arg = spec.partition(":")
-    if spec == "perfect":
-        return Predictions(spec, true.copy(), true.copy(), true.copy())
-    if name == "lognormal":
-        try:
-            cv = float(arg)
-        except ValueError:
-            raise ServingError(f"predictions: {spec!r}: expected lognormal:CV") from None
-        if not 0 <= cv <= MAX_PREDICTION_CV:
-            raise ServingError(
-                f"predictions: {spec!r}: CV must be from 0 to {MAX_PREDICTION_CV:g}"
-            )
-        point = true.copy()
-        if cv > 0:
-            sigma = math.sqrt(math.log1p(cv * cv))
-            rng = np.random.default_rng([_STREAM, seed])
-            factor = rng.lognormal(-sigma * sigma / 2, sigma, true.size)
-            point = np.maximum(1, np.rint(true * factor)).astype(np.int64)
-        return Predictions(spec, point, point.copy(), point.copy())
-    raise ServingError(f"predictions: unknown model {spec!r}; known: perfect, lognormal:CV")
+    return predict(spec, output, seed, where="predictions")
 
 
 def check_spec(spec: str, where: str) -> str:
@@ -156,13 +103,10 @@ def check_spec(spec: str, where: str) -> str:
 
     Raises
     ------
-    ServingError
+    PredictionError
         Naming ``where`` (e.g. ``--predictions``), for any other.
     """
-    try:
-        predict_outputs(spec, np.ones(1, dtype=np.int64), 0)
-    except ServingError as error:
-        raise ServingError(f"{where}: {str(error).partition(': ')[2]}") from None
+    predict(spec, np.ones(1, dtype=np.int64), 0, where=where)
     return spec
 
 

@@ -142,7 +142,8 @@ class Scenario:
             spec = self.prediction_spec
         except ServingError as error:
             raise ServingError(f"scenario.{error}") from None
-        check_spec(spec, "scenario.predictions")  # now, not at the first run
+        if self.predictions is not None:
+            check_spec(spec, "scenario.predictions")  # now, not at the first run
         if self.actual_cost_model is not None and self.noise_cv:
             raise ServingError(
                 "scenario: noise_cv and actual_cost_model: give one (the noise multiplies the "

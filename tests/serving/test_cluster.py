@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from schedlab.errors import ServingError, UnknownNameError
 from schedlab.llm.interconnect import Link
+from schedlab.predictions import Intervals
 from schedlab.serving import routers
 from schedlab.serving.cluster import (
     BREAKDOWN,
@@ -31,7 +32,6 @@ from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.iteration import IterationTime
 from schedlab.serving.kv_transfer import KVLink
 from schedlab.serving.metrics import SLO, request_itl
-from schedlab.serving.prediction import Predictions
 from schedlab.serving.routers import Route
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import run_engine
@@ -429,7 +429,7 @@ def _spy_run(stream, spec, route=routers.disaggregated):
         spy,
         link=SLOW_LINK,
         tpot_s=0.025,
-        predictions=Predictions("test", *([np.array([7] * len(stream))] * 3)),
+        predictions=Intervals(np.full(len(stream), 7), np.full(len(stream), 7), "test", False),
     )
     driver.run()
     return spy.seen

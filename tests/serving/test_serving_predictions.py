@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from schedlab.cli import main as schedlab
-from schedlab.errors import SchedlabError, ServingError
+from schedlab.errors import PredictionError, SchedlabError, ServingError
+from schedlab.predictions import MODELS, Intervals
 from schedlab.serving.capacity import capacity_grid
 from schedlab.serving.cost_model import SLOWEAVE_DEFAULT
 from schedlab.serving.driver import Driver
@@ -20,7 +21,6 @@ from schedlab.serving.iteration import IterationTime
 from schedlab.serving.metrics import SLO
 from schedlab.serving.prediction import (
     ESTIMATES,
-    Predictions,
     check_spec,
     predict_outputs,
     prediction_spec,
@@ -33,8 +33,8 @@ from schedlab.testing import check_conservation, check_deadlines
 from schedlab.testing.runs import ServingRun
 from tests.serving.streams import stream_of
 
-#: The prediction models every policy runs under.
-MODELS = ("perfect", "lognormal:0.5", "lognormal:2")
+#: Every prediction model (:data:`schedlab.predictions.MODELS`), some at two settings.
+SPECS = ("perfect", "interval:0.5", "interval:0.1", "buckets", "lognormal:0.5", "lognormal:2")
 #: The policies that plan with predictions, by estimate.
 KV_POLICIES = {"point": "sloweave-kv", "a-min": "sloweave-kv-amin", "a-max": "sloweave-kv-amax"}
 
@@ -110,7 +110,11 @@ def _checked(served):
     return logged
 
 
-@pytest.mark.parametrize("spec", MODELS)
+def test_every_model_is_run():
+    assert {spec.partition(":")[0] for spec in SPECS} == set(MODELS)
+
+
+@pytest.mark.parametrize("spec", SPECS)
 @pytest.mark.parametrize("policy", ["vllm", *KV_POLICIES.values()])
 def test_every_policy_runs_under_every_prediction_model(policy, spec):
     stream, config = _kv_bound(7)
@@ -122,7 +126,7 @@ def _intervals(output, rng, low, high):
     ``b`` from 1 to ``high`` (each containing the truth); the point is their middle."""
     lower = np.maximum(1, np.floor(output * rng.uniform(low, 1, output.size))).astype(np.int64)
     upper = np.ceil(output * rng.uniform(1, high, output.size)).astype(np.int64)
-    return Predictions("test", lower, upper, (lower + upper) // 2)
+    return Intervals(lower, upper, "test", exact=True)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -155,7 +159,7 @@ def test_the_prediction_model_of_a_scenario():
     assert prediction_spec("lognormal:1", 0.0) == "lognormal:1"
     with pytest.raises(ServingError, match="not both"):
         prediction_spec("lognormal:1", 0.5)
-    with pytest.raises(ServingError, match=r"scenario\.predictions: "):
+    with pytest.raises(PredictionError, match=r"scenario\.predictions: "):
         Scenario("sloweave-kv", predictions="nonsense")
     # prediction_cv v is lognormal:v, draw for draw
     a = simulate("chat", Scenario("sloweave-kv", seed=4, prediction_cv=1.0), duration_s=10.0)
@@ -165,9 +169,11 @@ def test_the_prediction_model_of_a_scenario():
     assert a.records == b.records
 
 
-@pytest.mark.parametrize("spec", ["nonsense", "lognormal:x", "lognormal:-1", "perfect:3"])
+@pytest.mark.parametrize(
+    "spec", ["nonsense", "lognormal:x", "lognormal:-1", "perfect:3", "interval:0", "interval:1.5"]
+)
 def test_a_bad_model_is_one_line_naming_the_option(spec, capsys):
-    with pytest.raises(ServingError, match=r"^--predictions: "):
+    with pytest.raises(PredictionError, match=r"^--predictions: "):
         check_spec(spec, "--predictions")
     argv = ["simulate", "--policy", "sloweave-kv", "--duration", "5s", "--predictions", spec]
     assert schedlab(argv) == 2

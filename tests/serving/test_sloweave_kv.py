@@ -163,13 +163,14 @@ def test_wrong_predictions_fall_back_to_preemption(cv):
 
 def test_predictions_are_seeded_and_separate_from_the_workload():
     output = np.arange(1, 1001)
-    assert (predict_outputs("perfect", output, 1).point == output).all()
-    assert (predict_outputs("lognormal:0", output, 1).point == output).all()
-    a, b = predict_outputs("lognormal:0.5", output, 1), predict_outputs("lognormal:0.5", output, 1)
-    assert (a.point == b.point).all() and (a.point >= 1).all() and not (a.point == output).all()
-    assert (a.lower == a.point).all() and (a.upper == a.point).all()
-    assert not (predict_outputs("lognormal:0.5", output, 2).point == a.point).all()
-    ratio = a.point / output
+    assert (predict_outputs("perfect", output, 1).point() == output).all()
+    assert (predict_outputs("lognormal:0", output, 1).point() == output).all()
+    a = predict_outputs("lognormal:0.5", output, 1).point()
+    b = predict_outputs("lognormal:0.5", output, 1)
+    assert (a == b.point()).all() and (a >= 1).all() and not (a == output).all()
+    assert (b.lower == a).all() and (b.upper == a).all()
+    assert not (predict_outputs("lognormal:0.5", output, 2).point() == a).all()
+    ratio = a / output
     assert ratio.mean() == pytest.approx(1.0, abs=0.08)
     with pytest.raises(ServingError, match="prediction_cv"):
         Scenario("sloweave-kv", prediction_cv=-0.1)
