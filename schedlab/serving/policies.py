@@ -11,23 +11,22 @@ view (:mod:`schedlab.serving.view`). A policy stops at the first candidate it ca
 that fails the admission gate, or whose chunk does not fit in the free blocks, or that
 would need a seat when none is free.
 
-========================  ==========================================================
-name                      per-iteration prefill rule
-========================  ==========================================================
-``whole-prefill``         whole prompts only, while they fit the token budget
-``fixed:C``               at most ``C`` prefill tokens, chunked
-``vllm``                  prefill fills the token budget left after decodes
-``sarathi[:TAU]``         prefill fills a static token budget ``TAU`` (counting decodes)
-``sloweave[:CMAX]``       largest deadline-safe chunks (binary search), at most ``CMAX``
-``sloweave-kv[:CMAX]``    ``sloweave``, admitting a request only while the projected KV
-                          peak at predicted outputs fits the cache
-``sloweave-kv-amin``      ``sloweave-kv`` planning each output from its predicted
-``[:CMAX]``               interval's lower end, refined as tokens are generated
-``sloweave-kv-amax``      the same from the interval's upper end
-``[:CMAX]``
-``sangam[:Q]``            whole prompts, when a deficit counter growing by ``Q - n``
-                          per iteration covers them
-========================  ==========================================================
+============================  ==============================================================
+name                          per-iteration prefill rule
+============================  ==============================================================
+``whole-prefill``             whole prompts only, while they fit the token budget
+``fixed:C``                   at most ``C`` prefill tokens, chunked
+``vllm``                      prefill fills the token budget left after decodes
+``sarathi[:TAU]``             prefill fills a static token budget ``TAU`` (counting decodes)
+``sloweave[:CMAX]``           largest deadline-safe chunks (binary search), at most ``CMAX``
+``sloweave-kv[:CMAX]``        ``sloweave``, admitting a request only while the projected KV
+                              peak at predicted outputs fits the cache
+``sloweave-kv-amin[:CMAX]``   ``sloweave-kv`` planning each output from its predicted
+                              interval's lower end, refined as tokens are generated
+``sloweave-kv-amax[:CMAX]``   the same from the interval's upper end
+``sangam[:Q]``                whole prompts, when a deficit counter growing by ``Q - n``
+                              per iteration covers them
+============================  ==============================================================
 
 Policies are built by name with :func:`make_policy` from the registry :data:`POLICIES`
 of :class:`PolicySpec` (how each is built, and what of the run it reads);
