@@ -91,11 +91,13 @@ def _cluster(args: argparse.Namespace) -> int:
         )
         for name in routers
     ]
-    if scenario.prediction_cv > 0 and not any(c.reads_predictions for c in clusters):
+    if scenario.prediction_spec != "perfect" and not any(c.reads_predictions for c in clusters):
+        flag = "--predictions" if scenario.predictions else "--prediction-cv"
         raise ServingError(
-            "--prediction-cv: no router or node policy of this run reads predicted lengths "
+            f"{flag}: no router or node policy of this run reads predicted lengths "
             "(round-robin never does, the others when they choose among two or more "
-            "colocated or decode nodes, deflect always; of the policies, only sloweave-kv)"
+            "colocated or decode nodes, deflect always; of the policies, only the sloweave-kv "
+            "ones)"
         )
     results = []
     for rate in rates:

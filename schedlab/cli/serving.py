@@ -130,7 +130,12 @@ def _input_files(args: argparse.Namespace) -> dict[str, Path | None]:
 
 
 def _common(
-    parser: argparse.ArgumentParser, *, policy: bool = True, duration: float, engines: bool = True
+    parser: argparse.ArgumentParser,
+    *,
+    policy: bool = True,
+    duration: float,
+    engines: bool = True,
+    grid_predictions: bool = False,
 ) -> None:
     from schedlab.serving.engine_config import BLOCK_SIZES, EngineConfig
     from schedlab.serving.policies import policy_names
@@ -194,7 +199,17 @@ def _common(
         "--prediction-cv",
         type=float,
         default=0.0,
-        help="output lengths seen by sloweave-kv: exact (0) or with a lognormal error of this CV",
+        help="output lengths seen by sloweave-kv: exact (0) or with a lognormal error of this "
+        "CV (short for --predictions lognormal:CV)",
+    )
+    parser.add_argument(
+        "--predictions",
+        type=comma_list,
+        default=None,
+        metavar="SPEC",
+        help="the prediction model of the output lengths the sloweave-kv policies see: "
+        "perfect (default), interval:ALPHA[:SEED], buckets[:SEED], lognormal:CV[:SEED]"
+        + ("; several, comma-separated, give a grid" if grid_predictions else ""),
     )
     parser.add_argument("--data-dir", default=None, help="directory holding traces/ (Azure)")
     if engines:
@@ -311,6 +326,7 @@ def _scenario(args: argparse.Namespace, *, engine_policies: bool = True) -> Scen
     from schedlab.serving.scenario import DEFAULT_POLICY, Scenario
 
     slo = _slo(args)
+    specs = _prediction_specs(args)
     kind = getattr(args, "engine", BUILTIN_KIND)
     default_policy = DEFAULT_POLICY if kind == BUILTIN_KIND else kind
     scenario = Scenario(
@@ -325,9 +341,10 @@ def _scenario(args: argparse.Namespace, *, engine_policies: bool = True) -> Scen
         prediction_cv=args.prediction_cv,
         engine_kind=kind,
         engine_model=getattr(args, "vllm_model", None),
+        predictions=specs[0] if specs else None,
     )
     if engine_policies:
-        _refuse_unread(scenario, getattr(args, "policies", None) or [scenario.policy])
+        _refuse_unread(scenario, getattr(args, "policies", None) or [scenario.policy], specs)
     announce_engine(
         scenario.engine_kind,
         scenario.engine,
@@ -336,6 +353,31 @@ def _scenario(args: argparse.Namespace, *, engine_policies: bool = True) -> Scen
     )
     _decode_alone(scenario.actual() or scenario.predicted(), slo.tpot_s)
     return scenario
+
+
+def _prediction_specs(args: argparse.Namespace) -> list[str]:
+    """The ``--predictions`` models given (none: the scenario's default), each checked
+    (:func:`~schedlab.serving.prediction.check_spec`); one only, unless the command
+    takes a grid of them.
+
+    Raises
+    ------
+    ServingError
+        For a bad model, several where one is taken, or ``--prediction-cv`` beside.
+    """
+    from schedlab.serving.prediction import check_spec
+
+    specs: list[str] = getattr(args, "predictions", None) or []
+    if specs and args.prediction_cv:
+        raise ServingError(
+            "--predictions and --prediction-cv: give one "
+            "(--prediction-cv V is --predictions lognormal:V)"
+        )
+    if len(specs) > 1 and not getattr(args, "grid_predictions", False):
+        raise ServingError(f"--predictions: this command takes one model, got {len(specs)}")
+    for spec in specs:
+        check_spec(spec, "--predictions")
+    return specs
 
 
 def _decode_alone(model: CostModel, tpot_s: float) -> None:
@@ -359,8 +401,9 @@ def _decode_alone(model: CostModel, tpot_s: float) -> None:
         )
 
 
-def _refuse_unread(scenario: Scenario, policies: Sequence[str]) -> None:
-    """Refuse ``--margin`` or a positive ``--prediction-cv`` that no policy of ``policies``
+def _refuse_unread(scenario: Scenario, policies: Sequence[str], specs: Sequence[str] = ()) -> None:
+    """Refuse ``--margin``, a positive ``--prediction-cv`` or ``--predictions`` models
+    ``specs`` other than ``perfect`` that no policy of ``policies``
     reads (:attr:`~schedlab.serving.policies.PolicySpec.reads_margin`,
     :attr:`~schedlab.serving.policies.PolicySpec.reads_predictions`): the run would not
     change."""
@@ -369,6 +412,7 @@ def _refuse_unread(scenario: Scenario, policies: Sequence[str]) -> None:
     given = (
         ("--margin", scenario.margin_s is not None, "reads_margin"),
         ("--prediction-cv", scenario.prediction_cv > 0, "reads_predictions"),
+        ("--predictions", any(spec != "perfect" for spec in specs), "reads_predictions"),
     )
     for flag, used, reads in given:
         if used and not any(getattr(get_policy(p), reads) for p in policies):
@@ -445,12 +489,12 @@ def _capacity(args: argparse.Namespace) -> int:
         "progress": not (args.json or args.quiet),
     }
     single_or_grid(args, ("policy", "policies"), ("seed", "seeds"))
-    if args.policies or args.seeds:
+    if args.policies or args.seeds or len(args.predictions or ()) > 1:
         return _capacity_grid(args, search)
     if args.results or args.backend != "local" or args.workers or args.address:
         raise ServingError(
             "--backend, --workers, --address, --results: for a grid only "
-            "(give --policies or --seeds)"
+            "(give --policies, --seeds or several --predictions)"
         )
     result = capacity(args.workload, _scenario(args), **search)
     if args.json:
@@ -475,7 +519,13 @@ def _capacity_grid(args: argparse.Namespace, search: dict[str, Any]) -> int:
     seeds = [int(s) for s in args.seeds] if args.seeds else [scenario.seed]
     try:
         found = capacity_grid(
-            args.workload, policies, scenario, seeds=seeds, **search, **executor_options(args)
+            args.workload,
+            policies,
+            scenario,
+            seeds=seeds,
+            predictions=args.predictions,
+            **search,
+            **executor_options(args),
         )
     except GridError as error:  # the searches that ran are shown, then the error
         _capacity_table(args, error.done)
@@ -497,10 +547,37 @@ def _capacity_table(args: argparse.Namespace, found: Sequence[Any]) -> None:
         f"attainment >= {first.target:g} at TTFT <= {first.ttft_s:g} s, TPOT "
         f"({first.tpot_slo}) <= {first.tpot_s * 1e3:g} ms"
     )
+    if len({r.predictions for r in found}) > 1 or args.predictions:
+        _capacity_by_predictions(found)
+        return
     print(f"{'policy':<20}{'seed':>6}{'req/s':>10}{'runs':>6}")
     for r in found:
         bound = ">=" if r.saturated else ""
         print(f"{r.policy:<20}{r.seed:>6}{bound + f'{r.capacity_rps:.3f}':>10}{len(r.probes):>6}")
+
+
+def _capacity_by_predictions(found: Sequence[Any]) -> None:
+    """The capacities (req/s) of a grid over prediction models: a row per policy and
+    seed, a column per model; a policy that reads no prediction ran once, under
+    ``perfect``, and shows that capacity in every column (marked ``*``)."""
+    from schedlab.serving.policies import get_policy
+
+    reads = {r.policy: get_policy(r.policy).reads_predictions for r in found}
+    specs = list(dict.fromkeys(r.predictions for r in found if reads[r.policy])) or ["perfect"]
+    width = max(12, *(len(s) + 2 for s in specs))
+    print(f"{'policy':<20}{'seed':>6}" + "".join(f"{s:>{width}}" for s in specs) + "  (req/s)")
+    cells: dict[tuple[str, int], dict[str, str]] = {}
+    for r in found:
+        text = (">=" if r.saturated else "") + f"{r.capacity_rps:.3f}"
+        row = cells.setdefault((r.policy, r.seed), {})
+        if reads[r.policy]:
+            row[r.predictions] = text
+        else:
+            row.update({spec: text + "*" for spec in specs})
+    for (policy, seed), row in cells.items():
+        print(f"{policy:<20}{seed:>6}" + "".join(f"{row.get(s, '-'):>{width}}" for s in specs))
+    if not all(reads.values()):
+        print("* reads no prediction: one search, under perfect predictions")
 
 
 def _headroom(args: argparse.Namespace) -> int:
@@ -673,7 +750,8 @@ def register(subparsers: Any) -> None:
 
     given = inspect.signature(capacity).parameters
     cap = subparsers.add_parser("capacity", help="highest rate with SLO attainment >= target")
-    _common(cap, duration=CAPACITY_WINDOW_S)
+    _common(cap, duration=CAPACITY_WINDOW_S, grid_predictions=True)
+    cap.set_defaults(grid_predictions=True)
     for flag, key, what in (
         ("--target", "target", "attainment target"),
         ("--tolerance", "rel_tol", "relative bisection tolerance"),

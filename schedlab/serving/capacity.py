@@ -36,6 +36,8 @@ from schedlab.jobs import Job, Outcome, run_jobs
 from schedlab.progress import Progress, progress_for
 from schedlab.serving.cost_model import hardware_of
 from schedlab.serving.metrics import Summary
+from schedlab.serving.policies import get_policy
+from schedlab.serving.prediction import check_spec
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import DEFAULT_WINDOW_S, simulate
 from schedlab.serving.workloads import DEFAULT_WORKLOAD, Workload, make_workload
@@ -135,6 +137,9 @@ class CapacityResult:
         ``True`` if ``max_rps`` itself met the target (capacity is at least that).
     probes
         Every rate tested, in order.
+    predictions
+        The prediction model of the output lengths the policy saw
+        (:attr:`~schedlab.serving.scenario.Scenario.prediction_spec`).
     """
 
     policy: str
@@ -150,6 +155,7 @@ class CapacityResult:
     capacity_rps: float
     saturated: bool
     probes: tuple[Probe, ...]
+    predictions: str = "perfect"
 
     @property
     def at_capacity(self) -> Probe | None:
@@ -235,6 +241,7 @@ def capacity(
         capacity_rps=lo,
         saturated=hi == math.inf,
         probes=tuple(probes),
+        predictions=scenario.prediction_spec,
     )
     kept = result.at_capacity
     if kept is not None and kept.n_requests == 0:
@@ -546,6 +553,7 @@ def capacity_grid(
     scenario: Scenario | None = None,
     *,
     seeds: Sequence[int] = (0,),
+    predictions: Sequence[str] | None = None,
     duration_s: float = CAPACITY_WINDOW_S,
     target: float = 0.9,
     rel_tol: float = 0.02,
@@ -558,9 +566,14 @@ def capacity_grid(
     results: str | Path | None = None,
     progress: bool | Progress = False,
 ) -> list[CapacityResult]:
-    """:func:`capacity` of every policy under every seed, one job a search, in the order
-    policy by policy, seed by seed. The search parameters are :func:`capacity`'s; the
-    executor's are :func:`schedlab.jobs.run_jobs`'s.
+    """:func:`capacity` of every policy under every prediction model and seed, one job a
+    search, in the order policy by policy, model by model, seed by seed. The search
+    parameters are :func:`capacity`'s; the executor's are :func:`schedlab.jobs.run_jobs`'s.
+
+    ``predictions`` are the models (:mod:`schedlab.serving.prediction`; ``None``: the
+    scenario's own). A policy that reads no prediction
+    (:attr:`~schedlab.serving.policies.PolicySpec.reads_predictions`) would find the same
+    capacity under each, so it is searched once, under ``perfect``.
 
     Raises
     ------
@@ -585,17 +598,29 @@ def capacity_grid(
         "max_rps": float(max_rps),
         "data_dir": None if data_dir is None else str(data_dir),
     }
+    models = list(predictions) if predictions else [base.prediction_spec]
+    if len(set(models)) < len(models):
+        raise ServingError(f"predictions: a model given twice in {models}")
+    for spec in models:
+        check_spec(spec, "predictions")
+
+    def params(policy: str, spec: str, seed: int) -> dict[str, Any]:
+        fields = {"policy": policy, "seed": seed}
+        if predictions:
+            fields |= {"predictions": spec, "prediction_cv": 0.0}
+        return base.with_(**fields).to_dict()
+
     jobs = [
-        Job(
-            "capacity",
-            {"workload": workload, "scenario": base.with_(policy=p, seed=s).to_dict(), **search},
-        )
+        Job("capacity", {"workload": workload, "scenario": params(p, spec, s), **search})
         for p in policies
+        for spec in (models if get_policy(p).reads_predictions else ["perfect"])
         for s in seeds
     ]
 
     def where(job: Job) -> str:
-        return f"{job.params['scenario']['policy']} seed {job.params['scenario']['seed']}"
+        params = job.params["scenario"]
+        spec = Scenario.from_dict(params).prediction_spec
+        return f"{params['policy']} seed {params['seed']} predictions {spec}"
 
     executor = {"backend": backend, "workers": workers, "address": address, "results": results}
     return _run_grid(

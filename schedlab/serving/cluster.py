@@ -79,7 +79,7 @@ from schedlab.serving.iteration import IterationTime
 from schedlab.serving.kv_transfer import KVLink, LinkQueue, Transfer
 from schedlab.serving.metrics import Distribution, RequestRecord, Summary, summarize
 from schedlab.serving.policies import get_policy
-from schedlab.serving.prediction import predicted_outputs
+from schedlab.serving.prediction import predict_outputs
 from schedlab.serving.request_state import RequestState
 from schedlab.serving.routers import ROLES, Arrival, Route, Router, get_router
 from schedlab.serving.scenario import Scenario
@@ -829,7 +829,7 @@ def run_cluster(
         time_routing=time_routing,
         trace_loads=record_batches,
         stop_at_s=stop_at_s,
-        predicted_output=predicted_outputs(stream.output, scenario.prediction_cv, scenario.seed),
+        predictions=predict_outputs(scenario.prediction_spec, stream.output, scenario.seed),
     )
     run = driver.result(driver.run())
     return ClusterRun(

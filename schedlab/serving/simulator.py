@@ -21,7 +21,7 @@ from schedlab.serving.engine import Engine
 from schedlab.serving.engine_kinds import BUILTIN_KIND, Replica, replica_factory
 from schedlab.serving.iteration import BatchRecord, IterationTime
 from schedlab.serving.metrics import RequestRecord, Summary, summarize
-from schedlab.serving.prediction import predicted_outputs
+from schedlab.serving.prediction import predict_outputs
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.workloads import (
     DEFAULT_WORKLOAD,
@@ -101,7 +101,7 @@ def run_engine(
         lockstep=scenario.lockstep,
         max_violations=max_violations,
         stop_at_s=stop_at_s,
-        predicted_output=predicted_outputs(stream.output, scenario.prediction_cv, scenario.seed),
+        predictions=predict_outputs(scenario.prediction_spec, stream.output, scenario.seed),
     )
     return driver.result(driver.run())
 

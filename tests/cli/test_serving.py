@@ -345,7 +345,16 @@ def test_a_replay_sweep_is_titled_by_its_workload_not_one_rate(capsys, tmp_path)
         (["simulate", "--policy", "vllm", "--margin", "1ms"], "--margin: read only by sloweave"),
         (
             ["simulate", "--policy", "sloweave", "--prediction-cv", "0.5"],
-            "--prediction-cv: read only by sloweave-kv; policy sloweave",
+            "--prediction-cv: read only by sloweave-kv and sloweave-kv-amax and "
+            "sloweave-kv-amin; policy sloweave",
+        ),
+        (
+            ["simulate", "--policy", "vllm", "--predictions", "lognormal:0.5"],
+            "--predictions: read only by sloweave-kv",
+        ),
+        (
+            ["capacity", "--policies", "vllm,sarathi", "--predictions", "perfect,lognormal:1"],
+            "--predictions: read only by sloweave-kv",
         ),
         (
             ["capacity", "--policies", "vllm,sarathi", "--prediction-cv", "0.5"],
