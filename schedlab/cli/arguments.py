@@ -8,7 +8,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from schedlab.budget import MAX_TIME_LIMIT
 from schedlab.errors import InputError
 
 __all__ = [
@@ -18,7 +17,6 @@ __all__ = [
     "executor_options",
     "non_negative_int",
     "positive_int",
-    "positive_seconds",
     "refuse_overwriting",
     "single_or_grid",
 ]
@@ -53,21 +51,6 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
-    return value
-
-
-def positive_seconds(text: str) -> float:
-    """A finite number of seconds ``> 0`` (time limits)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    if value > MAX_TIME_LIMIT:
-        raise argparse.ArgumentTypeError(
-            f"at most {MAX_TIME_LIMIT:.0e} seconds, got {text!r} (for no limit, leave it out)"
-        )
     return value
 
 

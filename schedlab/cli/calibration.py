@@ -212,15 +212,25 @@ def register(subparsers: Any) -> None:
         "tp<N>/dense.csv, attention.csv, per_sequence.csv, and moe.csv or skew_fit.csv "
         "where present); print the held-out error report.",
     )
-    cal.add_argument("profile_dir", metavar="PROFILE_DIR")
+    cal.add_argument(
+        "profile_dir", metavar="PROFILE_DIR", help="LLMServingSim profile directory to fit"
+    )
     cal.add_argument(
         "--model",
         default=None,
         help="model name as meta.yaml spells it, e.g. meta-llama/Llama-3.1-8B (default: "
         "meta.yaml's)",
     )
-    cal.add_argument("-o", "--output", required=True, metavar="MODEL.json")
-    cal.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel degree")
+    cal.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="MODEL.json",
+        help="write the fitted cost model here (- for standard output)",
+    )
+    cal.add_argument(
+        "--tp", type=positive_int, default=1, help="tensor-parallel degree (default 1)"
+    )
     cal.add_argument(
         "--link",
         default=None,
@@ -261,8 +271,20 @@ def register(subparsers: Any) -> None:
     )
     rep.add_argument("--policy", default=None, help=f"{', '.join(policy_names())} (default vllm)")
     engine_kind_options(rep)
-    rep.add_argument("--max-num-seqs", type=positive_int, default=None, metavar="N")
-    rep.add_argument("--max-num-batched-tokens", type=positive_int, default=None, metavar="B")
+    rep.add_argument(
+        "--max-num-seqs",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="most requests running at once (default: as the run's meta.json records it)",
+    )
+    rep.add_argument(
+        "--max-num-batched-tokens",
+        type=positive_int,
+        default=None,
+        metavar="B",
+        help="most tokens in one iteration (default: as the run's meta.json records it)",
+    )
     rep.add_argument(
         "--kv-tokens",
         type=positive_int,
@@ -282,7 +304,7 @@ def register(subparsers: Any) -> None:
             flag,
             choices=("auto", "on", "off"),
             default="auto",
-            help=f"simulate {what} (auto: from meta.json and the vLLM version)",
+            help=f"simulate {what} (default auto: from meta.json and the vLLM version)",
         )
     rep.add_argument(
         "--allow-mismatch",

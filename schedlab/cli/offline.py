@@ -20,9 +20,9 @@ from schedlab.cli.arguments import (
     executor_options,
     non_negative_int,
     positive_int,
-    positive_seconds,
     refuse_overwriting,
 )
+from schedlab.cli.durations import optional_duration
 from schedlab.errors import InputError
 
 __all__ = ["register"]
@@ -66,6 +66,13 @@ def _add_max_memory(p: argparse.ArgumentParser, what: str) -> None:
     )
 
 
+def _time_limit(args: argparse.Namespace) -> float | None:
+    """``--time-limit`` in seconds (``None``: not given, no limit)."""
+    from schedlab.budget import MAX_TIME_LIMIT
+
+    return optional_duration(args.time_limit, "--time-limit", maximum=MAX_TIME_LIMIT)
+
+
 def _solver_options(solver: str, texts: dict[str, str]) -> dict[str, Any]:
     from schedlab.offline.solvers import get_solver
     from schedlab.offline.solvers.contract import parse_options
@@ -90,7 +97,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     result = solve(
         instance,
         args.solver,
-        time_limit=args.time_limit,
+        time_limit=_time_limit(args),
         max_memory=args.max_memory,
         seed=args.seed,
         bound=None if args.no_bound else "best",
@@ -164,7 +171,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     report = run_report(
         args.paths,
         names,
-        time_limit=args.time_limit,
+        time_limit=_time_limit(args),
         max_memory=args.max_memory,
         seed=args.seed,
         options=options,
@@ -270,7 +277,7 @@ def _cmd_bound(args: argparse.Namespace) -> int:
     bound = lower_bound(
         instance,
         args.method,
-        time_limit=args.time_limit,
+        time_limit=_time_limit(args),
         max_memory=args.max_memory,
         work=args.work,
         progress=not (args.json or args.quiet),
@@ -357,6 +364,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     """Add the offline subcommands to an argparse subparsers object; the names each
     option takes are listed in its help, from the registries."""
+    from schedlab.llm.lengths import builtin_table_names
     from schedlab.offline.backlogs import DEFAULT_MEMORY, MAX_REQUESTS
     from schedlab.offline.bounds import available_bounds
     from schedlab.offline.compare import DEFAULT_SOLVERS
@@ -367,9 +375,8 @@ def register(sub: Any) -> None:
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument(
             "--time-limit",
-            type=positive_seconds,
             default=None,
-            metavar="SECONDS",
+            metavar="DURATION",
             help="wall-clock cap per solver (and for the bound); default none: solvers "
             "stop at their work budgets, so a seed gives the same answer on any machine",
         )
@@ -458,9 +465,8 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--time-limit",
-        type=positive_seconds,
         default=None,
-        metavar="SECONDS",
+        metavar="DURATION",
         help="wall-clock cap for the bound (default none: each method runs its work budget)",
     )
     _add_max_memory(p, "of each method")
@@ -477,7 +483,12 @@ def register(sub: Any) -> None:
     p.set_defaults(func=_cmd_bound)
 
     p = sub.add_parser("generate", help="generate an instance")
-    p.add_argument("kind", choices=("mixed", "jaillet", "backlog"))
+    p.add_argument(
+        "kind",
+        choices=("mixed", "jaillet", "backlog"),
+        help="mixed: short and long requests; jaillet: the adversarial family of Jaillet "
+        "et al.; backlog: lengths drawn from a length table or trace",
+    )
     p.add_argument(
         "-n",
         "--n",
@@ -497,7 +508,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--source",
         default=None,
-        help="backlog: a shipped length table (default sharegpt) or a trace file path",
+        help=f"backlog: a shipped length table ({', '.join(builtin_table_names())}; "
+        "default sharegpt) or a trace file",
     )
     p.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default 0)")
     p.add_argument(

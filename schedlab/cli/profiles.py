@@ -117,7 +117,7 @@ def register(subparsers: Any) -> None:
         "time_us; docs/profile-format.md) and write a profile directory that "
         "'schedlab calibrate' reads.",
     )
-    imp.add_argument("table", metavar="TABLE.csv")
+    imp.add_argument("table", metavar="TABLE.csv", help="the timing table (- for standard input)")
     imp.add_argument(
         "--format",
         default=None,
@@ -180,8 +180,14 @@ def register(subparsers: Any) -> None:
         description="Write the measurements of a profile directory (meta.yaml, tp<N>/) as "
         "one timing table, the format 'schedlab profile import' reads.",
     )
-    exp.add_argument("profile_dir", metavar="PROFILE_DIR")
-    exp.add_argument("-o", "--output", required=True, metavar="TABLE.csv")
+    exp.add_argument("profile_dir", metavar="PROFILE_DIR", help="the profile directory to list")
+    exp.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="TABLE.csv",
+        help="write the timing table here (- for standard output)",
+    )
     exp.add_argument(
         "--tp", type=positive_int, default=None, help="this degree only (default: all)"
     )

@@ -13,7 +13,6 @@ import argparse
 import csv
 import json
 import math
-import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,6 +27,7 @@ from schedlab.cli.arguments import (
     refuse_overwriting,
     single_or_grid,
 )
+from schedlab.cli.durations import parse_duration
 from schedlab.errors import SchedlabError, ServingError
 from schedlab.serving.workloads import MAX_REQUESTS
 
@@ -37,36 +37,7 @@ if TYPE_CHECKING:
     from schedlab.serving.metrics import SLO
     from schedlab.serving.scenario import Scenario
 
-__all__ = ["parse_duration", "register"]
-
-_UNITS = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0}
-_DURATION = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(us|µs|ms|s|min|h)?\s*")
-
-
-def parse_duration(text: str, flag: str = "duration", *, allow_zero: bool = False) -> float:
-    """Seconds from ``25ms``, ``5s``, ``2min``, ``1h`` or ``150us``.
-
-    A unit is required: ``--tpot 25`` could mean 25 ms or 25 s, and a silent guess
-    changes every result (a bare ``0`` is accepted where zero is).
-
-    Raises
-    ------
-    ServingError
-        Naming ``flag``, for text that is not a positive duration with a unit.
-    """
-    match = _DURATION.fullmatch(text)
-    if not match:
-        raise ServingError(f"{flag}: cannot read duration {text!r}; use e.g. 25ms, 5s, 2min or 1h")
-    unit = match.group(2)
-    if unit is None and not (allow_zero and float(match.group(1)) == 0):
-        raise ServingError(
-            f"{flag}: {text!r} has no unit; write e.g. {text.strip()}ms or {text.strip()}s"
-        )
-    seconds = float(match.group(1)) * _UNITS[unit or "s"]
-    if not (math.isfinite(seconds) and (seconds > 0 or (allow_zero and seconds == 0))):
-        kind = "non-negative" if allow_zero else "positive"
-        raise ServingError(f"{flag}: duration must be {kind}, got {text!r}")
-    return seconds
+__all__ = ["register"]
 
 
 def _positive_number(text: str, flag: str, minimum: float = 0.0) -> float:
@@ -153,8 +124,8 @@ def _common(
         "--tpot-slo",
         choices=("every-token", "p99", "mean"),
         default="every-token",
-        help="how the TPOT target is judged: every gap (default), each request's P99 gap, "
-        "or its mean",
+        help="how the TPOT target is judged: every gap (every-token, the default), each "
+        "request's P99 gap, or its mean",
     )
     parser.add_argument("--ttft", default=ttft, help=f"TTFT target (default {ttft})")
     parser.add_argument(
@@ -194,7 +165,8 @@ def _common(
         "--prediction-cv",
         type=float,
         default=0.0,
-        help="output lengths seen by sloweave-kv: exact (0) or with a lognormal error of this CV",
+        help="output lengths seen by sloweave-kv: exact (default 0) or with a lognormal "
+        "error of this CV",
     )
     parser.add_argument("--data-dir", default=None, help="directory holding traces/ (Azure)")
     if engines:
@@ -654,7 +626,7 @@ def register(subparsers: Any) -> None:
         "--noise-cv",
         type=float,
         default=0.0,
-        help="actual/predicted iteration time: lognormal noise with this CV",
+        help="actual/predicted iteration time: lognormal noise with this CV (default 0)",
     )
     sim.add_argument(
         "--actual-cost-model",
@@ -681,7 +653,7 @@ def register(subparsers: Any) -> None:
         ("--max-rate", "max_rps", "highest rate tried, requests/s"),
     ):
         default = given[key].default
-        cap.add_argument(flag, default=str(default), help=f"{what} (default {default:g})")
+        cap.add_argument(flag, default=f"{default:g}", help=f"{what} (default {default:g})")
     cap.add_argument(
         "--policies",
         type=comma_list,
@@ -706,8 +678,19 @@ def register(subparsers: Any) -> None:
     tpot = f"{DEFAULT_SLO.tpot_s * 1e3:g}ms"
     head.add_argument("--tpot", default=tpot, help=f"per-token deadline (default {tpot})")
     head.add_argument("--margin", default=None, help="SLOWeave margin (default the model's)")
-    head.add_argument("--kv-tokens", type=positive_int, default=None, help="KV capacity in tokens")
-    head.add_argument("--seed", type=non_negative_int, default=0, help="seed of the lengths")
+    head.add_argument(
+        "--kv-tokens",
+        type=positive_int,
+        default=None,
+        help="KV capacity in tokens (default: what vLLM would allocate on the cost model's "
+        "GPU deployment)",
+    )
+    head.add_argument(
+        "--seed",
+        type=non_negative_int,
+        default=0,
+        help="seed of the lengths of a synthetic workload (default 0)",
+    )
     head.add_argument("--data-dir", default=None, help="directory holding traces/ (Azure)")
     head.add_argument("--json", action="store_true", help="print one JSON object")
     head.set_defaults(
