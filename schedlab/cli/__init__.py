@@ -14,6 +14,7 @@ requests sorted by time) is one ``schedlab: note:`` line on stderr.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import signal
@@ -25,6 +26,7 @@ from typing import NoReturn, TextIO
 
 from schedlab import __version__
 from schedlab.cli import calibration, cluster, offline, profiles, serving
+from schedlab.cli.arguments import spool_stdin
 from schedlab.errors import SchedlabError, SchedlabNote
 
 __all__ = ["build_parser", "main"]
@@ -126,7 +128,9 @@ def _run(argv: Sequence[str] | None) -> int:
 def _command(args: argparse.Namespace) -> int:
     """Run the parsed command: every error it raises on purpose becomes one line."""
     try:
-        return int(args.func(args))
+        with contextlib.ExitStack() as stack:
+            spool_stdin(args, stack)
+            return int(args.func(args))
     except SchedlabError as exc:
         print(f"schedlab: error: {_one_line(str(exc))}", file=sys.stderr)
         return 2

@@ -17,6 +17,7 @@ from typing import Any
 
 from schedlab.cli.arguments import comma_list, positive_int, refuse_overwriting, single_or_grid
 from schedlab.cli.durations import parse_duration
+from schedlab.cli.outputs import wrote
 from schedlab.cli.serving import (
     _common,
     _input_files,
@@ -24,6 +25,7 @@ from schedlab.cli.serving import (
     _positive_number,
     _scenario,
     kv_json,
+    print_csv,
     say_kv,
 )
 from schedlab.serving.workloads import MAX_REQUESTS
@@ -118,10 +120,14 @@ def _cluster(args: argparse.Namespace) -> int:
             args.plot,
             title=f"SLO {scenario.slo.describe()}",
         )
+        wrote(args.plot)
     grid = bool(args.routers or args.rates)
-    if args.json:
+    if args.format == "json":
         rows = [{"rate_rps": rate, **r.to_dict(), **kv_json(args)} for rate, r in results]
         print(json.dumps(rows if grid else rows[0]))
+        return 0
+    if args.format == "csv":
+        print_csv(args, [{"rate_rps": rate, **r.row()} for rate, r in results])
         return 0
     say_kv(args)
     _report(results, scenario)
@@ -228,7 +234,12 @@ def register(subparsers: Any) -> None:
         help="policy of decode nodes (default sloweave; deflect "
         "needs sloweave or sloweave-kv, which its estimate and proofs/deflect.md assume)",
     )
-    cmd.add_argument("--plot", default=None, help="write the TTFT breakdown per router (PNG...)")
+    cmd.add_argument(
+        "--plot",
+        default=None,
+        metavar="FILE.png",
+        help="write the TTFT breakdown per router (PNG, PDF, SVG)",
+    )
     cmd.add_argument(
         "--max-requests",
         type=positive_int,

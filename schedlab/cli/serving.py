@@ -10,7 +10,6 @@ line with exit code 2.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import sys
@@ -24,12 +23,15 @@ from schedlab.cli.arguments import (
     executor_options,
     non_negative_int,
     positive_int,
+    read_from_stdin,
     refuse_overwriting,
     single_or_grid,
 )
 from schedlab.cli.durations import parse_duration
+from schedlab.cli.outputs import add_format_option, hidden_alias, open_output, table_aside, wrote
 from schedlab.errors import SchedlabError, ServingError
 from schedlab.serving.workloads import MAX_REQUESTS
+from schedlab.tables import rows_to_csv
 
 if TYPE_CHECKING:
     from schedlab.serving.cost_model import CostModel
@@ -59,8 +61,10 @@ def _workload_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--workload",
         default=DEFAULT_WORKLOAD,
-        help=f"{', '.join(workload_names())}, or a trace file (default {DEFAULT_WORKLOAD})",
+        help=f"{', '.join(workload_names())}, or a trace file (- for standard input, a "
+        f"CSV or JSONL trace; default {DEFAULT_WORKLOAD})",
     )
+    read_from_stdin(parser, ("workload", "stdin"))
 
 
 def _cost_model_option(parser: argparse.ArgumentParser) -> None:
@@ -171,7 +175,7 @@ def _common(
     parser.add_argument("--data-dir", default=None, help="directory holding traces/ (Azure)")
     if engines:
         engine_kind_options(parser)
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_format_option(parser)
 
 
 def engine_kind_options(parser: argparse.ArgumentParser) -> None:
@@ -244,6 +248,15 @@ def _engine(args: argparse.Namespace) -> EngineConfig:
 def kv_json(args: argparse.Namespace) -> dict[str, Any]:
     """The ``kv_capacity`` field of a ``--json`` output: ``{"tokens", "source"}``."""
     return {"kv_capacity": args.kv_capacity}
+
+
+def print_csv(args: argparse.Namespace, rows: Sequence[dict[str, Any]]) -> None:
+    """Print ``rows`` as CSV, each with the KV capacity run (``kv_capacity_tokens``; where
+    it came from on standard error, :func:`say_kv`)."""
+    say_kv(args)
+    rows_to_csv(
+        [{**row, "kv_capacity_tokens": args.kv_capacity["tokens"]} for row in rows], sys.stdout
+    )
 
 
 def say_kv(args: argparse.Namespace) -> None:
@@ -377,13 +390,23 @@ def _simulate(args: argparse.Namespace) -> int:
         max_requests=args.max_requests,
     )
     if args.records:
-        with Path(args.records).open("w", encoding="utf-8") as handle:
+        with open_output(args.records, f"{len(result.records)} requests") as handle:
             for record in result.records:
                 handle.write(json.dumps(record.to_dict()) + "\n")
+    with table_aside(args.records):
+        _simulate_report(args, result)
+    return 0
+
+
+def _simulate_report(args: argparse.Namespace, result: Any) -> None:
+    """``simulate``'s output in ``--format``."""
     s = result.summary
-    if args.json:
+    if args.format == "json":
         print(json.dumps({**s.to_dict(), "wall_s": result.wall_s, **kv_json(args)}))
-        return 0
+        return
+    if args.format == "csv":
+        print_csv(args, [s.row()])
+        return
     say_kv(args)
     print(
         f"policy {s.policy} on {s.workload} (cost model {s.cost_model}, {s.hardware}): "
@@ -399,7 +422,6 @@ def _simulate(args: argparse.Namespace) -> int:
         f"SLO {s.slo.describe()}: attainment {s.attainment:.3f}, goodput "
         f"{s.goodput_rps:.3f} req/s; system-wide P99 time between tokens {_ms(s.itl.p99)} ms"
     )
-    return 0
 
 
 def _capacity(args: argparse.Namespace) -> int:
@@ -414,7 +436,7 @@ def _capacity(args: argparse.Namespace) -> int:
         "start_rps": _positive_number(args.start_rate, "--start-rate"),
         "max_rps": _positive_number(args.max_rate, "--max-rate"),
         "data_dir": args.data_dir,
-        "progress": not (args.json or args.quiet),
+        "progress": args.format == "text" and not args.quiet,
     }
     single_or_grid(args, ("policy", "policies"), ("seed", "seeds"))
     if args.policies or args.seeds:
@@ -425,8 +447,11 @@ def _capacity(args: argparse.Namespace) -> int:
             "(give --policies or --seeds)"
         )
     result = capacity(args.workload, _scenario(args), **search)
-    if args.json:
+    if args.format == "json":
         print(json.dumps({**result.to_dict(), **kv_json(args)}))
+        return 0
+    if args.format == "csv":
+        print_csv(args, [result.row()])
         return 0
     bound = ">= " if result.saturated else ""
     say_kv(args)
@@ -457,10 +482,13 @@ def _capacity_grid(args: argparse.Namespace, search: dict[str, Any]) -> int:
 
 
 def _capacity_table(args: argparse.Namespace, found: Sequence[Any]) -> None:
-    if args.json:
+    if args.format == "json":
         print(json.dumps([{**r.to_dict(), **kv_json(args)} for r in found]))
         return
     if not found:
+        return
+    if args.format == "csv":
+        print_csv(args, [r.row() for r in found])
         return
     first = found[0]
     say_kv(args)
@@ -497,8 +525,11 @@ def _headroom(args: argparse.Namespace) -> int:
         margin_s=_margin(args.margin, tpot),
         kv_capacity_tokens=kv,
     )
-    if args.json:
+    if args.format == "json":
         print(json.dumps({**result.to_dict(), **kv_json(args)}))
+        return 0
+    if args.format == "csv":
+        print_csv(args, result.rows())
         return 0
     load = result.load
     say_kv(args)
@@ -550,7 +581,7 @@ def _sweep(args: argparse.Namespace) -> int:
             _scenario(args),
             duration_s=parse_duration(args.duration, "--duration"),
             data_dir=args.data_dir,
-            progress=not (args.json or args.quiet),
+            progress=args.format == "text" and not args.quiet,
             **executor_options(args),
         )
     except GridError as error:  # the points that ran are shown, then the error
@@ -566,16 +597,18 @@ def _sweep_report(args: argparse.Namespace, points: Sequence[Any]) -> None:
     if not points:
         return
     rows = [p.row() for p in points]
-    if args.csv:
-        with Path(args.csv).open("w", newline="", encoding="utf-8") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
+    if args.csv:  # the old spelling of --format csv to a file, beside the table
+        with open_output(args.csv) as handle:
+            rows_to_csv(rows, handle)
     if args.plot:
         from schedlab.plotting.sweep import plot_sweep
 
         plot_sweep(points, args.plot, title=f"SLO {_slo(args).describe()}")
-    if args.json:
+        wrote(args.plot)
+    if args.format == "csv":
+        print_csv(args, rows)
+        return
+    if args.format == "json":
         print(
             json.dumps(
                 [
@@ -634,7 +667,13 @@ def register(subparsers: Any) -> None:
         help="advance time by this model instead of the predicted one",
     )
     sim.add_argument("--margin", default=None, help="SLOWeave margin delta, e.g. 0.5ms")
-    sim.add_argument("--records", default=None, help="write per-request records (JSONL)")
+    sim.add_argument(
+        "--records",
+        default=None,
+        metavar="FILE.jsonl",
+        help="write per-request records, one JSON object a line (- for standard output: "
+        "the table then goes to standard error)",
+    )
     sim.add_argument(
         "--max-requests",
         type=positive_int,
@@ -692,7 +731,7 @@ def register(subparsers: Any) -> None:
         help="seed of the lengths of a synthetic workload (default 0)",
     )
     head.add_argument("--data-dir", default=None, help="directory holding traces/ (Azure)")
-    head.add_argument("--json", action="store_true", help="print one JSON object")
+    add_format_option(head)
     head.set_defaults(
         func=_headroom, block_size=None, max_num_seqs=None, max_num_batched_tokens=None
     )
@@ -710,7 +749,10 @@ def register(subparsers: Any) -> None:
         "--rates", type=comma_list, required=True, help="comma-separated rates, requests/s"
     )
     add_executor_options(swp)
-    swp.add_argument("--csv", default=None, help="write the table as CSV")
-    swp.add_argument("--plot", default=None, help="write attainment vs rate (PNG/PDF/SVG)")
+    swp.set_defaults(csv=None)
+    hidden_alias(swp, "--csv", "csv")  # now --format csv, to standard output
+    swp.add_argument(
+        "--plot", default=None, metavar="FILE.png", help="write attainment vs rate (PNG/PDF/SVG)"
+    )
     swp.add_argument("--quiet", action="store_true", help="no progress on stderr")
     swp.set_defaults(func=_sweep)

@@ -375,7 +375,7 @@ OPTIONS: dict[str, dict[str, Callable[[str], bool]]] = {
         "--tpot": _duration_ok,
         "--ttft": _duration_ok,
         "--policy": _policy_known,
-        "--workload": lambda t: t in WORKLOADS or Path(t).is_file(),
+        "--workload": lambda t: t in WORKLOADS or t == "-" or Path(t).is_file(),
         "--cost-model": lambda t: t in cost_model_names() or Path(t).is_file(),
         "--block-size": lambda t: _integer(t) in (1, 8, 16, 32, 64, 128, 256),
         "--kv-tokens": lambda t: _whole(t, 16),
