@@ -1,6 +1,6 @@
 """Where the output of a command goes: the one way every command writes and says so.
 
-The naming scheme (``docs/manual/cli.md``, "Outputs"):
+The naming scheme (``docs/manual/cli.md``, "Habits every command shares"):
 
 * what a command prints is a table or a summary, on standard output, as ``--format text``
   (aligned, for people), ``json`` or ``csv`` (plain numbers, units in the column names:

@@ -274,6 +274,19 @@ def _slo(args: argparse.Namespace) -> SLO:
     )
 
 
+def _note_bare_tpot(text: str, tpot_s: float) -> None:
+    """Say on standard error how a per-token target of a second or more written without
+    a unit was read: a bare number is seconds, and ``--tpot 25`` was most likely meant
+    as 25 ms."""
+    bare = text.strip()
+    if tpot_s >= 1 and bare.replace(".", "", 1).isdigit():
+        print(
+            f"schedlab: note: --tpot {bare} is {tpot_s:g} s per token (a bare number is "
+            f"seconds; write {bare}ms for milliseconds)",
+            file=sys.stderr,
+        )
+
+
 def _margin(text: str | None, tpot_s: float) -> float | None:
     """``--margin`` in seconds (``None``: not given), below the TPOT ``tpot_s`` as SLOWeave
     and the fluid headroom need it (:func:`~schedlab.serving.sloweave.check_margin`)."""
@@ -296,6 +309,7 @@ def _scenario(args: argparse.Namespace, *, engine_policies: bool = True) -> Scen
     from schedlab.serving.scenario import DEFAULT_POLICY, Scenario
 
     slo = _slo(args)
+    _note_bare_tpot(args.tpot, slo.tpot_s)
     kind = getattr(args, "engine", BUILTIN_KIND)
     default_policy = DEFAULT_POLICY if kind == BUILTIN_KIND else kind
     scenario = Scenario(
@@ -515,6 +529,7 @@ def _headroom(args: argparse.Namespace) -> int:
     else:
         lengths = workload.generate(100.0, 1000.0, args.seed)
     tpot = parse_duration(args.tpot, "--tpot")
+    _note_bare_tpot(args.tpot, tpot)
     _decode_alone(model, tpot)
     kv = _engine(args).kv_capacity_tokens
     result = headroom(

@@ -35,7 +35,7 @@ ACTIONS = [
 
 
 #: Hidden options that are no alias of a visible one: the old spellings of what a
-#: visible option now does another way (docs/manual/cli.md, "Outputs").
+#: visible option now does another way (docs/manual/cli.md, "Habits every command shares").
 OLD_SPELLINGS = {("schedlab sweep", "--csv")}  # --format csv
 
 

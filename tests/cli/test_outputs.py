@@ -204,3 +204,15 @@ def test_a_trace_from_stdin(capsys, monkeypatch):
     assert code == 0
     lengths = {(r["prompt"], r["output"]) for r in json.loads(out)["requests"]}
     assert lengths <= {(100 + k, 5 + k) for k in range(20)}
+
+
+def test_a_bare_tpot_of_a_second_or_more_is_said_to_be_seconds(capsys):
+    code, _, err = run(
+        capsys, "headroom", "--workload", "chat", "--tpot", "25", "--format", "json"
+    )
+    assert code == 0
+    assert "schedlab: note: --tpot 25 is 25 s per token (a bare number is seconds; " in err
+    code, _, err = run(
+        capsys, "headroom", "--workload", "chat", "--tpot", "0.025", "--format", "json"
+    )
+    assert code == 0 and "note: --tpot" not in err
