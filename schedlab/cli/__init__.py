@@ -5,7 +5,11 @@ Subcommands come from five modules, one per part of the package:
 ``export``), :mod:`schedlab.cli.serving` (``simulate``, ``capacity``, ``sweep``),
 :mod:`schedlab.cli.cluster` (``cluster``), :mod:`schedlab.cli.calibration`
 (``calibrate``, ``replay``) and :mod:`schedlab.cli.profiles` (``profile import``,
-``profile export``). Every :class:`~schedlab.errors.SchedlabError` (and unreadable
+``profile export``). What they share is in three more: :mod:`schedlab.cli.arguments`
+(value types, option groups, ``-`` for standard input), :mod:`schedlab.cli.durations`
+(the one reading of a duration) and :mod:`schedlab.cli.outputs` (``--format``, ``-`` for
+standard output, the ``wrote FILE`` lines). Every
+:class:`~schedlab.errors.SchedlabError` (and unreadable
 files) becomes one line on stderr and exit code 2; ``verify`` exits 1 when the schedule
 is infeasible. A :class:`~schedlab.errors.SchedlabNote` (input read and repaired, e.g.
 requests sorted by time) is one ``schedlab: note:`` line on stderr.
