@@ -237,8 +237,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         print(report.to_text())
     for name in REPORT_FILES if args.output else ():
         wrote(Path(args.output) / name)
-    if args.plot:
-        wrote(args.plot)
+    for path in (args.plot, args.results):
+        if path:
+            wrote(path)
     return 0
 
 

@@ -492,6 +492,8 @@ def _capacity_grid(args: argparse.Namespace, search: dict[str, Any]) -> int:
         _capacity_table(args, error.done)
         raise
     _capacity_table(args, found)
+    if args.results:
+        wrote(args.results)
     return 0
 
 
@@ -603,6 +605,8 @@ def _sweep(args: argparse.Namespace) -> int:
         _sweep_report(args, error.done)
         raise
     _sweep_report(args, points)
+    if args.results:
+        wrote(args.results)
     return 0
 
 

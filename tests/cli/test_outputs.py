@@ -116,6 +116,20 @@ def test_one_wrote_line_per_file(capsys, tmp_path):
     schedule = tmp_path / "s.csv"
     code, _, err = run(capsys, "solve", TINY, "--quiet", "--schedule-csv", str(schedule))
     assert code == 0 and err.splitlines() == [f"wrote {schedule}"]
+    log = tmp_path / "grid.jsonl"
+    argv = [
+        "sweep",
+        *SERVE,
+        "--policies",
+        "vllm",
+        "--rates",
+        "1",
+        "--quiet",
+        "--backend",
+        "serial",
+    ]
+    code, _, err = run(capsys, *argv, "--results", str(log))
+    assert code == 0 and [line for line in err.splitlines() if "wrote" in line] == [f"wrote {log}"]
     records = tmp_path / "r.jsonl"
     code, _, err = run(capsys, "simulate", *SERVE, "--rate", "2", "--records", str(records))
     lines = records.read_text().splitlines()
