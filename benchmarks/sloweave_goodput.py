@@ -45,7 +45,7 @@ from pathlib import Path
 
 from schedlab.calibration.deployment import deployment_of
 from schedlab.calibration.recorded_run import read_recorded_run
-from schedlab.cli.serving import parse_duration
+from schedlab.cli.durations import parse_duration
 from schedlab.errors import ServingError
 from schedlab.jobs import Job, run_jobs
 from schedlab.progress import Progress

@@ -21,6 +21,7 @@ LAYERS = {
     "schedlab.progress": 0,
     "schedlab.interrupts": 0,
     "schedlab.json_files": 0,
+    "schedlab.tables": 0,
     "schedlab.jobs": 0,
     "schedlab.plugins": 0,
     "schedlab.llm": 1,

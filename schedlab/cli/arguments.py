@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from schedlab.budget import MAX_TIME_LIMIT
 from schedlab.errors import InputError
+from schedlab.json_files import read_bytes
 
 __all__ = [
     "add_executor_options",
@@ -18,9 +20,10 @@ __all__ = [
     "executor_options",
     "non_negative_int",
     "positive_int",
-    "positive_seconds",
+    "read_from_stdin",
     "refuse_overwriting",
     "single_or_grid",
+    "spool_stdin",
 ]
 
 
@@ -56,19 +59,27 @@ def positive_int(text: str) -> int:
     return value
 
 
-def positive_seconds(text: str) -> float:
-    """A finite number of seconds ``> 0`` (time limits)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    if value > MAX_TIME_LIMIT:
-        raise argparse.ArgumentTypeError(
-            f"at most {MAX_TIME_LIMIT:.0e} seconds, got {text!r} (for no limit, leave it out)"
-        )
-    return value
+def read_from_stdin(parser: argparse.ArgumentParser, *inputs: tuple[str, str]) -> None:
+    """Let ``-`` name standard input for the inputs of a command read by a file reader,
+    each ``(attribute, file name)``: :func:`spool_stdin` copies standard input to a file
+    of that name (its suffix tells the reader the format) while the command runs."""
+    parser.set_defaults(stdin_inputs=inputs)
+
+
+def spool_stdin(args: argparse.Namespace, stack: contextlib.ExitStack) -> None:
+    """Read standard input (at most :data:`~schedlab.json_files.MAX_FILE_BYTES`) into a
+    temporary file for the input of ``args`` given as ``-`` (:func:`read_from_stdin`),
+    and name that file in its place; ``stack`` removes it once the command ends.
+
+    Readers that read a file twice (a checksum, then rows) or detect its format from
+    its first line then take standard input as they take a file.
+    """
+    for attr, name in getattr(args, "stdin_inputs", ()):
+        if getattr(args, attr, None) == "-":
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="schedlab-")))
+            copy = folder / name
+            copy.write_bytes(read_bytes("-", "standard input"))
+            setattr(args, attr, str(copy))
 
 
 def add_executor_options(parser: argparse.ArgumentParser) -> None:
@@ -103,6 +114,8 @@ def executor_options(args: argparse.Namespace) -> dict[str, Any]:
     """The keywords of :func:`schedlab.jobs.run_jobs` the options above give."""
     if args.address is not None and args.backend != "ray":
         raise InputError("--address: only with --backend ray")
+    if args.results == "-":
+        raise InputError("--results -: a grid's log is read back when it reruns; name a file")
     if args.workers is not None and args.backend == "serial":
         raise InputError("--workers: not with --backend serial (it runs one job at a time)")
     return {

@@ -9,8 +9,6 @@ beside it as ``best_proven``. A solver that refuses the instance is recorded in 
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -38,6 +36,7 @@ from schedlab.offline.solvers import get_solver
 from schedlab.offline.solvers.contract import check_options
 from schedlab.offline.verify import verify
 from schedlab.progress import Progress
+from schedlab.tables import rows_to_csv, to_pandas
 
 __all__ = [
     "DEFAULT_SOLVERS",
@@ -45,7 +44,6 @@ __all__ = [
     "Failure",
     "compare",
     "compare_all",
-    "records_to_csv",
     "run_offline_job",
     "solver_names",
     "solver_options",
@@ -228,18 +226,12 @@ class Comparison:
 
     def to_csv(self, handle: TextIO | None = None) -> str:
         """CSV of :meth:`records` (also written to ``handle`` if given)."""
-        return records_to_csv(self.records(), handle)
+        return rows_to_csv(self.records(), handle)
 
-
-def records_to_csv(records: Sequence[dict[str, Any]], handle: TextIO | None = None) -> str:
-    """Records with equal keys as CSV text (also written to ``handle`` if given)."""
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(records[0]))
-    writer.writeheader()
-    writer.writerows(records)
-    if handle is not None:
-        handle.write(buffer.getvalue())
-    return buffer.getvalue()
+    def to_pandas(self) -> Any:
+        """:meth:`records` as a pandas DataFrame (pandas is optional:
+        :func:`~schedlab.tables.require_pandas`)."""
+        return to_pandas(self.records())
 
 
 def solver_names(solvers: str | Sequence[str] | None) -> list[str]:

@@ -41,6 +41,7 @@ from schedlab.serving.prediction import check_spec
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import DEFAULT_WINDOW_S, simulate
 from schedlab.serving.workloads import DEFAULT_WORKLOAD, Workload, make_workload
+from schedlab.tables import to_pandas
 
 __all__ = [
     "CAPACITY_WINDOW_S",
@@ -169,6 +170,30 @@ class CapacityResult:
             for p in data["probes"]
         ]
         return data
+
+    def row(self) -> dict[str, Any]:
+        """One flat row for tables and CSV (the probes as their count, ``runs``)."""
+        return {
+            "policy": self.policy,
+            "workload": self.workload,
+            "cost_model": self.cost_model,
+            "hardware": self.hardware,
+            "seed": self.seed,
+            "capacity_rps": self.capacity_rps,
+            "saturated": self.saturated,
+            "target": self.target,
+            "ttft_slo_s": self.ttft_s,
+            "tpot_slo_s": self.tpot_s,
+            "tpot_slo": self.tpot_slo,
+            "duration_s": self.duration_s,
+            "runs": len(self.probes),
+        }
+
+    def to_pandas(self) -> Any:
+        """:meth:`row` as a pandas DataFrame of one row (pandas is optional:
+        :func:`~schedlab.tables.require_pandas`); a grid's: ``to_pandas([r.row() for r in
+        results])`` of :func:`schedlab.tables.to_pandas`."""
+        return to_pandas([self.row()])
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CapacityResult:
@@ -338,6 +363,12 @@ class SweepPoint:
             "tbt_p99_s": s.itl.p99,
             "preemptions": s.preemptions,
         }
+
+    def to_pandas(self) -> Any:
+        """:meth:`row` as a pandas DataFrame of one row (pandas is optional:
+        :func:`~schedlab.tables.require_pandas`); a sweep's: ``to_pandas([p.row() for p in
+        points])`` of :func:`schedlab.tables.to_pandas`."""
+        return to_pandas([self.row()])
 
 
 class GridError(ServingError):

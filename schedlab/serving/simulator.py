@@ -29,6 +29,7 @@ from schedlab.serving.workloads import (
     RequestStream,
     make_workload,
 )
+from schedlab.tables import to_pandas
 
 __all__ = [
     "DEFAULT_WINDOW_S",
@@ -136,6 +137,12 @@ class SimulationResult:
     summary: Summary
     run: EngineRun = field(repr=False)
     wall_s: float = 0.0
+
+    def to_pandas(self) -> Any:
+        """The per-request records (:meth:`RequestRecord.to_dict`) as a pandas DataFrame,
+        one row a request (the summary's: ``summary.to_pandas()``; pandas is optional:
+        :func:`~schedlab.tables.require_pandas`)."""
+        return to_pandas([record.to_dict() for record in self.records])
 
 
 def simulate(

@@ -242,11 +242,16 @@ def test_malformed_files(capsys, tmp_path):
     assert code == 2 and "expected a list of starts" in err
 
 
-def test_bad_time_limit_is_an_argparse_error(capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(["solve", DEFAULT, "--time-limit", "-3"])
-    assert exc.value.code == 2
-    assert "positive number of seconds" in capsys.readouterr().err
+def test_bad_time_limit_is_one_line_naming_the_option(capsys):
+    code, _, err = run(capsys, "solve", DEFAULT, "--time-limit", "-3")
+    assert code == 2
+    message = "--time-limit: duration must be positive and finite, got '-3'"
+    assert err.strip() == f"schedlab: error: {message}"
+
+
+def test_time_limit_takes_a_unit(capsys):
+    code, out, _ = run(capsys, "solve", DEFAULT, "--time-limit", "5s", "--json")
+    assert code == 0 and json.loads(out)["status"]
 
 
 def test_python_dash_m_works_and_prints_no_traceback():
