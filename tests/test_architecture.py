@@ -24,6 +24,7 @@ LAYERS = {
     "schedlab.jobs": 0,
     "schedlab.plugins": 0,
     "schedlab.llm": 1,
+    "schedlab.predictions": 1,  # output-length predictions, read by both halves
     "schedlab.offline": 2,
     "schedlab.serving": 2,
     "schedlab.calibration": 3,
