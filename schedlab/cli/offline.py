@@ -23,7 +23,7 @@ from schedlab.cli.arguments import (
     positive_seconds,
     refuse_overwriting,
 )
-from schedlab.errors import InputError
+from schedlab.errors import InputError, InputTypeError
 
 __all__ = ["register"]
 
@@ -66,11 +66,84 @@ def _add_max_memory(p: argparse.ArgumentParser, what: str) -> None:
     )
 
 
+def _add_predictions(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument(
+        "--predictions",
+        default=None,
+        metavar="SPEC|FILE",
+        help=f"predicted output lengths for {what}: perfect, interval:ALPHA[:SEED], "
+        "buckets[:SEED], lognormal:CV[:SEED], or (solve) a CSV/JSON file of id,lower,upper "
+        "(default perfect)",
+    )
+
+
 def _solver_options(solver: str, texts: dict[str, str]) -> dict[str, Any]:
     from schedlab.offline.solvers import get_solver
     from schedlab.offline.solvers.contract import parse_options
 
     return parse_options(solver, get_solver(solver).fn, texts)
+
+
+def _predictions(
+    value: str, solvers: list[str], options: dict[str, dict[str, Any]], instance: Any = None
+) -> Any:
+    """``--predictions``: the value of the solver option ``predictions`` of the online
+    ones among ``solvers`` (``options``: each solver's other options, by name).
+
+    A prediction file (an existing path; read only with ``instance``, by request id) gives
+    its :class:`~schedlab.predictions.Intervals`, checked against the true lengths; a spec
+    (``interval:0.5:3``) is checked as :func:`schedlab.predictions.predict` reads it. No
+    online solver among ``solvers``, or the option also given by ``--option``, is refused.
+    """
+    from schedlab.offline.compare import online_solvers
+    from schedlab.offline.solvers import available_solvers, get_solver
+    from schedlab.offline.solvers.contract import check_options
+    from schedlab.predictions import predict, read_predictions
+
+    online = online_solvers(solvers)
+    if not online:
+        known = ", ".join(online_solvers(available_solvers()))
+        raise InputError(
+            f"--predictions: {', '.join(solvers)} knows every output length and takes no "
+            f"predictions; the online solvers do: {known}"
+        )
+    if any("predictions" in options.get(name, {}) for name in online):
+        raise InputError("--predictions: also given by --option; give it once")
+    if Path(value).is_file():
+        if instance is None:
+            raise InputError(
+                f"--predictions {value}: a prediction file names the requests of one "
+                "instance; use solve, or a spec such as interval:0.5"
+            )
+        intervals = read_predictions(value, instance)
+        intervals.check(instance.output, f"--predictions {value}")
+        for name in online:
+            try:
+                check_options(name, get_solver(name).fn, {"predictions": intervals})
+            except InputTypeError:
+                raise InputError(
+                    f"--predictions {value}: {name} takes a prediction spec only, not a "
+                    "file's intervals"
+                ) from None
+        return intervals
+    predict(value, [1], where="--predictions")  # the spec alone, before anything runs
+    return value
+
+
+def _runs(result: Any) -> list[list[list[int]]]:
+    """Every request's runs ``[[start, rounds], ...]`` in order, the last one complete:
+    an online algorithm's own, one run a request for any other solver."""
+    own = result.stats.get("runs")
+    if own is not None:
+        return [[[int(p), int(r)] for p, r in request] for request in own]
+    outputs = result.schedule.instance.output.tolist()
+    return [[[int(p), o]] for p, o in zip(result.starts.tolist(), outputs, strict=True)]
+
+
+def _without_runs(stats: dict[str, Any]) -> dict[str, Any]:
+    """A result's statistics but an online algorithm's runs, which ``--json`` prints once,
+    as ``"runs"`` beside the starts."""
+    return {key: value for key, value in stats.items() if key != "runs"}
 
 
 def _cmd_solve(args: argparse.Namespace) -> int:
@@ -87,6 +160,10 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         check_outputs({"--schedule-csv": target}, {"instance": args.file})
     instance = read_instance(args.file)
     options = _solver_options(args.solver, _key_values(args.option, "--option"))
+    if args.predictions is not None:
+        options["predictions"] = _predictions(
+            args.predictions, [args.solver], {args.solver: options}, instance
+        )
     result = solve(
         instance,
         args.solver,
@@ -101,7 +178,8 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         write_schedule_csv(result.schedule, args.schedule_csv)
         print(f"wrote {args.schedule_csv}", file=sys.stderr)
     if args.json:
-        _print_json(result.to_dict())
+        data = result.to_dict()
+        _print_json(data | {"stats": _without_runs(result.stats), "runs": _runs(result)})
         return 0
     s = result.schedule
     bound = "-" if result.lower_bound is None else f"{result.lower_bound:,.1f}"
@@ -121,6 +199,12 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         f"makespan      {s.makespan:,} rounds; peak memory {s.peak_memory:,} tokens; "
         f"utilisation {100 * s.utilisation:.1f}%"
     )
+    if "evictions" in result.stats:  # an online algorithm: its bound is the hindsight bound
+        print(
+            f"evictions     {result.stats['evictions']:,} runs, "
+            f"{result.stats['wasted_token_rounds']:,} wasted token-rounds "
+            f"(predictions {result.stats['predictions']}; the lower bound is in hindsight)"
+        )
     return 0
 
 
@@ -140,7 +224,7 @@ def _compare_options(items: list[str] | None, names: list[str]) -> dict[str, dic
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from schedlab.offline.compare import solver_names
+    from schedlab.offline.compare import online_solvers, solver_names
     from schedlab.offline.report import REPORT_FILES, run_report
     from schedlab.plotting.figures import check_figure_path
 
@@ -148,6 +232,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         raise InputError("--starts: only with --json (the table shows no start rounds)")
     names = solver_names(args.solvers)  # names and options are checked before anything runs
     options = _compare_options(args.option, names)
+    if args.predictions is not None:
+        value = _predictions(args.predictions, names, options)
+        for name in online_solvers(names):
+            options[name] = {**options.get(name, {}), "predictions": value}
     if args.out:  # a new output folder may also hold the figure
         Path(args.out).mkdir(parents=True, exist_ok=True)
     if args.plot:
@@ -235,9 +323,10 @@ def _compare_json(report: Any, *, starts: bool) -> list[dict[str, Any]]:
                     "peak_memory": schedule.peak_memory,
                     "utilisation": schedule.utilisation,
                 }
-                record["stats"] = result.stats
+                record["stats"] = _without_runs(result.stats)
                 if starts:
                     record["starts"] = result.starts.tolist()
+                    record["runs"] = _runs(result)
             rows.append(record)
     return rows
 
@@ -387,6 +476,7 @@ def register(sub: Any) -> None:
         help="a solver option, e.g. max_moves=20000 (local-search), max_requests=14 (dp), "
         "backfill=true (rules); repeat for several",
     )
+    _add_predictions(p, "the online solver (a-min, a-max, ...)")
     p.add_argument("--no-bound", action="store_true", help="skip the lower bound")
     p.add_argument(
         "--schedule-csv",
@@ -435,7 +525,12 @@ def register(sub: Any) -> None:
         help="--plot: draw this instance's schedule by SOLVER (default its best) "
         "instead of one column per instance",
     )
-    p.add_argument("--starts", action="store_true", help="--json: include every start round")
+    _add_predictions(p, "every online solver listed")
+    p.add_argument(
+        "--starts",
+        action="store_true",
+        help="--json: include every start round, and every request's runs",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     add_executor_options(p)
     common(p)

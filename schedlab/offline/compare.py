@@ -45,6 +45,7 @@ __all__ = [
     "Failure",
     "compare",
     "compare_all",
+    "online_solvers",
     "records_to_csv",
     "run_offline_job",
     "solver_names",
@@ -214,6 +215,13 @@ class Comparison:
                 f"best proven bound {proven:,.1f} (from the solvers listed; gaps above are "
                 "against the lower bound column)"
             )
+        online = online_solvers(self.solvers or [r.solver for r in self.results])
+        if online and self.lower_bound is not None:
+            notes.append(
+                f"{', '.join(online)}: online, planning with predicted lengths; the gap is to "
+                "the hindsight bound, the lower bound above on the instance with the true "
+                "lengths, which every online schedule's objective meets (proofs/hindsight.md)"
+            )
         for f in self.failures:  # the reason names the solver where the solver wrote it
             said = f.reason if f.reason.startswith(f"{f.solver}:") else f"{f.solver}: {f.reason}"
             notes.append(f"{f.status}: {said}")
@@ -240,6 +248,12 @@ def records_to_csv(records: Sequence[dict[str, Any]], handle: TextIO | None = No
     if handle is not None:
         handle.write(buffer.getvalue())
     return buffer.getvalue()
+
+
+def online_solvers(names: Sequence[str]) -> list[str]:
+    """The online algorithms among the solvers ``names``: those taking the option
+    ``predictions`` (predicted output lengths, :mod:`schedlab.predictions`)."""
+    return [name for name in names if "predictions" in get_solver(name).options]
 
 
 def solver_names(solvers: str | Sequence[str] | None) -> list[str]:
