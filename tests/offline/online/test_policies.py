@@ -5,12 +5,15 @@ each evicts by its own rule."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from schedlab import solve
+from schedlab.errors import PredictionError
 from schedlab.offline.backlogs import mixed_backlog
 from schedlab.offline.bounds import lower_bound
 from schedlab.offline.decoder import list_schedule
@@ -125,3 +128,14 @@ def test_on_a_mixed_backlog_evictions_happen_and_are_verified(name: str) -> None
     runs = run_online(instance, predict("interval:0.3:1", instance.output), POLICIES[name]())
     assert evictions(runs) > 0
     assert verify_runs(instance, runs) == []
+
+
+def test_predictions_may_come_from_a_file(tmp_path: Path) -> None:
+    instance = Instance.from_arrays(12, [2, 0, 3], [3, 5, 2])
+    path = tmp_path / "p.csv"
+    path.write_text("id,lower,upper\n0,1,3\n1,5,9\n2,2,2\n")
+    result = solve(instance, "a-min", predictions=str(path), bound=None)
+    assert result.stats["predictions"] == str(path)
+    path.write_text("id,lower,upper\n0,1,3\n1,5,9\n7,2,2\n")
+    with pytest.raises(PredictionError, match=r"p.csv: line 4: unknown request id '7'$"):
+        solve(instance, "a-min", predictions=str(path), bound=None)
