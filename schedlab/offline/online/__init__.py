@@ -3,7 +3,7 @@
 An online policy sees prompts, predicted intervals (:mod:`schedlab.predictions`),
 releases and what has run so far, round by round, and never a true output length before
 its request finishes; it may evict a running request, which frees its memory and loses
-its progress. ``docs/design.md``, "Online model" and "Online algorithms".
+its progress. ``docs/design.md``, "Semi-online model" and "Semi-online algorithms".
 
 * :mod:`~schedlab.offline.online.runs`: schedules with eviction (:data:`Runs`), their
   objective and waste, and the independent verifier :func:`verify_runs`;

@@ -216,9 +216,7 @@ def run_online(instance: Instance, intervals: Intervals, policy: Policy) -> Runs
             for i in _indices(decision.evict, n, refuse, "evicts"):
                 if not running[i]:
                     raise refuse(f"evicts request {i}, which is not running")
-                start = int(run_start[i])
-                if start == t:
-                    raise refuse(f"evicts request {i} in the round it started")
+                start = int(run_start[i])  # before t: one decision a round
                 runs[i].append((start, t - start))
                 running[i], run_start[i] = False, -1
                 weight -= int(prompt[i]) - start + 1

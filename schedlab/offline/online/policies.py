@@ -1,7 +1,7 @@
 r"""The online policies: A_max, A_min, MC-SF with predicted lengths, FCFS with preemption.
 
 Each is a :class:`~schedlab.offline.online.engine.Policy` for
-:func:`~schedlab.offline.online.engine.run_online`; ``docs/design.md``, "Online
+:func:`~schedlab.offline.online.engine.run_online`; ``docs/design.md``, "Semi-online
 algorithms", says which variant of each paper's algorithm this is and what we chose
 where the papers are silent (or could not be read).
 

@@ -1,6 +1,6 @@
 r"""Schedules with eviction: each request's runs, their objective, waste and verifier.
 
-In the semi-online model (``docs/design.md``, "Online model") a scheduler may *evict* a
+In the semi-online model (``docs/design.md``, "Semi-online model") a scheduler may *evict* a
 running request: it frees the request's memory and loses its progress, and the request
 starts again later from its first token (vLLM's preemption by recompute). A schedule is
 then, per request :math:`i`, its runs :math:`(p_{i1}, r_{i1}), \dots, (p_{ik}, r_{ik})`

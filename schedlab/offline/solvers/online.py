@@ -2,10 +2,11 @@
 
 A solver of :mod:`schedlab.offline.online.policies` draws the intervals its option
 ``predictions`` names (a spec of :func:`schedlab.predictions.predict`, default
-``perfect``; the solver's ``seed`` when the spec names none), runs the policy on them
-with :func:`~schedlab.offline.online.engine.run_online`, checks the runs with the
-independent :func:`~schedlab.offline.online.runs.verify_runs`, and returns the start of
-each request's last run: a schedule without eviction of the same objective
+``perfect``, the solver's ``seed`` when the spec names none; or a prediction file,
+``.csv`` or ``.json``, read by :func:`schedlab.predictions.read_predictions`), runs the
+policy on them with :func:`~schedlab.offline.online.engine.run_online`, checks the runs
+with the independent :func:`~schedlab.offline.online.runs.verify_runs`, and returns the
+start of each request's last run: a schedule without eviction of the same objective
 (``proofs/hindsight.md``), which :func:`schedlab.solve` verifies and bounds like any
 other. ``stats`` holds the runs (``[[start, rounds], ...]`` per request), the number of
 evictions and the rounds and token-rounds they wasted. Deterministic; the budget never
@@ -29,7 +30,7 @@ from schedlab.offline.online.runs import (
 )
 from schedlab.offline.result import SolverOutput
 from schedlab.offline.solvers.contract import SolverFn
-from schedlab.predictions import predict
+from schedlab.predictions import predict, read_predictions
 
 __all__ = ["ONLINE_SOLVERS", "online_solver"]
 
@@ -46,7 +47,10 @@ def online_solver(name: str) -> SolverFn:
         seed: int = 0,
         predictions: str = "perfect",
     ) -> SolverOutput:
-        intervals = predict(predictions, instance.output, seed, where=f"{name}: predictions")
+        if predictions.endswith((".csv", ".json")):
+            intervals = read_predictions(predictions, instance)
+        else:
+            intervals = predict(predictions, instance.output, seed, where=f"{name}: predictions")
         runs = run_online(instance, intervals, make())
         problems = verify_runs(instance, runs)
         if problems:

@@ -5,17 +5,20 @@ each evicts by its own rule."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from schedlab import solve
+from schedlab.errors import PredictionError
 from schedlab.offline.backlogs import mixed_backlog
 from schedlab.offline.bounds import lower_bound
 from schedlab.offline.decoder import list_schedule
 from schedlab.offline.instance import Instance
-from schedlab.offline.online.engine import run_online
+from schedlab.offline.online.engine import Decision, Policy, View, run_online
 from schedlab.offline.online.policies import POLICIES, FcfsPreempt, a_max, a_min
 from schedlab.offline.online.runs import (
     evictions,
@@ -125,3 +128,58 @@ def test_on_a_mixed_backlog_evictions_happen_and_are_verified(name: str) -> None
     runs = run_online(instance, predict("interval:0.3:1", instance.output), POLICIES[name]())
     assert evictions(runs) > 0
     assert verify_runs(instance, runs) == []
+
+
+def test_predictions_may_come_from_a_file(tmp_path: Path) -> None:
+    instance = Instance.from_arrays(12, [2, 0, 3], [3, 5, 2])
+    path = tmp_path / "p.csv"
+    path.write_text("id,lower,upper\n0,1,3\n1,5,9\n2,2,2\n")
+    result = solve(instance, "a-min", predictions=str(path), bound=None)
+    assert result.stats["predictions"] == str(path)
+    path.write_text("id,lower,upper\n0,1,3\n1,5,9\n7,2,2\n")
+    with pytest.raises(PredictionError, match=r"p.csv: line 4: unknown request id '7'$"):
+        solve(instance, "a-min", predictions=str(path), bound=None)
+
+
+class _Recorder:
+    """A policy's decisions, recorded as it makes them."""
+
+    def __init__(self, inner: Policy) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.log: list[tuple[int, tuple[int, ...], tuple[int, ...], int | None]] = []
+
+    def decide(self, view: View) -> Decision:
+        decision = self.inner.decide(view)
+        self.log.append((view.round, tuple(decision.evict), tuple(decision.start), decision.wake))
+        return decision
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    instances(max_n=6, max_memory=24, max_output=10, max_arrival=4, shapes=("mixed",)),
+    st.data(),
+)
+def test_no_policy_acts_on_a_length_before_its_request_finishes(
+    instance: Instance, data: st.DataObject
+) -> None:
+    # two instances that differ only in request k's output length, with the same
+    # intervals: every policy decides alike until k finishes in one of them
+    k = data.draw(st.integers(0, instance.n - 1))
+    request = instance.requests[k]
+    other = data.draw(st.integers(1, instance.memory - request.prompt))
+    changed = list(instance.output)
+    changed[k] = other
+    twin = Instance.from_arrays(instance.memory, instance.prompt, changed, instance.arrival)
+    lower = np.ones(instance.n, dtype=np.int64)
+    intervals = Intervals(lower, instance.memory - instance.prompt, "wide", exact=True)
+    for name in ALGORITHMS:
+        logs, finish = [], []
+        for case in (instance, twin):
+            policy = _Recorder(POLICIES[name]())
+            runs = run_online(case, intervals, policy)
+            logs.append(policy.log)
+            finish.append(runs[k][-1][0] + case.requests[k].output)
+        first = min(finish)
+        before = [[entry for entry in log if entry[0] < first] for log in logs]
+        assert before[0] == before[1], name

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from schedlab.errors import ScheduleError
 from schedlab.offline.instance import Instance
@@ -19,6 +21,9 @@ from schedlab.offline.online.runs import (
     wasted_rounds,
     wasted_token_rounds,
 )
+from schedlab.offline.schedule import total_latency
+from schedlab.offline.verify import verify
+from schedlab.testing import instances
 
 # M = 10: request 0 (s 2, o 4, a 0), request 1 (s 3, o 3, a 2)
 INSTANCE = Instance.from_arrays(10, [2, 3], [4, 3], [0, 2])
@@ -68,3 +73,32 @@ def test_the_memory_of_an_evicted_run_counts_while_it_runs() -> None:
     tight = Instance.from_arrays(8, [2, 3], [4, 3], [0, 2])
     problems = verify_runs(tight, (((0, 3), (5, 4)), ((2, 3),)))
     assert problems == ["memory: round 2 exceed M = 8 (peak 9 tokens in round 2)"]
+
+
+@st.composite
+def _runs(draw: st.DrawFn, instance: Instance) -> tuple:
+    """Random runs: per request up to two evicted runs, then a complete one, with gaps."""
+    runs = []
+    for request in instance.requests:
+        t = request.arrival + draw(st.integers(0, 3))
+        mine = []
+        for _ in range(draw(st.integers(0, 2)) if request.output > 1 else 0):
+            rounds = draw(st.integers(1, request.output - 1))
+            mine.append((t, rounds))
+            t += rounds + draw(st.integers(0, 3))
+        mine.append((t, request.output))
+        runs.append(tuple(mine))
+    return tuple(runs)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(st.data(), instances(max_n=4, max_memory=40, max_output=6, max_arrival=4))
+def test_the_last_runs_of_any_accepted_schedule_are_a_schedule(
+    data: st.DataObject, instance: Instance
+) -> None:
+    # proofs/hindsight.md, claims 1 and 2
+    runs = data.draw(_runs(instance))
+    assume(verify_runs(instance, runs) == [])
+    starts = last_starts(runs)
+    assert verify(instance, starts) == []
+    assert objective(instance, runs) == total_latency(instance, starts)
