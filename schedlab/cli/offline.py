@@ -23,7 +23,7 @@ from schedlab.cli.arguments import (
     positive_seconds,
     refuse_overwriting,
 )
-from schedlab.errors import InputError, InputTypeError
+from schedlab.errors import InputError
 
 __all__ = ["register"]
 
@@ -72,8 +72,8 @@ def _add_predictions(p: argparse.ArgumentParser, what: str) -> None:
         default=None,
         metavar="SPEC|FILE",
         help=f"predicted output lengths for {what}: perfect, interval:ALPHA[:SEED], "
-        "buckets[:SEED], lognormal:CV[:SEED], or (solve) a CSV/JSON file of id,lower,upper "
-        "(default perfect)",
+        "buckets[:SEED], lognormal:CV[:SEED], or a .csv/.json file of id,lower,upper per "
+        "request (default perfect)",
     )
 
 
@@ -85,19 +85,23 @@ def _solver_options(solver: str, texts: dict[str, str]) -> dict[str, Any]:
 
 
 def _predictions(
-    value: str, solvers: list[str], options: dict[str, dict[str, Any]], instance: Any = None
-) -> Any:
+    value: str,
+    solvers: list[str],
+    options: dict[str, dict[str, Any]],
+    instances: list[Any],
+) -> str:
     """``--predictions``: the value of the solver option ``predictions`` of the online
-    ones among ``solvers`` (``options``: each solver's other options, by name).
+    ones among ``solvers`` (``options``: each solver's other options, by name), checked
+    before anything runs.
 
-    A prediction file (an existing path; read only with ``instance``, by request id) gives
-    its :class:`~schedlab.predictions.Intervals`, checked against the true lengths; a spec
-    (``interval:0.5:3``) is checked as :func:`schedlab.predictions.predict` reads it. No
-    online solver among ``solvers``, or the option also given by ``--option``, is refused.
+    A spec (``interval:0.5:3``) is checked as :func:`schedlab.predictions.predict` reads
+    it; a prediction file (``.csv`` or ``.json``) is read for each of ``instances`` by
+    request id, and its intervals checked against the true lengths (an exact file must
+    contain them). No online solver among ``solvers``, or the option also given by
+    ``--option``, is refused.
     """
     from schedlab.offline.compare import online_solvers
-    from schedlab.offline.solvers import available_solvers, get_solver
-    from schedlab.offline.solvers.contract import check_options
+    from schedlab.offline.solvers import available_solvers
     from schedlab.predictions import predict, read_predictions
 
     online = online_solvers(solvers)
@@ -109,24 +113,11 @@ def _predictions(
         )
     if any("predictions" in options.get(name, {}) for name in online):
         raise InputError("--predictions: also given by --option; give it once")
-    if Path(value).is_file():
-        if instance is None:
-            raise InputError(
-                f"--predictions {value}: a prediction file names the requests of one "
-                "instance; use solve, or a spec such as interval:0.5"
-            )
-        intervals = read_predictions(value, instance)
-        intervals.check(instance.output, f"--predictions {value}")
-        for name in online:
-            try:
-                check_options(name, get_solver(name).fn, {"predictions": intervals})
-            except InputTypeError:
-                raise InputError(
-                    f"--predictions {value}: {name} takes a prediction spec only, not a "
-                    "file's intervals"
-                ) from None
-        return intervals
-    predict(value, [1], where="--predictions")  # the spec alone, before anything runs
+    if not value.endswith((".csv", ".json")):
+        predict(value, [1], where="--predictions")  # the spec alone
+        return value
+    for instance in instances:
+        read_predictions(value, instance).check(instance.output, f"--predictions {value}")
     return value
 
 
@@ -162,7 +153,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     options = _solver_options(args.solver, _key_values(args.option, "--option"))
     if args.predictions is not None:
         options["predictions"] = _predictions(
-            args.predictions, [args.solver], {args.solver: options}, instance
+            args.predictions, [args.solver], {args.solver: options}, [instance]
         )
     result = solve(
         instance,
@@ -233,7 +224,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     names = solver_names(args.solvers)  # names and options are checked before anything runs
     options = _compare_options(args.option, names)
     if args.predictions is not None:
-        value = _predictions(args.predictions, names, options)
+        value = _predictions(args.predictions, names, options, _file_instances(args))
         for name in online_solvers(names):
             options[name] = {**options.get(name, {}), "predictions": value}
     if args.out:  # a new output folder may also hold the figure
@@ -299,6 +290,19 @@ def _plot_schedule(args: argparse.Namespace, solvers: list[str]) -> str | tuple[
             f"--plot-schedule {text}: {solver} is not among the solvers ({', '.join(solvers)})"
         )
     return (name, solver)
+
+
+def _file_instances(args: argparse.Namespace) -> list[Any]:
+    """The instances ``compare`` reads, for checking a prediction file against each
+    (standard input is read once, by the comparison: not with a prediction file)."""
+    from schedlab import read_instance
+
+    if not args.predictions.endswith((".csv", ".json")):
+        return []
+    files = _instance_files(args.paths)
+    if Path("-") in files:
+        raise InputError(f"--predictions {args.predictions}: not with an instance on stdin")
+    return [read_instance(path) for path in files]
 
 
 def _instance_files(paths: list[str]) -> list[Path]:

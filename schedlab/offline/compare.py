@@ -410,8 +410,16 @@ def _try_options(options: Mapping[str, Mapping[str, Any]], time_limit: float | N
     """Run each solver given options on a one-request instance, under the comparison's
     time limit (an option may need one: ``alns``'s ``evaluations=None``), so that an
     option value it refuses (``max_moves=-5``) stops the comparison before it starts,
-    instead of reading as the solver refusing every instance."""
+    instead of reading as the solver refusing every instance. A prediction file (option
+    ``predictions`` naming a ``.csv`` or ``.json`` file) names the requests of the
+    instances compared, not this one's: it is left out here, and a request it misses
+    makes each solver refuse that instance."""
     for name, own in options.items():
+        own = {
+            key: value
+            for key, value in own.items()
+            if not (key == "predictions" and str(value).endswith((".csv", ".json")))
+        }
         if own:
             try:
                 solve(_ONE_REQUEST, name, bound=None, time_limit=time_limit, **own)

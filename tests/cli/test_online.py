@@ -159,8 +159,24 @@ def test_bad_prediction_files_are_refused(capsys, tmp_path):
         ["solve", FILE, "--solver", "a-min", "--predictions", str(path)],
         f"request 0: interval [{o + 1}, {o + 5}] excludes the true length {o}",
     )
+    bad = _prediction_file(tmp_path, [*good[:-1], (99, 1, 2)])
     _one_line_error(
         capsys,
-        ["compare", FILE, "--solvers", "a-min", "--predictions", _prediction_file(tmp_path, good)],
-        "a prediction file names the requests of one instance",
+        ["compare", FILE, "--solvers", "mc-sf,a-min", "--predictions", bad],
+        "line 51: unknown request id '99'",
     )
+
+
+def test_a_prediction_file_drives_the_online_solvers(capsys, tmp_path):
+    instance = read_instance(FILE)
+    # intervals [o/2, 2o] around every true length, by request id
+    rows = [(i, max(1, o // 2), 2 * o) for i, o in enumerate(instance.output.tolist())]
+    path = _prediction_file(tmp_path, rows)
+    code, out, _ = run(capsys, "solve", FILE, "--solver", "a-min", "--predictions", path, "--json")
+    data = json.loads(out)
+    assert code == 0 and data["stats"]["predictions"] == path
+    _check_runs(instance, data["runs"], data["starts"])
+    argv = ["compare", FILE, "--solvers", "mc-sf,a-min", "--predictions", path, "--json"]
+    code, out, _ = run(capsys, *argv)
+    rows_ = json.loads(out)
+    assert code == 0 and rows_[1]["objective"] == data["objective"]
