@@ -346,17 +346,18 @@ def beside_the_paper(records: list[dict[str, Any]]) -> list[str]:
     parts = [
         "## Beside the paper (Chen, Ye, Zhou, arXiv 2508.14544)",
         "",
-        "The paper's setting: every request waiting at time 0, intervals "
-        "$[\\ell_i, u_i]$ of ratio $\\alpha$ around the true length, requests from "
-        'LMSYS-Chat-1M, and its "hindsight" scheduler shortest-first with the true '
-        "lengths, i.e. our `mc-sf`. LMSYS-Chat-1M is not in our data; the closest is the "
-        "ShareGPT trace (chat), so the paper's setting here is the ShareGPT backlog with "
-        "`interval:ALPHA` predictions, measured against `mc-sf` with the true lengths "
-        "(column ×mc-sf). We could read the paper's abstract but not its experimental "
-        "section (its memory size, request count and how it places the true length in "
-        "the interval), so the comparison is with the claims of the abstract; how "
-        "`interval:ALPHA` places the true length is documented in "
-        "`schedlab/predictions.py`.",
+        "What we could read of the paper (its abstract and third-party summaries; "
+        "[Design](design.md#semi-online-algorithms) lists them): intervals "
+        "$[\\ell_i, u_i]$ of ratio $\\alpha$ that contain the true length, total "
+        "completion time as the objective, requests from LMSYS-Chat-1M, and a "
+        '"hindsight" benchmark that schedules shortest first with the true lengths, '
+        "i.e. our `mc-sf`. LMSYS-Chat-1M is not in our data; the closest is the ShareGPT "
+        "trace (chat), so the paper's setting here is the ShareGPT backlog (all requests "
+        "waiting at round 0) with `interval:ALPHA` predictions, measured against `mc-sf` "
+        "with the true lengths (column ×mc-sf). The experimental section (memory, request "
+        "count, where the true length lies in its interval) was out of reach, so we "
+        "compare with the claims of the abstract; where `interval:ALPHA` places the true "
+        "length is documented in `schedlab/predictions.py`.",
         "",
     ]
     if not chat:
