@@ -164,20 +164,21 @@ def models(alphas: Sequence[float]) -> list[tuple[str, str, float | None]]:
     return chosen + [(spec, label, None) for spec, label in OTHER_MODELS]
 
 
-def run_online(instance: Instance, algorithm: str, spec: str, seed: int) -> dict[str, Any]:
+def measure(instance: Instance, algorithm: str, spec: str, seed: int) -> dict[str, Any]:
     """One online algorithm on one instance with one prediction model (seeded)."""
     seeded = f"{spec}:{seed}" if spec != "perfect" else spec
     result = solve(instance, algorithm, bound=None, seed=seed, predictions=seeded)
     stats = result.stats
     return {
         "objective": result.objective,
-        "evictions": int(stats.get("evictions", 0)),
-        "wasted": int(stats.get("wasted_token_rounds", 0)),
+        "evictions": int(stats["evictions"]),
+        "wasted": int(stats["wasted_token_rounds"]),
         "runtime_s": result.runtime,
     }
 
 
 def geomean(values: Sequence[float]) -> float:
+    """The geometric mean, the mean of ratios that treats 2 × and 1/2 × alike."""
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
@@ -310,7 +311,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         todo = [m for m in chosen if case.kind != "headline" or m[2] == HEADLINE_ALPHA]
         for spec, label, alpha in todo:
             for algorithm in ALGORITHMS:
-                got = run_online(case.instance, algorithm, spec, args.seed)
+                got = measure(case.instance, algorithm, spec, args.seed)
                 records.append(
                     {
                         "instance": name,
