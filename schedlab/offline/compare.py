@@ -218,9 +218,10 @@ class Comparison:
         online = online_solvers(self.solvers or [r.solver for r in self.results])
         if online and self.lower_bound is not None:
             notes.append(
-                f"{', '.join(online)}: online, planning with predicted lengths; the gap is to "
-                "the hindsight bound, the lower bound above on the instance with the true "
-                "lengths, which every online schedule's objective meets (proofs/hindsight.md)"
+                f"{', '.join(online)}: online, seeing no output length before its request "
+                "finishes; their gap is to the hindsight bound, the lower bound above on the "
+                "instance with the true lengths, below every online schedule "
+                "(proofs/hindsight.md)"
             )
         for f in self.failures:  # the reason names the solver where the solver wrote it
             said = f.reason if f.reason.startswith(f"{f.solver}:") else f"{f.solver}: {f.reason}"
