@@ -53,6 +53,7 @@ __all__ = [
     "MODELS",
     "Intervals",
     "bucket_intervals",
+    "geometric_mean",
     "lognormal_points",
     "predict",
     "ratio_intervals",
@@ -139,12 +140,17 @@ class Intervals:
                 )
 
     def point(self) -> np.ndarray:
-        r"""A point estimate per request: the geometric mean
-        :math:`\mathrm{round}(\sqrt{\ell_i u_i})`, which lies in :math:`[\ell_i, u_i]` and
-        is off by the same factor at most, :math:`\sqrt{u_i/\ell_i}`, whichever end the
-        true length is at (the arithmetic mean can be off by :math:`(1/\alpha + 1)/2`)."""
-        middle = np.rint(np.sqrt(self.lower.astype(np.float64) * self.upper))
-        return np.clip(middle.astype(np.int64), self.lower, self.upper)
+        """A point estimate per request: :func:`geometric_mean` of the ends."""
+        return geometric_mean(self.lower, self.upper)
+
+
+def geometric_mean(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    r"""The point estimate :math:`\mathrm{round}(\sqrt{\ell_i u_i})` of each interval,
+    clipped to it: off from any length in the interval by a factor
+    :math:`\sqrt{u_i/\ell_i}` at most, whichever end the length is at (the arithmetic
+    mean can be off by :math:`(u_i/\ell_i + 1)/2`)."""
+    middle = np.rint(np.sqrt(np.asarray(lower, dtype=np.float64) * upper))
+    return np.clip(middle.astype(np.int64), lower, upper)
 
 
 def _seed(text: str, where: str) -> int:

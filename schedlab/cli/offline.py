@@ -84,11 +84,75 @@ def _time_limit(args: argparse.Namespace) -> float | None:
     return optional_duration(args.time_limit, "--time-limit", maximum=MAX_TIME_LIMIT)
 
 
+def _add_predictions(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument(
+        "--predictions",
+        default=None,
+        metavar="SPEC|FILE",
+        help=f"predicted output lengths for {what}: perfect, interval:ALPHA[:SEED], "
+        "buckets[:SEED], lognormal:CV[:SEED], or a .csv/.json file of id,lower,upper per "
+        "request (default perfect)",
+    )
+
+
 def _solver_options(solver: str, texts: dict[str, str]) -> dict[str, Any]:
     from schedlab.offline.solvers import get_solver
     from schedlab.offline.solvers.contract import parse_options
 
     return parse_options(solver, get_solver(solver).fn, texts)
+
+
+def _predictions(
+    value: str,
+    solvers: list[str],
+    options: dict[str, dict[str, Any]],
+    instances: list[Any],
+) -> str:
+    """``--predictions``: the value of the solver option ``predictions`` of the online
+    ones among ``solvers`` (``options``: each solver's other options, by name), checked
+    before anything runs.
+
+    A spec (``interval:0.5:3``) is checked as :func:`schedlab.predictions.predict` reads
+    it; a prediction file (``.csv`` or ``.json``) is read for each of ``instances`` by
+    request id, and its intervals checked against the true lengths (an exact file must
+    contain them). No online solver among ``solvers``, or the option also given by
+    ``--option``, is refused.
+    """
+    from schedlab.offline.compare import online_solvers
+    from schedlab.offline.solvers import available_solvers
+    from schedlab.predictions import predict, read_predictions
+
+    online = online_solvers(solvers)
+    if not online:
+        known = ", ".join(online_solvers(available_solvers()))
+        raise InputError(
+            f"--predictions: {', '.join(solvers)} knows every output length and takes no "
+            f"predictions; the online solvers do: {known}"
+        )
+    if any("predictions" in options.get(name, {}) for name in online):
+        raise InputError("--predictions: also given by --option; give it once")
+    if not value.endswith((".csv", ".json")):
+        predict(value, [1], where="--predictions")  # the spec alone
+        return value
+    for instance in instances:
+        read_predictions(value, instance).check(instance.output, f"--predictions {value}")
+    return value
+
+
+def _runs(result: Any) -> list[list[list[int]]]:
+    """Every request's runs ``[[start, rounds], ...]`` in order, the last one complete:
+    an online algorithm's own, one run a request for any other solver."""
+    own = result.stats.get("runs")
+    if own is not None:
+        return [[[int(p), int(r)] for p, r in request] for request in own]
+    outputs = result.schedule.instance.output.tolist()
+    return [[[int(p), o]] for p, o in zip(result.starts.tolist(), outputs, strict=True)]
+
+
+def _without_runs(stats: dict[str, Any]) -> dict[str, Any]:
+    """A result's statistics but an online algorithm's runs, which ``--json`` prints once,
+    as ``"runs"`` beside the starts."""
+    return {key: value for key, value in stats.items() if key != "runs"}
 
 
 def _cmd_solve(args: argparse.Namespace) -> int:
@@ -105,6 +169,10 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         check_outputs({"--schedule-csv": target}, {"instance": args.file})
     instance = read_instance(args.file)
     options = _solver_options(args.solver, _key_values(args.option, "--option"))
+    if args.predictions is not None:
+        options["predictions"] = _predictions(
+            args.predictions, [args.solver], {args.solver: options}, [instance]
+        )
     result = solve(
         instance,
         args.solver,
@@ -128,7 +196,8 @@ def _solve_report(args: argparse.Namespace, instance: Any, result: Any) -> None:
     """``solve``'s output in ``--format``."""
     s = result.schedule
     if args.format == "json":
-        _print_json(result.to_dict())
+        data = result.to_dict()
+        _print_json(data | {"stats": _without_runs(result.stats), "runs": _runs(result)})
         return
     if args.format == "csv":
         row = {
@@ -166,6 +235,12 @@ def _solve_report(args: argparse.Namespace, instance: Any, result: Any) -> None:
         f"makespan      {s.makespan:,} rounds; peak memory {s.peak_memory:,} tokens; "
         f"utilisation {100 * s.utilisation:.1f}%"
     )
+    if "evictions" in result.stats:  # an online algorithm: its bound is the hindsight bound
+        print(
+            f"evictions     {result.stats['evictions']:,} runs, "
+            f"{result.stats['wasted_token_rounds']:,} wasted token-rounds "
+            f"(predictions {result.stats['predictions']}; the lower bound is in hindsight)"
+        )
 
 
 def _compare_options(items: list[str] | None, names: list[str]) -> dict[str, dict[str, Any]]:
@@ -184,7 +259,7 @@ def _compare_options(items: list[str] | None, names: list[str]) -> dict[str, dic
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from schedlab.offline.compare import solver_names
+    from schedlab.offline.compare import online_solvers, solver_names
     from schedlab.offline.report import REPORT_FILES, run_report
     from schedlab.plotting.figures import check_figure_path
 
@@ -193,6 +268,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     refuse_stdout(args.output, "--output", "the report is a folder of two files")
     names = solver_names(args.solvers)  # names and options are checked before anything runs
     options = _compare_options(args.option, names)
+    if args.predictions is not None:
+        value = _predictions(args.predictions, names, options, _file_instances(args))
+        for name in online_solvers(names):
+            options[name] = {**options.get(name, {}), "predictions": value}
     if args.output:  # a new output folder may also hold the figure
         Path(args.output).mkdir(parents=True, exist_ok=True)
     if args.plot:
@@ -261,6 +340,19 @@ def _plot_schedule(args: argparse.Namespace, solvers: list[str]) -> str | tuple[
     return (name, solver)
 
 
+def _file_instances(args: argparse.Namespace) -> list[Any]:
+    """The instances ``compare`` reads, for checking a prediction file against each
+    (standard input is read once, by the comparison: not with a prediction file)."""
+    from schedlab import read_instance
+
+    if not args.predictions.endswith((".csv", ".json")):
+        return []
+    files = _instance_files(args.paths)
+    if Path("-") in files:
+        raise InputError(f"--predictions {args.predictions}: not with an instance on stdin")
+    return [read_instance(path) for path in files]
+
+
 def _instance_files(paths: list[str]) -> list[Path]:
     """The instance files ``compare`` reads: each file named, and a folder's ``*.json``."""
     files: list[Path] = []
@@ -283,9 +375,10 @@ def _compare_json(report: Any, *, starts: bool) -> list[dict[str, Any]]:
                     "peak_memory": schedule.peak_memory,
                     "utilisation": schedule.utilisation,
                 }
-                record["stats"] = result.stats
+                record["stats"] = _without_runs(result.stats)
                 if starts:
                     record["starts"] = result.starts.tolist()
+                    record["runs"] = _runs(result)
             rows.append(record)
     return rows
 
@@ -438,6 +531,7 @@ def register(sub: Any) -> None:
         help="a solver option, e.g. max_moves=20000 (local-search), max_requests=14 (dp), "
         "backfill=true (rules); repeat for several",
     )
+    _add_predictions(p, "the online solver (a-min, a-max, ...)")
     p.add_argument("--no-bound", action="store_true", help="skip the lower bound")
     p.add_argument(
         "--schedule-csv",
@@ -488,8 +582,11 @@ def register(sub: Any) -> None:
         help="--plot: draw this instance's schedule by SOLVER (default its best) "
         "instead of one column per instance",
     )
+    _add_predictions(p, "every online solver listed")
     p.add_argument(
-        "--starts", action="store_true", help="--format json: include every start round"
+        "--starts",
+        action="store_true",
+        help="--format json: include every start round, and every request's runs",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     add_executor_options(p)

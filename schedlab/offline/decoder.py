@@ -81,6 +81,7 @@ from schedlab.offline.schedule import total_latency
 __all__ = [
     "ENGINES",
     "DecoderState",
+    "RunningSet",
     "StrictDecoder",
     "check_order",
     "decode_best",
@@ -237,6 +238,12 @@ class _Running:
                 return fit
             t = int(nxt)
             self.finish_until(t)
+
+
+#: The running set and its slack ``S_t(o)``, for callers outside the decoder: the online
+#: policies of :mod:`schedlab.offline.online.policies` admit by the same test with
+#: estimated completions.
+RunningSet = _Running
 
 
 class _WaitingTree:
