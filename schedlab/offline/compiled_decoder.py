@@ -36,11 +36,9 @@ reference decodes).
 
 The kernels have explicit signatures and allocate nothing (:mod:`schedlab.offline.jit`),
 so each helper is compiled once and no NumPy constructor is: they compile when this
-module is first imported (by the first compiled decode; 3.2 s on the development machine
-with an empty cache on 2026-12-03, 7-10 s when first measured, against 16-22 s when they
-were compiled per call with ``inline="always"`` helpers and in-kernel allocation;
-``benchmarks/list_scheduling_speed.py --compile``), and later processes load them from
-numba's cache (about 1 s). They run without numba's runtime, so no reference is counted
+module is first imported (by the first compiled decode;
+``benchmarks/list_scheduling_speed.py --compile`` times it), and later processes load
+them from numba's cache. They run without numba's runtime, so no reference is counted
 when a helper is called, and LLVM inlines the helpers
 (:func:`~schedlab.offline.jit.kernel`). numba wraps a negative index around (``a[-1]``
 is the last element), a test and a fix-up at every access whose index it cannot prove
@@ -468,13 +466,9 @@ def backfill_kernel(
     bucket has its own, over its requests' positions, and the search is done bucket by
     bucket with the reference's tests; within a bucket the outputs are close, so the
     test on a subtree's least prompt and least output (two requests, perhaps) rarely
-    lets through a subtree where nothing fits. With backfilling on
-    ``mixed_backlog(10**6, seed=1)``, ``fcfs`` took 344 s with one tree and 43 s now,
-    ``total-size`` 152 s and 4.4 s, ``svf`` 9.5-15.6 s and 4.2 s (0.5-0.7 s strict;
-    ``benchmarks/list_scheduling_speed.py --backfill``, 2026-12-03). An order by output
-    length keeps one tree, and its decode takes about as long as before (shortest first
-    1.17-1.24 s before and 1.19-1.23 s now, longest first 1.19-1.32 s and 1.39-1.48 s:
-    each admission's search starts again from the root; three alternating runs).
+    lets through a subtree where nothing fits. An order by output length keeps one tree
+    (each admission's search starts again from the root). ``docs/design.md``, "Decision
+    record", gives the measurements that chose this.
 
     The requests started in a round are the same. The reference admits, left to right in
     one pass, every request that fits when its turn comes; that is, it repeatedly admits

@@ -123,20 +123,19 @@ __all__ = [
 LARGE_N = 1500
 
 #: Up to this many requests ``best`` runs ``completion-spacing`` (which solves the LP
-#: itself) instead of ``lp`` and ``lagrangian``. On the shipped mixed n = 1,000 it gave
-#: 4,468,244 in 138 s, against 4,461,310 (``lagrangian``) and 4,459,794 (``lp``) in 121 s
-#: for the two (2026-12-01).
+#: itself) instead of ``lp`` and ``lagrangian``: it dominates both by construction (the
+#: LP's Lagrangian plus a non-negative waste term), at about the cost of the two
+#: together (``benchmarks/offline_targets.py --rows best`` measures it).
 SPACING_MAX_N = 1000
 
 
 #: Up to this many requests ``best`` runs ``fluid-spacing``: its arrays grow with the
-#: horizon, its work with ``n log T``. On ``mixed_backlog(100_000)`` it took 16 s and 0.3 GB
-#: (2026-12-02).
+#: horizon, its work with ``n log T``.
 FLUID_SPACING_MAX_N = 100_000
 
 #: Up to this many requests ``best`` runs ``lagrangian``: each of its pricings is
-#: ``O(n · blocks)``, 45 s on ``mixed_backlog(10**5)`` (2026-12-03), so beyond it not even
-#: one fits a cap of minutes, and ``best`` keeps to the ``O(n log n)`` bounds.
+#: ``O(n · blocks)``, so beyond it not even one fits a cap of minutes, and ``best`` keeps
+#: to the ``O(n log n)`` bounds.
 LAGRANGIAN_MAX_N = 100_000
 
 

@@ -347,10 +347,8 @@ def price_starts(
         :mod:`schedlab.offline.bounds.compiled_pricing`, or ``"python"``, the NumPy code
         here (the reference). Both give the same minima and starts, bit for bit.
     budget
-        Checked before each chunk of requests (:meth:`~schedlab.budget.Budget.check`):
-        one pricing at ``K = 1000`` takes about 4 s at ``n = 10^4`` and 45 s at
-        ``n = 10^5`` (2026-12-03), a chunk about a tenth of a second (the first in a
-        process up to about one: its arrays are new to memory).
+        Checked before each chunk of requests (:meth:`~schedlab.budget.Budget.check`),
+        so a cap is overrun by at most one chunk (``benchmarks/time_caps.py``).
 
     Raises
     ------
