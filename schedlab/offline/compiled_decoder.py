@@ -45,11 +45,9 @@ is the last element), a test and a fix-up at every access whose index it cannot 
 non-negative; that also made the peaks' maximum a gather. So the loops over a stretch of
 the running set or of the saved states run over a view from index 0
 (``peak[head:crit]``, ``comp[head - 1 : pos]``), which LLVM can prove, and the bisection
-indexes with an unsigned integer. All this took exact late-acceptance moves on the
-shipped mixed n = 1,000 from 12.2k-12.6k to 34.3k a second (medians of 3 seeds, two runs
-of the parent commit) at the old spacing of saved states (one), the same moves
-(``local_search_speed.py --spacings 1``, 2026-12-03);
-:func:`~schedlab.offline.solvers.local_search.checkpoint_spacing` gives the rest.
+indexes with an unsigned integer (``docs/design.md``, "Decision record", gives what
+this gained); :func:`~schedlab.offline.solvers.local_search.checkpoint_spacing` gives the
+rest.
 """
 
 from __future__ import annotations
@@ -330,8 +328,7 @@ def bucket_layout(output: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, ..
     ``= B``; fewer where cuts coincide or a range holds no output). An order by output
     length, shortest or longest first, gets one bucket: a subtree's outputs are then a
     range of consecutive ones, and the buckets' searches would cost more than they save
-    (``sof`` with backfilling on ``mixed_backlog(10**6, seed=1)``: 3.8 s with 16 buckets,
-    against 1.5 s with one, 2026-12-03).
+    (``docs/design.md``, "Decision record").
 
     Returns ``layout`` (a row per bucket: first index into ``members``, member count,
     leaves of its tree (a power of two), first node of its tree), ``place`` (rows: each

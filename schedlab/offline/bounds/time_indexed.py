@@ -85,8 +85,7 @@ __all__ = [
 LP_ROUNDS = 400
 
 #: Most aggregated memory rows used when the caller does not choose (see :func:`uniform_blocks`).
-#: Finer rows gain little: 1,000 raised the LP of the shipped mixed n = 200 from 248,309 to
-#: 248,322 and ``completion-spacing`` by 6, in 98 s against 11 s (2026-12-03).
+#: Finer rows gain little for much more time (``docs/design.md``, "Decision record").
 DEFAULT_MAX_BLOCKS = 300
 
 #: Longest horizon ``T`` (rounds) a time-indexed method accepts: its arrays over the rounds

@@ -47,9 +47,7 @@ Every pair's offset is restricted to that union of intervals: implied by the
 memory checks, but propagated more strongly (``proofs/cpsat_pair_cuts.md``).
 A redundant cumulative of each request's age segments (3 or 4 fixed-size intervals at
 ``p_i + age``, each demanding the ``s_i + age + 1`` tokens it holds at least) was tried and
-left out: on ``jaillet_instance(seed, 14)``, seeds 0..2, 60 s, it proved the same seed
-(2, in 27 s against 31 s) and left the others at the same incumbent and posted bound,
-with ``linearization_level=2`` too (2026-12-04).
+left out: it proved nothing more (``docs/design.md``, "Decision record").
 
 Solving
 -------
@@ -480,8 +478,7 @@ def repair_window(
     budget
         Wall-clock cap for the whole call: the model is built under it too, and if it
         passes first the given starts come back with ``TIME_LIMIT``. CP-SAT's own
-        presolve can overrun its share on large windows (2.2 s for 0.3 s with 30 requests
-        freed and a reach of 3,000 rounds on the shipped mixed n = 200, 2026-12-03).
+        presolve can overrun its share on large windows.
     max_deterministic_time
         The work budget, in CP-SAT's deterministic time (one worker, so deterministic).
 
