@@ -40,9 +40,9 @@ DEFAULT_COST_MODEL = "sloweave-default"
 DEFAULT_SLO = SLO(ttft_s=5.0, tpot_s=0.025)
 
 #: The most data-parallel replicas a scenario may have. Each is an engine simulated in
-#: full, so time and memory grow with the count: a 300-request replay takes about 5 s at
-#: 1,024 replicas, minutes at 100,000, and 10**9 exhausts memory. The largest published
-#: deployments are well below it (DeepSeek-V3's decoding spans 320 GPUs).
+#: full, so time and memory grow linearly with the count, and a count near 10**9 would
+#: exhaust memory. The largest published deployments are well below it (DeepSeek-V3's
+#: decoding spans 320 GPUs).
 MAX_REPLICAS = 1024
 
 #: The default ``engine`` of a :class:`Scenario`: it stands for "the engine the cost model
