@@ -54,7 +54,6 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +64,9 @@ from schedlab.llm.traces import read_trace
 from schedlab.offline.arrivals import arrival_stream
 from schedlab.offline.backlogs import DEFAULT_MEMORY, mixed_backlog, sample_backlog
 from schedlab.offline.instance import Instance
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # beside it: results_page
+from results_page import stamp
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("SCHEDLAB_DATA") or ROOT.parent / "shared" / "data")
@@ -439,12 +441,12 @@ def render(
         )
         if value != default
     )
-    date = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     parts = [
         "# Competitive ratios of the online algorithms",
         "",
-        f"Written by `{command}` on {date} ({wall:.0f} s of wall time); do not edit. The "
-        "script's docstring gives the setting; the guide "
+        f"{stamp(command)} Wall time {wall:.0f} s.",
+        "",
+        "The script's docstring gives the setting; the guide "
         "[Schedule online with predicted lengths](guides/online.md) shows the API.",
         "",
     ]
