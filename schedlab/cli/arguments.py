@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from schedlab.budget import MAX_TIME_LIMIT
 from schedlab.errors import InputError
+from schedlab.jobs import BACKENDS, DEFAULT_BACKEND, Executor
 
 __all__ = [
     "add_executor_options",
+    "add_renamed_option",
     "check_outputs",
     "comma_list",
-    "executor_options",
+    "executor_from",
     "non_negative_int",
     "positive_int",
     "positive_seconds",
@@ -71,13 +74,47 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+class _RenamedOption(argparse.Action):
+    """Store the value like the option's new name, after one line on stderr."""
+
+    def __init__(self, *args: Any, new: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.new = new
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        print(f"schedlab: warning: {option_string} is deprecated; use {self.new}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+def add_renamed_option(parser: argparse.ArgumentParser, old: str, new: str, **kwargs: Any) -> None:
+    """Keep ``old``, the former name of option ``new`` (already added), as a hidden
+    alias: it sets the same value and prints a one-line deprecation warning on stderr.
+    ``kwargs`` are those of ``new`` that read its value (``type``, ``choices``)."""
+    dest = new.lstrip("-").replace("-", "_")
+    parser.add_argument(
+        old,
+        dest=dest,
+        default=argparse.SUPPRESS,
+        help=argparse.SUPPRESS,
+        action=_RenamedOption,
+        new=new,
+        **kwargs,
+    )
+
+
 def add_executor_options(parser: argparse.ArgumentParser) -> None:
     """``--backend``, ``--workers``, ``--address`` and ``--results`` of a command that runs
     a grid of jobs (:mod:`schedlab.jobs`)."""
     parser.add_argument(
         "--backend",
-        choices=("serial", "local", "ray"),
-        default="local",
+        choices=BACKENDS,
+        default=DEFAULT_BACKEND,
         help="where the jobs run: this process, a local process pool (default), or a Ray "
         "cluster (the ray extra: pip install -e '.[ray]'); the results are the same",
     )
@@ -99,18 +136,13 @@ def add_executor_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def executor_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The keywords of :func:`schedlab.jobs.run_jobs` the options above give."""
-    if args.address is not None and args.backend != "ray":
-        raise InputError("--address: only with --backend ray")
-    if args.workers is not None and args.backend == "serial":
-        raise InputError("--workers: not with --backend serial (it runs one job at a time)")
-    return {
-        "backend": args.backend,
-        "workers": args.workers,
-        "address": args.address,
-        "results": args.results,
-    }
+def executor_from(args: argparse.Namespace, progress: bool = False) -> Executor:
+    """The one :class:`~schedlab.jobs.Executor` the options above give (with a progress
+    bar if ``progress``); its refusals name the options (``--workers: ...``)."""
+    try:
+        return Executor(args.backend, args.workers, args.address, args.results, progress)
+    except InputError as exc:
+        raise InputError(f"--{exc}".replace(" backend ", " --backend ")) from None
 
 
 def single_or_grid(args: argparse.Namespace, *pairs: tuple[str, str]) -> None:

@@ -155,7 +155,7 @@ def engine_configs(
     block = draw(st.sampled_from(block_sizes))
     seqs = draw(st.integers(1, max_seqs))
     return EngineConfig(
-        kv_capacity_tokens=block * draw(st.integers(2, max_blocks)),
+        kv_tokens=block * draw(st.integers(2, max_blocks)),
         block_size=block,
         max_num_seqs=seqs,
         max_num_batched_tokens=seqs + draw(st.integers(0, max_extra_tokens)),

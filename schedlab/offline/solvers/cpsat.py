@@ -16,7 +16,7 @@ for that case (and two for ``C_j - C_e <= -1``, ``>= o_j``)
 Pairs whose windows keep ``j`` out of ``e``'s last round are left out. This replaced a
 cumulative of one unit interval per active round (``sum_i o_i`` of them), which CP-SAT
 spent most of its time presolving: on ``jaillet_instance(seed, n=12)``, seeds 0..4, the
-median proof took 3.6 s against 9.6 s, and on ``mixed_backlog(12, memory=4000)`` seed 0
+median proof took 3.6 s against 9.6 s, and on ``mixed_backlog(12, kv_tokens=4000)`` seed 0
 the optimum was proven in 6.4 s where the cumulative had not closed a 15 % gap in 30 s
 (2026-12-03, ``benchmarks/exact_scaling.py`` and a side-by-side script; the mixed rows
 are in the docs of :data:`MAX_INTERVALS`).
@@ -129,9 +129,9 @@ DEFAULT_DETERMINISTIC_TIME = 600.0
 
 #: Largest instance accepted by default, by ``sum_i o_i`` (the rounds its requests run,
 #: which set the width of the start windows). With the last-round model (2026-12-03, one
-#: worker, 30 s, 2 shared cores) CP-SAT proved ``mixed_backlog(12, memory=4000)``
+#: worker, 30 s, 2 shared cores) CP-SAT proved ``mixed_backlog(12, kv_tokens=4000)``
 #: (``sum o`` = 4,983) optimal in 6.4 s, 0.08 % below its warm start; improved
-#: ``mixed_backlog(20, memory=6000)`` (6,665) from 21,271 to 20,974 without a proof (21,074
+#: ``mixed_backlog(20, kv_tokens=6000)`` (6,665) from 21,271 to 20,974 without a proof (21,074
 #: in a second, more loaded run: the cap is wall-clock); and did not improve local
 #: search's 21,767 on the shipped mixed n = 50 (18,143). No larger instance was tried
 #: with this model; the cumulative model before it had gained nothing on the shipped
@@ -180,7 +180,7 @@ def pair_offsets(
     the cuts of the pairs examined so far are returned: each is implied by feasibility, so
     any subset is valid.
     """
-    s, o, memory = instance.prompt.tolist(), instance.output.tolist(), instance.memory
+    s, o, memory = instance.prompt.tolist(), instance.output.tolist(), instance.kv_tokens
     pairs = []
     for i in range(instance.n):
         if budget.expired():
@@ -255,7 +255,7 @@ def _add_last_round_checks(
     unfinished, if ``budget`` runs out first (checked once per request ``e``: the pairs
     take ``O(n^2)`` time, about 4 s at ``n = 200``).
     """
-    n, memory = instance.n, instance.memory
+    n, memory = instance.n, instance.kv_tokens
     s, o, a = instance.prompt.tolist(), instance.output.tolist(), instance.arrival.tolist()
     peak = [x + y for x, y in zip(s, o, strict=True)]
     ends = [p + o[i] for i, p in enumerate(starts)]
@@ -537,7 +537,7 @@ def repair_window(
     unchanged = WindowRepair(starts.copy(), Status.TIME_LIMIT, 0)
     if not free:
         return unchanged._replace(status=Status.OPTIMAL)
-    s, o, memory = instance.prompt.tolist(), instance.output.tolist(), instance.memory
+    s, o, memory = instance.prompt.tolist(), instance.output.tolist(), instance.kv_tokens
     peak = [x + y for x, y in zip(s, o, strict=True)]
     low = {i: max(int(instance.arrival[i]), int(starts[i]) - reach) for i in free}
     high = {i: int(starts[i]) + reach for i in free}

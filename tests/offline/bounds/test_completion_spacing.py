@@ -56,7 +56,7 @@ def test_spacing_lemma_on_schedules(inst: Instance, solver: str) -> None:
     assert verify(inst, starts) == []
     load = np.asarray(Schedule(inst, starts).memory_profile, dtype=float)
     weights = _spacing_weights(inst, np.asarray(starts))
-    assert (inst.memory - load[: len(weights)] >= weights - 1e-9).all()
+    assert (inst.kv_tokens - load[: len(weights)] >= weights - 1e-9).all()
 
 
 def _pieces(inst: Instance, starts: np.ndarray, step: int) -> list[tuple[int, int, int, int]]:
@@ -96,7 +96,7 @@ def test_piece_slack_and_completion_budget(inst: Instance, solver: str, step: in
             piece = rounds[rounds // step == cell]
             m = int(np.isin(piece, starts + inst.output - 1).sum())
             spent += (inst.prompt[i] + piece[0] - starts[i] + 1) * m
-    assert spent <= inst.memory * len(np.unique(starts + inst.output))
+    assert spent <= inst.kv_tokens * len(np.unique(starts + inst.output))
 
 
 def test_piece_slack_is_reached_by_even_spacing() -> None:
@@ -203,7 +203,7 @@ def test_start_brackets_bound_each_schedule(
     result = solve(inst, solver, bound=None)
     assert verify(inst, result.starts) == []
     brackets = start_brackets(inst, bounds, mu, nu, step, np.asarray(result.starts))
-    value = brackets.sum() - inst.memory * (mu @ np.diff(bounds)) - nu * inst.memory * inst.n
+    value = brackets.sum() - inst.kv_tokens * (mu @ np.diff(bounds)) - nu * inst.kv_tokens * inst.n
     assert value <= result.objective + 1e-9 * max(1.0, abs(value))
 
 

@@ -64,7 +64,7 @@ def _dense_value(inst: Instance, nu: float, pieces: int) -> float:
         starts = np.zeros((len(taus), inst.n), dtype=np.int64)
         starts[:, i] = taus
         total += min(_brackets(inst, nu, pieces, row)[i] for row in starts)
-    return total - inst.memory * float(prices.sum()) - nu * inst.memory * inst.n
+    return total - inst.kv_tokens * float(prices.sum()) - nu * inst.kv_tokens * inst.n
 
 
 def test_prices_hand_computed() -> None:
@@ -80,7 +80,7 @@ def test_prices_hand_computed() -> None:
 def test_prices_are_the_sum_of_hinges_non_increasing_and_convex(inst: Instance) -> None:
     prices = busy_time_prices(inst)
     v = np.sort(inst.volume).astype(float)
-    due = np.cumsum(v) / inst.memory
+    due = np.cumsum(v) / inst.kv_tokens
     c = 1 / v - np.append(1 / v[1:], 0.0)
     middle = np.arange(len(prices) + 3) + 0.5  # three rounds past T, where λ is 0
     direct = np.maximum(due[None, :] - middle[:, None], 0.0) @ c
@@ -138,7 +138,11 @@ def test_brackets_at_a_schedules_starts_bound_its_objective(
     result = solve(inst, solver, bound=None)
     assert verify(inst, result.starts) == []
     brackets = _brackets(inst, nu, pieces, np.asarray(result.starts))
-    value = brackets.sum() - inst.memory * busy_time_prices(inst).sum() - nu * inst.memory * inst.n
+    value = (
+        brackets.sum()
+        - inst.kv_tokens * busy_time_prices(inst).sum()
+        - nu * inst.kv_tokens * inst.n
+    )
     assert value <= result.objective + 1e-9 * max(1.0, abs(value))
 
 

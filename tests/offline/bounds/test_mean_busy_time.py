@@ -34,7 +34,7 @@ def _exact(inst: Instance) -> Fraction:
         s, o, a, v = (int(x[i]) for x in (inst.prompt, inst.output, inst.arrival, inst.volume))
         moment = sum(Fraction(2 * k - 1, 2) * (s + k) for k in range(1, o + 1))
         prefix += v
-        new = max(Fraction(prefix * prefix, 2 * inst.memory), y + v * a + moment)
+        new = max(Fraction(prefix * prefix, 2 * inst.kv_tokens), y + v * a + moment)
         total += (new - y) / v + o - moment / v - a
         y = new
     return total

@@ -92,7 +92,7 @@ def test_bound_never_exceeds_the_optimum(inst: Instance) -> None:
             assert value == 0
             continue
         rest = Instance.from_arrays(
-            inst.memory, inst.prompt[keep], inst.output[keep], inst.arrival[keep]
+            inst.kv_tokens, inst.prompt[keep], inst.output[keep], inst.arrival[keep]
         )
         assert value == tall_chain_bound(rest).value
         assert value <= solve(rest, "dp", bound=None).objective

@@ -155,7 +155,7 @@ def test_last_round_loads_decide_feasibility(inst: Instance, data: st.DataObject
     starts = np.array(
         [data.draw(st.integers(int(a), int(a) + horizon)) for a in inst.arrival.tolist()]
     )
-    fits = all(load <= inst.memory for load in _last_round_loads(inst, starts))
+    fits = all(load <= inst.kv_tokens for load in _last_round_loads(inst, starts))
     assert fits == (verify(inst, starts) == [])
 
 
@@ -167,7 +167,7 @@ def test_left_shift_rule_decides_a_one_round_move(case: tuple[Instance, np.ndarr
     assert verify(inst, starts) == []
     loads = _last_round_loads(inst, starts)
     ends = (starts + inst.output).tolist()
-    s, o, memory = inst.prompt.tolist(), inst.output.tolist(), inst.memory
+    s, o, memory = inst.prompt.tolist(), inst.output.tolist(), inst.kv_tokens
     for j in range(inst.n):
         if starts[j] == inst.arrival[j]:
             continue

@@ -130,7 +130,7 @@ def test_subset_optima_are_the_backlog_optima(inst: Instance) -> None:
     subsets = _SubsetOptima(inst, math.inf, budget=math.inf)
     for mask in range(1, 1 << inst.n):
         keep = [i for i in range(inst.n) if mask >> i & 1]
-        alone = Instance.from_arrays(inst.memory, inst.prompt[keep], inst.output[keep])
+        alone = Instance.from_arrays(inst.kv_tokens, inst.prompt[keep], inst.output[keep])
         assert subsets.value(mask) == solve(alone, "brute-force", bound=None).objective
 
 
@@ -186,8 +186,8 @@ def test_no_request_of_an_optimum_can_start_one_round_earlier(inst: Instance) ->
         if p == int(inst.arrival[i]):
             continue
         end = p + int(inst.output[i])
-        fitted = load[p - 1] + int(inst.prompt[i]) + 1 <= inst.memory
-        assert not fitted or inst.memory in load[p : end - 1]
+        fitted = load[p - 1] + int(inst.prompt[i]) + 1 <= inst.kv_tokens
+        assert not fitted or inst.kv_tokens in load[p : end - 1]
 
 
 def test_one_round_request_that_fitted_is_not_delayed() -> None:

@@ -55,7 +55,7 @@ def test_sof_versus_mc_sf_by_hand():
 def test_mc_sf_variants_coincide_with_equal_prompts(drawn, prompt):
     # With one prompt length the admission slack is non-increasing in o, so once a request
     # fails every longer one fails too: backfilling never finds another (rules.py docs).
-    memory = max(drawn.memory, prompt + int(drawn.output.max()))
+    memory = max(drawn.kv_tokens, prompt + int(drawn.output.max()))
     inst = Instance.from_arrays(memory, [prompt] * drawn.n, drawn.output, arrival=drawn.arrival)
     strict = solve(inst, "mc-sf", bound=None)
     backfill = solve(inst, "mc-sf-backfill", bound=None)

@@ -116,7 +116,7 @@ def test_guarantee_against_optimum_and_bound(inst: Instance) -> None:
 def _packing_q(inst: Instance, members: list[int]) -> float:
     w = (inst.prompt + inst.output)[members]
     o = inst.output[members]
-    return _brute_min_f(w, o, inst.memory)[1]
+    return _brute_min_f(w, o, inst.kv_tokens)[1]
 
 
 @settings(max_examples=20, deadline=None)
@@ -148,7 +148,7 @@ def test_batches_partition_requests_in_non_decreasing_f() -> None:
     flat = np.sort(np.concatenate(batches))
     assert flat.tolist() == list(range(inst.n))
     weight = inst.prompt + inst.output
-    assert all(weight[b].sum() <= inst.memory for b in batches)
+    assert all(weight[b].sum() <= inst.kv_tokens for b in batches)
     assert verify(inst, solve(inst, "sorted-f", bound=None).starts) == []
 
 
