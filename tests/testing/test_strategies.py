@@ -15,7 +15,7 @@ from schedlab.testing import cost_models, engine_configs, instances, traces
 
 
 @settings(max_examples=100, deadline=None)
-@given(instances(max_n=6, max_memory=20, max_arrival=4, max_output=7))
+@given(instances(max_n=6, max_kv_tokens=20, max_arrival=4, max_output=7))
 def test_instances_fit_their_bounds(instance):
     assert 1 <= instance.n <= 6 and 1 <= instance.kv_tokens <= 20
     assert (instance.prompt + instance.output <= instance.kv_tokens).all()
@@ -71,3 +71,9 @@ def test_shapes_can_be_chosen():
     assert (largest.prompt + largest.output == largest.kv_tokens).all()
     with pytest.raises(InputError, match="shapes: expected some of mixed, identical, largest"):
         find(traces(shapes=["tall"]), lambda s: True)
+
+
+def test_max_memory_is_a_deprecated_name_of_max_kv_tokens():
+    with pytest.warns(DeprecationWarning, match=r"instances\(max_memory=\.\.\.\)"):
+        drawn = find(instances(max_memory=3), lambda i: True)
+    assert drawn.kv_tokens <= 3

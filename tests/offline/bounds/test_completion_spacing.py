@@ -46,7 +46,7 @@ def _spacing_weights(inst: Instance, starts: np.ndarray) -> np.ndarray:
 
 @settings(max_examples=40, deadline=None)
 @given(
-    instances(max_n=6, max_memory=20, max_output=8, max_arrival=4),
+    instances(max_n=6, max_kv_tokens=20, max_output=8, max_arrival=4),
     st.sampled_from(["fcfs", "sof", "total-size", "svf", "mc-sf", "dp"]),
 )
 def test_spacing_lemma_on_schedules(inst: Instance, solver: str) -> None:
@@ -76,7 +76,7 @@ def _pieces(inst: Instance, starts: np.ndarray, step: int) -> list[tuple[int, in
 
 @settings(max_examples=40, deadline=None)
 @given(
-    instances(max_n=6, max_memory=20, max_output=10, max_arrival=4),
+    instances(max_n=6, max_kv_tokens=20, max_output=10, max_arrival=4),
     st.sampled_from(["fcfs", "svf", "mc-sf", "dp"]),
     st.integers(1, 6),
 )
@@ -177,7 +177,7 @@ def test_start_brackets_recomputed_piece_by_piece(step: int, nu: float) -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(
-    instances(max_n=5, max_memory=12, max_output=6, max_arrival=3),
+    instances(max_n=5, max_kv_tokens=12, max_output=6, max_arrival=3),
     st.sampled_from(["fcfs", "sof", "total-size", "svf", "mc-sf", "brute-force"]),
     st.integers(1, 30),
     st.integers(1, 12),
@@ -218,7 +218,7 @@ def test_zero_multiplier_gives_the_lagrangian() -> None:
 
 @settings(max_examples=30, deadline=None)
 @given(
-    instances(max_n=5, max_memory=12, max_output=6, max_arrival=3),
+    instances(max_n=5, max_kv_tokens=12, max_output=6, max_arrival=3),
     st.integers(1, 30),
     st.integers(1, 12),
     st.floats(0, 2),
@@ -239,7 +239,7 @@ def test_never_exceeds_optimum_for_any_prices(
 
 
 @settings(max_examples=20, deadline=None)
-@given(instances(max_n=5, max_memory=12, max_output=6, max_arrival=3))
+@given(instances(max_n=5, max_kv_tokens=12, max_output=6, max_arrival=3))
 def test_search_never_exceeds_optimum(inst: Instance) -> None:
     result = solve(inst, "brute-force", bound=None)
     assert verify(inst, result.starts) == []

@@ -35,7 +35,7 @@ def strict_value(inst: Instance, order: np.ndarray | list[int]) -> int:
 
 @settings(max_examples=80, deadline=None)
 @given(
-    instances(max_n=10, max_memory=30),
+    instances(max_n=10, max_kv_tokens=30),
     st.integers(0, 2**16),
     st.sampled_from([*((name,) for name in OPERATORS), OPERATORS]),
 )
@@ -55,7 +55,7 @@ def test_the_best_order_is_what_its_strict_decode_says_and_no_worse_than_the_sta
 
 
 @settings(max_examples=40, deadline=None)
-@given(instances(max_n=5, max_memory=25, max_arrival=0), st.integers(0, 99))
+@given(instances(max_n=5, max_kv_tokens=25, max_arrival=0), st.integers(0, 99))
 def test_one_permute_window_over_the_whole_order_finds_the_best_order(
     inst: Instance, seed: int
 ) -> None:

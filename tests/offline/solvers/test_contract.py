@@ -172,7 +172,7 @@ def test_exact_optimum_equals_brute_force(exact_solver: SolverInfo, index: int) 
 # that each fill the memory optimal within its default 50,000 nodes (it stops with
 # TIME_LIMIT after about a minute; found with schedlab.testing's degenerate shapes).
 @settings(max_examples=8, deadline=None)
-@given(instances(max_n=6, max_memory=14, max_output=6, max_arrival=3, shapes=("mixed",)))
+@given(instances(max_n=6, max_kv_tokens=14, max_output=6, max_arrival=3, shapes=("mixed",)))
 def test_random_instances_keep_the_contract(solver: SolverInfo, instance: Instance) -> None:
     result = solve(instance, solver.name, bound=None, seed=2)
     assert verify(instance, result.starts) == []

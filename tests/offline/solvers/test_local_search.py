@@ -30,7 +30,7 @@ from schedlab.offline.solvers.local_search import (
 from schedlab.testing import instances
 from tests.conftest import INSTANCES
 
-backlogs = instances(max_n=12, max_memory=30, max_arrival=0)
+backlogs = instances(max_n=12, max_kv_tokens=30, max_arrival=0)
 
 
 @settings(max_examples=60, deadline=None)
@@ -125,7 +125,7 @@ def test_search_never_worsens_and_is_seeded() -> None:
 
 
 @settings(max_examples=20, deadline=None)
-@given(instances(max_n=8, max_memory=25, max_arrival=4), st.sampled_from(["first", "best"]))
+@given(instances(max_n=8, max_kv_tokens=25, max_arrival=4), st.sampled_from(["first", "best"]))
 def test_solver_schedules_are_verified(inst: Instance, strategy: str) -> None:
     result = solve(
         inst, "local-search", time_limit=0.2, strategy=strategy, neighbours=3, bound=None
@@ -199,7 +199,7 @@ def test_screen_with_a_wide_allowance_never_cuts(inst: Instance, rnd) -> None:
 
 
 @settings(max_examples=15, deadline=None)
-@given(instances(max_n=8, max_memory=25, max_arrival=4))
+@given(instances(max_n=8, max_kv_tokens=25, max_arrival=4))
 def test_late_acceptance_with_releases_is_verified(inst: Instance) -> None:
     result = solve(inst, "local-search", time_limit=5, strategy="late", work=40, bound=None)
     assert verify(inst, result.starts) == []
@@ -271,7 +271,7 @@ def _both_engines(inst: Instance, start: np.ndarray, seed: int, **options) -> li
 
 @settings(max_examples=1000, deadline=None)
 @given(
-    instances(max_n=24, max_memory=40, max_arrival=0),
+    instances(max_n=24, max_kv_tokens=40, max_arrival=0),
     st.randoms(use_true_random=False),
     st.integers(1, 30),
     st.integers(1, 40),
