@@ -69,6 +69,9 @@ from schedlab.serving.workloads import (
     make_workload,
 )
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # beside it: results_page
+from results_page import command_line, stamp, tee_page
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("SCHEDLAB_DATA") or ROOT.parent / "shared" / "data")
 COST_MODEL = "rtxpro6000_llama-3.1-8b"
@@ -272,6 +275,13 @@ def _bench_scenario(seed: int) -> Scenario:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-harm", action="store_true", help="part (d), and (a), only")
+    parser.add_argument(
+        "--page",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="also write the output of parts (a)-(c) as a page",
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
     if args.no_harm:
@@ -281,9 +291,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         lines: list[str] = []
         _compare("azure-code", azure_windows(DEFLECT_RATE), [], seeded=False, lines=lines)
         NO_HARM_PAGE.write_text(
-            "# Deflection and hybrid overflow that do no harm\n\nWritten by "
-            "`python benchmarks/cluster_deflection.py --no-harm` (its docstring, parts (a) "
-            "and (d), gives the settings); do not edit.\n\n"
+            "# Deflection and hybrid overflow that do no harm\n\n"
+            f"{stamp('python benchmarks/cluster_deflection.py --no-harm')} Its docstring, "
+            "parts (a) and (d), gives the settings.\n\n"
             "2P2D, `bursty`, mean of seeds 0 and 1, 180 s; target: never worse than "
             "`disaggregated` by more than 1 point of attainment or 5% of P95 TTFT.\n\n"
             + "\n".join(rows)
@@ -297,17 +307,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{time.perf_counter() - started:.0f} s"
         )
         return 0
-    print("output predictions: prediction_cv = 0 (the true lengths: an oracle router)")
-    routing = part_a()
-    part_a2([])
-    part_b()
-    median = float(np.median(routing)) if routing else float("nan")
-    print(
-        f"(c) deflect router call: median {median * 1e6:.0f} us, P99 "
-        f"{np.percentile(routing, 99) * 1e6:.0f} us over {len(routing)} calls "
-        f"(target <= 1000 us): {'ok' if median <= 1e-3 else 'MISSED'}"
-    )
-    print(f"total wall {time.perf_counter() - started:.0f} s")
+    with tee_page(
+        args.page,
+        "Deflection, hybrid overflow and colocation on bursty loads",
+        command_line("cluster_deflection.py", list(sys.argv[1:] if argv is None else argv)),
+    ):
+        print("output predictions: prediction_cv = 0 (the true lengths: an oracle router)")
+        routing = part_a()
+        part_a2([])
+        part_b()
+        median = float(np.median(routing)) if routing else float("nan")
+        print(
+            f"(c) deflect router call: median {median * 1e6:.0f} us, P99 "
+            f"{np.percentile(routing, 99) * 1e6:.0f} us over {len(routing)} calls "
+            f"(target <= 1000 us): {'ok' if median <= 1e-3 else 'MISSED'}"
+        )
+        print(f"total wall {time.perf_counter() - started:.0f} s")
     return 0
 
 

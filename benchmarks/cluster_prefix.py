@@ -35,6 +35,9 @@ from schedlab.serving.metrics import SLO
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.workloads import RequestStream, make_workload
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # beside it: results_page
+from results_page import stamp
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("SCHEDLAB_DATA") or ROOT.parent / "shared" / "data")
 COST_MODEL = "rtxpro6000_llama-3.1-8b"
@@ -132,8 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(verdict)
     PAGE.write_text(
         "# Prefix-cache-aware routing on the Mooncake trace\n\n"
-        "Written by `benchmarks/cluster_prefix.py` (its docstring gives the setting); do "
-        "not edit.\n\n"
+        f"{stamp('python benchmarks/cluster_prefix.py')} Its docstring gives the setting.\n\n"
         f"{lines[0]}.\n\n"
         "| cluster | mean TTFT (s) | P95 TTFT (s) | attainment | hit rate | hit tokens per "
         "node |\n|---|---|---|---|---|---|\n" + "\n".join(lines[1:]) + "\n\n"

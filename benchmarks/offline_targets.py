@@ -106,6 +106,9 @@ from schedlab.offline.solvers.local_search import (
 )
 from schedlab.offline.solvers.rules import RULES
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # beside it: results_page
+from results_page import command_line, tee_section
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -493,15 +496,27 @@ def main() -> None:
         "--rows", default=",".join(ROWS), help="comma-separated, of: " + ", ".join(ROWS)
     )
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every time limit")
+    parser.add_argument(
+        "--page",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="also write each row's output as its section of this page",
+    )
 
     args = parser.parse_args()
     chosen = args.rows.split(",")
     unknown = [r for r in chosen if r not in ROWS]
     if unknown:
         parser.error(f"unknown rows {unknown}; choose among {', '.join(ROWS)}")
+    scale = [] if args.scale == 1.0 else ["--scale", f"{args.scale:g}"]
     for row in chosen:
         print(f"\n== {row} ==", flush=True)
-        ROWS[row](args.scale)
+        command = command_line("offline_targets.py", ["--rows", row, *scale])
+        with tee_section(
+            args.page, "Offline solvers and bounds against their targets", row, command
+        ):
+            ROWS[row](args.scale)
 
 
 if __name__ == "__main__":

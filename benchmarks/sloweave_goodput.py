@@ -39,13 +39,14 @@ import argparse
 import csv
 import os
 import statistics
+import sys
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from schedlab.calibration.deployment import deployment_of
 from schedlab.calibration.recorded_run import read_recorded_run
-from schedlab.cli.serving import parse_duration
+from schedlab.cli.durations import parse_duration
 from schedlab.errors import ServingError
 from schedlab.jobs import Executor, Job, run_jobs
 from schedlab.progress import Progress
@@ -57,6 +58,9 @@ from schedlab.serving.metrics import SLO, SLO_KINDS
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import simulate
 from schedlab.serving.workloads import make_workload
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # beside it: results_page
+from results_page import command_line, tee_page
 
 FIXED = (64, 128, 256, 512, 1024, 2048)
 POLICIES = ("sloweave", "sloweave-kv", *(f"fixed:{c}" for c in FIXED), "vllm", "sarathi")
@@ -264,7 +268,20 @@ def main() -> None:
         metavar="RUN",
         help="the engine of a recorded run's deployment",
     )
+    parser.add_argument(
+        "--page", type=Path, default=None, metavar="FILE", help="also write the output as a page"
+    )
     args = parser.parse_args()
+    with tee_page(
+        args.page,
+        "SLOWeave's capacity against fixed chunks, vLLM and Sarathi",
+        command_line("sloweave_goodput.py", sys.argv[1:]),
+    ):
+        report(args)
+
+
+def report(args: argparse.Namespace) -> None:
+    """Run the grid ``args`` names and print its tables."""
     engine = (
         EngineConfig()
         if args.engine_from is None

@@ -8,6 +8,8 @@ the place of the problem, e.g. ``requests[17].output: must be >= 1, got 0``.
 class                           raised when
 ==============================  ==========================================================
 :class:`InputError`             an argument or option value is out of its domain
+:class:`PredictionError`        a prediction spec, interval or prediction file is bad
+                                (an :class:`InputError`)
 :class:`InputTypeError`         a Python entry point is given an argument of the wrong type
 :class:`InstanceError`          a request or instance violates the offline model
 :class:`InfeasibleInstanceError`  a request can never run (``s + o > M``)
@@ -49,6 +51,13 @@ class SchedlabNote(UserWarning):
 class InputError(SchedlabError, ValueError):
     """An argument or option has a value outside its domain (a negative time limit, a
     seed that is not an integer ``>= 0``, an unknown backend)."""
+
+
+class PredictionError(InputError):
+    """Bad output-length predictions (:mod:`schedlab.predictions`): an unknown or malformed
+    model spec (``alpha`` outside ``(0, 1]``, a negative ``CV``), an interval with
+    ``lower < 1`` or ``lower > upper``, one that excludes the true length though its model
+    is declared exact, a prediction file naming an unknown request."""
 
 
 class InputTypeError(SchedlabError, TypeError):

@@ -144,7 +144,8 @@ def read_text(path: str | Path, what: str = "file", limit: int | None = None) ->
 
 
 def write_text(path: str | Path, text: str, what: str = "file") -> Path:
-    """Write ``text`` to ``path`` as UTF-8, line ends as they are.
+    """Write ``text`` to ``path`` as UTF-8, line ends as they are; ``-`` writes it to
+    standard output.
 
     Raises
     ------
@@ -154,6 +155,10 @@ def write_text(path: str | Path, text: str, what: str = "file") -> Path:
         (an ``OSError``) if the system refuses (no permission, a directory, a name too long).
     """
     path = _check_path(path, what)
+    if os.fspath(path) == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return path
     try:
         path.write_text(text, encoding="utf-8", newline="")  # the text as it is
     except FileNotFoundError:

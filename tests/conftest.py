@@ -89,3 +89,15 @@ def verified_rule_objective(instance: Any, rules: tuple[str, ...] = ("svf", "sof
     results = [solve(instance, rule, bound=None) for rule in rules]
     assert all(verify(instance, result.starts) == [] for result in results)
     return min(result.objective for result in results)
+
+
+def load_benchmark(name: str) -> Any:
+    """The script ``benchmarks/NAME.py`` as a module, for the tests that run it small."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

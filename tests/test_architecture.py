@@ -22,9 +22,11 @@ LAYERS = {
     "schedlab.progress": 0,
     "schedlab.interrupts": 0,
     "schedlab.json_files": 0,
+    "schedlab.tables": 0,
     "schedlab.jobs": 0,
     "schedlab.plugins": 0,
     "schedlab.llm": 1,
+    "schedlab.predictions": 1,  # output-length predictions, read by both halves
     "schedlab.offline": 2,
     "schedlab.serving": 2,
     "schedlab.calibration": 3,

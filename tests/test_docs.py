@@ -30,3 +30,4 @@ def test_the_site_builds_strictly(tmp_path):
         assert (site / page).is_file(), page
     # The guides' examples ran: their printed output is in the page.
     assert "gap" in (site / "guides/certify/index.html").read_text(encoding="utf-8")
+    assert "evictions" in (site / "guides/online/index.html").read_text(encoding="utf-8")

@@ -94,6 +94,7 @@ from schedlab.json_files import nan_to_null
 from schedlab.llm.interconnect import Link
 from schedlab.llm.link_evidence import link_for
 from schedlab.llm.models import ModelShape, get_model_shape
+from schedlab.tables import to_pandas
 
 __all__ = [
     "CalibrationReport",
@@ -130,32 +131,53 @@ class CalibrationReport:
         data["notes"] = list(self.notes)
         return nan_to_null(data)
 
+    def _sets(self) -> list[tuple[str, ErrorStats]]:
+        """Each held-out set, by its label, in the table's order."""
+        sets = [(f"op {op}", stats) for op, stats in self.ops.items()]
+        sets += [
+            ("attention (interpolation)", self.attention_interpolation),
+            ("attention (extrapolation)", self.attention_extrapolation),
+        ]
+        if self.experts is not None:
+            sets.append(("expert block", self.experts))
+        if self.experts_without_count is not None:
+            sets.append(("expert block at most experts", self.experts_without_count))
+        for variant, stats in self.skew_held_out.items():
+            chosen = " (chosen)" if variant == self.skew_choice else ""
+            sets.append((f"skewed attention, {variant}{chosen}", stats))
+        sets.append(("iteration", self.iteration))
+        if self.iteration_every_op is not None:
+            sets.append(("iteration, every op", self.iteration_every_op))
+        sets += [(f"iteration without {term}", stats) for term, stats in self.ablations.items()]
+        return sets
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One flat row a held-out set: its size and its errors in percent."""
+        return [
+            {
+                "held_out_set": label,
+                "n": s.n,
+                "mape_pct": s.mape_pct,
+                "median_pct": s.median_pct,
+                "p90_pct": s.p90_pct,
+                "worst_pct": s.worst_pct,
+            }
+            for label, s in self._sets()
+        ]
+
+    def to_pandas(self) -> Any:
+        """:meth:`rows` as a pandas DataFrame (pandas is optional:
+        :func:`~schedlab.tables.require_pandas`)."""
+        return to_pandas(self.rows())
+
     def to_text(self) -> str:
         """A plain-text table."""
         lines = [f"{'held-out set':<34}{'n':>7}{'MAPE%':>9}{'med%':>8}{'P90%':>8}{'worst%':>9}"]
-
-        def row(label: str, s: ErrorStats) -> None:
+        for label, s in self._sets():
             lines.append(
                 f"{label:<34}{s.n:>7}{s.mape_pct:>9.2f}{s.median_pct:>8.2f}"
                 f"{s.p90_pct:>8.2f}{s.worst_pct:>9.2f}"
             )
-
-        for op, stats in self.ops.items():
-            row(f"op {op}", stats)
-        row("attention (interpolation)", self.attention_interpolation)
-        row("attention (extrapolation)", self.attention_extrapolation)
-        if self.experts is not None:
-            row("expert block", self.experts)
-        if self.experts_without_count is not None:
-            row("expert block at most experts", self.experts_without_count)
-        for variant, stats in self.skew_held_out.items():
-            chosen = " (chosen)" if variant == self.skew_choice else ""
-            row(f"skewed attention, {variant}{chosen}", stats)
-        row("iteration", self.iteration)
-        if self.iteration_every_op is not None:
-            row("iteration, every op", self.iteration_every_op)
-        for term, stats in self.ablations.items():
-            row(f"iteration without {term}", stats)
         lines.append(
             f"SLOWeave margin delta = {self.margin_s * 1e3:.4f} ms "
             f"(quantile {self.margin_quantile:g} of iteration residuals)"

@@ -593,7 +593,6 @@ class ImportSummary:
                 f"{axis(contexts)}, decodes {axis(decodes)}, kv {axis(kvs)}: "
                 f"{self.grid_rows[tp]} of {total} rows (the others are held out)"
             )
-        lines.append(f"wrote {self.output}")
         return "\n".join(lines)
 
 

@@ -59,6 +59,7 @@ from schedlab.serving.driver import EngineRun
 from schedlab.serving.metrics import SLO
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import run_engine
+from schedlab.tables import to_pandas
 
 __all__ = [
     "METRIC_KEYS",
@@ -242,6 +243,24 @@ class ReplayReport:
             },
         }
         return nan_to_null(data)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One flat row a metric statistic (``ttft_mean``...): measured and simulated in
+        seconds, their difference in percent."""
+        return [
+            {
+                "metric": key,
+                "measured_s": m.measured,
+                "simulated_s": m.simulated,
+                "diff_pct": m.diff_pct,
+            }
+            for key, m in self.metrics.items()
+        ]
+
+    def to_pandas(self) -> Any:
+        """:meth:`rows` as a pandas DataFrame (pandas is optional:
+        :func:`~schedlab.tables.require_pandas`)."""
+        return to_pandas(self.rows())
 
     def to_text(self) -> str:
         """A table in milliseconds, then the deployment."""

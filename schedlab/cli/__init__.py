@@ -5,7 +5,11 @@ Subcommands come from five modules, one per part of the package:
 ``export``), :mod:`schedlab.cli.serving` (``simulate``, ``capacity``, ``sweep``),
 :mod:`schedlab.cli.cluster` (``cluster``), :mod:`schedlab.cli.calibration`
 (``calibrate``, ``replay``) and :mod:`schedlab.cli.profiles` (``profile import``,
-``profile export``). Every :class:`~schedlab.errors.SchedlabError` (and unreadable
+``profile export``). What they share is in three more: :mod:`schedlab.cli.arguments`
+(value types, option groups, ``-`` for standard input), :mod:`schedlab.cli.durations`
+(the one reading of a duration) and :mod:`schedlab.cli.outputs` (``--format``, ``-`` for
+standard output, the ``wrote FILE`` lines). Every
+:class:`~schedlab.errors.SchedlabError` (and unreadable
 files) becomes one line on stderr and exit code 2; ``verify`` exits 1 when the schedule
 is infeasible. A :class:`~schedlab.errors.SchedlabNote` (input read and repaired, e.g.
 requests sorted by time) is one ``schedlab: note:`` line on stderr.
@@ -14,6 +18,7 @@ requests sorted by time) is one ``schedlab: note:`` line on stderr.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import signal
@@ -25,6 +30,7 @@ from typing import NoReturn, TextIO
 
 from schedlab import __version__
 from schedlab.cli import calibration, cluster, offline, profiles, serving
+from schedlab.cli.arguments import spool_stdin
 from schedlab.errors import SchedlabError, SchedlabNote
 
 __all__ = ["build_parser", "main"]
@@ -134,7 +140,9 @@ def _run(argv: Sequence[str] | None) -> int:
 def _command(args: argparse.Namespace) -> int:
     """Run the parsed command: every error it raises on purpose becomes one line."""
     try:
-        return int(args.func(args))
+        with contextlib.ExitStack() as stack:
+            spool_stdin(args, stack)
+            return int(args.func(args))
     except SchedlabError as exc:
         print(f"schedlab: error: {_one_line(str(exc))}", file=sys.stderr)
         return 2

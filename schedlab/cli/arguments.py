@@ -3,27 +3,27 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
-import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
-from schedlab.budget import MAX_TIME_LIMIT
 from schedlab.errors import InputError
 from schedlab.jobs import BACKENDS, DEFAULT_BACKEND, Executor
+from schedlab.json_files import read_bytes
 
 __all__ = [
     "add_executor_options",
-    "add_renamed_option",
     "check_outputs",
     "comma_list",
     "executor_from",
     "non_negative_int",
     "positive_int",
-    "positive_seconds",
+    "read_from_stdin",
     "refuse_overwriting",
     "single_or_grid",
+    "spool_stdin",
 ]
 
 
@@ -59,53 +59,27 @@ def positive_int(text: str) -> int:
     return value
 
 
-def positive_seconds(text: str) -> float:
-    """A finite number of seconds ``> 0`` (time limits)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    if value > MAX_TIME_LIMIT:
-        raise argparse.ArgumentTypeError(
-            f"at most {MAX_TIME_LIMIT:.0e} seconds, got {text!r} (for no limit, leave it out)"
-        )
-    return value
+def read_from_stdin(parser: argparse.ArgumentParser, *inputs: tuple[str, str]) -> None:
+    """Let ``-`` name standard input for the inputs of a command read by a file reader,
+    each ``(attribute, file name)``: :func:`spool_stdin` copies standard input to a file
+    of that name (its suffix tells the reader the format) while the command runs."""
+    parser.set_defaults(stdin_inputs=inputs)
 
 
-class _RenamedOption(argparse.Action):
-    """Store the value like the option's new name, after one line on stderr."""
+def spool_stdin(args: argparse.Namespace, stack: contextlib.ExitStack) -> None:
+    """Read standard input (at most :data:`~schedlab.json_files.MAX_FILE_BYTES`) into a
+    temporary file for the input of ``args`` given as ``-`` (:func:`read_from_stdin`),
+    and name that file in its place; ``stack`` removes it once the command ends.
 
-    def __init__(self, *args: Any, new: str, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.new = new
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
-        print(f"schedlab: warning: {option_string} is deprecated; use {self.new}", file=sys.stderr)
-        setattr(namespace, self.dest, values)
-
-
-def add_renamed_option(parser: argparse.ArgumentParser, old: str, new: str, **kwargs: Any) -> None:
-    """Keep ``old``, the former name of option ``new`` (already added), as a hidden
-    alias: it sets the same value and prints a one-line deprecation warning on stderr.
-    ``kwargs`` are those of ``new`` that read its value (``type``, ``choices``)."""
-    dest = new.lstrip("-").replace("-", "_")
-    parser.add_argument(
-        old,
-        dest=dest,
-        default=argparse.SUPPRESS,
-        help=argparse.SUPPRESS,
-        action=_RenamedOption,
-        new=new,
-        **kwargs,
-    )
+    Readers that read a file twice (a checksum, then rows) or detect its format from
+    its first line then take standard input as they take a file.
+    """
+    for attr, name in getattr(args, "stdin_inputs", ()):
+        if getattr(args, attr, None) == "-":
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="schedlab-")))
+            copy = folder / name
+            copy.write_bytes(read_bytes("-", "standard input"))
+            setattr(args, attr, str(copy))
 
 
 def add_executor_options(parser: argparse.ArgumentParser) -> None:
@@ -139,6 +113,8 @@ def add_executor_options(parser: argparse.ArgumentParser) -> None:
 def executor_from(args: argparse.Namespace, progress: bool = False) -> Executor:
     """The one :class:`~schedlab.jobs.Executor` the options above give (with a progress
     bar if ``progress``); its refusals name the options (``--workers: ...``)."""
+    if args.results == "-":
+        raise InputError("--results -: a grid's log is read back when it reruns; name a file")
     try:
         return Executor(args.backend, args.workers, args.address, args.results, progress)
     except InputError as exc:

@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.cli.arguments import check_outputs, positive_int
+from schedlab.cli.outputs import STDOUT, add_format_option, table_aside, wrote
 from schedlab.errors import CalibrationError
+from schedlab.tables import rows_to_csv
 
 __all__ = ["register"]
 
@@ -92,7 +94,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     from schedlab.serving.cost_model import save_cost_model
 
     root = _profile_dir(args.profile_dir)
-    _check_output(Path(args.output), root)
+    if args.output != STDOUT:
+        _check_output(Path(args.output), root)
     link = None if args.link is None else link_given(args.link)
     model_name = args.model
     if model_name is None:
@@ -106,16 +109,19 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         link=None if link is None else link.link,
     )
     save_cost_model(model, args.output)
-    if args.json:
-        print(
-            json.dumps({"model": model.name, "output": args.output} | report.to_dict(), indent=1)
-        )
-    else:
-        print(f"{model.name}: fitted on {', '.join(s.name for s in model.sources)}")
-        print(report.to_text())
-        if link is not None:
-            print(link.note)
-        print(f"wrote {args.output}")
+    if args.output != STDOUT:
+        wrote(args.output)
+    with table_aside(args.output):
+        if args.format == "json":
+            data = {"model": model.name, "output": args.output} | report.to_dict()
+            print(json.dumps(data, indent=1))
+        elif args.format == "csv":
+            rows_to_csv(report.rows(), sys.stdout)
+        else:
+            print(f"{model.name}: fitted on {', '.join(s.name for s in model.sources)}")
+            print(report.to_text())
+            if link is not None:
+                print(link.note)
     return 0
 
 
@@ -182,9 +188,12 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
         title = f"{run.directory.name}: cost model {report.cost_model} ({report.hardware})"
         plot_replay(report, args.plot, title=title)
-    if args.json:
+        wrote(args.plot)
+    if args.format == "json":
         data: dict[str, Any] = report.to_dict()
         print(json.dumps(data, indent=1))
+    elif args.format == "csv":
+        rows_to_csv(report.rows(), sys.stdout)
     else:
         print(report.to_text())
     return 0
@@ -212,15 +221,25 @@ def register(subparsers: Any) -> None:
         "tp<N>/dense.csv, attention.csv, per_sequence.csv, and moe.csv or skew_fit.csv "
         "where present); print the held-out error report.",
     )
-    cal.add_argument("profile_dir", metavar="PROFILE_DIR")
+    cal.add_argument(
+        "profile_dir", metavar="PROFILE_DIR", help="LLMServingSim profile directory to fit"
+    )
     cal.add_argument(
         "--model",
         default=None,
         help="model name as meta.yaml spells it, e.g. meta-llama/Llama-3.1-8B (default: "
         "meta.yaml's)",
     )
-    cal.add_argument("-o", "--output", required=True, metavar="MODEL.json")
-    cal.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel degree")
+    cal.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="MODEL.json",
+        help="write the fitted cost model here (- for standard output)",
+    )
+    cal.add_argument(
+        "--tp", type=positive_int, default=1, help="tensor-parallel degree (default 1)"
+    )
     cal.add_argument(
         "--link",
         default=None,
@@ -234,7 +253,7 @@ def register(subparsers: Any) -> None:
         help="quantile of the iteration residuals taken as SLOWeave's margin (default 0.95)",
     )
     cal.add_argument("--name", default=None, help="name of the fitted model")
-    cal.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_format_option(cal)
     cal.set_defaults(func=_cmd_calibrate)
 
     rep = subparsers.add_parser(
@@ -261,8 +280,20 @@ def register(subparsers: Any) -> None:
     )
     rep.add_argument("--policy", default=None, help=f"{', '.join(policy_names())} (default vllm)")
     engine_kind_options(rep)
-    rep.add_argument("--max-num-seqs", type=positive_int, default=None, metavar="N")
-    rep.add_argument("--max-num-batched-tokens", type=positive_int, default=None, metavar="B")
+    rep.add_argument(
+        "--max-num-seqs",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="most requests running at once (default: as the run's meta.json records it)",
+    )
+    rep.add_argument(
+        "--max-num-batched-tokens",
+        type=positive_int,
+        default=None,
+        metavar="B",
+        help="most tokens in one iteration (default: as the run's meta.json records it)",
+    )
     rep.add_argument(
         "--kv-tokens",
         type=positive_int,
@@ -282,7 +313,7 @@ def register(subparsers: Any) -> None:
             flag,
             choices=("auto", "on", "off"),
             default="auto",
-            help=f"simulate {what} (auto: from meta.json and the vLLM version)",
+            help=f"simulate {what} (default auto: from meta.json and the vLLM version)",
         )
     rep.add_argument(
         "--allow-mismatch",
@@ -296,5 +327,5 @@ def register(subparsers: Any) -> None:
         help="draw running/waiting requests, token throughput and TTFT/latency CDFs, "
         "simulated against measured",
     )
-    rep.add_argument("--json", action="store_true", help="print JSON")
+    add_format_option(rep)
     rep.set_defaults(func=_cmd_replay)

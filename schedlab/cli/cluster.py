@@ -16,6 +16,8 @@ import json
 from typing import Any
 
 from schedlab.cli.arguments import comma_list, positive_int, refuse_overwriting, single_or_grid
+from schedlab.cli.durations import parse_duration
+from schedlab.cli.outputs import wrote
 from schedlab.cli.serving import (
     _common,
     _input_files,
@@ -23,7 +25,7 @@ from schedlab.cli.serving import (
     _positive_number,
     _scenario,
     kv_json,
-    parse_duration,
+    print_csv,
     say_kv,
 )
 from schedlab.serving.workloads import MAX_REQUESTS
@@ -91,11 +93,13 @@ def _cluster(args: argparse.Namespace) -> int:
         )
         for name in routers
     ]
-    if scenario.prediction_cv > 0 and not any(c.reads_predictions for c in clusters):
+    if scenario.prediction_spec != "perfect" and not any(c.reads_predictions for c in clusters):
+        flag = "--predictions" if scenario.predictions else "--prediction-cv"
         raise ServingError(
-            "--prediction-cv: no router or node policy of this run reads predicted lengths "
+            f"{flag}: no router or node policy of this run reads predicted lengths "
             "(round-robin never does, the others when they choose among two or more "
-            "colocated or decode nodes, deflect always; of the policies, only sloweave-kv)"
+            "colocated or decode nodes, deflect always; of the policies, only the sloweave-kv "
+            "ones)"
         )
     results = []
     for rate in rates:
@@ -118,10 +122,14 @@ def _cluster(args: argparse.Namespace) -> int:
             args.plot,
             title=f"SLO {scenario.slo.describe()}",
         )
+        wrote(args.plot)
     grid = bool(args.routers or args.rates)
-    if args.json:
+    if args.format == "json":
         rows = [{"rate_rps": rate, **r.to_dict(), **kv_json(args)} for rate, r in results]
         print(json.dumps(rows if grid else rows[0]))
+        return 0
+    if args.format == "csv":
+        print_csv(args, [{"rate_rps": rate, **r.row()} for rate, r in results])
         return 0
     say_kv(args)
     _report(results, scenario)
@@ -161,9 +169,11 @@ def _report(results: list[tuple[float | None, Any]], scenario: Any) -> None:
 
 def register(subparsers: Any) -> None:
     """Add ``cluster`` to an argparse subparsers object."""
+    from schedlab.llm.models import MODEL_SHAPES
     from schedlab.serving.cluster import DEFAULT_LINK, DEFAULT_MODEL, DEFAULT_PREFILL_POLICY
     from schedlab.serving.routers import get_router, router_names
     from schedlab.serving.simulator import DEFAULT_WINDOW_S
+    from schedlab.serving.workloads import DEFAULT_RATE_RPS
 
     routers = "; ".join(f"{name}: {get_router(name).description}" for name in router_names())
     cmd = subparsers.add_parser(
@@ -193,7 +203,12 @@ def register(subparsers: Any) -> None:
     cmd.add_argument(
         "--routers", type=comma_list, default=None, help="a grid: these routers, e.g. a,b"
     )
-    cmd.add_argument("--rate", default=None, help="mean arrival rate, requests/s")
+    cmd.add_argument(
+        "--rate",
+        default=None,
+        help=f"mean arrival rate, requests/s (default {DEFAULT_RATE_RPS:g} for a synthetic "
+        "workload; a replay keeps its timestamps unless a rate rescales them)",
+    )
     cmd.add_argument("--rates", type=comma_list, default=None, help="a grid: these rates")
     cmd.add_argument(
         "--link",
@@ -203,7 +218,8 @@ def register(subparsers: Any) -> None:
     cmd.add_argument(
         "--model",
         default=None,
-        help=f"model whose KV bytes per token cross the link (default {DEFAULT_MODEL})",
+        help=f"model whose KV bytes per token cross the link: {', '.join(MODEL_SHAPES)} "
+        f"(default {DEFAULT_MODEL})",
     )
     cmd.add_argument(
         "--pipelined", action="store_true", help="layer-wise KV transfer, overlapping prefill"
@@ -220,7 +236,12 @@ def register(subparsers: Any) -> None:
         help="policy of decode nodes (default sloweave; deflect "
         "needs sloweave or sloweave-kv, which its estimate and proofs/deflect.md assume)",
     )
-    cmd.add_argument("--plot", default=None, help="write the TTFT breakdown per router (PNG...)")
+    cmd.add_argument(
+        "--plot",
+        default=None,
+        metavar="FILE.png",
+        help="write the TTFT breakdown per router (PNG, PDF, SVG)",
+    )
     cmd.add_argument(
         "--max-requests",
         type=positive_int,

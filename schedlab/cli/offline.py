@@ -10,21 +10,31 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from schedlab.cli.arguments import (
     add_executor_options,
-    add_renamed_option,
     check_outputs,
     comma_list,
     executor_from,
     non_negative_int,
     positive_int,
-    positive_seconds,
+    read_from_stdin,
     refuse_overwriting,
 )
+from schedlab.cli.durations import optional_duration
+from schedlab.cli.outputs import (
+    STDOUT,
+    add_format_option,
+    hidden_alias,
+    refuse_stdout,
+    table_aside,
+    wrote,
+)
 from schedlab.errors import InputError
+from schedlab.tables import rows_to_csv
 
 __all__ = ["register"]
 
@@ -67,6 +77,24 @@ def _add_max_memory(p: argparse.ArgumentParser, what: str) -> None:
     )
 
 
+def _time_limit(args: argparse.Namespace) -> float | None:
+    """``--time-limit`` in seconds (``None``: not given, no limit)."""
+    from schedlab.budget import MAX_TIME_LIMIT
+
+    return optional_duration(args.time_limit, "--time-limit", maximum=MAX_TIME_LIMIT)
+
+
+def _add_predictions(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument(
+        "--predictions",
+        default=None,
+        metavar="SPEC|FILE",
+        help=f"predicted output lengths for {what}: perfect, interval:ALPHA[:SEED], "
+        "buckets[:SEED], lognormal:CV[:SEED], or a .csv/.json file of id,lower,upper per "
+        "request (default perfect)",
+    )
+
+
 def _solver_options(solver: str, texts: dict[str, str]) -> dict[str, Any]:
     from schedlab.offline.solvers import get_solver
     from schedlab.offline.solvers.contract import parse_options
@@ -74,11 +102,64 @@ def _solver_options(solver: str, texts: dict[str, str]) -> dict[str, Any]:
     return parse_options(solver, get_solver(solver).fn, texts)
 
 
+def _predictions(
+    value: str,
+    solvers: list[str],
+    options: dict[str, dict[str, Any]],
+    instances: list[Any],
+) -> str:
+    """``--predictions``: the value of the solver option ``predictions`` of the online
+    ones among ``solvers`` (``options``: each solver's other options, by name), checked
+    before anything runs.
+
+    A spec (``interval:0.5:3``) is checked as :func:`schedlab.predictions.predict` reads
+    it; a prediction file (``.csv`` or ``.json``) is read for each of ``instances`` by
+    request id, and its intervals checked against the true lengths (an exact file must
+    contain them). No online solver among ``solvers``, or the option also given by
+    ``--option``, is refused.
+    """
+    from schedlab.offline.compare import online_solvers
+    from schedlab.offline.solvers import available_solvers
+    from schedlab.predictions import predict, read_predictions
+
+    online = online_solvers(solvers)
+    if not online:
+        known = ", ".join(online_solvers(available_solvers()))
+        raise InputError(
+            f"--predictions: {', '.join(solvers)} knows every output length and takes no "
+            f"predictions; the online solvers do: {known}"
+        )
+    if any("predictions" in options.get(name, {}) for name in online):
+        raise InputError("--predictions: also given by --option; give it once")
+    if not value.endswith((".csv", ".json")):
+        predict(value, [1], where="--predictions")  # the spec alone
+        return value
+    for instance in instances:
+        read_predictions(value, instance).check(instance.output, f"--predictions {value}")
+    return value
+
+
+def _runs(result: Any) -> list[list[list[int]]]:
+    """Every request's runs ``[[start, rounds], ...]`` in order, the last one complete:
+    an online algorithm's own, one run a request for any other solver."""
+    own = result.stats.get("runs")
+    if own is not None:
+        return [[[int(p), int(r)] for p, r in request] for request in own]
+    outputs = result.schedule.instance.output.tolist()
+    return [[[int(p), o]] for p, o in zip(result.starts.tolist(), outputs, strict=True)]
+
+
+def _without_runs(stats: dict[str, Any]) -> dict[str, Any]:
+    """A result's statistics but an online algorithm's runs, which ``--json`` prints once,
+    as ``"runs"`` beside the starts."""
+    return {key: value for key, value in stats.items() if key != "runs"}
+
+
 def _cmd_solve(args: argparse.Namespace) -> int:
     from schedlab import read_instance, solve
     from schedlab.offline.schedule_io import write_schedule_csv
 
-    if args.schedule_csv:
+    if args.schedule_csv and args.schedule_csv != STDOUT:
         from schedlab.plotting.figures import check_output_path
 
         check_output_path(args.schedule_csv, "--schedule-csv")
@@ -88,23 +169,55 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         check_outputs({"--schedule-csv": target}, {"instance": args.file})
     instance = read_instance(args.file)
     options = _solver_options(args.solver, _key_values(args.option, "--option"))
+    if args.predictions is not None:
+        options["predictions"] = _predictions(
+            args.predictions, [args.solver], {args.solver: options}, [instance]
+        )
     result = solve(
         instance,
         args.solver,
-        time_limit=args.time_limit,
+        time_limit=_time_limit(args),
         max_memory=args.max_memory,
         seed=args.seed,
         bound=None if args.no_bound else "best",
-        progress=not (args.json or args.quiet),
+        progress=args.format == "text" and not args.quiet,
         **options,
     )
     if args.schedule_csv:
         write_schedule_csv(result.schedule, args.schedule_csv)
-        print(f"wrote {args.schedule_csv}", file=sys.stderr)
-    if args.json:
-        _print_json(result.to_dict())
-        return 0
+        if args.schedule_csv != STDOUT:
+            wrote(args.schedule_csv)
+    with table_aside(args.schedule_csv):
+        _solve_report(args, instance, result)
+    return 0
+
+
+def _solve_report(args: argparse.Namespace, instance: Any, result: Any) -> None:
+    """``solve``'s output in ``--format``."""
     s = result.schedule
+    if args.format == "json":
+        data = result.to_dict()
+        _print_json(data | {"stats": _without_runs(result.stats), "runs": _runs(result)})
+        return
+    if args.format == "csv":
+        row = {
+            "instance": instance.name,
+            "n": instance.n,
+            "kv_tokens": instance.kv_tokens,
+            "solver": result.solver,
+            "status": str(result.status),
+            "stopped_by": result.stats.get("stopped_by"),
+            "runtime_s": result.runtime,
+            "objective": result.objective,
+            "mean_latency_rounds": s.mean_latency,
+            "lower_bound": result.lower_bound,
+            "gap": result.gap,
+            "makespan_rounds": s.makespan,
+            "peak_memory_tokens": s.peak_memory,
+            "utilisation": s.utilisation,
+        }
+        rows_to_csv([row], sys.stdout)
+        return
     bound = "-" if result.lower_bound is None else f"{result.lower_bound:,.1f}"
     gap = "-" if result.gap is None else f"{100 * result.gap:.2f}%"
     stopped = result.stats.get("stopped_by")
@@ -122,7 +235,12 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         f"makespan      {s.makespan:,} rounds; peak memory {s.peak_memory:,} tokens; "
         f"utilisation {100 * s.utilisation:.1f}%"
     )
-    return 0
+    if "evictions" in result.stats:  # an online algorithm: its bound is the hindsight bound
+        print(
+            f"evictions     {result.stats['evictions']:,} runs, "
+            f"{result.stats['wasted_token_rounds']:,} wasted token-rounds "
+            f"(predictions {result.stats['predictions']}; the lower bound is in hindsight)"
+        )
 
 
 def _compare_options(items: list[str] | None, names: list[str]) -> dict[str, dict[str, Any]]:
@@ -141,20 +259,25 @@ def _compare_options(items: list[str] | None, names: list[str]) -> dict[str, dic
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from schedlab.offline.compare import solver_names
+    from schedlab.offline.compare import online_solvers, solver_names
     from schedlab.offline.report import REPORT_FILES, run_report
     from schedlab.plotting.figures import check_figure_path
 
-    if args.starts and not args.json:
-        raise InputError("--starts: only with --json (the table shows no start rounds)")
+    if args.starts and args.format != "json":
+        raise InputError("--starts: only with --format json (the table shows no start rounds)")
+    refuse_stdout(args.output, "--output", "the report is a folder of two files")
     names = solver_names(args.solvers)  # names and options are checked before anything runs
     options = _compare_options(args.option, names)
-    if args.out:  # a new output folder may also hold the figure
-        Path(args.out).mkdir(parents=True, exist_ok=True)
+    if args.predictions is not None:
+        value = _predictions(args.predictions, names, options, _file_instances(args))
+        for name in online_solvers(names):
+            options[name] = {**options.get(name, {}), "predictions": value}
+    if args.output:  # a new output folder may also hold the figure
+        Path(args.output).mkdir(parents=True, exist_ok=True)
     if args.plot:
         check_figure_path(args.plot, "--plot")
     _plot_schedule(args, names)
-    out = {} if args.out is None else {f"--out {args.out}": Path(args.out)}
+    out = {} if args.output is None else {f"--output {args.output}": Path(args.output)}
     written = {
         f"{flag} ({name})": path / name for flag, path in out.items() for name in REPORT_FILES
     }
@@ -165,12 +288,12 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     report = run_report(
         args.paths,
         names,
-        time_limit=args.time_limit,
+        time_limit=_time_limit(args),
         max_memory=args.max_memory,
         seed=args.seed,
         options=options,
-        out_dir=args.out,
-        executor=executor_from(args, progress=not (args.json or args.quiet)),
+        out_dir=args.output,
+        executor=executor_from(args, progress=args.format == "text" and not args.quiet),
     )
     if args.plot:
         from schedlab.plotting.comparison import MAX_SCHEDULE_COLUMNS, plot_report
@@ -184,14 +307,17 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                 "choose one with --plot-schedule INSTANCE[:SOLVER]",
                 file=sys.stderr,
             )
-    if args.json:
+    if args.format == "json":
         _print_json(_compare_json(report, starts=args.starts))
+    elif args.format == "csv":
+        rows_to_csv(report.records(), sys.stdout)
     else:
         print(report.to_text())
-    if args.out:
-        print(f"wrote {Path(args.out) / 'report.csv'} and report.md", file=sys.stderr)
-    if args.plot:
-        print(f"wrote {args.plot}", file=sys.stderr)
+    for name in REPORT_FILES if args.output else ():
+        wrote(Path(args.output) / name)
+    for path in (args.plot, args.results):
+        if path:
+            wrote(path)
     return 0
 
 
@@ -211,6 +337,19 @@ def _plot_schedule(args: argparse.Namespace, solvers: list[str]) -> str | tuple[
             f"--plot-schedule {text}: {solver} is not among the solvers ({', '.join(solvers)})"
         )
     return (name, solver)
+
+
+def _file_instances(args: argparse.Namespace) -> list[Any]:
+    """The instances ``compare`` reads, for checking a prediction file against each
+    (standard input is read once, by the comparison: not with a prediction file)."""
+    from schedlab import read_instance
+
+    if not args.predictions.endswith((".csv", ".json")):
+        return []
+    files = _instance_files(args.paths)
+    if Path("-") in files:
+        raise InputError(f"--predictions {args.predictions}: not with an instance on stdin")
+    return [read_instance(path) for path in files]
 
 
 def _instance_files(paths: list[str]) -> list[Path]:
@@ -235,9 +374,10 @@ def _compare_json(report: Any, *, starts: bool) -> list[dict[str, Any]]:
                     "peak_memory": schedule.peak_memory,
                     "utilisation": schedule.utilisation,
                 }
-                record["stats"] = result.stats
+                record["stats"] = _without_runs(result.stats)
                 if starts:
                     record["starts"] = result.starts.tolist()
+                    record["runs"] = _runs(result)
             rows.append(record)
     return rows
 
@@ -270,21 +410,25 @@ def _cmd_bound(args: argparse.Namespace) -> int:
     bound = lower_bound(
         instance,
         args.method,
-        time_limit=args.time_limit,
+        time_limit=_time_limit(args),
         max_memory=args.max_memory,
         work=args.work,
-        progress=not (args.json or args.quiet),
+        progress=args.format == "text" and not args.quiet,
     )
-    if args.json:
-        _print_json(
-            {
-                "method": bound.method,
-                "value": bound.value,
-                "status": bound.status,
-                "runtime_s": bound.runtime,
-                "stats": bound.stats,
-            }
-        )
+    data: dict[str, Any] = {
+        "method": bound.method,
+        "value": bound.value,
+        "status": bound.status,
+        "runtime_s": bound.runtime,
+        "stats": bound.stats,
+    }
+    if args.format == "json":
+        _print_json(data)
+    elif args.format == "csv":
+        row = {"instance": instance.name, "n": instance.n} | data
+        del row["stats"]
+        row["out_of_reach"] = " ".join(bound.stats.get("out_of_reach") or [])
+        rows_to_csv([row], sys.stdout)
     else:
         left_out = bound.stats.get("out_of_reach")
         note = f"; out of reach: {', '.join(left_out)}" if left_out else ""
@@ -299,15 +443,17 @@ def _cmd_export(args: argparse.Namespace) -> int:
     from schedlab import read_instance
     from schedlab.offline.export import export_model
 
-    check_outputs({"-o": args.output}, {"instance": args.file})
-    out = export_model(
-        read_instance(args.file),
-        args.output,
-        args.format,
-        max_nonzeros=args.max_nonzeros,
-        max_memory=args.max_memory,
-    )
-    print(f"wrote {out}")
+    check_outputs({"--output": args.output}, {"instance": args.file})
+    instance = read_instance(args.file)
+    limits = {"max_nonzeros": args.max_nonzeros, "max_memory": args.max_memory}
+    if args.output != STDOUT:
+        wrote(export_model(instance, args.output, args.format, **limits))
+        return 0
+    if args.format is None:
+        raise InputError("--output -: give --format lp or mps (no file suffix to tell)")
+    with tempfile.TemporaryDirectory() as folder:  # PuLP writes files only
+        model = export_model(instance, Path(folder) / f"model.{args.format}", **limits)
+        sys.stdout.write(model.read_text(encoding="utf-8"))
     return 0
 
 
@@ -318,7 +464,6 @@ def _cmd_generate(args: argparse.Namespace) -> int:
         mixed_backlog,
         sample_backlog,
     )
-    from schedlab.offline.instance_io import instance_to_dict
 
     allowed = {
         "mixed": {"kv_tokens", "long_fraction"},
@@ -343,12 +488,10 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
             source = read_trace(source)
         inst = sample_backlog(n, args.kv_tokens, source, args.seed, name=args.name, **limit)
-    if args.output:
-        refuse_overwriting(args, ["--output"], {"--source": Path(args.source or "")})
-        write_instance(inst, args.output)
-        print(f"wrote {args.output}: n = {inst.n}, M = {inst.kv_tokens:,}", file=sys.stderr)
-    else:
-        _print_json(instance_to_dict(inst))
+    refuse_overwriting(args, ["--output"], {"--source": Path(args.source or "")})
+    write_instance(inst, args.output)
+    if args.output != STDOUT:
+        wrote(args.output, f"n = {inst.n}, M = {inst.kv_tokens:,}")
     return 0
 
 
@@ -356,7 +499,20 @@ def _cmd_solvers(args: argparse.Namespace) -> int:
     from schedlab.offline.solvers import available_solvers, get_solver
 
     infos = [get_solver(name) for name in available_solvers()]
-    if args.json:
+    if args.format == "csv":
+        rows = [
+            {
+                "solver": info.name,
+                "exact": info.exact,
+                "option": spec.name,
+                "types": " or ".join(spec.type_names),
+                "default": spec.default,
+            }
+            for info in infos
+            for spec in info.option_specs
+        ]
+        rows_to_csv(rows, sys.stdout)
+    elif args.format == "json":
         _print_json(
             [
                 {
@@ -391,6 +547,7 @@ def _solver_epilog() -> str:
 def register(sub: Any) -> None:
     """Add the offline subcommands to an argparse subparsers object; the names each
     option takes are listed in its help, from the registries."""
+    from schedlab.llm.lengths import builtin_table_names
     from schedlab.offline.backlogs import DEFAULT_KV_TOKENS, MAX_REQUESTS
     from schedlab.offline.bounds import available_bounds
     from schedlab.offline.compare import DEFAULT_SOLVERS
@@ -401,15 +558,14 @@ def register(sub: Any) -> None:
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument(
             "--time-limit",
-            type=positive_seconds,
             default=None,
-            metavar="SECONDS",
+            metavar="DURATION",
             help="wall-clock cap per solver (and for the bound); default none: solvers "
             "stop at their work budgets, so a seed gives the same answer on any machine",
         )
         _add_max_memory(p, "per solver (and for the bound)")
         p.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default 0)")
-        p.add_argument("--json", action="store_true", help="print JSON")
+        add_format_option(p)
 
     p = sub.add_parser(
         "solve",
@@ -426,6 +582,7 @@ def register(sub: Any) -> None:
         help="a solver option, e.g. work=20000 (local-search), max_requests=14 (dp), "
         "backfill=true (rules); repeat for several",
     )
+    _add_predictions(p, "the online solver (a-min, a-max, ...)")
     p.add_argument("--no-bound", action="store_true", help="skip the lower bound")
     p.add_argument(
         "--schedule-csv",
@@ -439,7 +596,7 @@ def register(sub: Any) -> None:
     p.set_defaults(func=_cmd_solve)
 
     p = sub.add_parser("solvers", help="list the solvers with their options, types and defaults")
-    p.add_argument("--json", action="store_true", help="print JSON")
+    add_format_option(p)
     p.set_defaults(func=_cmd_solvers)
 
     p = sub.add_parser("compare", help="compare solvers against one lower bound")
@@ -459,11 +616,13 @@ def register(sub: Any) -> None:
         help="a solver's option, e.g. local-search.work=20000; repeat for several",
     )
     p.add_argument(
-        "--out",
+        "-o",
+        "--output",
         default=None,
         metavar="DIR",
         help="save the report as DIR/report.csv and DIR/report.md",
     )
+    hidden_alias(p, "--out", "output")
     p.add_argument(
         "--plot",
         default=None,
@@ -478,7 +637,12 @@ def register(sub: Any) -> None:
         help="--plot: draw this instance's schedule by SOLVER (default its best) "
         "instead of one column per instance",
     )
-    p.add_argument("--starts", action="store_true", help="--json: include every start round")
+    _add_predictions(p, "every online solver listed")
+    p.add_argument(
+        "--starts",
+        action="store_true",
+        help="--format json: include every start round, and every request's runs",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     add_executor_options(p)
     common(p)
@@ -501,9 +665,8 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--time-limit",
-        type=positive_seconds,
         default=None,
-        metavar="SECONDS",
+        metavar="DURATION",
         help="wall-clock cap for the bound (default none: each method runs its work budget)",
     )
     _add_max_memory(p, "of each method")
@@ -515,12 +678,17 @@ def register(sub: Any) -> None:
         help="best's work budget: methods whose estimated work does not fit are left out "
         "(default 1e9)",
     )
-    p.add_argument("--json", action="store_true", help="print JSON")
+    add_format_option(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     p.set_defaults(func=_cmd_bound)
 
     p = sub.add_parser("generate", help="generate an instance")
-    p.add_argument("kind", choices=("mixed", "jaillet", "backlog"))
+    p.add_argument(
+        "kind",
+        choices=("mixed", "jaillet", "backlog"),
+        help="mixed: short and long requests; jaillet: the adversarial family of Jaillet "
+        "et al.; backlog: lengths drawn from a length table or trace",
+    )
     p.add_argument(
         "-n",
         "--n",
@@ -534,22 +702,30 @@ def register(sub: Any) -> None:
         default=None,
         help=f"mixed, backlog: KV budget M in tokens (default {DEFAULT_KV_TOKENS:,})",
     )
-    add_renamed_option(p, "--memory", "--kv-tokens", type=positive_int)
+    hidden_alias(p, "--memory", "kv_tokens", "--kv-tokens", type=positive_int)
     p.add_argument(
         "--long-fraction", type=float, default=None, help="mixed: share of long requests (0.5)"
     )
     p.add_argument(
         "--source",
         default=None,
-        help="backlog: a shipped length table (default sharegpt) or a trace file path",
+        help=f"backlog: a shipped length table ({', '.join(builtin_table_names())}; "
+        "default sharegpt) or a trace file (- for standard input, a CSV or JSONL trace)",
     )
+    read_from_stdin(p, ("source", "stdin"))
     p.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default 0)")
     p.add_argument(
         "--name",
         default=None,
         help="the instance's name (default KIND-nN-sSEED, e.g. mixed-n200-s0)",
     )
-    p.add_argument("-o", "--output", default=None, help="write to this file (default stdout)")
+    p.add_argument(
+        "-o",
+        "--output",
+        default=STDOUT,
+        metavar="FILE",
+        help="write the instance to this file (default -, standard output)",
+    )
     p.add_argument(
         "--max-requests",
         type=positive_int,
@@ -560,8 +736,16 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser("export", help="write the exact time-indexed model as LP or MPS")
     p.add_argument("file", help="instance file (- for stdin)")
-    p.add_argument("--format", choices=("lp", "mps"), default=None, help="default: from -o")
-    p.add_argument("-o", "--output", required=True, help="output file")
+    p.add_argument(
+        "--format", choices=("lp", "mps"), default=None, help="default: from -o's suffix"
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="FILE",
+        help="write the model here (- for standard output, with --format)",
+    )
     p.add_argument(
         "--max-nonzeros",
         type=positive_int,

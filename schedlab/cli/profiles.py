@@ -17,7 +17,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from schedlab.cli.arguments import check_outputs, positive_int
+from schedlab.cli.arguments import check_outputs, positive_int, read_from_stdin
+from schedlab.cli.outputs import STDOUT, refuse_stdout, table_aside, wrote
 from schedlab.errors import InputError
 
 __all__ = ["register"]
@@ -41,6 +42,7 @@ def _import_command(args: argparse.Namespace) -> str:
 def _cmd_import(args: argparse.Namespace) -> int:
     from schedlab.calibration.profile_table import DEFAULT_READER, import_timing_table
 
+    refuse_stdout(args.output, "--output", "a profile is a folder of files")
     specs = (args.grid_chunks, args.grid_decodes, args.grid_kv)
     if any(spec is not None for spec in specs) and None in specs:
         raise InputError("--grid-chunks, --grid-decodes, --grid-kv: give all three or none")
@@ -59,6 +61,9 @@ def _cmd_import(args: argparse.Namespace) -> int:
         reader=args.format or DEFAULT_READER,
     )
     print(summary.to_text())
+    for path in sorted(Path(args.output).rglob("*")):
+        if path.is_file():
+            wrote(path)
     tp = "" if 1 in summary.grids else f" --tp {min(summary.grids)}"
     print(f"next: schedlab calibrate {shlex.quote(args.output)}{tp} -o MODEL.json")
     return 0
@@ -70,20 +75,22 @@ def _cmd_export(args: argparse.Namespace) -> int:
     root = Path(args.profile_dir)
     if root.is_dir():
         read = {f"profile file {p}": p for p in sorted(root.rglob("*")) if p.is_file()}
-        check_outputs({"-o": args.output}, read)
+        check_outputs({"--output": args.output}, read)
     summary = export_timing_table(root, args.output, tp=args.tp)
-    for (tp, kind), count in summary.counts.items():
-        print(f"tp{tp} {kind}: {count} rows")
-    if summary.left_out:
-        print(
-            f"left out (no place in a timing table): {', '.join(summary.left_out)}; "
-            "a pooled decode-skew alpha is given to import as --skew-alpha"
+    if args.output != STDOUT:
+        wrote(summary.output)
+    with table_aside(args.output):
+        for (tp, kind), count in summary.counts.items():
+            print(f"tp{tp} {kind}: {count} rows")
+        if summary.left_out:
+            print(
+                f"left out (no place in a timing table): {', '.join(summary.left_out)}; "
+                "a pooled decode-skew alpha is given to import as --skew-alpha"
+            )
+        rebuild = shlex.join(
+            ["schedlab", "profile", "import", args.output, "-o", "DIR", *summary.import_options]
         )
-    print(f"wrote {summary.output}")
-    rebuild = shlex.join(
-        ["schedlab", "profile", "import", args.output, "-o", "DIR", *summary.import_options]
-    )
-    print(f"rebuild: {rebuild}")
+        print(f"rebuild: {rebuild}")
     return 0
 
 
@@ -117,7 +124,8 @@ def register(subparsers: Any) -> None:
         "time_us; docs/profile-format.md) and write a profile directory that "
         "'schedlab calibrate' reads.",
     )
-    imp.add_argument("table", metavar="TABLE.csv")
+    imp.add_argument("table", metavar="TABLE.csv", help="the timing table (- for standard input)")
+    read_from_stdin(imp, ("table", "stdin.csv"))
     imp.add_argument(
         "--format",
         default=None,
@@ -180,8 +188,14 @@ def register(subparsers: Any) -> None:
         description="Write the measurements of a profile directory (meta.yaml, tp<N>/) as "
         "one timing table, the format 'schedlab profile import' reads.",
     )
-    exp.add_argument("profile_dir", metavar="PROFILE_DIR")
-    exp.add_argument("-o", "--output", required=True, metavar="TABLE.csv")
+    exp.add_argument("profile_dir", metavar="PROFILE_DIR", help="the profile directory to list")
+    exp.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="TABLE.csv",
+        help="write the timing table here (- for standard output)",
+    )
     exp.add_argument(
         "--tp", type=positive_int, default=None, help="this degree only (default: all)"
     )

@@ -10,10 +10,8 @@ line with exit code 2.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
-import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,12 +23,16 @@ from schedlab.cli.arguments import (
     executor_from,
     non_negative_int,
     positive_int,
+    read_from_stdin,
     refuse_overwriting,
     single_or_grid,
 )
+from schedlab.cli.durations import parse_duration
+from schedlab.cli.outputs import add_format_option, hidden_alias, open_output, table_aside, wrote
 from schedlab.errors import SchedlabError, ServingError
 from schedlab.jobs import DEFAULT_BACKEND
 from schedlab.serving.workloads import MAX_REQUESTS
+from schedlab.tables import rows_to_csv
 
 if TYPE_CHECKING:
     from schedlab.serving.cost_model import CostModel
@@ -38,36 +40,7 @@ if TYPE_CHECKING:
     from schedlab.serving.metrics import SLO
     from schedlab.serving.scenario import Scenario
 
-__all__ = ["parse_duration", "register"]
-
-_UNITS = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0}
-_DURATION = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(us|µs|ms|s|min|h)?\s*")
-
-
-def parse_duration(text: str, flag: str = "duration", *, allow_zero: bool = False) -> float:
-    """Seconds from ``25ms``, ``5s``, ``2min``, ``1h`` or ``150us``.
-
-    A unit is required: ``--tpot 25`` could mean 25 ms or 25 s, and a silent guess
-    changes every result (a bare ``0`` is accepted where zero is).
-
-    Raises
-    ------
-    ServingError
-        Naming ``flag``, for text that is not a positive duration with a unit.
-    """
-    match = _DURATION.fullmatch(text)
-    if not match:
-        raise ServingError(f"{flag}: cannot read duration {text!r}; use e.g. 25ms, 5s, 2min or 1h")
-    unit = match.group(2)
-    if unit is None and not (allow_zero and float(match.group(1)) == 0):
-        raise ServingError(
-            f"{flag}: {text!r} has no unit; write e.g. {text.strip()}ms or {text.strip()}s"
-        )
-    seconds = float(match.group(1)) * _UNITS[unit or "s"]
-    if not (math.isfinite(seconds) and (seconds > 0 or (allow_zero and seconds == 0))):
-        kind = "non-negative" if allow_zero else "positive"
-        raise ServingError(f"{flag}: duration must be {kind}, got {text!r}")
-    return seconds
+__all__ = ["register"]
 
 
 def _positive_number(text: str, flag: str, minimum: float = 0.0) -> float:
@@ -89,8 +62,10 @@ def _workload_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--workload",
         default=DEFAULT_WORKLOAD,
-        help=f"{', '.join(workload_names())}, or a trace file (default {DEFAULT_WORKLOAD})",
+        help=f"{', '.join(workload_names())}, or a trace file (- for standard input, a "
+        f"CSV or JSONL trace; default {DEFAULT_WORKLOAD})",
     )
+    read_from_stdin(parser, ("workload", "stdin"))
 
 
 def _cost_model_option(parser: argparse.ArgumentParser) -> None:
@@ -131,7 +106,12 @@ def _input_files(args: argparse.Namespace) -> dict[str, Path | None]:
 
 
 def _common(
-    parser: argparse.ArgumentParser, *, policy: bool = True, duration: float, engines: bool = True
+    parser: argparse.ArgumentParser,
+    *,
+    policy: bool = True,
+    duration: float,
+    engines: bool = True,
+    grid_predictions: bool = False,
 ) -> None:
     from schedlab.serving.engine_config import BLOCK_SIZES, EngineConfig
     from schedlab.serving.policies import policy_names
@@ -154,8 +134,8 @@ def _common(
         "--tpot-slo",
         choices=("every-token", "p99", "mean"),
         default="every-token",
-        help="how the TPOT target is judged: every gap (default), each request's P99 gap, "
-        "or its mean",
+        help="how the TPOT target is judged: every gap (every-token, the default), each "
+        "request's P99 gap, or its mean",
     )
     parser.add_argument("--ttft", default=ttft, help=f"TTFT target (default {ttft})")
     parser.add_argument(
@@ -195,12 +175,22 @@ def _common(
         "--prediction-cv",
         type=float,
         default=0.0,
-        help="output lengths seen by sloweave-kv: exact (0) or with a lognormal error of this CV",
+        help="output lengths seen by sloweave-kv: exact (default 0) or with a lognormal "
+        "error of this CV (short for --predictions lognormal:CV)",
+    )
+    parser.add_argument(
+        "--predictions",
+        type=comma_list,
+        default=None,
+        metavar="SPEC",
+        help="the prediction model of the output lengths the sloweave-kv policies see: "
+        "perfect (default), interval:ALPHA[:SEED], buckets[:SEED], lognormal:CV[:SEED]"
+        + ("; several, comma-separated, give a grid" if grid_predictions else ""),
     )
     parser.add_argument("--data-dir", default=None, help="directory holding traces/ (Azure)")
     if engines:
         engine_kind_options(parser)
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_format_option(parser)
 
 
 def engine_kind_options(parser: argparse.ArgumentParser) -> None:
@@ -275,6 +265,13 @@ def kv_json(args: argparse.Namespace) -> dict[str, Any]:
     return {"kv_capacity": args.kv_capacity}
 
 
+def print_csv(args: argparse.Namespace, rows: Sequence[dict[str, Any]]) -> None:
+    """Print ``rows`` as CSV, each with the KV budget run (``kv_tokens``; where it came
+    from on standard error, :func:`say_kv`)."""
+    say_kv(args)
+    rows_to_csv([{**row, "kv_tokens": args.kv_capacity["tokens"]} for row in rows], sys.stdout)
+
+
 def say_kv(args: argparse.Namespace) -> None:
     """Print where the KV capacity came from on standard error, beside a text output."""
     print(f"schedlab: {args.kv_capacity['source']}", file=sys.stderr)
@@ -288,6 +285,19 @@ def _slo(args: argparse.Namespace) -> SLO:
         tpot_s=parse_duration(args.tpot, "--tpot"),
         kind=args.tpot_slo,
     )
+
+
+def _note_bare_tpot(text: str, tpot_s: float) -> None:
+    """Say on standard error how a per-token target of a second or more written without
+    a unit was read: a bare number is seconds, and ``--tpot 25`` was most likely meant
+    as 25 ms."""
+    bare = text.strip()
+    if tpot_s >= 1 and bare.replace(".", "", 1).isdigit():
+        print(
+            f"schedlab: note: --tpot {bare} is {tpot_s:g} s per token (a bare number is "
+            f"seconds; write {bare}ms for milliseconds)",
+            file=sys.stderr,
+        )
 
 
 def _margin(text: str | None, tpot_s: float) -> float | None:
@@ -312,6 +322,8 @@ def _scenario(args: argparse.Namespace, *, engine_policies: bool = True) -> Scen
     from schedlab.serving.scenario import DEFAULT_POLICY, Scenario
 
     slo = _slo(args)
+    _note_bare_tpot(args.tpot, slo.tpot_s)
+    specs = _prediction_specs(args)
     kind = getattr(args, "engine", BUILTIN_KIND)
     default_policy = DEFAULT_POLICY if kind == BUILTIN_KIND else kind
     scenario = Scenario(
@@ -326,9 +338,10 @@ def _scenario(args: argparse.Namespace, *, engine_policies: bool = True) -> Scen
         prediction_cv=args.prediction_cv,
         engine_kind=kind,
         engine_model=getattr(args, "vllm_model", None),
+        predictions=specs[0] if specs else None,
     )
     if engine_policies:
-        _refuse_unread(scenario, getattr(args, "policies", None) or [scenario.policy])
+        _refuse_unread(scenario, getattr(args, "policies", None) or [scenario.policy], specs)
     announce_engine(
         scenario.engine_kind,
         scenario.engine,
@@ -337,6 +350,31 @@ def _scenario(args: argparse.Namespace, *, engine_policies: bool = True) -> Scen
     )
     _decode_alone(scenario.actual() or scenario.predicted(), slo.tpot_s)
     return scenario
+
+
+def _prediction_specs(args: argparse.Namespace) -> list[str]:
+    """The ``--predictions`` models given (none: the scenario's default), each checked
+    (:func:`~schedlab.serving.prediction.check_spec`); one only, unless the command
+    takes a grid of them.
+
+    Raises
+    ------
+    ServingError
+        For a bad model, several where one is taken, or ``--prediction-cv`` beside.
+    """
+    from schedlab.serving.prediction import check_spec
+
+    specs: list[str] = getattr(args, "predictions", None) or []
+    if specs and args.prediction_cv:
+        raise ServingError(
+            "--predictions and --prediction-cv: give one "
+            "(--prediction-cv V is --predictions lognormal:V)"
+        )
+    if len(specs) > 1 and not getattr(args, "grid_predictions", False):
+        raise ServingError(f"--predictions: this command takes one model, got {len(specs)}")
+    for spec in specs:
+        check_spec(spec, "--predictions")
+    return specs
 
 
 def _decode_alone(model: CostModel, tpot_s: float) -> None:
@@ -360,8 +398,9 @@ def _decode_alone(model: CostModel, tpot_s: float) -> None:
         )
 
 
-def _refuse_unread(scenario: Scenario, policies: Sequence[str]) -> None:
-    """Refuse ``--margin`` or a positive ``--prediction-cv`` that no policy of ``policies``
+def _refuse_unread(scenario: Scenario, policies: Sequence[str], specs: Sequence[str] = ()) -> None:
+    """Refuse ``--margin``, a positive ``--prediction-cv`` or ``--predictions`` models
+    ``specs`` other than ``perfect`` that no policy of ``policies``
     reads (:attr:`~schedlab.serving.policies.PolicySpec.reads_margin`,
     :attr:`~schedlab.serving.policies.PolicySpec.reads_predictions`): the run would not
     change."""
@@ -370,6 +409,7 @@ def _refuse_unread(scenario: Scenario, policies: Sequence[str]) -> None:
     given = (
         ("--margin", scenario.margin_s is not None, "reads_margin"),
         ("--prediction-cv", scenario.prediction_cv > 0, "reads_predictions"),
+        ("--predictions", any(spec != "perfect" for spec in specs), "reads_predictions"),
     )
     for flag, used, reads in given:
         if used and not any(getattr(get_policy(p), reads) for p in policies):
@@ -406,13 +446,23 @@ def _simulate(args: argparse.Namespace) -> int:
         max_requests=args.max_requests,
     )
     if args.records:
-        with Path(args.records).open("w", encoding="utf-8") as handle:
+        with open_output(args.records, f"{len(result.records)} requests") as handle:
             for record in result.records:
                 handle.write(json.dumps(record.to_dict()) + "\n")
+    with table_aside(args.records):
+        _simulate_report(args, result)
+    return 0
+
+
+def _simulate_report(args: argparse.Namespace, result: Any) -> None:
+    """``simulate``'s output in ``--format``."""
     s = result.summary
-    if args.json:
+    if args.format == "json":
         print(json.dumps({**s.to_dict(), "wall_s": result.wall_s, **kv_json(args)}))
-        return 0
+        return
+    if args.format == "csv":
+        print_csv(args, [s.row()])
+        return
     say_kv(args)
     print(
         f"policy {s.policy} on {s.workload} (cost model {s.cost_model}, {s.hardware}): "
@@ -428,7 +478,6 @@ def _simulate(args: argparse.Namespace) -> int:
         f"SLO {s.slo.describe()}: attainment {s.attainment:.3f}, goodput "
         f"{s.goodput_rps:.3f} req/s; system-wide P99 time between tokens {_ms(s.itl.p99)} ms"
     )
-    return 0
 
 
 def _capacity(args: argparse.Namespace) -> int:
@@ -443,19 +492,22 @@ def _capacity(args: argparse.Namespace) -> int:
         "start_rps": _positive_number(args.start_rate, "--start-rate"),
         "max_rps": _positive_number(args.max_rate, "--max-rate"),
         "data_dir": args.data_dir,
-        "progress": not (args.json or args.quiet),
+        "progress": args.format == "text" and not args.quiet,
     }
     single_or_grid(args, ("policy", "policies"), ("seed", "seeds"))
-    if args.policies or args.seeds:
+    if args.policies or args.seeds or len(args.predictions or ()) > 1:
         return _capacity_grid(args, search)
     if args.results or args.backend != DEFAULT_BACKEND or args.workers or args.address:
         raise ServingError(
             "--backend, --workers, --address, --results: for a grid only "
-            "(give --policies or --seeds)"
+            "(give --policies, --seeds or several --predictions)"
         )
     result = capacity(args.workload, _scenario(args), **search)
-    if args.json:
+    if args.format == "json":
         print(json.dumps({**result.to_dict(), **kv_json(args)}))
+        return 0
+    if args.format == "csv":
+        print_csv(args, [result.row()])
         return 0
     bound = ">= " if result.saturated else ""
     say_kv(args)
@@ -477,20 +529,31 @@ def _capacity_grid(args: argparse.Namespace, search: dict[str, Any]) -> int:
     executor = executor_from(args, progress=search.pop("progress"))
     try:
         found = capacity_grid(
-            args.workload, policies, scenario, seeds=seeds, **search, executor=executor
+            args.workload,
+            policies,
+            scenario,
+            seeds=seeds,
+            predictions=args.predictions,
+            **search,
+            executor=executor,
         )
     except GridError as error:  # the searches that ran are shown, then the error
         _capacity_table(args, error.done)
         raise
     _capacity_table(args, found)
+    if args.results:
+        wrote(args.results)
     return 0
 
 
 def _capacity_table(args: argparse.Namespace, found: Sequence[Any]) -> None:
-    if args.json:
+    if args.format == "json":
         print(json.dumps([{**r.to_dict(), **kv_json(args)} for r in found]))
         return
     if not found:
+        return
+    if args.format == "csv":
+        print_csv(args, [r.row() for r in found])
         return
     first = found[0]
     say_kv(args)
@@ -499,10 +562,37 @@ def _capacity_table(args: argparse.Namespace, found: Sequence[Any]) -> None:
         f"attainment >= {first.target:g} at TTFT <= {first.ttft_s:g} s, TPOT "
         f"({first.tpot_slo}) <= {first.tpot_s * 1e3:g} ms"
     )
+    if len({r.predictions for r in found}) > 1 or args.predictions:
+        _capacity_by_predictions(found)
+        return
     print(f"{'policy':<20}{'seed':>6}{'req/s':>10}{'runs':>6}")
     for r in found:
         bound = ">=" if r.saturated else ""
         print(f"{r.policy:<20}{r.seed:>6}{bound + f'{r.capacity_rps:.3f}':>10}{len(r.probes):>6}")
+
+
+def _capacity_by_predictions(found: Sequence[Any]) -> None:
+    """The capacities (req/s) of a grid over prediction models: a row per policy and
+    seed, a column per model; a policy that reads no prediction ran once, under
+    ``perfect``, and shows that capacity in every column (marked ``*``)."""
+    from schedlab.serving.policies import get_policy
+
+    reads = {r.policy: get_policy(r.policy).reads_predictions for r in found}
+    specs = list(dict.fromkeys(r.predictions for r in found if reads[r.policy])) or ["perfect"]
+    width = max(12, *(len(s) + 2 for s in specs))
+    print(f"{'policy':<20}{'seed':>6}" + "".join(f"{s:>{width}}" for s in specs) + "  (req/s)")
+    cells: dict[tuple[str, int], dict[str, str]] = {}
+    for r in found:
+        text = (">=" if r.saturated else "") + f"{r.capacity_rps:.3f}"
+        row = cells.setdefault((r.policy, r.seed), {})
+        if reads[r.policy]:
+            row[r.predictions] = text
+        else:
+            row.update({spec: text + "*" for spec in specs})
+    for (policy, seed), row in cells.items():
+        print(f"{policy:<20}{seed:>6}" + "".join(f"{row.get(s, '-'):>{width}}" for s in specs))
+    if not all(reads.values()):
+        print("* reads no prediction: one search, under perfect predictions")
 
 
 def _headroom(args: argparse.Namespace) -> int:
@@ -517,6 +607,7 @@ def _headroom(args: argparse.Namespace) -> int:
     else:
         lengths = workload.generate(100.0, 1000.0, args.seed)
     tpot = parse_duration(args.tpot, "--tpot")
+    _note_bare_tpot(args.tpot, tpot)
     _decode_alone(model, tpot)
     kv = _engine(args).kv_tokens
     result = headroom(
@@ -527,8 +618,11 @@ def _headroom(args: argparse.Namespace) -> int:
         margin_s=_margin(args.margin, tpot),
         kv_tokens=kv,
     )
-    if args.json:
+    if args.format == "json":
         print(json.dumps({**result.to_dict(), **kv_json(args)}))
+        return 0
+    if args.format == "csv":
+        print_csv(args, result.rows())
         return 0
     load = result.load
     say_kv(args)
@@ -580,12 +674,14 @@ def _sweep(args: argparse.Namespace) -> int:
             _scenario(args),
             duration_s=parse_duration(args.duration, "--duration"),
             data_dir=args.data_dir,
-            executor=executor_from(args, progress=not (args.json or args.quiet)),
+            executor=executor_from(args, progress=args.format == "text" and not args.quiet),
         )
     except GridError as error:  # the points that ran are shown, then the error
         _sweep_report(args, error.done)
         raise
     _sweep_report(args, points)
+    if args.results:
+        wrote(args.results)
     return 0
 
 
@@ -595,16 +691,18 @@ def _sweep_report(args: argparse.Namespace, points: Sequence[Any]) -> None:
     if not points:
         return
     rows = [p.row() for p in points]
-    if args.csv:
-        with Path(args.csv).open("w", newline="", encoding="utf-8") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
+    if args.csv:  # the old spelling of --format csv to a file, beside the table
+        with open_output(args.csv) as handle:
+            rows_to_csv(rows, handle)
     if args.plot:
         from schedlab.plotting.sweep import plot_sweep
 
         plot_sweep(points, args.plot, title=f"SLO {_slo(args).describe()}")
-    if args.json:
+        wrote(args.plot)
+    if args.format == "csv":
+        print_csv(args, rows)
+        return
+    if args.format == "json":
         print(
             json.dumps(
                 [
@@ -655,7 +753,7 @@ def register(subparsers: Any) -> None:
         "--noise-cv",
         type=float,
         default=0.0,
-        help="actual/predicted iteration time: lognormal noise with this CV",
+        help="actual/predicted iteration time: lognormal noise with this CV (default 0)",
     )
     sim.add_argument(
         "--actual-cost-model",
@@ -663,7 +761,13 @@ def register(subparsers: Any) -> None:
         help="advance time by this model instead of the predicted one",
     )
     sim.add_argument("--margin", default=None, help="SLOWeave margin delta, e.g. 0.5ms")
-    sim.add_argument("--records", default=None, help="write per-request records (JSONL)")
+    sim.add_argument(
+        "--records",
+        default=None,
+        metavar="FILE.jsonl",
+        help="write per-request records, one JSON object a line (- for standard output: "
+        "the table then goes to standard error)",
+    )
     sim.add_argument(
         "--max-requests",
         type=positive_int,
@@ -674,7 +778,8 @@ def register(subparsers: Any) -> None:
 
     given = inspect.signature(capacity).parameters
     cap = subparsers.add_parser("capacity", help="highest rate with SLO attainment >= target")
-    _common(cap, duration=CAPACITY_WINDOW_S)
+    _common(cap, duration=CAPACITY_WINDOW_S, grid_predictions=True)
+    cap.set_defaults(grid_predictions=True)
     for flag, key, what in (
         ("--target", "target", "attainment target"),
         ("--tolerance", "rel_tol", "relative bisection tolerance"),
@@ -682,7 +787,7 @@ def register(subparsers: Any) -> None:
         ("--max-rate", "max_rps", "highest rate tried, requests/s"),
     ):
         default = given[key].default
-        cap.add_argument(flag, default=str(default), help=f"{what} (default {default:g})")
+        cap.add_argument(flag, default=f"{default:g}", help=f"{what} (default {default:g})")
     cap.add_argument(
         "--policies",
         type=comma_list,
@@ -707,10 +812,21 @@ def register(subparsers: Any) -> None:
     tpot = f"{DEFAULT_SLO.tpot_s * 1e3:g}ms"
     head.add_argument("--tpot", default=tpot, help=f"per-token deadline (default {tpot})")
     head.add_argument("--margin", default=None, help="SLOWeave margin (default the model's)")
-    head.add_argument("--kv-tokens", type=positive_int, default=None, help="KV capacity in tokens")
-    head.add_argument("--seed", type=non_negative_int, default=0, help="seed of the lengths")
+    head.add_argument(
+        "--kv-tokens",
+        type=positive_int,
+        default=None,
+        help="KV capacity in tokens (default: what vLLM would allocate on the cost model's "
+        "GPU deployment)",
+    )
+    head.add_argument(
+        "--seed",
+        type=non_negative_int,
+        default=0,
+        help="seed of the lengths of a synthetic workload (default 0)",
+    )
     head.add_argument("--data-dir", default=None, help="directory holding traces/ (Azure)")
-    head.add_argument("--json", action="store_true", help="print one JSON object")
+    add_format_option(head)
     head.set_defaults(
         func=_headroom, block_size=None, max_num_seqs=None, max_num_batched_tokens=None
     )
@@ -728,7 +844,10 @@ def register(subparsers: Any) -> None:
         "--rates", type=comma_list, required=True, help="comma-separated rates, requests/s"
     )
     add_executor_options(swp)
-    swp.add_argument("--csv", default=None, help="write the table as CSV")
-    swp.add_argument("--plot", default=None, help="write attainment vs rate (PNG/PDF/SVG)")
+    swp.set_defaults(csv=None)
+    hidden_alias(swp, "--csv", "csv")  # now --format csv, to standard output
+    swp.add_argument(
+        "--plot", default=None, metavar="FILE.png", help="write attainment vs rate (PNG/PDF/SVG)"
+    )
     swp.add_argument("--quiet", action="store_true", help="no progress on stderr")
     swp.set_defaults(func=_sweep)

@@ -34,8 +34,10 @@ __all__ = [
     "LengthSource",
     "jaillet_instance",
     "mixed_backlog",
+    "request_count",
     "sample_backlog",
     "sample_lengths",
+    "source_label",
 ]
 
 LengthSource = str | LengthTable | Trace
@@ -46,7 +48,7 @@ LengthSource = str | LengthTable | Trace
 MAX_REQUESTS = 2_000_000
 
 
-def _count(n: Any, max_requests: int) -> int:
+def request_count(n: Any, max_requests: int) -> int:
     """``n`` checked, and refused beyond ``max_requests`` before anything is drawn."""
     n = check_int(n, "n", 1)
     if n > max_requests:
@@ -98,6 +100,12 @@ def sample_lengths(
     )
 
 
+def source_label(source: LengthSource) -> str:
+    """A length source's name for instance names and ``meta``: the table name, or the
+    table's or trace's ``name`` (``"custom"`` without one)."""
+    return source if isinstance(source, str) else getattr(source, "name", "custom")
+
+
 def sample_backlog(
     n: int,
     kv_tokens: int | None = None,
@@ -111,14 +119,14 @@ def sample_backlog(
     """A backlog of ``n`` requests released at round 0, lengths drawn from ``source``
     (refused beyond ``max_requests``), with KV budget ``kv_tokens`` (default
     :data:`DEFAULT_KV_TOKENS`; ``memory`` is its deprecated name)."""
-    n = _count(n, max_requests)
+    n = request_count(n, max_requests)
     kv_tokens = renamed("sample_backlog", "memory", "kv_tokens", memory, kv_tokens)
     kv_tokens = check_int(DEFAULT_KV_TOKENS if kv_tokens is None else kv_tokens, "kv_tokens", 1)
     if isinstance(source, Trace):
         check_lengths(source, source.name, min_prompt=0)
     rng = np.random.default_rng(seed)
     prompt, output, redrawn = sample_lengths(source, n, kv_tokens, rng)
-    label = source if isinstance(source, str) else getattr(source, "name", "custom")
+    label = source_label(source)
     meta = {"generator": "sample_backlog", "source": label, "seed": seed, "redrawn": redrawn}
     return Instance.from_arrays(
         kv_tokens, prompt, output, name=name or f"{label}-n{n}-s{seed}", meta=meta
@@ -142,7 +150,7 @@ def mixed_backlog(
     ``round(long_fraction * n)`` requests come from ``long`` and the rest from ``chat``
     (refused beyond ``max_requests``); KV budget ``kv_tokens`` as :func:`sample_backlog`.
     """
-    n = _count(n, max_requests)
+    n = request_count(n, max_requests)
     kv_tokens = renamed("mixed_backlog", "memory", "kv_tokens", memory, kv_tokens)
     kv_tokens = check_int(DEFAULT_KV_TOKENS if kv_tokens is None else kv_tokens, "kv_tokens", 1)
     if not 0.0 <= long_fraction <= 1.0:
@@ -186,7 +194,7 @@ def jaillet_instance(
     """
     rng = np.random.default_rng(seed)
     kv_tokens = int(rng.integers(30, 51))
-    count = int(rng.integers(40, 61)) if n is None else _count(n, max_requests)
+    count = int(rng.integers(40, 61)) if n is None else request_count(n, max_requests)
     if shared_prompt:
         shared = int(rng.integers(1, 6))
         prompt: np.ndarray = np.full(count, shared, dtype=np.int64)

@@ -9,8 +9,6 @@ beside it as ``best_proven``. A solver that refuses the instance is recorded in 
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -36,6 +34,7 @@ from schedlab.offline.solve import available_solvers, check_seed, solve, with_bo
 from schedlab.offline.solvers import get_solver
 from schedlab.offline.solvers.contract import normalize_options
 from schedlab.offline.verify import verify
+from schedlab.tables import rows_to_csv, to_pandas
 
 __all__ = [
     "DEFAULT_SOLVERS",
@@ -43,7 +42,7 @@ __all__ = [
     "Failure",
     "compare",
     "compare_all",
-    "records_to_csv",
+    "online_solvers",
     "run_offline_job",
     "solver_names",
     "solver_options",
@@ -212,6 +211,14 @@ class Comparison:
                 f"best proven bound {proven:,.1f} (from the solvers listed; gaps above are "
                 "against the lower bound column)"
             )
+        online = online_solvers(self.solvers or [r.solver for r in self.results])
+        if online and self.lower_bound is not None:
+            notes.append(
+                f"{', '.join(online)}: online, seeing no output length before its request "
+                "finishes; their gap is to the hindsight bound, the lower bound above on the "
+                "instance with the true lengths, below every online schedule "
+                "(proofs/hindsight.md)"
+            )
         for f in self.failures:  # the reason names the solver where the solver wrote it
             said = f.reason if f.reason.startswith(f"{f.solver}:") else f"{f.solver}: {f.reason}"
             notes.append(f"{f.status}: {said}")
@@ -226,18 +233,18 @@ class Comparison:
 
     def to_csv(self, handle: TextIO | None = None) -> str:
         """CSV of :meth:`records` (also written to ``handle`` if given)."""
-        return records_to_csv(self.records(), handle)
+        return rows_to_csv(self.records(), handle)
+
+    def to_pandas(self) -> Any:
+        """:meth:`records` as a pandas DataFrame (pandas is optional:
+        :func:`~schedlab.tables.require_pandas`)."""
+        return to_pandas(self.records())
 
 
-def records_to_csv(records: Sequence[dict[str, Any]], handle: TextIO | None = None) -> str:
-    """Records with equal keys as CSV text (also written to ``handle`` if given)."""
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(records[0]))
-    writer.writeheader()
-    writer.writerows(records)
-    if handle is not None:
-        handle.write(buffer.getvalue())
-    return buffer.getvalue()
+def online_solvers(names: Sequence[str]) -> list[str]:
+    """The online algorithms among the solvers ``names``: those taking the option
+    ``predictions`` (predicted output lengths, :mod:`schedlab.predictions`)."""
+    return [name for name in names if "predictions" in get_solver(name).options]
 
 
 def solver_names(solvers: str | Sequence[str] | None) -> list[str]:
@@ -376,8 +383,16 @@ def _try_options(options: Mapping[str, Mapping[str, Any]], time_limit: float | N
     """Run each solver given options on a one-request instance, under the comparison's
     time limit (an option may need one: ``alns``'s ``work=None``), so that an
     option value it refuses (``work=-5``) stops the comparison before it starts,
-    instead of reading as the solver refusing every instance."""
+    instead of reading as the solver refusing every instance. A prediction file (option
+    ``predictions`` naming a ``.csv`` or ``.json`` file) names the requests of the
+    instances compared, not this one's: it is left out here, and a request it misses
+    makes each solver refuse that instance."""
     for name, own in options.items():
+        own = {
+            key: value
+            for key, value in own.items()
+            if not (key == "predictions" and str(value).endswith((".csv", ".json")))
+        }
         if own:
             try:
                 solve(_ONE_REQUEST, name, bound=None, time_limit=time_limit, **own)

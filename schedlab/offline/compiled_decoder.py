@@ -36,22 +36,18 @@ reference decodes).
 
 The kernels have explicit signatures and allocate nothing (:mod:`schedlab.offline.jit`),
 so each helper is compiled once and no NumPy constructor is: they compile when this
-module is first imported (by the first compiled decode; 3.2 s on the development machine
-with an empty cache on 2026-12-03, 7-10 s when first measured, against 16-22 s when they
-were compiled per call with ``inline="always"`` helpers and in-kernel allocation;
-``benchmarks/list_scheduling_speed.py --compile``), and later processes load them from
-numba's cache (about 1 s). They run without numba's runtime, so no reference is counted
+module is first imported (by the first compiled decode;
+``benchmarks/list_scheduling_speed.py --compile`` times it), and later processes load
+them from numba's cache. They run without numba's runtime, so no reference is counted
 when a helper is called, and LLVM inlines the helpers
 (:func:`~schedlab.offline.jit.kernel`). numba wraps a negative index around (``a[-1]``
 is the last element), a test and a fix-up at every access whose index it cannot prove
 non-negative; that also made the peaks' maximum a gather. So the loops over a stretch of
 the running set or of the saved states run over a view from index 0
 (``peak[head:crit]``, ``comp[head - 1 : pos]``), which LLVM can prove, and the bisection
-indexes with an unsigned integer. All this took exact late-acceptance moves on the
-shipped mixed n = 1,000 from 12.2k-12.6k to 34.3k a second (medians of 3 seeds, two runs
-of the parent commit) at the old spacing of saved states (one), the same moves
-(``local_search_speed.py --spacings 1``, 2026-12-03);
-:func:`~schedlab.offline.solvers.local_search.checkpoint_spacing` gives the rest.
+indexes with an unsigned integer (``docs/design.md``, "Decision record", gives what
+this gained); :func:`~schedlab.offline.solvers.local_search.checkpoint_spacing` gives the
+rest.
 """
 
 from __future__ import annotations
@@ -332,8 +328,7 @@ def bucket_layout(output: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, ..
     ``= B``; fewer where cuts coincide or a range holds no output). An order by output
     length, shortest or longest first, gets one bucket: a subtree's outputs are then a
     range of consecutive ones, and the buckets' searches would cost more than they save
-    (``sof`` with backfilling on ``mixed_backlog(10**6, seed=1)``: 3.8 s with 16 buckets,
-    against 1.5 s with one, 2026-12-03).
+    (``docs/design.md``, "Decision record").
 
     Returns ``layout`` (a row per bucket: first index into ``members``, member count,
     leaves of its tree (a power of two), first node of its tree), ``place`` (rows: each
@@ -468,13 +463,9 @@ def backfill_kernel(
     bucket has its own, over its requests' positions, and the search is done bucket by
     bucket with the reference's tests; within a bucket the outputs are close, so the
     test on a subtree's least prompt and least output (two requests, perhaps) rarely
-    lets through a subtree where nothing fits. With backfilling on
-    ``mixed_backlog(10**6, seed=1)``, ``fcfs`` took 344 s with one tree and 43 s now,
-    ``total-size`` 152 s and 4.4 s, ``svf`` 9.5-15.6 s and 4.2 s (0.5-0.7 s strict;
-    ``benchmarks/list_scheduling_speed.py --backfill``, 2026-12-03). An order by output
-    length keeps one tree, and its decode takes about as long as before (shortest first
-    1.17-1.24 s before and 1.19-1.23 s now, longest first 1.19-1.32 s and 1.39-1.48 s:
-    each admission's search starts again from the root; three alternating runs).
+    lets through a subtree where nothing fits. An order by output length keeps one tree
+    (each admission's search starts again from the root). ``docs/design.md``, "Decision
+    record", gives the measurements that chose this.
 
     The requests started in a round are the same. The reference admits, left to right in
     one pass, every request that fits when its turn comes; that is, it repeatedly admits

@@ -81,6 +81,7 @@ from schedlab.offline.schedule import total_latency
 __all__ = [
     "ENGINES",
     "DecoderState",
+    "RunningSet",
     "StrictDecoder",
     "check_order",
     "decode_best",
@@ -237,6 +238,12 @@ class _Running:
                 return fit
             t = int(nxt)
             self.finish_until(t)
+
+
+#: The running set and its slack ``S_t(o)``, for callers outside the decoder: the online
+#: policies of :mod:`schedlab.offline.online.policies` admit by the same test with
+#: estimated completions.
+RunningSet = _Running
 
 
 class _WaitingTree:
@@ -562,8 +569,8 @@ def decode_best(
 
     ``strict`` is ``order``'s strict decode when the caller already has it.
     ``others`` (name -> start rounds) join the comparison. Once ``budget``'s cap has
-    passed the backfilling decode is left out (about 5 s at ``n = 10^6``, against 0.3 s
-    for the strict one; 2026-12-03). Returns the chosen starts and
+    passed the backfilling decode is left out (it costs more than the strict one,
+    ``benchmarks/list_scheduling_speed.py --backfill``). Returns the chosen starts and
     ``{"objectives": {name: total latency}, "chosen": name}``.
     """
     decodes = {"strict": list_schedule(instance, order) if strict is None else strict}

@@ -116,21 +116,19 @@ def kernel(signature: Any, *, allocates: bool = False) -> Callable[[Callable[...
     ``forceinline`` marks the machine code for LLVM to inline wherever another kernel
     calls it (numba's IR stays one function per kernel, so compiling costs about the
     same): the helpers take three or four arrays, each passed as a seven-word struct, and
-    a call per position decoded. Inlined, exact late-acceptance moves on the shipped
-    mixed n = 1,000 went from 34.8k / 34.9k / 29.5k to 44.3k / 40.2k / 35.3k a second,
-    three runs alternating (2026-12-03, 100,000 moves, spacing 8).
+    a call per position decoded, which inlining removes (``docs/design.md``, "Decision
+    record", gives the measurement).
 
     Unless ``allocates``, the kernel is compiled without numba's runtime (the option
     ``_nrt=False``). The runtime owns the arrays a compiled function creates, and counts
     references to every array passed between compiled functions: an atomic increment
     and decrement (``NRT_incref`` / ``NRT_decref``, a ``lock``-prefixed instruction)
-    around each call of a helper that takes arrays. In the local search on the shipped
-    mixed n = 1,000 those two instructions took 48 % of the samples (``perf record``,
-    2026-12-03). Without the runtime there is no count, and numba refuses to compile a
-    function that creates an array (``np.empty``, ``a.max()``,
-    ``numpy.random.Generator.integers``), so "allocates nothing" is checked when it compiles. A
-    view (``a[i:j]``) needs no runtime: it lives only while the call that made it runs,
-    and the caller holds its array for the whole call.
+    around each call of a helper that takes arrays, which dominated the local search's
+    profile (``docs/design.md``, "Decision record"). Without the runtime there is no
+    count, and numba refuses to compile a function that creates an array (``np.empty``,
+    ``a.max()``, ``numpy.random.Generator.integers``), so "allocates nothing" is checked
+    when it compiles. A view (``a[i:j]``) needs no runtime: it lives only while the call
+    that made it runs, and the caller holds its array for the whole call.
 
     Parameters
     ----------

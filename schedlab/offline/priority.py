@@ -69,9 +69,9 @@ def best_rule_schedule(instance: Instance, budget: Budget = UNLIMITED) -> tuple[
     (``sof``, ``mc-sf`` and ``mc-sf-backfill`` share one order; other rules may coincide
     on a given instance) is skipped; ties keep the first rule of :data:`RULES`, strict
     before backfilling. The strict decodes run first: a backfilling one can take far
-    longer (``fcfs`` on ``mixed_backlog(10**6)``: 414 s, against 0.3 s strict;
-    2026-12-03), so once ``budget``'s cap has passed the decodes left are those, and the
-    best schedule decoded so far is returned (at least the first rule's strict one).
+    longer (``benchmarks/list_scheduling_speed.py --backfill``), so once ``budget``'s cap
+    has passed the decodes left are those, and the best schedule decoded so far is
+    returned (at least the first rule's strict one).
     """
     best: tuple[tuple[int, int, bool], np.ndarray, str] | None = None
     decoded: set[tuple[bytes, bool]] = set()

@@ -22,13 +22,13 @@ from schedlab.json_files import is_stdin
 from schedlab.offline.compare import (
     Comparison,
     compare_all,
-    records_to_csv,
     solver_names,
     solver_options,
 )
 from schedlab.offline.instance import Instance
 from schedlab.offline.instance_io import read_instance
 from schedlab.offline.result import relative_gap
+from schedlab.tables import rows_to_csv, to_pandas
 
 __all__ = ["REPORT_FILES", "Report", "load_instances", "run_report"]
 
@@ -82,7 +82,12 @@ class Report:
 
     def to_csv(self, handle: TextIO | None = None) -> str:
         """The records as CSV (also written to ``handle`` if given)."""
-        return records_to_csv(self.records(), handle)
+        return rows_to_csv(self.records(), handle)
+
+    def to_pandas(self) -> Any:
+        """:meth:`records` as a pandas DataFrame, one row per (instance, solver) (pandas
+        is optional: :func:`~schedlab.tables.require_pandas`)."""
+        return to_pandas(self.records())
 
     def to_markdown(self) -> str:
         """One Markdown table per instance, then the best solver per instance."""

@@ -66,7 +66,13 @@ def check_output_path(path: str | Path, flag: str) -> Path:
 
 
 def check_figure_path(path: str | Path, flag: str) -> Path:
-    """``path`` if matplotlib can write its format and its folder exists."""
+    """``path`` if matplotlib can write its format and its folder exists (``-``, standard
+    output, is refused: a figure is no text)."""
+    if str(path) == "-":
+        raise InputError(
+            f"{flag} -: a figure is written to a file (PNG, PDF, SVG...), not "
+            "to standard output; name a file"
+        )
     path = check_output_path(path, flag)
     formats = pyplot().figure().canvas.get_supported_filetypes()
     suffix = path.suffix.lstrip(".").lower()

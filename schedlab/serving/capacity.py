@@ -36,9 +36,12 @@ from schedlab.jobs import Executor, Job, Outcome, executor_of, run_jobs
 from schedlab.progress import Progress, progress_for
 from schedlab.serving.cost_model import hardware_of
 from schedlab.serving.metrics import Summary
+from schedlab.serving.policies import get_policy
+from schedlab.serving.prediction import check_spec
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import DEFAULT_WINDOW_S, simulate
 from schedlab.serving.workloads import DEFAULT_WORKLOAD, Workload, make_workload
+from schedlab.tables import to_pandas
 
 __all__ = [
     "CAPACITY_WINDOW_S",
@@ -135,6 +138,9 @@ class CapacityResult:
         ``True`` if ``max_rps`` itself met the target (capacity is at least that).
     probes
         Every rate tested, in order.
+    predictions
+        The prediction model of the output lengths the policy saw
+        (:attr:`~schedlab.serving.scenario.Scenario.prediction_spec`).
     """
 
     policy: str
@@ -150,6 +156,7 @@ class CapacityResult:
     capacity_rps: float
     saturated: bool
     probes: tuple[Probe, ...]
+    predictions: str = "perfect"
 
     @property
     def at_capacity(self) -> Probe | None:
@@ -163,6 +170,30 @@ class CapacityResult:
             for p in data["probes"]
         ]
         return data
+
+    def row(self) -> dict[str, Any]:
+        """One flat row for tables and CSV (the probes as their count, ``runs``)."""
+        return {
+            "policy": self.policy,
+            "workload": self.workload,
+            "cost_model": self.cost_model,
+            "hardware": self.hardware,
+            "seed": self.seed,
+            "capacity_rps": self.capacity_rps,
+            "saturated": self.saturated,
+            "target": self.target,
+            "ttft_slo_s": self.ttft_s,
+            "tpot_slo_s": self.tpot_s,
+            "tpot_slo": self.tpot_slo,
+            "duration_s": self.duration_s,
+            "runs": len(self.probes),
+        }
+
+    def to_pandas(self) -> Any:
+        """:meth:`row` as a pandas DataFrame of one row (pandas is optional:
+        :func:`~schedlab.tables.require_pandas`); a grid's: ``to_pandas([r.row() for r in
+        results])`` of :func:`schedlab.tables.to_pandas`."""
+        return to_pandas([self.row()])
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CapacityResult:
@@ -235,6 +266,7 @@ def capacity(
         capacity_rps=lo,
         saturated=hi == math.inf,
         probes=tuple(probes),
+        predictions=scenario.prediction_spec,
     )
     kept = result.at_capacity
     if kept is not None and kept.n_requests == 0:
@@ -331,6 +363,12 @@ class SweepPoint:
             "tbt_p99_s": s.itl.p99,
             "preemptions": s.preemptions,
         }
+
+    def to_pandas(self) -> Any:
+        """:meth:`row` as a pandas DataFrame of one row (pandas is optional:
+        :func:`~schedlab.tables.require_pandas`); a sweep's: ``to_pandas([p.row() for p in
+        points])`` of :func:`schedlab.tables.to_pandas`."""
+        return to_pandas([self.row()])
 
 
 class GridError(ServingError):
@@ -543,6 +581,7 @@ def capacity_grid(
     scenario: Scenario | None = None,
     *,
     seeds: Sequence[int] = (0,),
+    predictions: Sequence[str] | None = None,
     duration_s: float = CAPACITY_WINDOW_S,
     target: float = 0.9,
     rel_tol: float = 0.02,
@@ -552,9 +591,14 @@ def capacity_grid(
     executor: Executor | None = None,
     **old: Any,
 ) -> list[CapacityResult]:
-    """:func:`capacity` of every policy under every seed, one job a search, in the order
-    policy by policy, seed by seed. The search parameters are :func:`capacity`'s;
-    ``executor`` is as for :func:`sweep`.
+    """:func:`capacity` of every policy under every prediction model and seed, one job a
+    search, in the order policy by policy, model by model, seed by seed. The search
+    parameters are :func:`capacity`'s; ``executor`` is as for :func:`sweep`.
+
+    ``predictions`` are the models (:mod:`schedlab.serving.prediction`; ``None``: the
+    scenario's own). A policy that reads no prediction
+    (:attr:`~schedlab.serving.policies.PolicySpec.reads_predictions`) would find the same
+    capacity under each, so it is searched once, under ``perfect``.
 
     Raises
     ------
@@ -580,17 +624,29 @@ def capacity_grid(
         "max_rps": float(max_rps),
         "data_dir": None if data_dir is None else str(data_dir),
     }
+    models = list(predictions) if predictions else [base.prediction_spec]
+    if len(set(models)) < len(models):
+        raise ServingError(f"predictions: a model given twice in {models}")
+    for spec in models:
+        check_spec(spec, "predictions")
+
+    def params(policy: str, spec: str, seed: int) -> dict[str, Any]:
+        fields = {"policy": policy, "seed": seed}
+        if predictions:
+            fields |= {"predictions": spec, "prediction_cv": 0.0}
+        return base.with_(**fields).to_dict()
+
     jobs = [
-        Job(
-            "capacity",
-            {"workload": workload, "scenario": base.with_(policy=p, seed=s).to_dict(), **search},
-        )
+        Job("capacity", {"workload": workload, "scenario": params(p, spec, s), **search})
         for p in policies
+        for spec in (models if get_policy(p).reads_predictions else ["perfect"])
         for s in seeds
     ]
 
     def where(job: Job) -> str:
-        return f"{job.params['scenario']['policy']} seed {job.params['scenario']['seed']}"
+        params = job.params["scenario"]
+        spec = Scenario.from_dict(params).prediction_spec
+        return f"{params['policy']} seed {params['seed']} predictions {spec}"
 
     return _run_grid(
         "capacity grid", jobs, lambda job, value: CapacityResult.from_dict(value), where, executor

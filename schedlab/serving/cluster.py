@@ -79,11 +79,12 @@ from schedlab.serving.iteration import IterationTime
 from schedlab.serving.kv_transfer import KVLink, LinkQueue, Transfer
 from schedlab.serving.metrics import Distribution, RequestRecord, Summary, summarize
 from schedlab.serving.policies import get_policy
-from schedlab.serving.prediction import predicted_outputs
+from schedlab.serving.prediction import predict_outputs
 from schedlab.serving.request_state import RequestState
 from schedlab.serving.routers import ROLES, Arrival, Route, Router, get_router
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.workloads import MAX_REQUESTS, RequestStream, make_workload
+from schedlab.tables import to_pandas
 
 __all__ = [
     "BREAKDOWN",
@@ -829,7 +830,7 @@ def run_cluster(
         time_routing=time_routing,
         trace_loads=record_batches,
         stop_at_s=stop_at_s,
-        predicted_output=predicted_outputs(stream.output, scenario.prediction_cv, scenario.seed),
+        predictions=predict_outputs(scenario.prediction_spec, stream.output, scenario.seed),
     )
     run = driver.result(driver.run())
     return ClusterRun(
@@ -925,6 +926,28 @@ class ClusterResult:
             "summary": s.to_dict(),
             "wall_s": self.wall_s,
         }
+
+    def row(self) -> dict[str, Any]:
+        """One flat row for tables and CSV: the headline figures of :meth:`to_dict`, each
+        breakdown component's mean and P95 (``queue_mean_s``...), its share of the tail's
+        TTFT (``queue_tail_share``) and the prefix-cache hit rate, in seconds."""
+        data = self.to_dict()
+        row = {key: data[key] for key in ("cluster", "ttft_mean_s", "ttft_p95_s", "ttft_p99_s")}
+        row |= {"latency_mean_s": data["latency_mean_s"], "attainment": data["attainment"]}
+        for name, stats in data["breakdown"].items():
+            row |= {f"{name}_mean_s": stats["mean"], f"{name}_p95_s": stats["p95"]}
+        row |= {f"{name}_tail_share": share for name, share in data["tail_share"].items()}
+        return row | {
+            "routing_median_s": data["routing_median_s"],
+            "hit_rate": data["prefix_cache"]["hit_rate"],
+            "transfers": data["transfers"],
+            "deflected": data["deflected"],
+        }
+
+    def to_pandas(self) -> Any:
+        """:meth:`row` as a pandas DataFrame of one row (pandas is optional:
+        :func:`~schedlab.tables.require_pandas`)."""
+        return to_pandas([self.row()])
 
 
 def summarize_cluster(

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from schedlab.errors import FormatError, NonMonotoneCostModelError, ServingError, UnknownNameError
-from schedlab.json_files import check_keys, read_json, text_field
+from schedlab.json_files import check_keys, read_json, text_field, write_text
 
 __all__ = [
     "BUILTIN_COST_MODELS",
@@ -345,9 +345,10 @@ def load_cost_model(path: str | Path) -> CostModel:
 
 
 def save_cost_model(model: CostModel, path: str | Path) -> None:
-    """Write ``model.to_dict()`` as JSON to ``path`` (strict JSON: no ``NaN``)."""
+    """Write ``model.to_dict()`` as JSON to ``path`` (strict JSON: no ``NaN``; ``-``:
+    standard output)."""
     text = json.dumps(model.to_dict(), indent=2, allow_nan=False)
-    Path(path).write_text(text + "\n", encoding="utf-8")
+    write_text(path, text + "\n", "cost-model file")
 
 
 def shipped_cost_models() -> dict[str, Path]:

@@ -39,11 +39,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from schedlab.errors import ServingError
+from schedlab.predictions import Intervals
 from schedlab.serving.cost_model import BatchShape, hardware_of
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.engine_kinds import Replica
 from schedlab.serving.iteration import BatchRecord
 from schedlab.serving.metrics import RequestRecord
+from schedlab.serving.prediction import predict_outputs
 from schedlab.serving.request_state import RequestState
 from schedlab.serving.workloads import RequestStream
 
@@ -142,9 +144,10 @@ class Driver:
         Stop as soon as more than ``max_violations`` requests are known to miss ``slo``.
     stop_at_s
         Stop at this simulated time.
-    predicted_output
-        The output lengths policies see (:mod:`schedlab.serving.prediction`; default the
-        true ones).
+    predictions
+        The predicted output-length intervals policies see, each request's point its
+        :meth:`~schedlab.predictions.Intervals.point` (:mod:`schedlab.serving.prediction`;
+        default the true lengths).
     """
 
     def __init__(
@@ -155,17 +158,26 @@ class Driver:
         lockstep: bool = False,
         max_violations: int | None = None,
         stop_at_s: float | None = None,
-        predicted_output: np.ndarray | None = None,
+        predictions: Intervals | None = None,
     ) -> None:
         if not engines:
             raise ServingError("driver: needs at least one engine")
         self.engines: Sequence[Replica] = list(engines)
         self.lockstep = lockstep and len(engines) > 1
-        predicted = stream.output if predicted_output is None else predicted_output
+        if predictions is None:
+            predictions = predict_outputs("perfect", stream.output, 0)
         self.requests = [
-            RequestState(i, float(a), int(p), int(o), int(q))
-            for i, (a, p, o, q) in enumerate(
-                zip(stream.arrival_s, stream.prompt, stream.output, predicted, strict=True)
+            RequestState(i, float(a), int(p), int(o), int(q), lower=int(lo), upper=int(hi))
+            for i, (a, p, o, q, lo, hi) in enumerate(
+                zip(
+                    stream.arrival_s,
+                    stream.prompt,
+                    stream.output,
+                    predictions.point(),
+                    predictions.lower,
+                    predictions.upper,
+                    strict=True,
+                )
             )
         ]
         if stream.prefix is not None:

@@ -104,6 +104,7 @@ from schedlab.serving.iteration import BatchRecord, IterationClock, IterationTim
 from schedlab.serving.kv_cache import KVCache
 from schedlab.serving.metrics import SLO, allowed_slow_gaps
 from schedlab.serving.policies import Policy
+from schedlab.serving.prediction import Estimate
 from schedlab.serving.request_state import RequestState
 from schedlab.serving.view import Plan
 
@@ -151,8 +152,8 @@ class _View(rules.BlockRules):
             return iter(engine.partials.values())
         return chain(engine.partials.values(), engine.waiting_with_cache())
 
-    def projected_kv_peak(self) -> int:
-        return self._engine.projected_kv_peak()
+    def projected_kv_peak(self, estimate: Estimate = "point") -> int:
+        return self._engine.projected_kv_peak(estimate)
 
 
 class Engine:
@@ -429,13 +430,15 @@ class Engine:
         (:meth:`~schedlab.serving.iteration.IterationClock.seconds`)."""
         return self.clock.seconds(shape, group)
 
-    def projected_kv_peak(self) -> int:
+    def projected_kv_peak(self, estimate: Estimate = "point") -> int:
         r"""The most KV tokens the admitted requests will hold at once from this iteration
-        on, if each stops at its predicted output (``proofs/sloweave_kv.md``), counted in
-        whole blocks.
+        on, if each stops at its output as ``estimate`` plans it
+        (:func:`~schedlab.serving.view.planned_output`; ``proofs/sloweave_kv.md``),
+        counted in whole blocks.
 
-        A decode holding :math:`h` tokens now with :math:`r = \max(\hat o - g, 1)`
-        iterations left (``g`` tokens generated) holds :math:`h + k` at offset
+        A decode holding :math:`h` tokens now with :math:`r = \tilde o(g) - g` iterations
+        left (``g`` tokens generated, :math:`\tilde o(g) = \max(b, g + 1)` its planned
+        output, so :math:`r \ge 1`) holds :math:`h + k` at offset
         :math:`k < r`, plus at most ``block_size - 1`` in its last block; under
         asynchronous scheduling its blocks are freed one iteration late, after the
         next iteration's decodes took theirs, so it counts through offset :math:`r`
@@ -455,10 +458,11 @@ class Engine:
         holds: list[int] = []
         for req in self.running.values():
             if req.decoding:
-                rests.append(max(req.predicted_output - req.generated_by(i), 1) + lag)
+                generated = req.generated_by(i)
+                rests.append(rules.planned_output(req, estimate, generated) - generated + lag)
                 holds.append(req.kv_offset + i + slack)
             else:
-                reserved += rules.reserved_tokens(config, req)
+                reserved += rules.reserved_tokens(config, req, estimate)
         return reserved + rules.decode_kv_peak(holds, rests)
 
     def _release_lagged(self) -> None:

@@ -60,6 +60,7 @@ from schedlab.errors import ServingError
 from schedlab.json_files import nan_to_null
 from schedlab.serving.cost_model import CostModel, LinearAttentionCostModel, hardware_of
 from schedlab.serving.sloweave import check_margin
+from schedlab.tables import to_pandas
 
 __all__ = ["FixedChunkHeadroom", "FluidLoad", "Headroom", "headroom"]
 
@@ -183,6 +184,28 @@ class Headroom:
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON form (``nan`` becomes ``null``)."""
         return nan_to_null(asdict(self))
+
+    def rows(self) -> list[dict[str, Any]]:
+        r"""One flat row a fixed chunk: its capacity without and with the cache, what
+        binds it, its mean iteration (seconds), its KV tokens and :math:`\lambda^* /
+        \lambda_C`."""
+        return [
+            {
+                "chunk": row.chunk,
+                "bound": row.bound,
+                "capacity_rps": row.capacity_rps,
+                "kv_capacity_rps": row.kv_capacity_rps,
+                "iteration_s": row.iteration_s,
+                "kv_in_use": row.kv_in_use,
+                "rate_star_ratio": self.ratio(row.chunk),
+            }
+            for row in self.fixed
+        ]
+
+    def to_pandas(self) -> Any:
+        """:meth:`rows` as a pandas DataFrame (pandas is optional:
+        :func:`~schedlab.tables.require_pandas`)."""
+        return to_pandas(self.rows())
 
 
 def _fixed_chunk(

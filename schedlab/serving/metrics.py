@@ -40,6 +40,7 @@ import numpy as np
 
 from schedlab.errors import ServingError
 from schedlab.json_files import nan_to_null
+from schedlab.tables import to_pandas
 
 __all__ = [
     "SLO",
@@ -285,6 +286,42 @@ class Summary:
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON form (``nan`` becomes ``null``)."""
         return nan_to_null(asdict(self))
+
+    def row(self) -> dict[str, Any]:
+        """One flat row for tables and CSV: what ran, the counts, each distribution's
+        mean and percentiles in seconds (``ttft_p50_s``...), attainment and goodput (no
+        policy counters)."""
+        row: dict[str, Any] = {
+            "policy": self.policy,
+            "workload": self.workload,
+            "cost_model": self.cost_model,
+            "hardware": self.hardware,
+            "ttft_slo_s": self.slo.ttft_s,
+            "tpot_slo_s": self.slo.tpot_s,
+            "tpot_slo": self.slo.kind,
+            "n_requests": self.n_requests,
+            "n_finished": self.n_finished,
+            "duration_s": self.duration_s,
+            "end_s": self.end_s,
+            "iterations": self.iterations,
+            "preemptions": self.preemptions,
+            "peak_kv_tokens": self.peak_kv_tokens,
+        }
+        for name in ("ttft", "tpot", "itl", "latency"):
+            d = getattr(self, name)
+            for stat in ("mean", "p50", "p90", "p95", "p99"):
+                row[f"{name}_{stat}_s"] = getattr(d, stat)
+        return row | {
+            "attainment": self.attainment,
+            "goodput_rps": self.goodput_rps,
+            "output_tokens_per_s": self.output_tokens_per_s,
+            "truncated": self.truncated,
+        }
+
+    def to_pandas(self) -> Any:
+        """:meth:`row` as a pandas DataFrame of one row (pandas is optional:
+        :func:`~schedlab.tables.require_pandas`)."""
+        return to_pandas([self.row()])
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Summary:

@@ -11,19 +11,22 @@ view (:mod:`schedlab.serving.view`). A policy stops at the first candidate it ca
 that fails the admission gate, or whose chunk does not fit in the free blocks, or that
 would need a seat when none is free.
 
-========================  ==========================================================
-name                      per-iteration prefill rule
-========================  ==========================================================
-``whole-prefill``         whole prompts only, while they fit the token budget
-``fixed:C``               at most ``C`` prefill tokens, chunked
-``vllm``                  prefill fills the token budget left after decodes
-``sarathi[:TAU]``         prefill fills a static token budget ``TAU`` (counting decodes)
-``sloweave[:CMAX]``       largest deadline-safe chunks (binary search), at most ``CMAX``
-``sloweave-kv[:CMAX]``    ``sloweave``, admitting a request only while the projected KV
-                          peak at predicted outputs fits the cache
-``sangam[:Q]``            whole prompts, when a deficit counter growing by ``Q - n``
-                          per iteration covers them
-========================  ==========================================================
+============================  ==============================================================
+name                          per-iteration prefill rule
+============================  ==============================================================
+``whole-prefill``             whole prompts only, while they fit the token budget
+``fixed:C``                   at most ``C`` prefill tokens, chunked
+``vllm``                      prefill fills the token budget left after decodes
+``sarathi[:TAU]``             prefill fills a static token budget ``TAU`` (counting decodes)
+``sloweave[:CMAX]``           largest deadline-safe chunks (binary search), at most ``CMAX``
+``sloweave-kv[:CMAX]``        ``sloweave``, admitting a request only while the projected KV
+                              peak at predicted outputs fits the cache
+``sloweave-kv-amin[:CMAX]``   ``sloweave-kv`` planning each output from its predicted
+                              interval's lower end, refined as tokens are generated
+``sloweave-kv-amax[:CMAX]``   the same from the interval's upper end
+``sangam[:Q]``                whole prompts, when a deficit counter growing by ``Q - n``
+                              per iteration covers them
+============================  ==============================================================
 
 Policies are built by name with :func:`make_policy` from the registry :data:`POLICIES`
 of :class:`PolicySpec` (how each is built, and what of the run it reads);
@@ -42,6 +45,7 @@ from schedlab.errors import ServingError, UnknownNameError
 from schedlab.plugins import installed_names, load_installed
 from schedlab.serving.cost_model import Chunk, CostModel, require_monotone
 from schedlab.serving.engine_config import EngineConfig
+from schedlab.serving.prediction import ESTIMATES, Estimate
 from schedlab.serving.sloweave import SLOWeaveState, check_margin, choose_chunk
 from schedlab.serving.view import EngineView, Plan, RequestView, reserved_tokens
 
@@ -338,18 +342,39 @@ class SLOWeaveKVPolicy(SLOWeavePolicy):
     the test held a request back (the engine may plan an iteration more than once, e.g.
     when asynchronous scheduling's lagged blocks are released; a later pass may then admit
     the request).
+
+    ``estimate`` chooses what :math:`\hat o` is (:mod:`schedlab.serving.prediction`):
+    the point prediction (``point``, the policy ``sloweave-kv``), or the lower
+    (``a-min``, ``sloweave-kv-amin``) or upper end (``a-max``, ``sloweave-kv-amax``) of
+    the predicted interval, each refined to :math:`\max(\hat o, g + 1)` once a request
+    has emitted :math:`g` tokens (:func:`~schedlab.serving.prediction.refined_output`).
+    With ``a-min`` the plan is optimistic, as Chen, Ye and Zhou's :math:`\mathcal
+    A_{\min}` (arXiv 2508.14544): requests that outlive their lower ends grow the cache
+    beyond the plan, and the engine's preemption by recompute evicts the newest.
     """
 
     def __init__(
-        self, model: CostModel, tpot_s: float, *, c_max: int = 4096, margin_s: float | None = None
+        self,
+        model: CostModel,
+        tpot_s: float,
+        *,
+        c_max: int = 4096,
+        margin_s: float | None = None,
+        estimate: Estimate = "point",
     ) -> None:
         super().__init__(model, tpot_s, c_max=c_max, margin_s=margin_s)
+        if estimate not in ESTIMATES:
+            raise ServingError(
+                f"policy 'sloweave-kv': estimate must be one of {', '.join(ESTIMATES)}, "
+                f"got {estimate!r}"
+            )
+        self._estimate = estimate
         self._gated = 0
         self._projected = 0
 
     @property
     def name(self) -> str:
-        return f"sloweave-kv:{self._c_max}"
+        return f"{_KV_NAMES[self._estimate]}:{self._c_max}"
 
     @property
     def stats(self) -> dict[str, int]:
@@ -362,8 +387,8 @@ class SLOWeaveKVPolicy(SLOWeavePolicy):
     def _may_admit(self, view: EngineView, request: RequestView) -> bool:
         config = view.config
         if self._projected < 0:
-            self._projected = view.projected_kv_peak()
-        need = reserved_tokens(config, request)
+            self._projected = view.projected_kv_peak(self._estimate)
+        need = reserved_tokens(config, request, self._estimate)
         if self._projected + need > config.total_blocks * config.block_size:
             self._gated += 1
             return False
@@ -524,9 +549,24 @@ def _sloweave(spec: str, arg: str | None, ctx: PolicyContext) -> Policy:
     return SLOWeavePolicy(ctx.model, ctx.tpot_s, c_max=c_max, margin_s=ctx.margin_s)
 
 
-def _sloweave_kv(spec: str, arg: str | None, ctx: PolicyContext) -> Policy:
-    c_max = _int_arg(spec, arg, lambda: 4096)
-    return SLOWeaveKVPolicy(ctx.model, ctx.tpot_s, c_max=c_max, margin_s=ctx.margin_s)
+def _sloweave_kv_planning(estimate: Estimate) -> PolicyFactory:
+    """The factory of ``sloweave-kv`` planning with ``estimate``."""
+
+    def factory(spec: str, arg: str | None, ctx: PolicyContext) -> Policy:
+        c_max = _int_arg(spec, arg, lambda: 4096)
+        return SLOWeaveKVPolicy(
+            ctx.model, ctx.tpot_s, c_max=c_max, margin_s=ctx.margin_s, estimate=estimate
+        )
+
+    return factory
+
+
+#: The name of ``sloweave-kv`` planning with each estimate.
+_KV_NAMES: dict[Estimate, str] = {
+    "point": "sloweave-kv",
+    "a-min": "sloweave-kv-amin",
+    "a-max": "sloweave-kv-amax",
+}
 
 
 def _sangam(spec: str, arg: str | None, ctx: PolicyContext) -> Policy:
@@ -579,9 +619,16 @@ BUILTIN_POLICIES: dict[str, PolicySpec] = {
     "vllm": PolicySpec(_vllm),
     "sarathi": PolicySpec(_sarathi, "[:TAU]"),
     "sloweave": PolicySpec(_sloweave, "[:CMAX]", reads_margin=True, deadline_safe=True),
-    "sloweave-kv": PolicySpec(
-        _sloweave_kv, "[:CMAX]", reads_margin=True, reads_predictions=True, deadline_safe=True
-    ),
+    **{
+        name: PolicySpec(
+            _sloweave_kv_planning(estimate),
+            "[:CMAX]",
+            reads_margin=True,
+            reads_predictions=True,
+            deadline_safe=True,
+        )
+        for estimate, name in _KV_NAMES.items()
+    },
     "sangam": PolicySpec(_sangam, "[:Q]"),
 }
 

@@ -27,12 +27,14 @@ class RequestState:
     index, arrival_s, prompt, output
         The request of the stream: its number, arrival time, prompt and output lengths.
     predicted
-        Its predicted output length, what policies and routers see
+        Its predicted output length (the point prediction), what policies and routers see
         (:mod:`schedlab.serving.prediction`).
+    lower, upper
+        The predicted interval around it (``None``: the point itself).
 
     Attributes
     ----------
-    index, arrival_s, prompt, output, predicted_output
+    index, arrival_s, prompt, output, predicted_output, predicted_lower, predicted_upper
         The request, as given.
     replica
         The replica serving it (set by the driver when it hands the request over).
@@ -97,7 +99,9 @@ class RequestState:
         "join_iter",
         "kv_offset",
         "output",
+        "predicted_lower",
         "predicted_output",
+        "predicted_upper",
         "preemptions",
         "prefill_end_s",
         "prefill_exec_s",
@@ -125,6 +129,9 @@ class RequestState:
         predicted: int,
         prefix: np.ndarray | None = None,
         prefix_block: int = 0,
+        *,
+        lower: int | None = None,
+        upper: int | None = None,
     ) -> None:
         self.index = index
         self.prefix = prefix
@@ -135,6 +142,8 @@ class RequestState:
         self.prompt = prompt
         self.output = output
         self.predicted_output = predicted
+        self.predicted_lower = predicted if lower is None else lower
+        self.predicted_upper = predicted if upper is None else upper
         self.target = prompt
         self.done = 0
         self.generated = 0

@@ -19,6 +19,7 @@ from schedlab.serving.engine_config import EngineConfig, engine_for
 from schedlab.serving.engine_kinds import BUILTIN_KIND, engine_kind_names
 from schedlab.serving.metrics import SLO
 from schedlab.serving.policies import Policy, PolicyContext, make_policy
+from schedlab.serving.prediction import check_spec, prediction_spec
 
 __all__ = [
     "DEFAULT_COST_MODEL",
@@ -39,9 +40,9 @@ DEFAULT_COST_MODEL = "sloweave-default"
 DEFAULT_SLO = SLO(ttft_s=5.0, tpot_s=0.025)
 
 #: The most data-parallel replicas a scenario may have. Each is an engine simulated in
-#: full, so time and memory grow with the count: a 300-request replay takes about 5 s at
-#: 1,024 replicas, minutes at 100,000, and 10**9 exhausts memory. The largest published
-#: deployments are well below it (DeepSeek-V3's decoding spans 320 GPUs).
+#: full, so time and memory grow linearly with the count, and a count near 10**9 would
+#: exhaust memory. The largest published deployments are well below it (DeepSeek-V3's
+#: decoding spans 320 GPUs).
 MAX_REPLICAS = 1024
 
 #: The default ``engine`` of a :class:`Scenario`: it stands for "the engine the cost model
@@ -85,7 +86,8 @@ class Scenario:
         Whether the replicas step together (mixture of experts with expert parallelism).
     prediction_cv
         The output lengths policies see: exact (0) or the true ones times a lognormal
-        error of this coefficient of variation (:mod:`schedlab.serving.prediction`).
+        error of this coefficient of variation: the prediction model ``lognormal:CV``
+        (:mod:`schedlab.serving.prediction`).
     engine_kind
         Whose scheduler runs each replica (:mod:`schedlab.serving.engine_kinds`):
         ``schedlab`` (this package's engine and ``policy``) or an installed kind such as
@@ -94,6 +96,11 @@ class Scenario:
     engine_model
         A model folder for engine kinds that configure a model from one (``vllm``:
         its ``config.json``; ``None``: the integration's own).
+    predictions
+        The prediction model the output lengths policies see are drawn from, e.g.
+        ``interval:0.5`` (:func:`~schedlab.serving.prediction.predict_outputs`);
+        ``None``: the one ``prediction_cv`` names (:attr:`prediction_spec`). Not with a
+        positive ``prediction_cv``.
     kv_source
         Where the engine's KV capacity came from (set when the scenario is made).
     """
@@ -111,6 +118,7 @@ class Scenario:
     prediction_cv: float = 0.0
     engine_kind: str = BUILTIN_KIND
     engine_model: str | None = None
+    predictions: str | None = None
     kv_source: str = field(default="", init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -126,13 +134,16 @@ class Scenario:
             raise ServingError(
                 f"scenario.replicas: at most {MAX_REPLICAS:,}, got {self.replicas:,}"
             )
-        if isinstance(self.prediction_cv, bool) or not (
-            isinstance(self.prediction_cv, int | float) and 0 <= self.prediction_cv <= 10
-        ):
+        if self.predictions is not None and not isinstance(self.predictions, str):
             raise ServingError(
-                "scenario.prediction_cv: must be a number from 0 to 10, got "
-                f"{self.prediction_cv!r}"
+                f"scenario.predictions: expected a model spelling, got {self.predictions!r}"
             )
+        try:
+            spec = self.prediction_spec
+        except ServingError as error:
+            raise ServingError(f"scenario.{error}") from None
+        if self.predictions is not None:
+            check_spec(spec, "scenario.predictions")  # now, not at the first run
         if self.actual_cost_model is not None and self.noise_cv:
             raise ServingError(
                 "scenario: noise_cv and actual_cost_model: give one (the noise multiplies the "
@@ -163,6 +174,12 @@ class Scenario:
         object.__setattr__(self, "engine", engine)
         object.__setattr__(self, "kv_source", note)
         object.__setattr__(self, "_derived_engine", engine)
+
+    @property
+    def prediction_spec(self) -> str:
+        """The prediction model of its runs
+        (:func:`~schedlab.serving.prediction.prediction_spec`)."""
+        return prediction_spec(self.predictions, self.prediction_cv)
 
     def predicted(self) -> CostModel:
         """The predicted cost model, resolved."""

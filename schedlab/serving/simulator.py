@@ -21,7 +21,7 @@ from schedlab.serving.engine import Engine
 from schedlab.serving.engine_kinds import BUILTIN_KIND, Replica, replica_factory
 from schedlab.serving.iteration import BatchRecord, IterationTime
 from schedlab.serving.metrics import RequestRecord, Summary, summarize
-from schedlab.serving.prediction import predicted_outputs
+from schedlab.serving.prediction import predict_outputs
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.workloads import (
     DEFAULT_WORKLOAD,
@@ -29,6 +29,7 @@ from schedlab.serving.workloads import (
     RequestStream,
     make_workload,
 )
+from schedlab.tables import to_pandas
 
 __all__ = [
     "DEFAULT_WINDOW_S",
@@ -101,7 +102,7 @@ def run_engine(
         lockstep=scenario.lockstep,
         max_violations=max_violations,
         stop_at_s=stop_at_s,
-        predicted_output=predicted_outputs(stream.output, scenario.prediction_cv, scenario.seed),
+        predictions=predict_outputs(scenario.prediction_spec, stream.output, scenario.seed),
     )
     return driver.result(driver.run())
 
@@ -136,6 +137,12 @@ class SimulationResult:
     summary: Summary
     run: EngineRun = field(repr=False)
     wall_s: float = 0.0
+
+    def to_pandas(self) -> Any:
+        """The per-request records (:meth:`RequestRecord.to_dict`) as a pandas DataFrame,
+        one row a request (the summary's: ``summary.to_pandas()``; pandas is optional:
+        :func:`~schedlab.tables.require_pandas`)."""
+        return to_pandas([record.to_dict() for record in self.records])
 
 
 def simulate(

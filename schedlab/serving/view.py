@@ -14,6 +14,7 @@ from typing import Protocol
 import numpy as np
 
 from schedlab.serving.engine_config import EngineConfig
+from schedlab.serving.prediction import Estimate, refined_output
 
 __all__ = [
     "BlockRules",
@@ -25,6 +26,7 @@ __all__ = [
     "decode_kv_peak",
     "final_tokens",
     "max_chunk",
+    "planned_output",
     "reserved_tokens",
 ]
 
@@ -56,6 +58,16 @@ class RequestView(Protocol):
     def predicted_output(self) -> int:
         """Its predicted output length (:mod:`schedlab.serving.prediction`); the true
         length stays hidden."""
+        ...
+
+    @property
+    def predicted_lower(self) -> int:
+        """The lower end of its predicted interval (at most :attr:`predicted_output`)."""
+        ...
+
+    @property
+    def predicted_upper(self) -> int:
+        """The upper end of its predicted interval (at least :attr:`predicted_output`)."""
         ...
 
 
@@ -127,10 +139,10 @@ class EngineView(Protocol):
         requests always pass)."""
         ...
 
-    def projected_kv_peak(self) -> int:
+    def projected_kv_peak(self, estimate: Estimate = "point") -> int:
         """The most KV tokens (with each request's last-block slack) the admitted
-        requests will hold at once if each stops at its predicted output
-        (:meth:`schedlab.serving.engine.Engine.projected_kv_peak`)."""
+        requests will hold at once if each stops at its output as ``estimate`` plans it
+        (:func:`planned_output`; :meth:`schedlab.serving.engine.Engine.projected_kv_peak`)."""
         ...
 
 
@@ -181,11 +193,25 @@ def admissible(config: EngineConfig, request: RequestView, free_blocks: int) -> 
     return config.blocks(request.target) <= free_blocks
 
 
-def final_tokens(request: RequestView) -> int:
-    """The KV tokens ``request`` holds when it emits its predicted last token:
-    ``prompt + predicted_output - 1``, or what it must hold already (``target``) if it
-    has outlived its prediction."""
-    return max(request.prompt + request.predicted_output - 1, request.target)
+def planned_output(request: RequestView, estimate: Estimate, generated: int) -> int:
+    """The output length ``estimate`` plans for ``request`` once it has emitted
+    ``generated`` tokens: the point prediction, or the lower or upper end of its
+    interval, refined by :func:`~schedlab.serving.prediction.refined_output`."""
+    if estimate == "a-min":
+        base = request.predicted_lower
+    elif estimate == "a-max":
+        base = request.predicted_upper
+    else:
+        base = request.predicted_output
+    return refined_output(base, generated)
+
+
+def final_tokens(request: RequestView, estimate: Estimate = "point") -> int:
+    """The KV tokens ``request`` (not decoding) holds when it emits its last token as
+    ``estimate`` plans it: ``prompt + planned - 1``, with the tokens it generated before
+    a preemption (``target - prompt``) refining the plan (:func:`planned_output`)."""
+    generated = request.target - request.prompt
+    return request.prompt + planned_output(request, estimate, generated) - 1
 
 
 def decode_kv_peak(holds: Sequence[int], rests: Sequence[int]) -> int:
@@ -204,9 +230,11 @@ def decode_kv_peak(holds: Sequence[int], rests: Sequence[int]) -> int:
     return int((alive + count * (rest[order] - 1)).max())
 
 
-def reserved_tokens(config: EngineConfig, request: RequestView) -> int:
+def reserved_tokens(
+    config: EngineConfig, request: RequestView, estimate: Estimate = "point"
+) -> int:
     """What ``sloweave-kv`` reserves for a request not yet decoding: the blocks of its
     :func:`final_tokens`, in tokens, and never more than the whole cache (a prediction
     longer than the cache cannot hold the request back once the engine is empty)."""
-    blocks = min(config.blocks(final_tokens(request)), config.total_blocks)
+    blocks = min(config.blocks(final_tokens(request, estimate)), config.total_blocks)
     return blocks * config.block_size

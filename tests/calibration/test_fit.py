@@ -155,3 +155,17 @@ def test_every_other_level_is_held_out_when_no_row_lies_between_levels(tmp_path)
     assert report.attention_extrapolation.n == 0
     assert report.iteration.n == report.attention_interpolation.n
     assert any("every other level" in note for note in report.notes)
+
+
+def test_the_report_as_rows_and_a_data_frame(synthetic_profile):
+    pytest.importorskip("pandas")
+    _, report = calibrate(synthetic_profile, "meta-llama/Llama-3.1-8B")
+    rows = report.rows()
+    labels = [row["held_out_set"] for row in rows]
+    assert "op qkv_proj" in labels and "iteration" in labels
+    table = report.to_text().splitlines()[1 : 1 + len(rows)]  # the text table, row by row
+    assert all(line.startswith(label) for line, label in zip(table, labels, strict=True))
+    (iteration,) = [row for row in rows if row["held_out_set"] == "iteration"]
+    assert iteration["n"] == report.iteration.n == 3
+    assert iteration["median_pct"] == report.iteration.median_pct
+    assert list(report.to_pandas()["held_out_set"]) == labels

@@ -154,3 +154,20 @@ def test_replay_of_the_shared_run(real_run):
     assert report.config.max_num_seqs == 128 and report.config.max_num_batched_tokens == 2048
     assert report.cost_model.startswith("rtxpro6000")
     assert report.series is None and report.measured_series is not None
+
+
+def test_the_report_as_rows_and_a_data_frame(tmp_path):
+    pandas = pytest.importorskip("pandas")
+    run = read_recorded_run(write_run(tmp_path, [req(10, 3, 5.0, 5.020, 5.040)]))
+    report = replay(run, FLAT, deployment=Deployment(SMALL))
+    rows = report.rows()
+    assert [row["metric"] for row in rows] == list(report.metrics)
+    assert rows[0] == {
+        "metric": "ttft_mean",
+        "measured_s": pytest.approx(0.020),
+        "simulated_s": pytest.approx(0.010),
+        "diff_pct": pytest.approx(-50.0),
+    }
+    frame = report.to_pandas()
+    assert isinstance(frame, pandas.DataFrame)
+    assert frame.set_index("metric").loc["latency_p99", "simulated_s"] == pytest.approx(0.030)

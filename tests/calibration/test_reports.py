@@ -2,24 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
 from tests.calibration.conftest import DATA_DIR
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def benchmark(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+from tests.conftest import load_benchmark as benchmark
 
 
 @pytest.fixture

@@ -35,7 +35,8 @@ def _schedlab(*argv: str) -> subprocess.CompletedProcess[str]:
         (["simulate", "--max-num-seqs"], "expected one argument"),
         (["simulate", "--tpot-slo", "p95"], "invalid choice: 'p95'"),
         (["solve", TINY, "--time-limit", "-1"], "--time-limit"),
-        (["solve", TINY, "--time-limit", "1e308"], "at most 1e+09 seconds"),
+        (["solve", TINY, "--time-limit", "1e308"], "--time-limit: at most 1e+09 seconds"),
+        (["solve", TINY, "--time-limit", "10 parsecs"], "--time-limit: cannot read duration"),
         (
             ["solve", TINY, "--solver", "lp-search", "--option", "history=1000000000"],
             "history must be <= 10,000,000",
@@ -46,7 +47,7 @@ def _schedlab(*argv: str) -> subprocess.CompletedProcess[str]:
         (["sweep", "--rates", "1", "--backend", "cloud"], "invalid choice: 'cloud'"),
         (["generate", "mixed", "--kv-tokens", "0"], "expected an integer >= 1, got '0'"),
         (["sweep", "--policies", "vllm,vllm", "--rates", "1"], "vllm given twice"),
-        (["simulate", "--tpot", "25"], "'25' has no unit"),
+        (["simulate", "--tpot", "0"], "--tpot: duration must be positive"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),
         (["simulate", "--rate", "1e9", "--duration", "1s"], "exceed the limit of 2,000,000"),
         (["simulate", "--rate", "1e-9", "--duration", "1s"], "no request arrives"),
@@ -68,7 +69,7 @@ def _schedlab(*argv: str) -> subprocess.CompletedProcess[str]:
         ),
         (["simulate", "--duration", "5e18s", "--rate", "1.5e-17"], "beyond the 1,000,000 s"),
         # a negative value with a unit reaches its check (argparse took it for an option)
-        (["simulate", "--json", "--duration", "-10s"], "--duration: cannot read duration '-10s'"),
+        (["simulate", "--json", "--duration", "-10s"], "--duration: duration must be positive"),
         (["simulate", "--rate", "-1e3"], "--rate: must be a positive number, got '-1e3'"),
         (["compare", TINY, "--json", "-5s"], "argument --json: ignored explicit argument"),
         # a misspelt policy is reported before an option it would not read

@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from schedlab.cli import main
-from schedlab.cli.serving import parse_duration
+from schedlab.cli.durations import parse_duration
 from schedlab.errors import SchedlabError
 from schedlab.offline.bounds import available_bounds
 from schedlab.offline.solvers import available_solvers
@@ -354,13 +354,13 @@ def _policy_known(text: str) -> bool:
 OPTIONS: dict[str, dict[str, Callable[[str], bool]]] = {
     "solve": {
         "--solver": lambda t: t in available_solvers(),
-        "--time-limit": lambda t: _real(t, 0, above=True),
+        "--time-limit": _duration_ok,
         "--seed": lambda t: t.strip().isdigit() and _integer(t) is not None,
         "--option": _option_ok,
     },
     "compare": {
         "--solvers": lambda t: any(x in available_solvers() for x in _comma_items(t)),
-        "--time-limit": lambda t: _real(t, 0, above=True),
+        "--time-limit": _duration_ok,
         "--option": lambda t: _option_ok(t, "fcfs."),
     },
     "bound": {"--method": lambda t: t in available_bounds()},
@@ -375,7 +375,7 @@ OPTIONS: dict[str, dict[str, Callable[[str], bool]]] = {
         "--tpot": _duration_ok,
         "--ttft": _duration_ok,
         "--policy": _policy_known,
-        "--workload": lambda t: t in WORKLOADS or Path(t).is_file(),
+        "--workload": lambda t: t in WORKLOADS or t == "-" or Path(t).is_file(),
         "--cost-model": lambda t: t in cost_model_names() or Path(t).is_file(),
         "--block-size": lambda t: _integer(t) in (1, 8, 16, 32, 64, 128, 256),
         "--kv-tokens": lambda t: _whole(t, 16),

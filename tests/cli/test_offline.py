@@ -1,4 +1,5 @@
 import csv
+import io
 import json
 import subprocess
 import sys
@@ -242,11 +243,16 @@ def test_malformed_files(capsys, tmp_path):
     assert code == 2 and "expected a list of starts" in err
 
 
-def test_bad_time_limit_is_an_argparse_error(capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(["solve", DEFAULT, "--time-limit", "-3"])
-    assert exc.value.code == 2
-    assert "positive number of seconds" in capsys.readouterr().err
+def test_bad_time_limit_is_one_line_naming_the_option(capsys):
+    code, _, err = run(capsys, "solve", DEFAULT, "--time-limit", "-3")
+    assert code == 2
+    message = "--time-limit: duration must be positive and finite, got '-3'"
+    assert err.strip() == f"schedlab: error: {message}"
+
+
+def test_time_limit_takes_a_unit(capsys):
+    code, out, _ = run(capsys, "solve", DEFAULT, "--time-limit", "5s", "--json")
+    assert code == 0 and json.loads(out)["status"]
 
 
 def test_python_dash_m_works_and_prints_no_traceback():
@@ -390,3 +396,11 @@ def test_solvers_lists_each_solver_with_its_options(capsys):
         main(["solve", "--help"])
     shown = capsys.readouterr().out
     assert "solver options" in shown and "lp-search\n  repair_width: int = 64\n" in shown
+
+
+def test_solvers_as_csv_has_a_row_per_option(capsys):
+    code, out, _ = run(capsys, "solvers", "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert code == 0 and rows[0].keys() == {"solver", "exact", "option", "types", "default"}
+    (row,) = [r for r in rows if (r["solver"], r["option"]) == ("local-search", "work")]
+    assert row == {**row, "types": "int or None", "default": "60000", "exact": "False"}

@@ -6,13 +6,13 @@ import argparse
 import csv
 import importlib
 import json
-import re
 import subprocess
 import sys
 
 import pytest
 
-from schedlab.cli.serving import parse_duration, register
+from schedlab.cli.durations import parse_duration
+from schedlab.cli.serving import register
 from schedlab.errors import SchedlabError, UnknownNameError
 
 
@@ -29,26 +29,36 @@ def main(argv: list[str]) -> int:
         ("25ms", 0.025),
         ("5s", 5.0),
         ("2min", 120.0),
+        ("2m", 120.0),
         ("150us", 1.5e-4),
         (" 1e-2 s", 0.01),
         ("1h", 3600.0),
+        ("10", 10.0),  # a bare number is seconds, as for --time-limit
+        ("10.5", 10.5),
+        ("0.025", 0.025),
     ],
 )
 def test_parse_duration(text, seconds):
     assert parse_duration(text) == pytest.approx(seconds)
 
 
-@pytest.mark.parametrize("text", ["abc", "-5s", "0", "0s", "5 parsecs", "ms", "", "25", "0.025"])
+@pytest.mark.parametrize("text", ["abc", "-5s", "0", "0s", "5 parsecs", "ms", "", "1e999", "5d"])
 def test_parse_duration_errors_name_the_flag(text):
     with pytest.raises(SchedlabError, match="--tpot"):
         parse_duration(text, "--tpot")
 
 
-def test_a_bare_number_is_refused_with_the_fix():
-    # --tpot 25 once meant 25 seconds without a word
-    with pytest.raises(SchedlabError, match=re.escape("'25' has no unit; write e.g. 25ms or 25s")):
-        parse_duration("25", "--tpot")
+def test_zero_and_a_maximum():
     assert parse_duration("0", "--margin", allow_zero=True) == 0.0
+    assert parse_duration("2m", "--time-limit", maximum=120) == 120.0
+    with pytest.raises(SchedlabError, match="--time-limit: at most"):
+        parse_duration("121", "--time-limit", maximum=120)
+
+
+def test_every_duration_option_reads_bare_seconds(capsys):
+    assert main([*SIM[:6], "20", "--tpot", "0.025", "--ttft", "5", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["slo"] == {"ttft_s": 5.0, "tpot_s": 0.025, "kind": "every-token"}
 
 
 SIM = [
@@ -345,7 +355,16 @@ def test_a_replay_sweep_is_titled_by_its_workload_not_one_rate(capsys, tmp_path)
         (["simulate", "--policy", "vllm", "--margin", "1ms"], "--margin: read only by sloweave"),
         (
             ["simulate", "--policy", "sloweave", "--prediction-cv", "0.5"],
-            "--prediction-cv: read only by sloweave-kv; policy sloweave",
+            "--prediction-cv: read only by sloweave-kv and sloweave-kv-amax and "
+            "sloweave-kv-amin; policy sloweave",
+        ),
+        (
+            ["simulate", "--policy", "vllm", "--predictions", "lognormal:0.5"],
+            "--predictions: read only by sloweave-kv",
+        ),
+        (
+            ["capacity", "--policies", "vllm,sarathi", "--predictions", "perfect,lognormal:1"],
+            "--predictions: read only by sloweave-kv",
         ),
         (
             ["capacity", "--policies", "vllm,sarathi", "--prediction-cv", "0.5"],

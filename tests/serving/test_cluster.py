@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from schedlab.errors import ServingError, UnknownNameError
 from schedlab.llm.interconnect import Link
+from schedlab.predictions import Intervals
 from schedlab.serving import routers
 from schedlab.serving.cluster import (
     BREAKDOWN,
@@ -428,7 +429,7 @@ def _spy_run(stream, spec, route=routers.disaggregated):
         spy,
         link=SLOW_LINK,
         tpot_s=0.025,
-        predicted_output=np.array([7] * len(stream)),
+        predictions=Intervals(np.full(len(stream), 7), np.full(len(stream), 7), "test", False),
     )
     driver.run()
     return spy.seen

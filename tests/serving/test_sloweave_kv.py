@@ -13,7 +13,7 @@ from schedlab.serving.cost_model import SLOWEAVE_DEFAULT
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.metrics import SLO, request_itl
 from schedlab.serving.policies import PolicyContext, make_policy
-from schedlab.serving.prediction import predicted_outputs
+from schedlab.serving.prediction import predict_outputs
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import simulate
 from schedlab.serving.view import decode_kv_peak
@@ -163,14 +163,17 @@ def test_wrong_predictions_fall_back_to_preemption(cv):
 
 def test_predictions_are_seeded_and_separate_from_the_workload():
     output = np.arange(1, 1001)
-    assert (predicted_outputs(output, 0.0, 1) == output).all()
-    a, b = predicted_outputs(output, 0.5, 1), predicted_outputs(output, 0.5, 1)
-    assert (a == b).all() and (a >= 1).all() and not (a == output).all()
-    assert not (predicted_outputs(output, 0.5, 2) == a).all()
+    assert (predict_outputs("perfect", output, 1).point() == output).all()
+    assert (predict_outputs("lognormal:0", output, 1).point() == output).all()
+    a = predict_outputs("lognormal:0.5", output, 1).point()
+    b = predict_outputs("lognormal:0.5", output, 1)
+    assert (a == b.point()).all() and (a >= 1).all() and not (a == output).all()
+    assert (b.lower == a).all() and (b.upper == a).all()
+    assert not (predict_outputs("lognormal:0.5", output, 2).point() == a).all()
     ratio = a / output
     assert ratio.mean() == pytest.approx(1.0, abs=0.08)
     with pytest.raises(ServingError, match="prediction_cv"):
-        predicted_outputs(output, -0.1, 1)
+        Scenario("sloweave-kv", prediction_cv=-0.1)
     # the stream a scenario draws is the same whatever the prediction error
     s0 = simulate("chat", Scenario("sloweave-kv", seed=4), rate=5.0, duration_s=10.0)
     s1 = simulate(

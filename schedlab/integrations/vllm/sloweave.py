@@ -55,6 +55,7 @@ from schedlab.serving import view as rules
 from schedlab.serving.cost_model import CostModel, get_cost_model
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.policies import Policy, PolicyContext, make_policy
+from schedlab.serving.prediction import Estimate
 from schedlab.serving.view import RequestView
 
 require_vllm()  # one line naming the extra, before vLLM's own ImportError
@@ -85,7 +86,17 @@ def check_policy(spec: str) -> str:
 class _RequestView:
     """A vLLM request as a policy reads it (:class:`~schedlab.serving.view.RequestView`)."""
 
-    __slots__ = ("admitted", "done", "index", "predicted_output", "prompt", "request", "target")
+    __slots__ = (
+        "admitted",
+        "done",
+        "index",
+        "predicted_lower",
+        "predicted_output",
+        "predicted_upper",
+        "prompt",
+        "request",
+        "target",
+    )
 
     def __init__(self, request: Any, admitted: bool, done: int) -> None:
         self.request = request
@@ -95,6 +106,7 @@ class _RequestView:
         self.done = done
         self.admitted = admitted
         self.predicted_output = int(request.max_tokens)
+        self.predicted_lower = self.predicted_upper = self.predicted_output
 
 
 def _index(request_id: str) -> int:
@@ -148,17 +160,20 @@ class VllmView(rules.BlockRules):
                 done = int(manager.get_computed_blocks(request)[1])
             yield _RequestView(request, False, done)
 
-    def projected_kv_peak(self) -> int:
+    def projected_kv_peak(self, estimate: Estimate = "point") -> int:
         """:meth:`schedlab.serving.engine.Engine.projected_kv_peak` on vLLM's requests:
         each decode holds its KV after this step plus a block's slack for
         ``max(max_tokens - generated, 1)`` more steps; a partly prefilled request is
-        reserved at the blocks of its final size."""
+        reserved at the blocks of its final size. A request's whole interval is its
+        ``max_tokens``, so every ``estimate`` plans the same."""
         config = self.config
         slack = config.block_size - 1
         holds = [r.num_computed_tokens + 1 + slack for r in self._decodes]
         rests = [max(int(r.max_tokens) - r.num_output_tokens, 1) for r in self._decodes]
         reserved = sum(
-            rules.reserved_tokens(config, _RequestView(r, True, int(r.num_computed_tokens)))
+            rules.reserved_tokens(
+                config, _RequestView(r, True, int(r.num_computed_tokens)), estimate
+            )
             for r in self._partials
         )
         return reserved + rules.decode_kv_peak(holds, rests)

@@ -49,21 +49,17 @@ memory budget (:class:`~schedlab.errors.MemoryBudgetError`, :mod:`schedlab.budge
     The same Lagrangian bound with prices from the volume bound's fluid schedule and
     subgradient steps, no LP: cheap per step; ``best`` runs it from
     ``n > SPACING_MAX_N`` to ``LAGRANGIAN_MAX_N``, and from ``n >= LARGE_N`` on it
-    replaces ``lp``. Below
-    ``fluid-spacing`` on the mixed, ShareGPT and Jaillet backlogs measured, but above it
-    where a few long requests stand among many short ones (229,198 against 220,444 on
-    1,600 requests, nine in ten of output 1, the rest of 400; 2026-12-02).
+    replaces ``lp``. Neither of ``lagrangian`` and ``fluid-spacing`` dominates the other
+    (``docs/design.md``, "Decision record").
 
 Work and time (:mod:`schedlab.budget`): each method counts its work in its own units with
 fixed defaults, and ``best`` plans by estimates, so the value depends only on the
 instance (and ``work``); ``time_limit`` is a wall-clock cap (``None``: none), recorded
 in ``stats["stopped_by"]`` when it binds. Under a cap, ``best`` gives every planned method
 but the last half of what is left of it, the last one all of it. A method checks the cap inside its
-longest unit of work too (``lagrangian`` between chunks of requests of a pricing), so
-``best`` with ``time_limit=5`` took 5.2-5.8 s on ``mixed_backlog(10**5)`` and 2.1 s for 2 s
-on ``mixed_backlog(10**4)`` (2026-12-03; 50 s and 5.8 s before, when one pricing of
-``lagrangian`` ran to its end; ``benchmarks/time_caps.py``). Figures:
-``benchmarks/bounds_scaling.py``.
+longest unit of work too (``lagrangian`` between chunks of requests of a pricing), so a
+cap is overrun by at most one such unit (``benchmarks/time_caps.py`` measures it;
+``benchmarks/bounds_scaling.py`` the methods' times and values).
 """
 
 from __future__ import annotations
@@ -123,20 +119,19 @@ __all__ = [
 LARGE_N = 1500
 
 #: Up to this many requests ``best`` runs ``completion-spacing`` (which solves the LP
-#: itself) instead of ``lp`` and ``lagrangian``. On the shipped mixed n = 1,000 it gave
-#: 4,468,244 in 138 s, against 4,461,310 (``lagrangian``) and 4,459,794 (``lp``) in 121 s
-#: for the two (2026-12-01).
+#: itself) instead of ``lp`` and ``lagrangian``: it dominates both by construction (the
+#: LP's Lagrangian plus a non-negative waste term), at about the cost of the two
+#: together (``benchmarks/offline_targets.py --rows best`` measures it).
 SPACING_MAX_N = 1000
 
 
 #: Up to this many requests ``best`` runs ``fluid-spacing``: its arrays grow with the
-#: horizon, its work with ``n log T``. On ``mixed_backlog(100_000)`` it took 16 s and 0.3 GB
-#: (2026-12-02).
+#: horizon, its work with ``n log T``.
 FLUID_SPACING_MAX_N = 100_000
 
 #: Up to this many requests ``best`` runs ``lagrangian``: each of its pricings is
-#: ``O(n · blocks)``, 45 s on ``mixed_backlog(10**5)`` (2026-12-03), so beyond it not even
-#: one fits a cap of minutes, and ``best`` keeps to the ``O(n log n)`` bounds.
+#: ``O(n · blocks)``, so beyond it not even one fits a cap of minutes, and ``best`` keeps
+#: to the ``O(n log n)`` bounds.
 LAGRANGIAN_MAX_N = 100_000
 
 

@@ -33,11 +33,8 @@ its steps shrink):
 The horizon ``T`` of the LP-based methods (the makespan of a list schedule) is not known
 before they run; the estimates take the largest volume-bound completion
 (:func:`~schedlab.offline.bounds.volume.volume_completions`), which no schedule beats.
-Against these estimates (2026-12-06, development machine beside other jobs, compiled
-pricing): the shipped mixed n = 200 backlog's ``completion-spacing`` (7.4e8) took 12 s,
-its LP converging in 37 of its 400 rounds, so the estimates are loose upward; the
-``lagrangian`` of ``mixed_backlog(10_000)`` (3.1e10) took most of the 310 s ``best``
-took when it ran every method (``benchmarks/offline_targets.py --rows best``).
+They are upper estimates: an LP that converges early (before its last round) costs less
+(``benchmarks/offline_targets.py --rows best`` times each method against its estimate).
 """
 
 from __future__ import annotations
@@ -63,8 +60,8 @@ __all__ = [
 
 #: ``best``'s overall work budget, in start costs. It fits ``completion-spacing`` up to
 #: about 270 requests of the mixed backlogs (7.4e8 on the shipped n = 200), not at
-#: n = 1,000 (3.9e9, 112 s of the 138 s of ``best`` there, 2026-12-06), nor
-#: ``lagrangian`` on ``mixed_backlog(10_000)`` (3.1e10, 99.6 % of ``best``'s 586 s).
+#: n = 1,000 (3.9e9), nor ``lagrangian`` on ``mixed_backlog(10_000)`` (3.1e10): the
+#: methods that took most of ``best``'s time there before it was planned by cost.
 BEST_WORK = 1e9
 
 #: Subgradient steps and starting scales of ``lagrangian``: pricings at most.

@@ -41,9 +41,8 @@ bisection, ``f_i`` being convex). ``ν`` is chosen by the same golden-section se
 for the completion-spacing bound. The value is reduced by a bound on its rounding error
 (``FluidSpacing.rounding``; prefix sums in two levels keep it small). Cost: the prices'
 prefix sums once (``O(T)``), ``O(n log T)`` start costs, then per evaluation (16 of
-them) ``O(n log T)`` more and the pruned blocks, about 20 a request on mixed backlogs:
-0.1 s on the shipped mixed n = 1,000, 1.6 s on ``mixed_backlog(10_000, seed=0)`` and 16 s
-(0.3 GB) on ``mixed_backlog(100_000)`` (2026-12-02).
+them) ``O(n log T)`` more and the pruned blocks, about 20 a request on mixed backlogs
+(``benchmarks/bounds_scaling.py`` times it).
 
 Release dates do not enter the prices (the bound stays valid for every instance, but it
 is meant for backlogs released together, where the mean-busy-time bound is the fluid

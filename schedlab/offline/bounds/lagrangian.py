@@ -72,8 +72,8 @@ def lagrangian_bound_search(
     between the best rule's decodes and between chunks of each pricing; a pricing it cuts
     is dropped. The value is never below ``L(0) = sum_i o_i`` (zero prices: each request
     starts at its release), which it is when no pricing finished. So the cap is overrun
-    by at most one rule's decode and a chunk of pricing (about 0.1 s; the first of a
-    process up to a second). Returns the (safety-reduced) value and statistics:
+    by at most one rule's decode and a chunk of pricing (``benchmarks/time_caps.py``
+    measures the overshoot). Returns the (safety-reduced) value and statistics:
     ``"priced"`` the pricings finished, ``"steps"`` the subgradient steps begun.
     """
     budget = budget or Budget()

@@ -85,8 +85,7 @@ __all__ = [
 LP_ROUNDS = 400
 
 #: Most aggregated memory rows used when the caller does not choose (see :func:`uniform_blocks`).
-#: Finer rows gain little: 1,000 raised the LP of the shipped mixed n = 200 from 248,309 to
-#: 248,322 and ``completion-spacing`` by 6, in 98 s against 11 s (2026-12-03).
+#: Finer rows gain little for much more time (``docs/design.md``, "Decision record").
 DEFAULT_MAX_BLOCKS = 300
 
 #: Longest horizon ``T`` (rounds) a time-indexed method accepts: its arrays over the rounds
@@ -347,10 +346,8 @@ def price_starts(
         :mod:`schedlab.offline.bounds.compiled_pricing`, or ``"python"``, the NumPy code
         here (the reference). Both give the same minima and starts, bit for bit.
     budget
-        Checked before each chunk of requests (:meth:`~schedlab.budget.Budget.check`):
-        one pricing at ``K = 1000`` takes about 4 s at ``n = 10^4`` and 45 s at
-        ``n = 10^5`` (2026-12-03), a chunk about a tenth of a second (the first in a
-        process up to about one: its arrays are new to memory).
+        Checked before each chunk of requests (:meth:`~schedlab.budget.Budget.check`),
+        so a cap is overrun by at most one chunk (``benchmarks/time_caps.py``).
 
     Raises
     ------

@@ -21,6 +21,9 @@ solver                    exact  module
 ``dp``                    yes    :mod:`~schedlab.offline.solvers.dp`
 ``cpsat``                 yes    :mod:`~schedlab.offline.solvers.cpsat`
 ``brute-force``           yes    :mod:`~schedlab.offline.solvers.brute_force`
+``a-max``, ``a-min``,     no     :mod:`~schedlab.offline.solvers.online` (online policies
+``mc-sf-predicted``,             with predicted lengths and eviction; option
+``fcfs-preempt``                 ``predictions``)
 ========================  =====  ==========================================================
 
 *Exact* solvers return ``OPTIMAL`` only when they proved it.
@@ -38,6 +41,7 @@ from schedlab.offline.solvers import (
     dp,
     local_search,
     lp_guided,
+    online,
     receding_horizon,
     rules,
     sorted_f,
@@ -113,6 +117,7 @@ BUILTIN_SOLVERS: tuple[SolverInfo, ...] = (
     SolverInfo("dp", dp.solve_dp, exact=True),
     SolverInfo("cpsat", cpsat.solve_cpsat, exact=True),
     SolverInfo("brute-force", brute_force.brute_force, exact=True),
+    *(SolverInfo(name, fn) for name, fn in online.ONLINE_SOLVERS.items()),
 )
 
 #: Every solver by name: the built-ins and those added by :func:`register_solver`

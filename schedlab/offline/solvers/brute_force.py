@@ -37,11 +37,8 @@ MAX_REQUESTS = 8
 
 #: Most rounds the search may span by default, ``a_max + U`` (``max_rounds=`` overrides
 #: it). The searches of the tests and the shipped tiny instances span at most 171
-#: (``jaillet_instance(11, n=8)``); ``jaillet_instance(2, n=6)`` spans 285 and is proven in
-#: 1.7 s. Time grows about as the window ``U - sum_j o_j`` to the power ``n``: four
-#: requests that cannot overlap, with outputs of 20, 30 and 50 rounds (windows of 73, 119
-#: and 209; spans of 161, 254 and 439), took 0.4, 3 and 26 s, and with outputs of 100
-#: (span 901) more than a minute (2026-12-03).
+#: (``jaillet_instance(11, n=8)``). Time grows about as the window ``U - sum_j o_j`` to
+#: the power ``n`` (``docs/design.md``, "Decision record").
 MAX_ROUNDS = 512
 
 #: Search nodes by default (``max_nodes=``): each tries every start of its window, so a

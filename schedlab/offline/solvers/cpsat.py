@@ -15,11 +15,8 @@ for that case (and two for ``C_j - C_e <= -1``, ``>= o_j``)
 
 Pairs whose windows keep ``j`` out of ``e``'s last round are left out. This replaced a
 cumulative of one unit interval per active round (``sum_i o_i`` of them), which CP-SAT
-spent most of its time presolving: on ``jaillet_instance(seed, n=12)``, seeds 0..4, the
-median proof took 3.6 s against 9.6 s, and on ``mixed_backlog(12, kv_tokens=4000)`` seed 0
-the optimum was proven in 6.4 s where the cumulative had not closed a 15 % gap in 30 s
-(2026-12-03, ``benchmarks/exact_scaling.py`` and a side-by-side script; the mixed rows
-are in the docs of :data:`MAX_INTERVALS`).
+spent most of its time presolving (``docs/design.md``, "Decision record", gives the
+comparison).
 
 *Left-shift rule* (Claim 3 there): in an optimal schedule no request can start one round
 earlier with the others fixed. For ``p_j > a_j`` that holds iff some ``f`` ends in round
@@ -50,9 +47,7 @@ Every pair's offset is restricted to that union of intervals: implied by the
 memory checks, but propagated more strongly (``proofs/cpsat_pair_cuts.md``).
 A redundant cumulative of each request's age segments (3 or 4 fixed-size intervals at
 ``p_i + age``, each demanding the ``s_i + age + 1`` tokens it holds at least) was tried and
-left out: on ``jaillet_instance(seed, 14)``, seeds 0..2, 60 s, it proved the same seed
-(2, in 27 s against 31 s) and left the others at the same incumbent and posted bound,
-with ``linearization_level=2`` too (2026-12-04).
+left out: it proved nothing more (``docs/design.md``, "Decision record").
 
 Solving
 -------
@@ -108,11 +103,9 @@ __all__ = [
     "start_windows",
 ]
 
-#: CP-SAT search workers by default. One worker is deterministic by itself and proved
-#: ``jaillet_instance(seed, n=12)``, seeds 0..4, in 2.0 s median against 5.6 s for two
-#: interleaved workers (interleaving, needed for determinism with more than one, runs
-#: the full search in slices between neighbourhood searches; 2026-12-03, the last-round
-#: model before the left-shift rule was added).
+#: CP-SAT search workers by default. One worker is deterministic by itself; more than
+#: one are deterministic only interleaved, which runs the full search in slices between
+#: neighbourhood searches, and proved less fast (``docs/design.md``, "Decision record").
 DEFAULT_WORKERS = 1
 
 #: Share of the wall-clock cap spent on the lower bound posted to the model.
@@ -122,22 +115,15 @@ _BOUND_SHARE = 0.1
 _SEARCH_SHARE = 0.1
 
 #: CP-SAT's work budget by default, in its deterministic time: about ten minutes of one
-#: core, far beyond any proof of the sizes it proves (Jaillet n = 12: 1.6 units median), so a
-#: call without a wall-clock cap still ends, the same way on every machine.
+#: core, far beyond any proof of the sizes it proves, so a call without a wall-clock cap
+#: still ends, the same way on every machine.
 DEFAULT_DETERMINISTIC_TIME = 600.0
 
 
 #: Largest instance accepted by default, by ``sum_i o_i`` (the rounds its requests run,
-#: which set the width of the start windows). With the last-round model (2026-12-03, one
-#: worker, 30 s, 2 shared cores) CP-SAT proved ``mixed_backlog(12, kv_tokens=4000)``
-#: (``sum o`` = 4,983) optimal in 6.4 s, 0.08 % below its warm start; improved
-#: ``mixed_backlog(20, kv_tokens=6000)`` (6,665) from 21,271 to 20,974 without a proof (21,074
-#: in a second, more loaded run: the cap is wall-clock); and did not improve local
-#: search's 21,767 on the shipped mixed n = 50 (18,143). No larger instance was tried
-#: with this model; the cumulative model before it had gained nothing on the shipped
-#: n = 200 (85,351; ``benchmarks/offline_targets.py``, row ``cpsat``), where this one
-#: spends about 4 s on its ``O(n^2)`` pair terms. Larger instances are refused, in favour
-#: of ``alns`` and ``lp-search``, unless ``max_intervals`` is raised.
+#: which set the width of the start windows): past it CP-SAT was not seen to improve its
+#: warm start (``docs/design.md``, "Decision record"), so larger instances are refused,
+#: in favour of ``alns`` and ``lp-search``, unless ``max_intervals`` is raised.
 MAX_INTERVALS = 20_000
 
 
@@ -253,7 +239,7 @@ def _add_last_round_checks(
     is blocked (module docs): some ``f`` ends at ``p_j`` with ``L_f >= M - s_j``, or some
     ``e`` with ``1 <= C_j - C_e <= o_j - 1`` has ``L_e = M``. Returns ``False``, the model
     unfinished, if ``budget`` runs out first (checked once per request ``e``: the pairs
-    take ``O(n^2)`` time, about 4 s at ``n = 200``).
+    take ``O(n^2)`` time).
     """
     n, memory = instance.n, instance.kv_tokens
     s, o, a = instance.prompt.tolist(), instance.output.tolist(), instance.arrival.tolist()
@@ -492,8 +478,7 @@ def repair_window(
     budget
         Wall-clock cap for the whole call: the model is built under it too, and if it
         passes first the given starts come back with ``TIME_LIMIT``. CP-SAT's own
-        presolve can overrun its share on large windows (2.2 s for 0.3 s with 30 requests
-        freed and a reach of 3,000 rounds on the shipped mixed n = 200, 2026-12-03).
+        presolve can overrun its share on large windows.
     max_deterministic_time
         The work budget, in CP-SAT's deterministic time (one worker, so deterministic).
 

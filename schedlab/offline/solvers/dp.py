@@ -114,9 +114,8 @@ MAX_DP_REQUESTS = 12
 #: schedule that runs the requests one at a time after the last release; ``max_rounds=``
 #: overrides it). Five times 4,096, so that ``receding-horizon``'s default windows of five
 #: requests from the shipped length tables (outputs up to 4,056) are all accepted. Near it
-#: a backlog whose requests cannot overlap is the costliest shape measured (2026-12-03):
-#: four requests of 5,000 rounds took 38 s and 2.5 GB, five of 4,000 33 s and 2.3 GB;
-#: with outputs of 10^7 the search had taken 1.1 GB within a minute and went on.
+#: a backlog whose requests cannot overlap is the costliest shape (``docs/design.md``,
+#: "Decision record", gives its time and memory).
 MAX_DP_ROUNDS = 5 * 4_096
 
 #: The most start sets one state may have (every subset of the ready requests that fits

@@ -1,0 +1,169 @@
+r"""Schedules with eviction: each request's runs, their objective, waste and verifier.
+
+In the semi-online model (``docs/design.md``, "Semi-online model") a scheduler may *evict* a
+running request: it frees the request's memory and loses its progress, and the request
+starts again later from its first token (vLLM's preemption by recompute). A schedule is
+then, per request :math:`i`, its runs :math:`(p_{i1}, r_{i1}), \dots, (p_{ik}, r_{ik})`
+in order: run :math:`j` starts in round :math:`p_{ij}` and is active :math:`r_{ij}`
+rounds, holding :math:`s_i + q` tokens in its :math:`q`-th active round. Every run but
+the last was evicted (:math:`1 \le r_{ij} < o_i`); the last completes
+(:math:`r_{ik} = o_i`), at :math:`C_i = p_{ik} + o_i`. The objective is the offline one,
+the total end-to-end latency :math:`\sum_i (C_i - a_i)`: only last starts count
+(:func:`objective`). Evicted runs only waste: :func:`evictions` counts them and
+:func:`wasted_token_rounds` the tokens they held, summed over their rounds.
+
+:func:`verify_runs` checks a schedule against its instance independently of the online
+engine (:mod:`schedlab.offline.online.engine`): every run as a request of its own, with
+the request's prompt and the run's length, goes through the offline verifier
+(:mod:`schedlab.offline.verify`), which shares no code with the engine, and the order and
+lengths of each request's runs are checked here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from schedlab.errors import ScheduleError
+from schedlab.offline.instance import Instance, Request, check_instance
+from schedlab.offline.schedule import total_latency
+from schedlab.offline.verify import verify
+
+__all__ = [
+    "Runs",
+    "assert_runs_feasible",
+    "evictions",
+    "last_starts",
+    "objective",
+    "runs_to_lists",
+    "verify_runs",
+    "wasted_rounds",
+    "wasted_token_rounds",
+]
+
+#: Per request, its runs ``(start, rounds)`` in order; only the last completes.
+Runs = tuple[tuple[tuple[int, int], ...], ...]
+
+
+def last_starts(runs: Runs) -> np.ndarray:
+    """The start round of each request's last (completing) run."""
+    return np.array([request[-1][0] for request in runs], dtype=np.int64)
+
+
+def objective(instance: Instance, runs: Runs) -> int:
+    r"""Total end-to-end latency :math:`\sum_i (p_{ik} + o_i - a_i)` of the last runs."""
+    return total_latency(instance, last_starts(runs))
+
+
+def evictions(runs: Runs) -> int:
+    """The number of evicted runs: every run but each request's last."""
+    return sum(len(request) - 1 for request in runs)
+
+
+def wasted_rounds(runs: Runs) -> int:
+    """Rounds spent in evicted runs, summed over requests."""
+    return sum(rounds for request in runs for _, rounds in request[:-1])
+
+
+def wasted_token_rounds(instance: Instance, runs: Runs) -> int:
+    r"""Tokens held by evicted runs, summed over their rounds: an evicted run of
+    :math:`r` rounds of request :math:`i` held :math:`\sum_{q=1}^{r} (s_i + q) = r s_i +
+    r(r+1)/2` token-rounds of KV cache for nothing."""
+    return sum(
+        rounds * instance.requests[i].prompt + rounds * (rounds + 1) // 2
+        for i, request in enumerate(runs)
+        for _, rounds in request[:-1]
+    )
+
+
+def runs_to_lists(runs: Runs) -> list[list[list[int]]]:
+    """``runs`` as JSON-ready lists: ``[[[start, rounds], ...], ...]``."""
+    return [[[int(p), int(r)] for p, r in request] for request in runs]
+
+
+def _integer(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        return None
+    return int(value)
+
+
+def _pairs(entry: Any) -> list[tuple[int, int]] | str:
+    """A request's runs as integer pairs, or what is wrong with them."""
+    if isinstance(entry, str | bytes) or not isinstance(entry, Sequence) or not entry:
+        return "expected a non-empty sequence of (start, rounds) runs"
+    pairs = []
+    for j, run in enumerate(entry):
+        if isinstance(run, str | bytes) or not isinstance(run, Sequence) or len(run) != 2:
+            return f"run {j}: expected (start, rounds), got {run!r}"
+        start, rounds = _integer(run[0]), _integer(run[1])
+        if start is None or rounds is None:
+            return f"run {j}: start and rounds must be integers, got {tuple(run)!r}"
+        pairs.append((start, rounds))
+    return pairs
+
+
+def verify_runs(instance: Instance, runs: Runs | Sequence[Any]) -> list[str]:
+    """Every violation of ``runs`` on ``instance``, in words (empty if feasible).
+
+    Checked: one entry of runs per request; each run has integer start and
+    ``rounds >= 1``; the first run starts no earlier than the release; each run starts
+    after the previous one ends (no overlap, in order); every run but the last is shorter
+    than ``o_i`` (it would have completed) and the last has exactly ``o_i`` rounds; and in
+    every round the active runs hold at most ``M`` tokens (a run in its ``q``-th round
+    holds ``s_i + q``), by the offline verifier on the runs taken as requests.
+    """
+    check_instance(instance, "verify_runs")
+    if isinstance(runs, str | bytes) or not isinstance(runs, Sequence):
+        raise ScheduleError(f"runs: expected one sequence of runs per request, got {runs!r}")
+    if len(runs) != instance.n:
+        return [f"runs: {len(runs)} entries for {instance.n} requests"]
+    problems: list[str] = []
+    pieces: list[Request] = []
+    starts: list[int] = []
+    for i, (request, entry) in enumerate(zip(instance.requests, runs, strict=True)):
+        pairs = _pairs(entry)
+        if isinstance(pairs, str):
+            problems.append(f"request {i}: {pairs}")
+            continue
+        if pairs[0][0] < request.arrival:
+            problems.append(
+                f"request {i}: run 0 starts in round {pairs[0][0]}, before its release "
+                f"round {request.arrival}"
+            )
+        for j, (start, rounds) in enumerate(pairs):
+            last = j == len(pairs) - 1
+            if rounds < 1:
+                problems.append(f"request {i}: run {j} has {rounds} rounds (at least 1)")
+                continue
+            if last and rounds != request.output:
+                problems.append(
+                    f"request {i}: its last run has {rounds} rounds, not its output length "
+                    f"{request.output}: it does not complete"
+                )
+            if not last and rounds >= request.output:
+                problems.append(
+                    f"request {i}: run {j} has {rounds} rounds, so it completed; only the "
+                    f"last run may (output length {request.output})"
+                )
+            if j and start < pairs[j - 1][0] + pairs[j - 1][1]:
+                before = pairs[j - 1]
+                problems.append(
+                    f"request {i}: run {j} starts in round {start}, before run {j - 1} "
+                    f"(rounds {before[0]}..{before[0] + before[1] - 1}) ends"
+                )
+            if rounds <= request.output:
+                pieces.append(Request(request.prompt, rounds))
+                starts.append(start)
+    if pieces:
+        pieced = Instance(instance.kv_tokens, tuple(pieces))
+        problems.extend(p for p in verify(pieced, np.array(starts)) if p.startswith("memory"))
+    return problems
+
+
+def assert_runs_feasible(instance: Instance, runs: Runs | Sequence[Any]) -> None:
+    """Raise :class:`~schedlab.errors.ScheduleError` listing every violation, if any."""
+    problems = verify_runs(instance, runs)
+    if problems:
+        raise ScheduleError("infeasible runs: " + "; ".join(problems))

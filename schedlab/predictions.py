@@ -1,0 +1,400 @@
+r"""Predicted output lengths: an interval per request, from a seeded prediction model.
+
+An online scheduler sees a request's prompt at its arrival but not its output length
+:math:`o_i`; at best it is told an interval :math:`[\ell_i, u_i]` (Chen, Ye, Zhou,
+"Adaptively Robust LLM Inference Optimization under Prediction Uncertainty",
+arXiv 2508.14544) or a point :math:`\hat o_i = \ell_i = u_i`. :func:`predict` draws
+:class:`Intervals` for the true lengths by one of these models, named by a *spec*:
+
+=============================  =============================================================
+spec                           model
+=============================  =============================================================
+``perfect``                    :math:`\ell_i = u_i = o_i` (exact).
+``interval:ALPHA[:SEED]``      intervals of ratio :math:`\ell_i / u_i \approx \alpha`,
+                               :math:`0 < \alpha \le 1`, that contain :math:`o_i` (exact):
+                               :func:`ratio_intervals`.
+``buckets[:SEED]``,            the output-length class a classifier names, right with
+``buckets:ACCURACY:SEED``      probability ``ACCURACY`` (default :data:`BUCKET_ACCURACY`),
+                               else a neighbouring class; may miss :math:`o_i` (not exact
+                               unless ``ACCURACY`` is 1): :func:`bucket_intervals`.
+``lognormal:CV[:SEED]``        a point :math:`\max(1, \mathrm{round}(o_i X))` with a mean-1
+                               lognormal :math:`X` of coefficient of variation ``CV``
+                               (exact only for ``CV = 0``): :func:`lognormal_points`.
+=============================  =============================================================
+
+Every model is seeded: the seed written in the spec wins over :func:`predict`'s ``seed``
+argument, and each model draws from its own random stream of that seed, so the same
+spec, lengths and seed give the same intervals. A file of predictions, one interval per
+request id, is read by :func:`read_predictions`. Bad specs and predictions raise a
+one-line :class:`~schedlab.errors.PredictionError` naming the place.
+
+This module imports nothing of schedlab but the ground (:mod:`schedlab.errors`,
+:mod:`schedlab.json_files`): both the offline half and the serving simulator use it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from schedlab.errors import FormatError, PredictionError
+from schedlab.json_files import check_keys, parse_json, read_text
+
+__all__ = [
+    "BUCKET_ACCURACY",
+    "MAX_CV",
+    "MODELS",
+    "Intervals",
+    "bucket_intervals",
+    "geometric_mean",
+    "lognormal_points",
+    "predict",
+    "ratio_intervals",
+    "read_predictions",
+]
+
+#: The prediction models, by the first field of their spec.
+MODELS: tuple[str, ...] = ("perfect", "interval", "buckets", "lognormal")
+
+#: The classifier's accuracy of ``buckets`` when the spec does not give it: our choice
+#: (the paper's classifier is not available to us), a middling classifier.
+BUCKET_ACCURACY = 0.8
+
+#: The largest coefficient of variation of ``lognormal`` (as the serving simulator's).
+MAX_CV = 10.0
+
+# Tags of each model's random stream, so that the streams of one seed are independent;
+# ``lognormal``'s is the serving simulator's (schedlab/serving/prediction.py), so that
+# both draw the same points for the same lengths, CV and seed.
+_STREAMS = {"interval": 0x696E74, "buckets": 0x62636B, "lognormal": 0x707265}
+
+
+@dataclass(frozen=True, eq=False)
+class Intervals:
+    """One predicted interval ``[lower[i], upper[i]]`` of output lengths per request.
+
+    Attributes
+    ----------
+    lower, upper
+        ``int64`` arrays, one entry per request (read-only).
+    model
+        The spec that produced them, with its seed (``"interval:0.5:3"``), or the file
+        they were read from.
+    exact
+        Whether the model promises that every interval contains the true length.
+    """
+
+    lower: np.ndarray
+    upper: np.ndarray
+    model: str
+    exact: bool
+
+    def __post_init__(self) -> None:
+        for name in ("lower", "upper"):
+            array = np.array(getattr(self, name), dtype=np.int64)
+            array.setflags(write=False)
+            object.__setattr__(self, name, array)
+
+    def __len__(self) -> int:
+        return len(self.lower)
+
+    def check(self, outputs: np.ndarray | Sequence[int], where: str) -> None:
+        """Refuse intervals that do not fit the true lengths ``outputs``.
+
+        Raises
+        ------
+        PredictionError
+            One line starting with ``where``, naming the first faulty request: a count
+            other than one interval per request, ``lower < 1``, ``lower > upper``, or,
+            when :attr:`exact`, a true length outside its interval.
+        """
+        true = np.asarray(outputs, dtype=np.int64)
+        if self.lower.shape != true.shape or self.upper.shape != true.shape:
+            raise PredictionError(
+                f"{where}: {len(self.lower)} predictions for {len(true)} requests"
+            )
+        for wrong, what in (
+            (self.lower < 1, "lower end below 1"),
+            (self.lower > self.upper, "lower end above the upper end"),
+        ):
+            if wrong.any():
+                i = int(np.argmax(wrong))
+                raise PredictionError(
+                    f"{where}: request {i}: interval [{self.lower[i]}, {self.upper[i]}] has "
+                    f"its {what}"
+                )
+        if self.exact:
+            outside = (true < self.lower) | (true > self.upper)
+            if outside.any():
+                i = int(np.argmax(outside))
+                raise PredictionError(
+                    f"{where}: request {i}: interval [{self.lower[i]}, {self.upper[i]}] "
+                    f"excludes the true length {true[i]}, though {self.model} is declared exact"
+                )
+
+    def point(self) -> np.ndarray:
+        """A point estimate per request: :func:`geometric_mean` of the ends."""
+        return geometric_mean(self.lower, self.upper)
+
+
+def geometric_mean(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    r"""The point estimate :math:`\mathrm{round}(\sqrt{\ell_i u_i})` of each interval,
+    clipped to it: off from any length in the interval by a factor
+    :math:`\sqrt{u_i/\ell_i}` at most, whichever end the length is at (the arithmetic
+    mean can be off by :math:`(u_i/\ell_i + 1)/2`)."""
+    middle = np.rint(np.sqrt(np.asarray(lower, dtype=np.float64) * upper))
+    return np.clip(middle.astype(np.int64), lower, upper)
+
+
+def _seed(text: str, where: str) -> int:
+    if not text.isdigit():
+        raise PredictionError(f"{where}: seed must be an integer >= 0, got {text!r}")
+    return int(text)
+
+
+def _number(text: str, name: str, where: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise PredictionError(f"{where}: {name} must be a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise PredictionError(f"{where}: {name} must be finite, got {text!r}")
+    return value
+
+
+def ratio_intervals(outputs: np.ndarray, alpha: float, seed: int) -> Intervals:
+    r"""Intervals of ratio about :math:`\alpha` containing each true length.
+
+    The true length is placed at a uniformly drawn position :math:`\theta_i \in [0, 1)`
+    of the interval on a log scale,
+
+    .. math:: \ell_i = \max\bigl(1, \lfloor o_i \alpha^{\theta_i} \rfloor\bigr), \qquad
+              u_i = \max\bigl(o_i, \lceil \ell_i / \alpha \rceil\bigr),
+
+    so :math:`\ell_i \le o_i \le u_i` and :math:`\ell_i/u_i` is :math:`\alpha` up to the
+    rounding. Chen, Ye and Zhou (arXiv 2508.14544) measure their algorithms against such
+    intervals of ratio :math:`\alpha`; where in the interval the true length lies is our
+    choice (we could read the paper's abstract and summaries, not its experimental
+    section): uniform on a log scale, so that no end is favoured and an algorithm that
+    trusts either end is tested. :math:`\alpha = 1` gives the perfect prediction.
+    """
+    true = np.asarray(outputs, dtype=np.int64)
+    theta = np.random.default_rng([_STREAMS["interval"], seed]).random(true.size)
+    lower = np.maximum(1, np.floor(true * alpha**theta + 1e-9)).astype(np.int64)
+    lower = np.minimum(lower, true)
+    upper = np.maximum(true, np.ceil(lower / alpha - 1e-9).astype(np.int64))
+    return Intervals(lower, upper, f"interval:{alpha:g}:{seed}", exact=True)
+
+
+def bucket_intervals(outputs: np.ndarray, accuracy: float, seed: int) -> Intervals:
+    r"""The output-length class a noisy classifier names, as the interval of that class.
+
+    Classes double: class :math:`k \ge 0` is :math:`[2^k, 2^{k+1} - 1]`, so every interval
+    has ratio about :math:`1/2` and request :math:`i`'s true class is
+    :math:`\lfloor \log_2 o_i \rfloor`. The classifier names the true class with
+    probability ``accuracy``, else a neighbouring one, the class below or above with
+    equal probability (above for class 0). Chen, Ye and Zhou (arXiv 2508.14544) take
+    predictions as such an interval classification; the class edges and the error model
+    are our choice, documented in ``docs/design.md``.
+    """
+    true = np.asarray(outputs, dtype=np.int64)
+    rng = np.random.default_rng([_STREAMS["buckets"], seed])
+    right = rng.random(true.size) < accuracy
+    up = rng.random(true.size) < 0.5
+    klass = np.floor(np.log2(true)).astype(np.int64)
+    # exact integer class: float log2 may round at powers of two
+    klass += (np.left_shift(1, klass + 1) <= true).astype(np.int64)
+    klass -= (np.left_shift(1, klass) > true).astype(np.int64)
+    named = np.where(right, klass, np.where(up | (klass == 0), klass + 1, klass - 1))
+    lower = np.left_shift(1, named)
+    upper = np.left_shift(1, named + 1) - 1
+    return Intervals(lower, upper, f"buckets:{accuracy:g}:{seed}", exact=accuracy >= 1)
+
+
+def lognormal_points(outputs: np.ndarray, cv: float, seed: int) -> np.ndarray:
+    r"""Point predictions :math:`\hat o_i = \max(1, \mathrm{round}(o_i X_i))` with
+    :math:`\ln X_i \sim \mathcal N(-\sigma^2/2, \sigma^2)`, :math:`\sigma^2 = \ln(1+v^2)`:
+    a multiplicative error of mean 1 and coefficient of variation :math:`v` = ``cv``
+    (the serving simulator's model, ``schedlab/serving/prediction.py``, same stream)."""
+    true = np.asarray(outputs, dtype=np.int64)
+    if cv == 0:
+        return true.copy()
+    sigma = math.sqrt(math.log1p(cv * cv))
+    factor = np.random.default_rng([_STREAMS["lognormal"], seed]).lognormal(
+        -sigma * sigma / 2, sigma, true.size
+    )
+    return np.maximum(1, np.rint(true * factor)).astype(np.int64)
+
+
+def predict(
+    spec: str, outputs: np.ndarray | Sequence[int], seed: int = 0, *, where: str = "predictions"
+) -> Intervals:
+    """The intervals model ``spec`` (module docs) predicts for the true lengths ``outputs``.
+
+    Parameters
+    ----------
+    spec
+        ``perfect``, ``interval:ALPHA[:SEED]``, ``buckets[:SEED]``,
+        ``buckets:ACCURACY:SEED`` or ``lognormal:CV[:SEED]``.
+    outputs
+        The true output lengths, one per request (each ``>= 1``).
+    seed
+        The seed when ``spec`` names none.
+    where
+        The place named by errors (the option or flag the spec came from).
+
+    Raises
+    ------
+    PredictionError
+        ``"{where}: ..."`` for an unknown model, a malformed field, ``ALPHA`` outside
+        ``(0, 1]``, ``ACCURACY`` outside ``[0, 1]``, ``CV`` outside ``[0, MAX_CV]``.
+    """
+    if not isinstance(spec, str):
+        raise PredictionError(f"{where}: expected a spec string, got {spec!r}")
+    true = np.asarray(outputs, dtype=np.int64)
+    if true.ndim != 1 or (true.size and int(true.min()) < 1):
+        raise PredictionError(f"{where}: true lengths must be integers >= 1, one per request")
+    name, *fields = spec.split(":")
+    if name not in MODELS:
+        raise PredictionError(
+            f"{where}: unknown prediction model {name!r}; known: {', '.join(MODELS)}"
+        )
+    most = {"perfect": 0, "interval": 2, "buckets": 2, "lognormal": 2}[name]
+    least = {"perfect": 0, "interval": 1, "buckets": 0, "lognormal": 1}[name]
+    if not least <= len(fields) <= most:
+        forms = {
+            "perfect": "perfect",
+            "interval": "interval:ALPHA[:SEED]",
+            "buckets": "buckets[:SEED] or buckets:ACCURACY:SEED",
+            "lognormal": "lognormal:CV[:SEED]",
+        }
+        raise PredictionError(f"{where}: expected {forms[name]}, got {spec!r}")
+    if name == "perfect":
+        return Intervals(true, true, "perfect", exact=True)
+    if name == "buckets":
+        accuracy = BUCKET_ACCURACY
+        if len(fields) == 2:
+            accuracy = _number(fields[0], "the bucket accuracy", where)
+            if not 0 <= accuracy <= 1:
+                raise PredictionError(
+                    f"{where}: the bucket accuracy must be in [0, 1], got {fields[0]}"
+                )
+        drawn = _seed(fields[-1], where) if fields else seed
+        return bucket_intervals(true, accuracy, drawn)
+    value = _number(fields[0], "alpha" if name == "interval" else "CV", where)
+    drawn = _seed(fields[1], where) if len(fields) == 2 else seed
+    if name == "interval":
+        if not 0 < value <= 1:
+            raise PredictionError(f"{where}: alpha must be in (0, 1], got {fields[0]}")
+        return ratio_intervals(true, value, drawn)
+    if not 0 <= value <= MAX_CV:
+        raise PredictionError(f"{where}: CV must be in [0, {MAX_CV:g}], got {fields[0]}")
+    points = lognormal_points(true, value, drawn)
+    return Intervals(points, points, f"lognormal:{value:g}:{drawn}", exact=value == 0)
+
+
+class _Request(Protocol):
+    @property
+    def id(self) -> str | None: ...
+
+
+class _Requests(Protocol):
+    @property
+    def requests(self) -> Sequence[_Request]: ...
+
+
+def _integer(value: Any, where: str) -> int:
+    if isinstance(value, str):
+        value = value.strip()
+        if not value.lstrip("-").isdigit():
+            raise PredictionError(f"{where}: expected an integer, got {value!r}")
+        return int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise PredictionError(f"{where}: expected an integer, got {value!r}")
+    return value
+
+
+def _rows(path: str | Path, text: str) -> tuple[list[tuple[str, dict[str, Any]]], bool]:
+    """The rows of a prediction file (place, fields) and its declared exactness."""
+    if str(path).endswith(".json"):
+        data = parse_json(text, str(path))
+        exact = False
+        if isinstance(data, dict):
+            check_keys(data, {"predictions", "exact"}, str(path))
+            exact = data.get("exact", False)
+            if not isinstance(exact, bool):
+                raise FormatError(f"{path}: exact: expected true or false, got {exact!r}")
+            data = data.get("predictions")
+        if not isinstance(data, list):
+            raise FormatError(f"{path}: predictions: expected a list of objects")
+        rows = []
+        for k, entry in enumerate(data):
+            place = f"{path}: predictions[{k}]"
+            if not isinstance(entry, dict):
+                raise FormatError(f"{place}: expected an object, got {entry!r}")
+            check_keys(entry, {"id", "lower", "upper"}, place)
+            rows.append((place, entry))
+        return rows, exact
+    reader = csv.DictReader(io.StringIO(text))
+    if reader.fieldnames is None or not {"id", "lower", "upper"} <= set(reader.fieldnames):
+        raise FormatError(f"{path}: line 1: expected a header with id, lower, upper")
+    return [(f"{path}: line {reader.line_num}", dict(row)) for row in reader], False
+
+
+def read_predictions(path: str | Path, instance: _Requests) -> Intervals:
+    """The intervals a file gives the requests of ``instance``, by request id.
+
+    A CSV file has a header with columns ``id,lower,upper`` and one row per request; a
+    JSON file is a list of ``{"id", "lower", "upper"}`` objects, or an object
+    ``{"predictions": [...], "exact": false}``. A request's id is its ``id``, or its index
+    (``"0"``, ``"1"``, ...) when it has none. Only a JSON file may declare its intervals
+    exact; a caller then checks them against the true lengths with
+    :meth:`Intervals.check`.
+
+    Raises
+    ------
+    PredictionError
+        Naming the file and row: an id the instance does not have, an id given twice, a
+        value that is not an integer, ``lower < 1`` or ``lower > upper``; or naming the
+        file: requests left without a prediction.
+    FormatError, DataNotFoundError, FileAccessError
+        For a file that is malformed or cannot be read.
+    """
+    ids = {
+        (str(i) if request.id is None else request.id): i
+        for i, request in enumerate(instance.requests)
+    }
+    n = len(instance.requests)
+    lower = np.zeros(n, dtype=np.int64)
+    upper = np.zeros(n, dtype=np.int64)
+    seen = np.zeros(n, dtype=bool)
+    rows, exact = _rows(path, read_text(path, "prediction file"))
+    for place, entry in rows:
+        for key in ("id", "lower", "upper"):
+            if entry.get(key) in (None, ""):
+                raise PredictionError(f"{place}: missing {key}")
+        key = str(entry["id"]).strip()
+        if key not in ids:
+            raise PredictionError(f"{place}: unknown request id {key!r}")
+        i = ids[key]
+        if seen[i]:
+            raise PredictionError(f"{place}: request id {key!r} given twice")
+        low = _integer(entry["lower"], f"{place}: lower")
+        high = _integer(entry["upper"], f"{place}: upper")
+        if low < 1 or low > high:
+            raise PredictionError(
+                f"{place}: interval [{low}, {high}] must have 1 <= lower <= upper"
+            )
+        lower[i], upper[i], seen[i] = low, high, True
+    if not seen.all():
+        missing = np.flatnonzero(~seen)
+        shown = ", ".join(str(int(i)) for i in missing[:5]) + (" ..." if missing.size > 5 else "")
+        raise PredictionError(f"{path}: {missing.size} request(s) without a prediction: {shown}")
+    return Intervals(lower, upper, str(path), exact)
