@@ -90,7 +90,7 @@ BURSTY_RATES = {
 
 def scenario(policy: str, seed: int) -> Scenario:
     kv = kv_token_capacity(get_model_shape("llama-3.1-8b"), 96e9)
-    return Scenario(policy, COST_MODEL, SLO_, EngineConfig(kv_capacity_tokens=kv), seed=seed)
+    return Scenario(policy, COST_MODEL, SLO_, EngineConfig(kv_tokens=kv), seed=seed)
 
 
 def azure_windows(rate: float) -> list[RequestStream]:

@@ -56,7 +56,7 @@ FIGURE = ROOT / "docs" / "cluster_prefix.png"
 
 def scenario() -> Scenario:
     kv = kv_token_capacity(get_model_shape("llama-3.1-8b"), 96e9)
-    return Scenario("vllm", COST_MODEL, SLO_, EngineConfig(kv_capacity_tokens=kv), seed=0)
+    return Scenario("vllm", COST_MODEL, SLO_, EngineConfig(kv_tokens=kv), seed=0)
 
 
 def unbounded_reuse(stream: RequestStream) -> float:

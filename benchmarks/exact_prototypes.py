@@ -64,7 +64,7 @@ from schedlab.offline.solvers.local_search import local_search
 def serial_objective(instance: Instance, order: tuple[int, ...]) -> int:
     """Total latency of the serial generation scheme: each request in ``order`` at its
     earliest round where it fits beside the requests placed before it (a backlog)."""
-    s, o, memory = instance.prompt.tolist(), instance.output.tolist(), instance.memory
+    s, o, memory = instance.prompt.tolist(), instance.output.tolist(), instance.kv_tokens
     load = np.zeros(sum(o) + max(o), dtype=np.int64)
     total = 0
     for i in order:
@@ -113,7 +113,7 @@ def orders_part(n: int, trials: int) -> None:
 
 def order_bb(instance: Instance, max_nodes: int) -> dict[str, object]:
     """Branch-and-bound over strict orders (module docs); its best and node count."""
-    n, memory = instance.n, instance.memory
+    n, memory = instance.n, instance.kv_tokens
     s, o = instance.prompt, instance.output
     cache: dict[int, float] = {0: 0.0}
 
@@ -187,7 +187,7 @@ def time_indexed_milp(instance: Instance, time_limit: float) -> dict[str, object
     model.col_cost_ = (tau + instance.output[req] - instance.arrival[req]).astype(float)
     model.col_lower_, model.col_upper_ = np.zeros(columns), np.ones(columns)
     model.row_lower_ = np.concatenate([np.ones(n), np.full(horizon, -highspy.kHighsInf)])
-    model.row_upper_ = np.concatenate([np.ones(n), np.full(horizon, float(instance.memory))])
+    model.row_upper_ = np.concatenate([np.ones(n), np.full(horizon, float(instance.kv_tokens))])
     model.a_matrix_.format_ = highspy.MatrixFormat.kColwise
     model.a_matrix_.start_ = matrix.indptr
     model.a_matrix_.index_ = matrix.indices

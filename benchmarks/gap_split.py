@@ -59,7 +59,7 @@ default work budget, no time limit):
    (seeded), each free to move ``R`` rounds: moves of single requests far from their place,
    which the searches' moves of a few positions rarely make.
 3. **Small instances with proven optima** (``--small`` seeds, 5 by default):
-   ``mixed_backlog(12, memory=M, seed)`` for ``M`` in :data:`SMALL_MEMORIES` (a few
+   ``mixed_backlog(12, kv_tokens=M, seed)`` for ``M`` in :data:`SMALL_MEMORIES` (a few
    requests run at once, as against about forty on n = 200), solved to optimality by
    ``cpsat`` (at most ``--small-seconds`` each; unproven ones are listed and left out of
    the summary). Each bound method of ``best`` and ``local-search`` and ``lp-search``
@@ -140,7 +140,7 @@ def slack_parts(instance: Instance, starts: np.ndarray, length: int) -> dict[str
     parts = {
         "lemma": lemma,
         "starts": growth - lemma,
-        "unfilled": instance.memory - load[following],
+        "unfilled": instance.kv_tokens - load[following],
     }
     return {name: part[:length] for name, part in parts.items()}
 
@@ -174,7 +174,7 @@ def lemma_kept(
             even += cell[q] * float(piece_slack(np.array(hi - lo), np.array(completions)))
     brackets = start_brackets(instance, bounds, prices, nu, step, starts)
     waste = brackets - start_costs(instance, bounds, prices, starts)
-    traded = float(waste.sum()) - nu * instance.memory * instance.n
+    traded = float(waste.sum()) - nu * instance.kv_tokens * instance.n
     return {"grid": grid, "even": even, "traded": traded}
 
 
@@ -196,10 +196,10 @@ def split(instance: Instance, starts: np.ndarray) -> dict[str, float]:
         "lp": relax.value,
         "spacing": spacing,
         "excess": excess,
-        "slack": float(price @ (instance.memory - load)),
+        "slack": float(price @ (instance.kv_tokens - load)),
         **{name: float(price @ part) for name, part in parts.items()},
-        "early": float(load[:half].mean() / instance.memory),
-        "late": float(load[half:].mean() / instance.memory),
+        "early": float(load[:half].mean() / instance.kv_tokens),
+        "late": float(load[half:].mean() / instance.kv_tokens),
     }
 
 
@@ -365,7 +365,7 @@ def small_optima(seeds: int, seconds: float) -> None:
     gaps: dict[str, list[float]] = {name: [] for name in columns}
     for memory in SMALL_MEMORIES:
         for seed in range(seeds):
-            inst = mixed_backlog(12, memory=memory, seed=seed)
+            inst = mixed_backlog(12, kv_tokens=memory, seed=seed)
             exact = solve(inst, "cpsat", time_limit=seconds, bound=None)
             assert_feasible(inst, exact.starts)
             name = f"{inst.name} M={memory}"

@@ -49,7 +49,7 @@ TARGET_EXACT = 30_000
 ENGINE_SETTINGS = (
     ("default (screen 8)", {}),
     ("exact", {"screen": None}),
-    ("long lp-search", {"window": 3, "history": 5_000}),
+    ("long lp-search", {"width": 3, "history": 5_000}),
 )
 
 
@@ -67,7 +67,7 @@ def engines(moves: int, seeds: int) -> None:
             same = True
             for seed in range(seeds):
                 ends = [
-                    _timed(inst, start, SearchSettings(max_moves=moves, engine=e, **options), seed)
+                    _timed(inst, start, SearchSettings(work=moves, engine=e, **options), seed)
                     for e in ("compiled", "python")
                 ]
                 for engine, (seconds, _) in zip(("compiled", "python"), ends, strict=True):
@@ -93,7 +93,7 @@ def spacings(values: list[int], moves: int, seeds: int) -> None:
         for screen in (None, 8):
             rates, ends = [], []
             for spacing in values:
-                settings = SearchSettings(screen=screen, max_moves=moves, checkpoint=spacing)
+                settings = SearchSettings(screen=screen, work=moves, checkpoint=spacing)
                 runs = [_timed(inst, start, settings, seed) for seed in range(seeds)]
                 rates.append(statistics.median(moves / seconds for seconds, _ in runs))
                 order, objective = runs[0][1][0], runs[0][1][3]
@@ -111,7 +111,7 @@ def _timed(
     inst: Instance, start: np.ndarray, settings: SearchSettings, seed: int
 ) -> tuple[float, tuple]:
     """Seconds of one search, and what both engines must agree on."""
-    improve_order(inst, start, SearchSettings(max_moves=10, engine=settings.engine))  # warm
+    improve_order(inst, start, SearchSettings(work=10, engine=settings.engine))  # warm
     began = time.perf_counter()
     order, stats = improve_order(inst, start, settings, seed=seed)
     seconds = time.perf_counter() - began
@@ -155,7 +155,7 @@ def main() -> None:
                 improve_order(
                     inst,
                     start,
-                    SearchSettings(strategy, window=window, screen=screen, max_moves=None),
+                    SearchSettings(strategy, width=window, screen=screen, work=None),
                     budget=Budget(seconds),
                     seed=seed,
                 )[1]

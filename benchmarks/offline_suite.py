@@ -14,6 +14,7 @@ import argparse
 from pathlib import Path
 
 from schedlab import read_instance
+from schedlab.jobs import Executor
 from schedlab.offline.backlogs import mixed_backlog
 from schedlab.offline.instance import Instance
 from schedlab.offline.report import run_report
@@ -58,7 +59,7 @@ def main() -> None:
         seed=0,
         out_dir=args.out,
         plot=args.out / "offline_suite.png",
-        progress=True,
+        executor=Executor(progress=True),
     )
     print(report.to_text())
     print()

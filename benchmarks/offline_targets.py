@@ -154,7 +154,7 @@ def _gap_rows(
 
 #: ``alns`` governed by the time limit: no work budget and no end of its own (it anneals
 #: over the limit).
-ALNS_BY_TIME = {"evaluations": None, "idle": None}
+ALNS_BY_TIME = {"work": None, "idle": None}
 
 
 def gap200(scale: float) -> None:
@@ -173,8 +173,8 @@ def gap200(scale: float) -> None:
 #: Beside two other benchmark processes the n = 10,000 budget did not fit: seed 0 was cut
 #: by the 600 s cap at 550 s (2026-12-02; seed 1 took 500 s).
 LONG_SEARCH = {
-    1000: {"max_moves": 4_000_000, "history": 1_000},
-    10_000: {"max_moves": 5_000_000, "history": 300},
+    1000: {"work": 4_000_000, "history": 1_000},
+    10_000: {"work": 5_000_000, "history": 300},
 }
 
 
@@ -205,8 +205,8 @@ LONG_SEARCH = {
 #:   Exact moves reach lower with fewer moves, and the seeds lie closer together; none
 #:   of these settings reached the 1.5 % target on both seeds in the row's time.
 LONG_LP_SEARCH = {
-    200: {"moves": 2_500_000, "idle": None, "history": 10_000, "neighbourhood": 3},
-    1000: {"moves": 10_000_000, "idle": None, "history": 5_000, "neighbourhood": 3},
+    200: {"work": 2_500_000, "idle": None, "history": 10_000, "width": 3},
+    1000: {"work": 10_000_000, "idle": None, "history": 5_000, "width": 3},
 }
 
 
@@ -257,9 +257,9 @@ def moves(scale: float) -> None:
     inst = _shipped(1000)
     order, _ = best_start_order(inst)
     searches = [
-        ("first/20", SearchSettings("first", window=20, screen=None, max_moves=None)),
-        ("late/5, compiled", SearchSettings(screen=None, max_moves=None)),
-        ("late/5, python", SearchSettings(screen=None, max_moves=None, engine="python")),
+        ("first/20", SearchSettings("first", width=20, screen=None, work=None)),
+        ("late/5, compiled", SearchSettings(screen=None, work=None)),
+        ("late/5, python", SearchSettings(screen=None, work=None, engine="python")),
     ]
     for label, settings in searches:
         for limit in (30 * scale, 120 * scale):
@@ -284,7 +284,7 @@ def moves(scale: float) -> None:
 
 def search(scale: float) -> None:
     del scale  # work budgets only: no time limit to scale
-    settings = [("first/20", {"strategy": "first", "window": 20}), ("late/5 (default)", {})]
+    settings = [("first/20", {"strategy": "first", "width": 20}), ("late/5 (default)", {})]
     cases = []
     for n in (200, 1000):
         for inst in (_shipped(n), mixed_backlog(n, seed=1), mixed_backlog(n, seed=2)):
@@ -293,7 +293,7 @@ def search(scale: float) -> None:
     print(f"{'instance':<16}{'moves':>10}" + "".join(f"{label:>20}" for label, _ in settings))
     for inst, budget in cases:
         values = [
-            solve(inst, "local-search", bound=None, max_moves=budget, **options).objective
+            solve(inst, "local-search", bound=None, work=budget, **options).objective
             for _, options in settings
         ]
         print(f"{inst.name:<16}{budget:>10,}" + "".join(f"{v:>20,}" for v in values), flush=True)

@@ -6,7 +6,7 @@ default ``../shared/data`` beside the repository). Writes ``docs/online-ratios.m
 ``docs/img/online-ratios.png``; ``--n``, ``--alphas``, ``--sources`` shrink it (the test
 runs it tiny), ``--page``/``--figure`` write elsewhere.
 
-Instances (all with :data:`~schedlab.offline.backlogs.DEFAULT_MEMORY` tokens of KV, seed
+Instances (all with :data:`~schedlab.offline.backlogs.DEFAULT_KV_TOKENS` tokens of KV, seed
 ``--seed``), ``--n`` requests each:
 
 * **backlogs** (every request released at round 0, the setting of Chen, Ye and Zhou,
@@ -62,7 +62,7 @@ import numpy as np
 from schedlab import lower_bound, read_instance, solve
 from schedlab.llm.traces import read_trace
 from schedlab.offline.arrivals import arrival_stream
-from schedlab.offline.backlogs import DEFAULT_MEMORY, mixed_backlog, sample_backlog
+from schedlab.offline.backlogs import DEFAULT_KV_TOKENS, mixed_backlog, sample_backlog
 from schedlab.offline.instance import Instance
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # beside it: results_page
@@ -142,17 +142,19 @@ def mean_queue(instance: Instance, starts: np.ndarray) -> float:
     return float(np.cumsum(change)[:span].mean())
 
 
-def cases(n: int, memory: int, sources: Sequence[str], seed: int, headline: bool) -> list[Case]:
+def cases(n: int, kv_tokens: int, sources: Sequence[str], seed: int, headline: bool) -> list[Case]:
     """The instances: a backlog and a stream per trace, the mixed backlog, the headline."""
     traces = {name: read_trace(DATA / "traces" / TRACES[name]) for name in sources}
     found = []
     for name, trace in traces.items():
-        found.append(Case(name, "backlog", sample_backlog(n, memory, trace, seed)))
+        found.append(Case(name, "backlog", sample_backlog(n, kv_tokens, trace, seed)))
     if "sharegpt" in traces and "arxiv" in traces:
-        mixed = mixed_backlog(n, memory, seed=seed, chat=traces["sharegpt"], long=traces["arxiv"])
+        mixed = mixed_backlog(
+            n, kv_tokens, seed=seed, chat=traces["sharegpt"], long=traces["arxiv"]
+        )
         found.append(Case("mixed", "backlog", mixed))
     for name, trace in traces.items():
-        found.append(Case(name, "stream", arrival_stream(n, memory, trace, seed=seed)))
+        found.append(Case(name, "stream", arrival_stream(n, kv_tokens, trace, seed=seed)))
     if headline:
         found.append(Case("mixed-n1000", "headline", read_instance(HEADLINE)))
     return found
@@ -284,7 +286,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="interval ratios, comma-separated",
     )
     parser.add_argument("--sources", default=",".join(TRACES), help="traces, comma-separated")
-    parser.add_argument("--memory", type=int, default=DEFAULT_MEMORY, help="KV budget M in tokens")
+    parser.add_argument(
+        "--kv-tokens", type=int, default=DEFAULT_KV_TOKENS, help="KV budget M in tokens"
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-headline", action="store_true", help="leave out mixed-n1000 (tests)")
     parser.add_argument("--page", type=Path, default=PAGE)
@@ -300,7 +304,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     chosen = models(alphas)
     records: list[dict[str, Any]] = []
     hindsights: dict[str, tuple[Case, Hindsight]] = {}
-    for case in cases(args.n, args.memory, sources, args.seed, not args.no_headline):
+    for case in cases(args.n, args.kv_tokens, sources, args.seed, not args.no_headline):
         name = f"{case.label} {case.kind}"
         known = hindsight(case.instance)
         hindsights[name] = (case, known)
@@ -434,7 +438,7 @@ def render(
         f" {flag} {value}"
         for flag, value, default in (
             ("--n", args.n, DEFAULT_N),
-            ("--memory", args.memory, DEFAULT_MEMORY),
+            ("--kv-tokens", args.kv_tokens, DEFAULT_KV_TOKENS),
             ("--alphas", args.alphas, ",".join(f"{a:g}" for a in DEFAULT_ALPHAS)),
             ("--sources", args.sources, ",".join(TRACES)),
             ("--seed", args.seed, 1),
@@ -506,7 +510,7 @@ def render(
         if arrivals != "all at 0":
             arrivals = f"{arrivals}, load {meta['load']:g}"
         parts.append(
-            f"| {name} | {case.instance.n} | {case.instance.memory:,} | {arrivals} | "
+            f"| {name} | {case.instance.n} | {case.instance.kv_tokens:,} | {arrivals} | "
             f"{'-' if case.kind != 'stream' else f'{known.queue:.1f}'} | {known.bound:,.0f} "
             f"({known.bound_method}) | {known.best:,} ({known.best_solver}) | "
             f"{known.bound / known.best:.3f} | {known.paper / known.best:.3f} |"

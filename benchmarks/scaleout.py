@@ -25,7 +25,7 @@ import statistics
 import time
 from typing import Any
 
-from schedlab.jobs import Job, run_jobs
+from schedlab.jobs import Executor, Job, run_jobs
 from schedlab.serving.capacity import run_serving_job
 from schedlab.serving.scenario import Scenario
 
@@ -60,7 +60,7 @@ def _time(
     values: list[Any] | None = None
     for _ in range(repeats):
         began = time.perf_counter()
-        outcomes = run_jobs(runner, jobs, backend=backend, workers=workers)
+        outcomes = run_jobs(runner, jobs, executor=Executor(backend=backend, workers=workers))
         walls.append(time.perf_counter() - began)
         got = [o.value for o in outcomes]
         assert all(o.ok for o in outcomes), [o.error for o in outcomes if not o.ok][:1]

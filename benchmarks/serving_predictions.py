@@ -24,6 +24,7 @@ import sys
 import time
 from pathlib import Path
 
+from schedlab.jobs import Executor
 from schedlab.serving.capacity import CapacityResult, capacity_grid
 from schedlab.serving.metrics import SLO
 from schedlab.serving.policies import get_policy
@@ -77,7 +78,12 @@ def main() -> None:
     for kind in SLO_KINDS:
         scenario = Scenario("vllm", COST_MODEL, SLO(ttft_s=5.0, tpot_s=TPOT_S, kind=kind))
         found = capacity_grid(
-            WORKLOAD, POLICIES, scenario, seeds=seeds, predictions=MODELS, workers=1
+            WORKLOAD,
+            POLICIES,
+            scenario,
+            seeds=seeds,
+            predictions=MODELS,
+            executor=Executor(workers=1),
         )
         print(f"TPOT judged on {kind}: {len(found)} searches", flush=True)
         sections += [
@@ -86,7 +92,7 @@ def main() -> None:
             *table(found),
             "",
         ]
-        kv = scenario.engine.kv_capacity_tokens
+        kv = scenario.engine.kv_tokens
     wall = time.perf_counter() - started
     command = "python benchmarks/serving_predictions.py" + (
         f" --seeds {args.seeds}" if args.seeds != "0,1" else ""

@@ -37,7 +37,7 @@ from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import run_engine
 from schedlab.serving.workloads import RequestStream, make_workload
 
-CONFIG = EngineConfig(kv_capacity_tokens=2**22, max_num_seqs=128, max_num_batched_tokens=2048)
+CONFIG = EngineConfig(kv_tokens=2**22, max_num_seqs=128, max_num_batched_tokens=2048)
 
 
 def loads(seed: int) -> dict[str, RequestStream]:

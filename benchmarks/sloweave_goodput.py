@@ -48,7 +48,7 @@ from schedlab.calibration.deployment import deployment_of
 from schedlab.calibration.recorded_run import read_recorded_run
 from schedlab.cli.durations import parse_duration
 from schedlab.errors import ServingError
-from schedlab.jobs import Job, run_jobs
+from schedlab.jobs import Executor, Job, run_jobs
 from schedlab.progress import Progress
 from schedlab.serving.capacity import capacity
 from schedlab.serving.cost_model import get_cost_model
@@ -109,7 +109,7 @@ class Task:
     def scenario(self) -> Scenario:
         engine = self.engine
         if self.kv == "unbounded":
-            engine = replace(engine, kv_capacity_tokens=UNBOUNDED_KV)
+            engine = replace(engine, kv_tokens=UNBOUNDED_KV)
         cv = float(self.kv.split("@")[1]) if self.kv.startswith("predict@") else 0.0
         return Scenario(
             self.policy,
@@ -184,7 +184,7 @@ def _run_all(
     with Progress("runs", len(todo)) as bar:
         for first in range(0, len(todo), batch):
             jobs = [Job("cell", asdict(task)) for task in todo[first : first + batch]]
-            outcomes = run_jobs(_run_job, jobs, workers=workers)
+            outcomes = run_jobs(_run_job, jobs, executor=Executor(workers=workers))
             failed = [o.error for o in outcomes if not o.ok]
             if failed:
                 raise RuntimeError(f"benchmark cell failed: {failed[0]}")
@@ -353,7 +353,7 @@ def report(args: argparse.Namespace) -> None:
                 FluidLoad.of(lengths.prompt, lengths.output),
                 d,
                 workload=w,
-                kv_capacity_tokens=engine.kv_capacity_tokens,
+                kv_tokens=engine.kv_tokens,
             )
         except ServingError:
             fluid = None

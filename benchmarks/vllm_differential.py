@@ -48,7 +48,7 @@ def random_case(seed: int, number: int, mode: tuple[bool, bool]) -> tuple[Any, A
     largest = -(-int(np.max(prompt + output - 1)) // block_size)
     blocks = int(rng.integers(largest, 4 * largest + 9))
     engine = EngineConfig(
-        kv_capacity_tokens=blocks * block_size,
+        kv_tokens=blocks * block_size,
         block_size=block_size,
         max_num_seqs=seqs,
         max_num_batched_tokens=int(rng.integers(max(seqs, 16), 513)),

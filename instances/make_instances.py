@@ -66,7 +66,7 @@ def main() -> None:
             "(vidur, MIT)",
         }
         write_instance(
-            Instance(inst.memory, inst.requests, inst.name, meta), HERE / f"{inst.name}.json"
+            Instance(inst.kv_tokens, inst.requests, inst.name, meta), HERE / f"{inst.name}.json"
         )
     print("wrote", ", ".join(sorted(p.name for p in HERE.glob("*.json"))))
 

@@ -5,6 +5,7 @@ deadline-safe chunk sizing on an event-driven serving simulator. See ``docs/desi
 """
 
 from schedlab.errors import SchedlabError
+from schedlab.jobs import Executor
 from schedlab.offline.bounds import Bound, lower_bound
 from schedlab.offline.compare import Comparison, compare
 from schedlab.offline.instance import Instance, Request
@@ -19,6 +20,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Bound",
     "Comparison",
+    "Executor",
     "Instance",
     "Request",
     "Result",

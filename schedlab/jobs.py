@@ -9,7 +9,12 @@ so this module knows nothing of either. A worker imports the runner's module afr
 ``ray`` (and under the ``spawn`` start method), so solvers, policies or workloads
 registered at run time in the caller exist there only if that module registers them.
 
-:func:`run_jobs` runs a grid on an executor chosen by name (:data:`BACKENDS`):
+:func:`run_jobs` runs a grid on an :class:`Executor`: a backend chosen by name
+(:data:`BACKENDS`; default :data:`DEFAULT_BACKEND`, ``local``), its workers, a Ray
+address, a results file and a progress bar. Every function that runs a grid
+(:func:`schedlab.offline.compare.compare`, :func:`~schedlab.offline.report.run_report`,
+:func:`schedlab.serving.capacity.sweep`, :func:`~schedlab.serving.capacity.capacity_grid`)
+takes one ``executor``; the backends are
 
 ``serial``
     In this process, one job after another.
@@ -55,22 +60,41 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from schedlab.errors import DataNotFoundError, FormatError, InputError, SchedlabError
+from schedlab.deprecation import warn_renamed
+from schedlab.errors import (
+    DataNotFoundError,
+    FormatError,
+    InputError,
+    InputTypeError,
+    SchedlabError,
+)
 from schedlab.json_files import nan_to_null, parse_json, plain, read_bytes
 from schedlab.progress import Progress, progress_for
 
 __all__ = [
     "ATTEMPTS",
     "BACKENDS",
+    "DEFAULT_BACKEND",
+    "EXECUTOR_FIELDS",
+    "Executor",
     "Job",
     "Outcome",
     "ResultsFile",
     "Runner",
+    "executor_of",
     "run_jobs",
 ]
 
 #: Executors by name.
 BACKENDS: tuple[str, ...] = ("serial", "local", "ray")
+
+#: The backend of an :class:`Executor` not told otherwise, offline and in serving alike
+#: (:class:`Executor` says why).
+DEFAULT_BACKEND = "local"
+
+#: The fields of an :class:`Executor`: once separate keywords of every function that runs
+#: a grid, still accepted there as deprecated aliases (:func:`executor_of`).
+EXECUTOR_FIELDS: tuple[str, ...] = ("backend", "workers", "address", "results", "progress")
 
 #: Times a job is run alone after a worker died under it, before it is given up (a job
 #: that raises is not retried: it would raise again).
@@ -133,6 +157,102 @@ class Outcome:
             "seconds": self.seconds,
         }
         return json.dumps(nan_to_null(data), separators=(",", ":"), default=plain)
+
+
+@dataclass(frozen=True)
+class Executor:
+    """Where and how a grid of jobs runs; checked when made.
+
+    Attributes
+    ----------
+    backend
+        ``"serial"``, ``"local"`` or ``"ray"`` (module docs). The default, ``local``, is
+        the one of both halves of schedlab (the offline comparisons and the serving
+        sweeps) and of the command line: the jobs are independent and deterministic, so
+        a process pool gives the same outcomes as ``serial`` while using every core, and
+        it runs each job in a worker process, so a job the out-of-memory killer ends (a
+        large ``dp`` or ``cpsat`` run, a long simulation) is recorded as failed instead
+        of ending the caller. ``serial`` runs in this process: for debugging, or where a
+        pool's start (tens of milliseconds) outweighs the work.
+    workers
+        Processes of ``local`` (``None``: all cores); not with ``serial``, which runs one
+        job at a time, and left to the cluster under ``ray``.
+    address
+        The Ray cluster of ``ray`` (``"auto"``, ``"HOST:PORT"``; ``None``: a local
+        instance); only with ``ray``.
+    results
+        A JSONL file: finished jobs found there are not run again, and every outcome is
+        appended as it arrives.
+    progress
+        A bar on standard error with jobs done of the total, elapsed and estimated
+        remaining time (:mod:`schedlab.progress`), or the caller's to step.
+
+    Raises
+    ------
+    InputError, InputTypeError
+        Naming the field (``workers: must be an integer >= 1, got 0``); the command line
+        names its option instead (``--workers: ...``).
+    """
+
+    backend: str = DEFAULT_BACKEND
+    workers: int | None = None
+    address: str | None = None
+    results: str | Path | None = None
+    progress: bool | Progress = False
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise InputError(
+                f"backend: expected one of {', '.join(BACKENDS)}, got {self.backend!r}"
+            )
+        workers = self.workers
+        if workers is not None and (
+            isinstance(workers, bool) or not isinstance(workers, int) or workers < 1
+        ):
+            raise InputError(f"workers: must be an integer >= 1, got {workers!r}")
+        if workers is not None and self.backend == "serial":
+            raise InputError("workers: not with backend serial (it runs one job at a time)")
+        if self.address is not None:
+            if not isinstance(self.address, str):
+                raise InputTypeError(f"address: expected a string, got {self.address!r}")
+            if self.backend != "ray":
+                raise InputError("address: only with backend ray")
+        if self.results is not None and not isinstance(self.results, str | Path):
+            raise InputTypeError(f"results: expected a file path, got {self.results!r}")
+        if not isinstance(self.progress, bool | Progress):
+            raise InputTypeError(
+                f"progress: expected true, false or a Progress, got {self.progress!r}"
+            )
+
+
+def executor_of(
+    where: str, executor: Executor | None, old: Mapping[str, Any], stacklevel: int = 3
+) -> Executor:
+    """The executor of a function that takes ``executor`` and, as deprecated aliases
+    (warning), the separate keywords ``old`` of :data:`EXECUTOR_FIELDS`.
+
+    Raises
+    ------
+    InputTypeError
+        (a ``TypeError``) for a keyword that is none of them, or an ``executor`` that is
+        no :class:`Executor`.
+    InputError
+        For both an ``executor`` and old keywords, or an old keyword's bad value.
+    """
+    unknown = sorted(set(old) - set(EXECUTOR_FIELDS))
+    if unknown:
+        raise InputTypeError(f"{where}() got an unexpected keyword argument {unknown[0]!r}")
+    if executor is not None and not isinstance(executor, Executor):
+        raise InputTypeError(
+            f"{where}: executor: expected an Executor, got {type(executor).__name__}"
+        )
+    if not old:
+        return Executor() if executor is None else executor
+    if executor is not None:
+        raise InputError(f"{where}: give executor only (its fields are no keywords of their own)")
+    names = ", ".join(f"{key}=..." for key in old)
+    warn_renamed(f"{where}({names})", "executor=Executor(...)", stacklevel)
+    return Executor(**old)
 
 
 class ResultsFile:
@@ -363,15 +483,13 @@ def _ray(runner: Runner, jobs: Sequence[Job], workers: int, address: str | None)
 def run_jobs(
     runner: Runner,
     jobs: Iterable[Job],
+    executor: Executor | None = None,
     *,
-    backend: str = "local",
-    workers: int | None = None,
-    address: str | None = None,
-    results: str | Path | None = None,
-    progress: bool | Progress = False,
     desc: str = "jobs",
+    **old: Any,
 ) -> list[Outcome]:
-    """Run every job with ``runner`` on ``backend``; the outcomes, in job order.
+    """Run every job with ``runner`` on ``executor`` (default: :class:`Executor`'s); the
+    outcomes, in job order.
 
     Parameters
     ----------
@@ -379,30 +497,23 @@ def run_jobs(
         A module-level function ``runner(job) -> JSON-ready value``.
     jobs
         The grid.
-    backend
-        ``"serial"``, ``"local"`` or ``"ray"`` (module docs).
-    workers
-        Processes of ``local`` (default: all cores).
-    address
-        The Ray cluster (``"auto"``, ``"HOST:PORT"``; ``None``: a local instance).
-    results
-        A JSONL file: finished jobs found there are not run again, and every outcome is
-        appended as it arrives.
-    progress
-        A bar on standard error with jobs done of the total, elapsed and estimated
-        remaining time (:mod:`schedlab.progress`), or the caller's to step.
+    executor
+        Where they run, the results file and the progress bar (:class:`Executor`).
+    desc
+        The progress bar's label.
+    old
+        ``backend``, ``workers``, ``address``, ``results``, ``progress``: the deprecated
+        keywords of :class:`Executor`'s fields (warn).
 
     Raises
     ------
     SchedlabError
-        For an unknown backend, a bad worker count, or Ray missing.
+        For a bad executor, or Ray missing.
     """
+    executor = executor_of("run_jobs", executor, old)
+    backend, results = executor.backend, executor.results
     jobs = list(jobs)
-    if backend not in BACKENDS:
-        raise InputError(f"backend: expected one of {', '.join(BACKENDS)}, got {backend!r}")
-    workers = (os.cpu_count() or 1) if workers is None else workers
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise InputError(f"workers: must be an integer >= 1, got {workers!r}")
+    workers = (os.cpu_count() or 1) if executor.workers is None else executor.workers
     store = None if results is None else ResultsFile(results)
     done = {} if store is None else store.done()
     outcomes: list[Outcome | None] = [
@@ -413,14 +524,14 @@ def run_jobs(
     ]
     todo = [i for i, o in enumerate(outcomes) if o is None]
     chosen = [jobs[i] for i in todo]
-    with progress_for(progress, desc, len(jobs)) as bar:
+    with progress_for(executor.progress, desc, len(jobs)) as bar:
         bar(len(jobs) - len(todo), len(jobs))
         if backend == "serial" or not todo:
             stream = _serial(runner, chosen, workers)
         elif backend == "local":
             stream = _local(runner, chosen, workers)
         else:
-            stream = _ray(runner, chosen, workers, address)
+            stream = _ray(runner, chosen, workers, executor.address)
         try:
             for k, outcome in stream:
                 outcomes[todo[k]] = outcome

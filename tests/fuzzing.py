@@ -43,9 +43,7 @@ from schedlab.testing.schedules import reproducer
 #: Work-budget options, by name, given to every solver that takes them (so each run is
 #: short and still depends only on the instance and the seed).
 SHORT_BUDGETS: dict[str, Any] = {
-    "max_moves": 2_000,  # local-search
-    "evaluations": 2_000,  # alns
-    "moves": 2_000,  # lp-search
+    "work": 2_000,  # local-search, alns, lp-search
     "max_expansions": 20_000,  # dp
     "max_nodes": 2_000,  # brute-force
     "max_requests": 9,  # dp

@@ -196,7 +196,7 @@ def test_an_installed_solver_is_solved_and_certified() -> None:
 MODEL = LinearAttentionCostModel(
     name="flat", base_s=0.002, decode_per_seq_s=0.0005, prefill_per_token_s=0.0001
 )
-ENGINE = EngineConfig(kv_capacity_tokens=640, max_num_seqs=6, max_num_batched_tokens=96)
+ENGINE = EngineConfig(kv_tokens=640, max_num_seqs=6, max_num_batched_tokens=96)
 STREAM = ms_stream(
     [0, 3, 5, 9, 14, 20, 26, 31],
     [60, 200, 35, 90, 150, 40, 120, 70],

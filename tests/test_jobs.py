@@ -16,8 +16,13 @@ import numpy as np
 import pytest
 
 from schedlab.errors import SchedlabError
-from schedlab.jobs import ATTEMPTS, Job, ResultsFile, run_jobs
+from schedlab.jobs import ATTEMPTS, DEFAULT_BACKEND, Executor, Job, ResultsFile, run_jobs
 from tests.conftest import INSTANCES, process_alive
+
+
+def _pool_of_two(backend: str) -> Executor:
+    """``backend`` with two workers where it takes a number of workers."""
+    return Executor(backend, workers=None if backend == "serial" else 2)
 
 
 def square(job: Job) -> int:
@@ -43,7 +48,7 @@ def test_a_job_s_key_depends_on_its_content_only():
 @pytest.mark.parametrize("backend", ["serial", "local"])
 def test_outcomes_in_job_order_with_errors_recorded(backend):
     jobs = [Job("sq", {"x": x, "boom": x == 3}) for x in range(7)]
-    outcomes = run_jobs(square, jobs, backend=backend, workers=2)
+    outcomes = run_jobs(square, jobs, _pool_of_two(backend))
     assert [o.job for o in outcomes] == jobs
     assert [o.value for o in outcomes] == [0, 1, 4, None, 16, 25, 36]
     assert [o.ok for o in outcomes] == [True] * 3 + [False] + [True] * 3
@@ -56,7 +61,7 @@ def test_a_worker_that_dies_is_retried_and_nobody_else_is_blamed(tmp_path):
         Job("sq", {"x": x, "die": {2: 1, 4: 99}.get(x, 0), "marks": str(tmp_path)})
         for x in range(6)
     ]
-    outcomes = run_jobs(square, jobs, backend="local", workers=2)
+    outcomes = run_jobs(square, jobs, executor=Executor(backend="local", workers=2))
     assert [o.value for o in outcomes] == [0, 1, 4, 9, None, 25]
     assert outcomes[4].error.startswith("WorkerDied")
     assert len(list(tmp_path.glob("4-*"))) in (ATTEMPTS, ATTEMPTS + 1)  # alone: ATTEMPTS
@@ -67,7 +72,7 @@ def test_one_worker_still_keeps_a_dying_job_out_of_the_caller(tmp_path):
     jobs = [
         Job("sq", {"x": x, "die": 99 if x == 1 else 0, "marks": str(tmp_path)}) for x in range(3)
     ]
-    outcomes = run_jobs(square, jobs, backend="local", workers=1)
+    outcomes = run_jobs(square, jobs, executor=Executor(backend="local", workers=1))
     assert [o.value for o in outcomes] == [0, None, 4]
     assert outcomes[1].error.startswith("WorkerDied")
 
@@ -76,26 +81,30 @@ def test_numpy_values_are_json(tmp_path):
     results = tmp_path / "r.jsonl"
     job = Job("sq", {"x": np.int64(3), "scale": np.float64(1.0)})
     assert job.key == Job("sq", {"x": 3, "scale": 1.0}).key
-    assert run_jobs(square, [job], backend="serial", results=results)[0].value == 9
+    assert (
+        run_jobs(square, [job], executor=Executor(backend="serial", results=results))[0].value == 9
+    )
 
 
 def test_a_file_that_is_not_a_results_file_is_refused_untouched(tmp_path):
     notes = tmp_path / "notes.txt"
     notes.write_text("my notes, no newline")
     with pytest.raises(SchedlabError, match="not a results file"):
-        run_jobs(square, [Job("sq", {"x": 1})], backend="serial", results=notes)
+        run_jobs(square, [Job("sq", {"x": 1})], executor=Executor(backend="serial", results=notes))
     assert notes.read_text() == "my notes, no newline"
     notes.write_text('{"a": 1}\n')
     with pytest.raises(SchedlabError, match=r"notes\.txt:1: not a line of a results file"):
-        run_jobs(square, [Job("sq", {"x": 1})], backend="serial", results=notes)
+        run_jobs(square, [Job("sq", {"x": 1})], executor=Executor(backend="serial", results=notes))
     with pytest.raises(SchedlabError, match="no folder"):
-        run_jobs(square, [], backend="serial", results=tmp_path / "none" / "r.jsonl")
+        run_jobs(
+            square, [], executor=Executor(backend="serial", results=tmp_path / "none" / "r.jsonl")
+        )
 
 
 def test_the_results_file_makes_a_rerun_skip_finished_jobs(tmp_path):
     results = tmp_path / "r.jsonl"
     jobs = [Job("sq", {"x": x, "boom": x == 1}) for x in range(3)]
-    run_jobs(square, jobs, backend="serial", results=results)
+    run_jobs(square, jobs, executor=Executor(backend="serial", results=results))
     lines = [json.loads(line) for line in results.read_text().splitlines()]
     assert [(r["params"]["x"], r["value"], r["error"]) for r in lines] == [
         (0, 0, None),
@@ -104,7 +113,9 @@ def test_the_results_file_makes_a_rerun_skip_finished_jobs(tmp_path):
     ]
     # the same grid and one job more: the finished ones are read back, the failed one
     # runs again (and fails again), the new one runs
-    outcomes = run_jobs(square, [*jobs, Job("sq", {"x": 3})], backend="serial", results=results)
+    outcomes = run_jobs(
+        square, [*jobs, Job("sq", {"x": 3})], executor=Executor(backend="serial", results=results)
+    )
     assert [o.resumed for o in outcomes] == [True, False, True, False]
     assert [o.value for o in outcomes] == [0, None, 4, 9]
     assert len(results.read_text().splitlines()) == 5  # two more lines, nothing redone
@@ -112,7 +123,7 @@ def test_the_results_file_makes_a_rerun_skip_finished_jobs(tmp_path):
 
 def test_a_line_cut_short_by_a_kill_is_run_again(tmp_path):
     results = tmp_path / "r.jsonl"
-    run_jobs(square, [Job("sq", {"x": 5})], backend="serial", results=results)
+    run_jobs(square, [Job("sq", {"x": 5})], executor=Executor(backend="serial", results=results))
     whole = results.read_text()
     results.write_text(whole + '{"key": "abc", "val')
     assert list(ResultsFile(results).done().values()) == [25]
@@ -123,10 +134,39 @@ def test_a_line_cut_short_by_a_kill_is_run_again(tmp_path):
 
 
 def test_bad_executor_settings_are_refused():
-    with pytest.raises(SchedlabError, match="backend: expected one of serial, local, ray"):
-        run_jobs(square, [], backend="cloud")
-    with pytest.raises(SchedlabError, match="workers: must be an integer >= 1"):
-        run_jobs(square, [], workers=0)
+    with pytest.raises(SchedlabError, match=r"^backend: expected one of serial, local, ray"):
+        Executor(backend="cloud")
+    with pytest.raises(SchedlabError, match=r"^workers: must be an integer >= 1, got 0$"):
+        Executor(workers=0)
+    with pytest.raises(SchedlabError, match=r"^workers: must be an integer >= 1, got True"):
+        Executor(workers=True)
+    with pytest.raises(SchedlabError, match=r"^workers: not with backend serial"):
+        Executor("serial", workers=2)
+    with pytest.raises(SchedlabError, match=r"^address: only with backend ray$"):
+        Executor("local", address="auto")
+    with pytest.raises(TypeError, match=r"^results: expected a file path, got 3$"):
+        Executor(results=3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^progress: expected true, false or a Progress"):
+        Executor(progress="yes")  # type: ignore[arg-type]
+
+
+def test_one_default_backend():
+    assert Executor().backend == DEFAULT_BACKEND == "local"
+
+
+def test_the_old_executor_keywords_still_work_and_warn(tmp_path):
+    jobs = [Job("sq", {"x": x}) for x in range(3)]
+    with pytest.warns(
+        DeprecationWarning, match=r"run_jobs\(backend=\.\.\., results=\.\.\.\) is deprecated"
+    ):
+        old = run_jobs(square, jobs, backend="serial", results=tmp_path / "r.jsonl")
+    assert [o.value for o in old] == [0, 1, 4]
+    with pytest.raises(SchedlabError, match="give executor only"):
+        run_jobs(square, jobs, Executor("serial"), workers=2)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'backnd'"):
+        run_jobs(square, jobs, backnd="serial")
+    with pytest.raises(SchedlabError, match=r"^backend: expected one of"):
+        run_jobs(square, jobs, backend="cloud")
 
 
 def _schedlab(*argv: str) -> list[str]:
@@ -212,7 +252,7 @@ def test_ray_runs_the_grid_with_failures_and_retries(ray_instance, tmp_path):
         Job("sq", {"x": x, "boom": x == 1, "die": 1 if x == 2 else 0, "marks": str(tmp_path)})
         for x in range(4)
     ]
-    outcomes = run_jobs(square, jobs, backend="ray")
+    outcomes = run_jobs(square, jobs, executor=Executor(backend="ray"))
     assert [o.value for o in outcomes] == [0, None, 4, 9]
     assert outcomes[1].error == "ValueError: boom 1"
 
@@ -223,16 +263,23 @@ def test_sweep_and_compare_are_the_same_on_every_executor(ray_instance, tmp_path
     from schedlab.serving.capacity import sweep
     from schedlab.serving.scenario import Scenario
 
-    grid = {"duration_s": 10.0, "workers": 2}
-
     def sweep_rows(backend: str):
         base = Scenario(seed=3)
-        points = sweep("chat", ["vllm", "sloweave"], [4.0, 9.0], base, backend=backend, **grid)
+        points = sweep(
+            "chat",
+            ["vllm", "sloweave"],
+            [4.0, 9.0],
+            base,
+            duration_s=10.0,
+            executor=_pool_of_two(backend),
+        )
         return [p.row() for p in points]
 
     def compare_rows(backend: str):
         instances = [read_instance(INSTANCES / "tiny-1.json"), INSTANCES / "jaillet-s1.json"]
-        report = run_report(instances, ["fcfs", "dp", "local-search"], backend=backend, workers=2)
+        report = run_report(
+            instances, ["fcfs", "dp", "local-search"], executor=_pool_of_two(backend)
+        )
         rows = [r for c in report.comparisons for r in c.records()]
         starts = [r.starts.tolist() for c in report.comparisons for r in c.results]
         stats = [r.stats for c in report.comparisons for r in c.results]

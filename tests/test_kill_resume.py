@@ -39,9 +39,9 @@ GRIDS: dict[str, tuple[list[str], int]] = {
             "--solvers",
             "fcfs,sorted-f,local-search,alns",
             "--option",
-            "local-search.max_moves=2000",
+            "local-search.work=2000",
             "--option",
-            "alns.evaluations=2000",
+            "alns.work=2000",
         ],
         3 * 5,  # a bound and four solvers an instance
     ),

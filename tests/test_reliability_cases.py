@@ -66,7 +66,7 @@ def solved_with_stop(done: subprocess.CompletedProcess[str]) -> None:
 
 
 def test_dp_on_a_backlog_of_8_stops_at_its_memory_budget(tmp_path: Path) -> None:
-    """``generate backlog -n 8 --memory 2000``; ``solve --solver dp`` reached 18.9 GB
+    """``generate backlog -n 8 --kv-tokens 2000``; ``solve --solver dp`` reached 18.9 GB
     after 15 minutes. Now it stops at its memory budget with a verified answer (exit 0,
     "stopped by its memory budget"); a small ``--max-memory`` shows it sooner."""
     path = tmp_path / "t.json"
@@ -257,12 +257,12 @@ TINY = read_instance(INSTANCES / "tiny-1.json")
     ("call", "kind"),
     [
         (lambda: solve(TINY, "sorted-f", bound=None, method="nope"), InputError),
-        (lambda: solve(TINY, "local-search", bound=None, window=0), InputError),
+        (lambda: solve(TINY, "local-search", bound=None, width=0), InputError),
         (lambda: solve(TINY, "alns", bound=None, block=1), InputError),
         (lambda: solve(TINY, "receding-horizon", bound=None, commit=0), InputError),
         (lambda: solve(TINY, "cpsat", bound=None, max_intervals=1), InputError),
         (lambda: solve(TINY, "cpsat", bound=None, num_workers=0), InputError),
-        (lambda: get_solver("local-search").fn(TINY, window="5"), InputTypeError),
+        (lambda: get_solver("local-search").fn(TINY, width="5"), InputTypeError),
         (lambda: integer_option("x", "k", 1.5, ""), InputTypeError),
         (lambda: integer_option("x", "k", 0, "", minimum=1), InputError),
         (lambda: export_model(TINY, "m.lp", max_nonzeros=10**12), InputError),

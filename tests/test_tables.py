@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from schedlab.errors import SchedlabError
+from schedlab.jobs import Executor
 from schedlab.tables import rows_to_csv, to_pandas
 
 pandas = pytest.importorskip("pandas")
@@ -70,7 +71,7 @@ def test_a_simulation_summary_and_its_records(run):
 def test_sweep_points_and_capacity():
     from schedlab.serving.capacity import capacity, sweep
 
-    points = sweep("chat", ["vllm"], [1.0, 2.0], duration_s=5.0, backend="serial")
+    points = sweep("chat", ["vllm"], [1.0, 2.0], duration_s=5.0, executor=Executor("serial"))
     frame = to_pandas([p.row() for p in points])
     assert frame["rate_rps"].tolist() == [1.0, 2.0]
     assert points[0].to_pandas().loc[0, "attainment"] == pytest.approx(
@@ -96,7 +97,9 @@ def test_an_offline_report():
     from schedlab.offline.backlogs import mixed_backlog
     from schedlab.offline.report import run_report
 
-    report = run_report([mixed_backlog(8, 20_000, 0.5, 0)], ["fcfs", "svf"], backend="serial")
+    report = run_report(
+        [mixed_backlog(8, 20_000, 0.5, 0)], ["fcfs", "svf"], executor=Executor("serial")
+    )
     frame = report.to_pandas()
     assert frame["solver"].tolist() == ["fcfs", "svf"]
     assert frame["objective"].tolist() == [r["objective"] for r in report.records()]

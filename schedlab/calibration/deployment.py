@@ -468,7 +468,7 @@ def deployment_of(
             raise FormatError(f"kv_tokens: expected an integer >= 1, got {kv_tokens!r}")
         records.notes.append(f"KV capacity {kv_tokens:,} tokens (given)")
     engine = EngineConfig(
-        kv_capacity_tokens=kv_tokens,
+        kv_tokens=kv_tokens,
         block_size=block_size,
         max_num_seqs=seqs,
         max_num_batched_tokens=budget,

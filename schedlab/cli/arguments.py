@@ -8,16 +8,16 @@ import os
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from schedlab.errors import InputError
+from schedlab.jobs import BACKENDS, DEFAULT_BACKEND, Executor
 from schedlab.json_files import read_bytes
 
 __all__ = [
     "add_executor_options",
     "check_outputs",
     "comma_list",
-    "executor_options",
+    "executor_from",
     "non_negative_int",
     "positive_int",
     "read_from_stdin",
@@ -87,8 +87,8 @@ def add_executor_options(parser: argparse.ArgumentParser) -> None:
     a grid of jobs (:mod:`schedlab.jobs`)."""
     parser.add_argument(
         "--backend",
-        choices=("serial", "local", "ray"),
-        default="local",
+        choices=BACKENDS,
+        default=DEFAULT_BACKEND,
         help="where the jobs run: this process, a local process pool (default), or a Ray "
         "cluster (the ray extra: pip install -e '.[ray]'); the results are the same",
     )
@@ -110,20 +110,15 @@ def add_executor_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def executor_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The keywords of :func:`schedlab.jobs.run_jobs` the options above give."""
-    if args.address is not None and args.backend != "ray":
-        raise InputError("--address: only with --backend ray")
+def executor_from(args: argparse.Namespace, progress: bool = False) -> Executor:
+    """The one :class:`~schedlab.jobs.Executor` the options above give (with a progress
+    bar if ``progress``); its refusals name the options (``--workers: ...``)."""
     if args.results == "-":
         raise InputError("--results -: a grid's log is read back when it reruns; name a file")
-    if args.workers is not None and args.backend == "serial":
-        raise InputError("--workers: not with --backend serial (it runs one job at a time)")
-    return {
-        "backend": args.backend,
-        "workers": args.workers,
-        "address": args.address,
-        "results": args.results,
-    }
+    try:
+        return Executor(args.backend, args.workers, args.address, args.results, progress)
+    except InputError as exc:
+        raise InputError(f"--{exc}".replace(" backend ", " --backend ")) from None
 
 
 def single_or_grid(args: argparse.Namespace, *pairs: tuple[str, str]) -> None:

@@ -18,7 +18,7 @@ from schedlab.cli.arguments import (
     add_executor_options,
     check_outputs,
     comma_list,
-    executor_options,
+    executor_from,
     non_negative_int,
     positive_int,
     read_from_stdin,
@@ -203,7 +203,7 @@ def _solve_report(args: argparse.Namespace, instance: Any, result: Any) -> None:
         row = {
             "instance": instance.name,
             "n": instance.n,
-            "memory_tokens": instance.memory,
+            "kv_tokens": instance.kv_tokens,
             "solver": result.solver,
             "status": str(result.status),
             "stopped_by": result.stats.get("stopped_by"),
@@ -227,7 +227,7 @@ def _solve_report(args: argparse.Namespace, instance: Any, result: Any) -> None:
         "memory": ", stopped by its memory budget",
         "time_limit": ", stopped by the time limit",
     }.get(stopped, f", stopped by {stopped}")
-    print(f"{instance.name or args.file}: n = {instance.n}, M = {instance.memory:,} tokens")
+    print(f"{instance.name or args.file}: n = {instance.n}, M = {instance.kv_tokens:,} tokens")
     print(f"solver        {result.solver} ({result.status}, {result.runtime:.3f} s{ended})")
     print(f"objective     {result.objective:,} (mean latency {s.mean_latency:,.1f} rounds)")
     print(f"lower bound   {bound} (gap {gap})")
@@ -293,8 +293,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         seed=args.seed,
         options=options,
         out_dir=args.output,
-        progress=args.format == "text" and not args.quiet,
-        **executor_options(args),
+        executor=executor_from(args, progress=args.format == "text" and not args.quiet),
     )
     if args.plot:
         from schedlab.plotting.comparison import MAX_SCHEDULE_COLUMNS, plot_report
@@ -399,7 +398,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     schedule = Schedule(instance, [int(p) for _, p in sorted(pairs)])
     print(
         f"FEASIBLE: objective {schedule.objective:,}, makespan {schedule.makespan:,}, "
-        f"peak memory {schedule.peak_memory:,} of {instance.memory:,} tokens"
+        f"peak memory {schedule.peak_memory:,} of {instance.kv_tokens:,} tokens"
     )
     return 0
 
@@ -461,27 +460,25 @@ def _cmd_export(args: argparse.Namespace) -> int:
 def _cmd_generate(args: argparse.Namespace) -> int:
     from schedlab import write_instance
     from schedlab.offline.backlogs import (
-        DEFAULT_MEMORY,
         jaillet_instance,
         mixed_backlog,
         sample_backlog,
     )
 
     allowed = {
-        "mixed": {"memory", "long_fraction"},
+        "mixed": {"kv_tokens", "long_fraction"},
         "jaillet": set(),
-        "backlog": {"memory", "source"},
+        "backlog": {"kv_tokens", "source"},
     }
-    for option in ("memory", "long_fraction", "source"):
+    for option in ("kv_tokens", "long_fraction", "source"):
         if getattr(args, option) is not None and option not in allowed[args.kind]:
             flag = "--" + option.replace("_", "-")
             raise InputError(f"{flag}: does not apply to generate {args.kind}")
     n = 200 if args.n is None and args.kind != "jaillet" else args.n
-    memory = DEFAULT_MEMORY if args.memory is None else args.memory
     limit = {"max_requests": args.max_requests}
     if args.kind == "mixed":
         fraction = 0.5 if args.long_fraction is None else args.long_fraction
-        inst = mixed_backlog(n, memory, fraction, args.seed, name=args.name, **limit)
+        inst = mixed_backlog(n, args.kv_tokens, fraction, args.seed, name=args.name, **limit)
     elif args.kind == "jaillet":
         inst = jaillet_instance(args.seed, n, name=args.name, **limit)
     else:
@@ -490,19 +487,68 @@ def _cmd_generate(args: argparse.Namespace) -> int:
             from schedlab.llm.traces import read_trace
 
             source = read_trace(source)
-        inst = sample_backlog(n, memory, source, args.seed, name=args.name, **limit)
+        inst = sample_backlog(n, args.kv_tokens, source, args.seed, name=args.name, **limit)
     refuse_overwriting(args, ["--output"], {"--source": Path(args.source or "")})
     write_instance(inst, args.output)
     if args.output != STDOUT:
-        wrote(args.output, f"n = {inst.n}, M = {inst.memory:,}")
+        wrote(args.output, f"n = {inst.n}, M = {inst.kv_tokens:,}")
     return 0
+
+
+def _cmd_solvers(args: argparse.Namespace) -> int:
+    from schedlab.offline.solvers import available_solvers, get_solver
+
+    infos = [get_solver(name) for name in available_solvers()]
+    if args.format == "csv":
+        rows = [
+            {
+                "solver": info.name,
+                "exact": info.exact,
+                "option": spec.name,
+                "types": " or ".join(spec.type_names),
+                "default": spec.default,
+            }
+            for info in infos
+            for spec in info.option_specs
+        ]
+        rows_to_csv(rows, sys.stdout)
+    elif args.format == "json":
+        _print_json(
+            [
+                {
+                    "name": info.name,
+                    "exact": info.exact,
+                    "options": [
+                        {
+                            "name": spec.name,
+                            "types": list(spec.type_names),
+                            "default": spec.default,
+                        }
+                        for spec in info.option_specs
+                    ],
+                }
+                for info in infos
+            ]
+        )
+    else:
+        print("\n".join(info.describe() for info in infos))
+    return 0
+
+
+def _solver_epilog() -> str:
+    """The options of every built-in and registered solver, for ``solve --help``."""
+    from schedlab.offline.solvers import SOLVERS
+
+    return "solver options (--option KEY=VALUE; schedlab solvers lists them all):\n" + "\n".join(
+        info.describe() for _, info in sorted(SOLVERS.items())
+    )
 
 
 def register(sub: Any) -> None:
     """Add the offline subcommands to an argparse subparsers object; the names each
     option takes are listed in its help, from the registries."""
     from schedlab.llm.lengths import builtin_table_names
-    from schedlab.offline.backlogs import DEFAULT_MEMORY, MAX_REQUESTS
+    from schedlab.offline.backlogs import DEFAULT_KV_TOKENS, MAX_REQUESTS
     from schedlab.offline.bounds import available_bounds
     from schedlab.offline.compare import DEFAULT_SOLVERS
     from schedlab.offline.solvers import available_solvers
@@ -521,14 +567,19 @@ def register(sub: Any) -> None:
         p.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default 0)")
         add_format_option(p)
 
-    p = sub.add_parser("solve", help="solve one instance with one solver")
+    p = sub.add_parser(
+        "solve",
+        help="solve one instance with one solver",
+        epilog=_solver_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("file", help="instance file (schedlab-instance/1 JSON; - for stdin)")
     p.add_argument("--solver", default="mc-sf", help=f"{solvers} (default mc-sf)")
     p.add_argument(
         "--option",
         action="append",
         metavar="KEY=VALUE",
-        help="a solver option, e.g. max_moves=20000 (local-search), max_requests=14 (dp), "
+        help="a solver option, e.g. work=20000 (local-search), max_requests=14 (dp), "
         "backfill=true (rules); repeat for several",
     )
     _add_predictions(p, "the online solver (a-min, a-max, ...)")
@@ -544,6 +595,10 @@ def register(sub: Any) -> None:
     common(p)
     p.set_defaults(func=_cmd_solve)
 
+    p = sub.add_parser("solvers", help="list the solvers with their options, types and defaults")
+    add_format_option(p)
+    p.set_defaults(func=_cmd_solvers)
+
     p = sub.add_parser("compare", help="compare solvers against one lower bound")
     p.add_argument(
         "paths", nargs="+", metavar="PATH", help="instance files or folders (- for stdin)"
@@ -558,7 +613,7 @@ def register(sub: Any) -> None:
         "--option",
         action="append",
         metavar="SOLVER.KEY=VALUE",
-        help="a solver's option, e.g. local-search.max_moves=20000; repeat for several",
+        help="a solver's option, e.g. local-search.work=20000; repeat for several",
     )
     p.add_argument(
         "-o",
@@ -642,11 +697,12 @@ def register(sub: Any) -> None:
         help="number of requests (default 200; jaillet: drawn from U[40, 60])",
     )
     p.add_argument(
-        "--memory",
+        "--kv-tokens",
         type=positive_int,
         default=None,
-        help=f"mixed, backlog: KV budget M in tokens (default {DEFAULT_MEMORY:,})",
+        help=f"mixed, backlog: KV budget M in tokens (default {DEFAULT_KV_TOKENS:,})",
     )
+    hidden_alias(p, "--memory", "kv_tokens", "--kv-tokens", type=positive_int)
     p.add_argument(
         "--long-fraction", type=float, default=None, help="mixed: share of long requests (0.5)"
     )

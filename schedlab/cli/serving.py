@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from schedlab.cli.arguments import (
     add_executor_options,
     comma_list,
-    executor_options,
+    executor_from,
     non_negative_int,
     positive_int,
     read_from_stdin,
@@ -30,6 +30,7 @@ from schedlab.cli.arguments import (
 from schedlab.cli.durations import parse_duration
 from schedlab.cli.outputs import add_format_option, hidden_alias, open_output, table_aside, wrote
 from schedlab.errors import SchedlabError, ServingError
+from schedlab.jobs import DEFAULT_BACKEND
 from schedlab.serving.workloads import MAX_REQUESTS
 from schedlab.tables import rows_to_csv
 
@@ -149,7 +150,7 @@ def _common(
         type=positive_int,
         default=None,
         help="KV capacity in tokens (default: what vLLM would allocate on the cost model's "
-        f"GPU deployment; {engine.kv_capacity_tokens:,} for a model without one)",
+        f"GPU deployment; {engine.kv_tokens:,} for a model without one)",
     )
     parser.add_argument(
         "--block-size",
@@ -250,12 +251,12 @@ def _engine(args: argparse.Namespace) -> EngineConfig:
 
     engine, note = engine_for(
         get_cost_model(args.cost_model),
-        kv_capacity_tokens=args.kv_tokens,
+        kv_tokens=args.kv_tokens,
         block_size=args.block_size,
         max_num_seqs=args.max_num_seqs,
         max_num_batched_tokens=args.max_num_batched_tokens,
     )
-    args.kv_capacity = {"tokens": engine.kv_capacity_tokens, "source": note}
+    args.kv_capacity = {"tokens": engine.kv_tokens, "source": note}
     return engine
 
 
@@ -265,12 +266,10 @@ def kv_json(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def print_csv(args: argparse.Namespace, rows: Sequence[dict[str, Any]]) -> None:
-    """Print ``rows`` as CSV, each with the KV capacity run (``kv_capacity_tokens``; where
-    it came from on standard error, :func:`say_kv`)."""
+    """Print ``rows`` as CSV, each with the KV budget run (``kv_tokens``; where it came
+    from on standard error, :func:`say_kv`)."""
     say_kv(args)
-    rows_to_csv(
-        [{**row, "kv_capacity_tokens": args.kv_capacity["tokens"]} for row in rows], sys.stdout
-    )
+    rows_to_csv([{**row, "kv_tokens": args.kv_capacity["tokens"]} for row in rows], sys.stdout)
 
 
 def say_kv(args: argparse.Namespace) -> None:
@@ -498,7 +497,7 @@ def _capacity(args: argparse.Namespace) -> int:
     single_or_grid(args, ("policy", "policies"), ("seed", "seeds"))
     if args.policies or args.seeds or len(args.predictions or ()) > 1:
         return _capacity_grid(args, search)
-    if args.results or args.backend != "local" or args.workers or args.address:
+    if args.results or args.backend != DEFAULT_BACKEND or args.workers or args.address:
         raise ServingError(
             "--backend, --workers, --address, --results: for a grid only "
             "(give --policies, --seeds or several --predictions)"
@@ -527,6 +526,7 @@ def _capacity_grid(args: argparse.Namespace, search: dict[str, Any]) -> int:
     scenario = _scenario(args)
     policies = args.policies or [scenario.policy]
     seeds = [int(s) for s in args.seeds] if args.seeds else [scenario.seed]
+    executor = executor_from(args, progress=search.pop("progress"))
     try:
         found = capacity_grid(
             args.workload,
@@ -535,7 +535,7 @@ def _capacity_grid(args: argparse.Namespace, search: dict[str, Any]) -> int:
             seeds=seeds,
             predictions=args.predictions,
             **search,
-            **executor_options(args),
+            executor=executor,
         )
     except GridError as error:  # the searches that ran are shown, then the error
         _capacity_table(args, error.done)
@@ -609,14 +609,14 @@ def _headroom(args: argparse.Namespace) -> int:
     tpot = parse_duration(args.tpot, "--tpot")
     _note_bare_tpot(args.tpot, tpot)
     _decode_alone(model, tpot)
-    kv = _engine(args).kv_capacity_tokens
+    kv = _engine(args).kv_tokens
     result = headroom(
         model,
         FluidLoad.of(lengths.prompt, lengths.output),
         tpot,
         workload=workload.name,
         margin_s=_margin(args.margin, tpot),
-        kv_capacity_tokens=kv,
+        kv_tokens=kv,
     )
     if args.format == "json":
         print(json.dumps({**result.to_dict(), **kv_json(args)}))
@@ -636,7 +636,7 @@ def _headroom(args: argparse.Namespace) -> int:
     print(
         f"F = {result.fixed_s * 1e3:.3g} ms; lambda* (SLOWeave) = {result.rate_star_rps:.2f} "
         f"req/s; best of any policy {result.best_rps:.2f} req/s; C* = {result.chunk_star:.0f} "
-        f"tokens; KV at lambda* {result.kv_tokens_at_star / 1e3:.0f} k tokens"
+        f"tokens; KV at lambda* {result.kv_in_use_at_star / 1e3:.0f} k tokens"
     )
     print(
         f"with {kv} KV tokens: best of any policy {result.kv_bound_rps:.2f} req/s "
@@ -650,7 +650,7 @@ def _headroom(args: argparse.Namespace) -> int:
         ratio = result.ratio(row.chunk)
         print(
             f"{row.chunk:>7}{row.bound:>10}{row.capacity_rps:>9.2f}{row.kv_capacity_rps:>9.2f}"
-            f"{_ms(row.iteration_s):>9}{row.kv_tokens / 1e3:>8.0f}{ratio:>10.3f}"
+            f"{_ms(row.iteration_s):>9}{row.kv_in_use / 1e3:>8.0f}{ratio:>10.3f}"
         )
     return 0
 
@@ -674,8 +674,7 @@ def _sweep(args: argparse.Namespace) -> int:
             _scenario(args),
             duration_s=parse_duration(args.duration, "--duration"),
             data_dir=args.data_dir,
-            progress=args.format == "text" and not args.quiet,
-            **executor_options(args),
+            executor=executor_from(args, progress=args.format == "text" and not args.quiet),
         )
     except GridError as error:  # the points that ran are shown, then the error
         _sweep_report(args, error.done)

@@ -208,6 +208,22 @@ def kv_bytes_per_token(model: ModelShape, tp: int = 1, kv_dtype_bytes: int | Non
     return 2 * model.layers * heads * model.head_dim * element
 
 
+#: The default KV budget ``M`` of the offline backlogs, in tokens: a round illustrative
+#: figure, Llama-3.1-8B (bf16, 128 KiB of KV per token) on a 24 GiB GPU (NVIDIA L4 /
+#: RTX 4090 class) at vLLM's default gpu_memory_utilization 0.9, 1 GiB reserved for
+#: activations: ``floor((0.9 * 24 GiB - 16.06 GB - 1 GiB) / 128 KiB)``. (vLLM's own
+#: sizing of a real card, :func:`kv_budget`, gives less: ``docs/kv-capacity.md``.)
+BACKLOG_KV_TOKENS = int(
+    (0.9 * 24 * GIB - LLAMA_3_1_8B.weight_bytes - GIB) // kv_bytes_per_token(LLAMA_3_1_8B)
+)
+
+#: The KV capacity of the illustrative serving engine, in tokens: 32 GiB of KV cache for
+#: Llama-3.1-8B (128 KiB per token: 32 layers x 8 KV heads x 128 dims x 2 (K, V) x 2
+#: bytes), 262,144 tokens. It describes no real GPU; a calibrated cost model's
+#: deployment replaces it (:func:`schedlab.serving.engine_config.engine_for`).
+ILLUSTRATIVE_KV_TOKENS = 32 * GIB // kv_bytes_per_token(LLAMA_3_1_8B)
+
+
 @dataclass(frozen=True)
 class KvBudget:
     """The terms of vLLM's KV-cache sizing for one GPU (module docstring), in bytes.

@@ -40,7 +40,7 @@ import numpy as np
 from schedlab.errors import InstanceError
 from schedlab.llm.traces import Trace, check_lengths
 from schedlab.offline.backlogs import (
-    DEFAULT_MEMORY,
+    DEFAULT_KV_TOKENS,
     MAX_REQUESTS,
     LengthSource,
     request_count,
@@ -58,7 +58,7 @@ DEFAULT_LOAD = 0.9
 
 def arrival_stream(
     n: int,
-    memory: int = DEFAULT_MEMORY,
+    kv_tokens: int = DEFAULT_KV_TOKENS,
     source: LengthSource = "sharegpt",
     load: float = DEFAULT_LOAD,
     seed: int = 0,
@@ -73,7 +73,7 @@ def arrival_stream(
     ----------
     n
         Number of requests (refused beyond ``max_requests``).
-    memory
+    kv_tokens
         KV budget :math:`M` in tokens.
     source
         A shipped length table name, a :class:`~schedlab.llm.lengths.LengthTable`, or a
@@ -92,33 +92,33 @@ def arrival_stream(
     ------
     InstanceError
         For ``load`` outside (0, 1], a timed trace with fewer than ``n`` requests that fit
-        in ``memory``, or a budget too small for the source.
+        in ``kv_tokens``, or a budget too small for the source.
     """
     n = request_count(n, max_requests)
-    memory = check_int(memory, "memory", 1)
+    kv_tokens = check_int(kv_tokens, "kv_tokens", 1)
     if isinstance(load, bool) or not isinstance(load, int | float) or not 0 < load <= 1:
         raise InstanceError(f"load: must be in (0, 1], got {load!r}")
     rng = np.random.default_rng(seed)
     label = source_label(source)
     meta: dict[str, Any] = {"generator": "arrival_stream", "source": label, "seed": seed}
     if isinstance(source, Trace) and timed and source.arrival_s is not None:
-        prompt, output, times, skipped = _trace_window(source, n, memory, rng)
+        prompt, output, times, skipped = _trace_window(source, n, kv_tokens, rng)
         meta |= {"arrivals": "trace-timed", "skipped": skipped}
     else:
         if isinstance(source, Trace):
             check_lengths(source, source.name, min_prompt=0)
-        prompt, output, redrawn = sample_lengths(source, n, memory, rng)
+        prompt, output, redrawn = sample_lengths(source, n, kv_tokens, rng)
         times = np.concatenate([[0.0], np.cumsum(rng.exponential(1.0, n - 1))])
         meta |= {"arrivals": "poisson", "redrawn": redrawn}
     volume = prompt * output + output * (output + 1) // 2
-    rate = load * memory / float(volume.mean())  # requests a round
+    rate = load * kv_tokens / float(volume.mean())  # requests a round
     span = float(times[-1])
     # scale the times to mean gap 1/rate: (n - 1) gaps over the window's span
     scale = (n - 1) / (rate * span) if span > 0 else 0.0
     arrival = np.floor(times * scale).astype(np.int64)
     meta |= {"load": load, "rate_per_round": rate, "last_arrival": int(arrival[-1])}
     return Instance.from_arrays(
-        memory,
+        kv_tokens,
         prompt,
         output,
         arrival,
@@ -128,17 +128,17 @@ def arrival_stream(
 
 
 def _trace_window(
-    trace: Trace, n: int, memory: int, rng: np.random.Generator
+    trace: Trace, n: int, kv_tokens: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """``n`` consecutive requests (in time order) that fit in ``memory``, from a seeded
+    """``n`` consecutive requests (in time order) that fit in ``kv_tokens``, from a seeded
     offset: prompts, outputs, times from the first (seconds) and the count skipped."""
     assert trace.arrival_s is not None
     check_lengths(trace, trace.name, min_prompt=0)
     order = np.argsort(trace.arrival_s, kind="stable")
-    fits = order[trace.prompt[order] + trace.output[order] <= memory]
+    fits = order[trace.prompt[order] + trace.output[order] <= kv_tokens]
     if fits.size < n:
         raise InstanceError(
-            f"n: {trace.name} has {fits.size:,} requests that fit in M = {memory:,}, "
+            f"n: {trace.name} has {fits.size:,} requests that fit in M = {kv_tokens:,}, "
             f"fewer than n = {n:,}"
         )
     first = int(rng.integers(0, fits.size - n + 1))

@@ -21,14 +21,15 @@ from typing import Any
 
 import numpy as np
 
+from schedlab.deprecation import renamed, renamed_module_attributes
 from schedlab.errors import InstanceError
 from schedlab.llm.lengths import LengthTable, builtin_table
-from schedlab.llm.models import GIB, LLAMA_3_1_8B, kv_bytes_per_token
+from schedlab.llm.models import BACKLOG_KV_TOKENS
 from schedlab.llm.traces import Trace, check_lengths
 from schedlab.offline.instance import Instance, check_int
 
 __all__ = [
-    "DEFAULT_MEMORY",
+    "DEFAULT_KV_TOKENS",
     "MAX_REQUESTS",
     "LengthSource",
     "jaillet_instance",
@@ -59,14 +60,8 @@ def request_count(n: Any, max_requests: int) -> int:
     return n
 
 
-#: KV budget of the shipped backlogs, a round illustrative figure: Llama-3.1-8B (bf16,
-#: 128 KiB of KV per token) on a 24 GiB GPU (NVIDIA L4 / RTX 4090 class) at vLLM's default
-#: gpu_memory_utilization 0.9, 1 GiB reserved for activations:
-#: floor((0.9 * 24 GiB - 16.06 GB - 1 GiB) / 128 KiB). (vLLM's own sizing of a real
-#: card, :func:`schedlab.llm.models.kv_budget`, gives less: ``docs/kv-capacity.md``.)
-DEFAULT_MEMORY = int(
-    (0.9 * 24 * GIB - LLAMA_3_1_8B.weight_bytes - GIB) // kv_bytes_per_token(LLAMA_3_1_8B)
-)
+#: KV budget ``M`` of the shipped backlogs (:data:`schedlab.llm.models.BACKLOG_KV_TOKENS`).
+DEFAULT_KV_TOKENS = BACKLOG_KV_TOKENS
 
 _MAX_REDRAWS = 1000
 
@@ -81,27 +76,27 @@ def _draw(source: LengthSource, n: int, rng: np.random.Generator) -> tuple[np.nd
 
 
 def sample_lengths(
-    source: LengthSource, n: int, memory: int, rng: np.random.Generator
+    source: LengthSource, n: int, kv_tokens: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray, int]:
-    """Draw ``n`` (prompt, output) pairs with ``prompt + output <= memory``.
+    """Draw ``n`` (prompt, output) pairs with ``prompt + output <= kv_tokens``.
 
     Returns the two ``int64`` arrays and the number of redrawn requests.
 
     Raises
     ------
     InstanceError
-        If almost no draw fits in ``memory`` (the budget is too small for the source).
+        If almost no draw fits in ``kv_tokens`` (the budget is too small for the source).
     """
     prompt, output = _draw(source, n, rng)
     redrawn = 0
     for _ in range(_MAX_REDRAWS):
-        bad = np.flatnonzero(prompt + output > memory)
+        bad = np.flatnonzero(prompt + output > kv_tokens)
         if bad.size == 0:
             return prompt, output, redrawn
         redrawn += int(bad.size)
         prompt[bad], output[bad] = _draw(source, int(bad.size), rng)
     raise InstanceError(
-        f"memory: M = {memory} is too small for nearly every request of the source"
+        f"kv_tokens: M = {kv_tokens} is too small for nearly every request of the source"
     )
 
 
@@ -113,31 +108,34 @@ def source_label(source: LengthSource) -> str:
 
 def sample_backlog(
     n: int,
-    memory: int = DEFAULT_MEMORY,
+    kv_tokens: int | None = None,
     source: LengthSource = "sharegpt",
     seed: int = 0,
     name: str | None = None,
     *,
     max_requests: int = MAX_REQUESTS,
+    memory: int | None = None,
 ) -> Instance:
     """A backlog of ``n`` requests released at round 0, lengths drawn from ``source``
-    (refused beyond ``max_requests``)."""
+    (refused beyond ``max_requests``), with KV budget ``kv_tokens`` (default
+    :data:`DEFAULT_KV_TOKENS`; ``memory`` is its deprecated name)."""
     n = request_count(n, max_requests)
-    memory = check_int(memory, "memory", 1)
+    kv_tokens = renamed("sample_backlog", "memory", "kv_tokens", memory, kv_tokens)
+    kv_tokens = check_int(DEFAULT_KV_TOKENS if kv_tokens is None else kv_tokens, "kv_tokens", 1)
     if isinstance(source, Trace):
         check_lengths(source, source.name, min_prompt=0)
     rng = np.random.default_rng(seed)
-    prompt, output, redrawn = sample_lengths(source, n, memory, rng)
+    prompt, output, redrawn = sample_lengths(source, n, kv_tokens, rng)
     label = source_label(source)
     meta = {"generator": "sample_backlog", "source": label, "seed": seed, "redrawn": redrawn}
     return Instance.from_arrays(
-        memory, prompt, output, name=name or f"{label}-n{n}-s{seed}", meta=meta
+        kv_tokens, prompt, output, name=name or f"{label}-n{n}-s{seed}", meta=meta
     )
 
 
 def mixed_backlog(
     n: int,
-    memory: int = DEFAULT_MEMORY,
+    kv_tokens: int | None = None,
     long_fraction: float = 0.5,
     seed: int = 0,
     chat: LengthSource = "sharegpt",
@@ -145,20 +143,22 @@ def mixed_backlog(
     name: str | None = None,
     *,
     max_requests: int = MAX_REQUESTS,
+    memory: int | None = None,
 ) -> Instance:
     """Short chat and long summarization requests, shuffled, released at round 0.
 
     ``round(long_fraction * n)`` requests come from ``long`` and the rest from ``chat``
-    (refused beyond ``max_requests``).
+    (refused beyond ``max_requests``); KV budget ``kv_tokens`` as :func:`sample_backlog`.
     """
     n = request_count(n, max_requests)
-    memory = check_int(memory, "memory", 1)
+    kv_tokens = renamed("mixed_backlog", "memory", "kv_tokens", memory, kv_tokens)
+    kv_tokens = check_int(DEFAULT_KV_TOKENS if kv_tokens is None else kv_tokens, "kv_tokens", 1)
     if not 0.0 <= long_fraction <= 1.0:
         raise InstanceError(f"long_fraction: must be in [0, 1], got {long_fraction}")
     rng = np.random.default_rng(seed)
     n_long = round(long_fraction * n)
-    p_chat, o_chat, r_chat = sample_lengths(chat, n - n_long, memory, rng)
-    p_long, o_long, r_long = sample_lengths(long, n_long, memory, rng)
+    p_chat, o_chat, r_chat = sample_lengths(chat, n - n_long, kv_tokens, rng)
+    p_long, o_long, r_long = sample_lengths(long, n_long, kv_tokens, rng)
     perm = rng.permutation(n)
     prompt = np.concatenate([p_chat, p_long])[perm]
     output = np.concatenate([o_chat, o_long])[perm]
@@ -170,7 +170,7 @@ def mixed_backlog(
         "redrawn": r_chat + r_long,
     }
     return Instance.from_arrays(
-        memory, prompt, output, name=name or f"mixed-n{n}-s{seed}", meta=meta
+        kv_tokens, prompt, output, name=name or f"mixed-n{n}-s{seed}", meta=meta
     )
 
 
@@ -193,16 +193,16 @@ def jaillet_instance(
     a seed either way.
     """
     rng = np.random.default_rng(seed)
-    memory = int(rng.integers(30, 51))
+    kv_tokens = int(rng.integers(30, 51))
     count = int(rng.integers(40, 61)) if n is None else request_count(n, max_requests)
     if shared_prompt:
         shared = int(rng.integers(1, 6))
         prompt: np.ndarray = np.full(count, shared, dtype=np.int64)
-        output = rng.integers(1, memory - shared + 1, count)
+        output = rng.integers(1, kv_tokens - shared + 1, count)
     else:
         prompt = rng.integers(1, 6, count)
         output = np.array(
-            [rng.integers(1, memory - s + 1) for s in prompt.tolist()], dtype=np.int64
+            [rng.integers(1, kv_tokens - s + 1) for s in prompt.tolist()], dtype=np.int64
         )
     meta = {
         "generator": "jaillet_instance",
@@ -212,5 +212,9 @@ def jaillet_instance(
     }
     kind = "jaillet-shared" if shared_prompt else "jaillet"
     return Instance.from_arrays(
-        memory, prompt, output, name=name or f"{kind}-n{count}-s{seed}", meta=meta
+        kv_tokens, prompt, output, name=name or f"{kind}-n{count}-s{seed}", meta=meta
     )
+
+
+#: Old names of this module's attributes, still readable (with a warning).
+__getattr__ = renamed_module_attributes(__name__, {"DEFAULT_MEMORY": "DEFAULT_KV_TOKENS"})

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TextIO
 
 from schedlab.budget import check_max_memory, check_time_limit
@@ -25,7 +24,7 @@ from schedlab.errors import (
     SolverError,
     UnknownNameError,
 )
-from schedlab.jobs import Job, Outcome, run_jobs
+from schedlab.jobs import Executor, Job, Outcome, executor_of, run_jobs
 from schedlab.json_files import nan_to_null
 from schedlab.offline.bounds import Bound, lower_bound
 from schedlab.offline.instance import Instance, check_instance
@@ -33,9 +32,8 @@ from schedlab.offline.instance_io import instance_from_dict, instance_to_dict
 from schedlab.offline.result import Result, Status, relative_gap
 from schedlab.offline.solve import available_solvers, check_seed, solve, with_bound
 from schedlab.offline.solvers import get_solver
-from schedlab.offline.solvers.contract import check_options
+from schedlab.offline.solvers.contract import normalize_options
 from schedlab.offline.verify import verify
-from schedlab.progress import Progress
 from schedlab.tables import rows_to_csv, to_pandas
 
 __all__ = [
@@ -199,7 +197,7 @@ class Comparison:
             ).rstrip()
 
         inst = self.instance
-        title = f"{inst.name or 'instance'}: n = {inst.n}, M = {inst.memory:,} tokens"
+        title = f"{inst.name or 'instance'}: n = {inst.n}, M = {inst.kv_tokens:,} tokens"
         rule = "  ".join("-" * w for w in widths)
         return "\n".join([title, line(head), rule, *(line(r) for r in cells), *self._notes()])
 
@@ -276,11 +274,8 @@ def compare(
     seed: int = 0,
     bound: str | None = "best",
     options: Mapping[str, Mapping[str, Any]] | None = None,
-    progress: bool | Progress = False,
-    backend: str = "serial",
-    workers: int | None = None,
-    address: str | None = None,
-    results: str | Path | None = None,
+    executor: Executor | None = None,
+    **old: Any,
 ) -> Comparison:
     """Solve ``instance`` with each solver and measure every gap to one lower bound.
 
@@ -290,10 +285,12 @@ def compare(
     before anything runs. A solver that
     refuses the instance (a :class:`~schedlab.errors.SchedlabError`) is recorded as a
     :class:`Failure` and the others go on. ``options``: each solver's own options by
-    solver name (``{"local-search": {"max_moves": 5000}}``). ``progress``: show a bar on
-    standard error (:mod:`schedlab.progress`), or step the caller's. The bound and each
-    solver are jobs of :func:`compare_all` (``backend`` ... ``results``: where they run).
+    solver name (``{"local-search": {"work": 5000}}``). The bound and each solver are
+    jobs of :func:`compare_all`, run by ``executor`` (:class:`~schedlab.jobs.Executor`:
+    where they run, a results file, a progress bar; its old separate keywords
+    ``backend``, ``workers``, ``address``, ``results``, ``progress`` are deprecated).
     """
+    executor = executor_of("compare", executor, old)
     check_instance(instance, "compare")
     return compare_all(
         [instance],
@@ -303,11 +300,7 @@ def compare(
         seed=seed,
         bound=bound,
         options=options,
-        progress=progress,
-        backend=backend,
-        workers=workers,
-        address=address,
-        results=results,
+        executor=executor,
     )[0]
 
 
@@ -320,19 +313,17 @@ def compare_all(
     seed: int = 0,
     bound: str | None = "best",
     options: Mapping[str, Mapping[str, Any]] | None = None,
-    progress: bool | Progress = False,
-    backend: str = "serial",
-    workers: int | None = None,
-    address: str | None = None,
-    results: str | Path | None = None,
+    executor: Executor | None = None,
+    **old: Any,
 ) -> list[Comparison]:
     """:func:`compare` on every instance, as one grid of jobs (:mod:`schedlab.jobs`): per
-    instance its bound and each solver, run by ``backend`` (``serial``, ``local``,
-    ``ray``) and, with a ``results`` file, resumable. Each solver runs without the bound
+    instance its bound and each solver, run by ``executor`` (as :func:`compare`) and,
+    with a results file, resumable. Each solver runs without the bound
     and is certified against it afterwards (:func:`~schedlab.offline.solve.with_bound`,
     the same result as :func:`~schedlab.offline.solve.solve` gives with it), so the jobs
     do not wait for one another and the comparison is the same on every executor.
     """
+    executor = executor_of("compare_all", executor, old)
     if not isinstance(instances, Sequence):
         raise InputTypeError(
             f"instances: expected a sequence of instances, got {type(instances).__name__}"
@@ -356,18 +347,7 @@ def compare_all(
         for name in names:
             params = {"instance": data, "solver": name, "time_limit": time_limit, "seed": seed}
             jobs.append(Job("solve", {**params, **memory, "options": own[name]}))
-    outcomes = iter(
-        run_jobs(
-            run_offline_job,
-            jobs,
-            backend=backend,
-            workers=workers,
-            address=address,
-            results=results,
-            progress=progress,
-            desc="compare",
-        )
-    )
+    outcomes = iter(run_jobs(run_offline_job, jobs, executor, desc="compare"))
     comparisons = []
     for instance in instances:
         read = None if bound is None else next(outcomes)
@@ -401,8 +381,8 @@ _ONE_REQUEST = Instance.from_arrays(2, [1], [1], name="option check")
 
 def _try_options(options: Mapping[str, Mapping[str, Any]], time_limit: float | None) -> None:
     """Run each solver given options on a one-request instance, under the comparison's
-    time limit (an option may need one: ``alns``'s ``evaluations=None``), so that an
-    option value it refuses (``max_moves=-5``) stops the comparison before it starts,
+    time limit (an option may need one: ``alns``'s ``work=None``), so that an
+    option value it refuses (``work=-5``) stops the comparison before it starts,
     instead of reading as the solver refusing every instance. A prediction file (option
     ``predictions`` naming a ``.csv`` or ``.json`` file) names the requests of the
     instances compared, not this one's: it is left out here, and a request it misses
@@ -566,7 +546,6 @@ def solver_options(
             f"options given for {', '.join(stray)}, which is not among the solvers "
             f"({', '.join(names)})"
         )
-    checked = {name: dict(given.get(name, {})) for name in names}
-    for name, own in checked.items():
-        check_options(name, get_solver(name).fn, own)
-    return checked
+    return {
+        name: normalize_options(name, get_solver(name).fn, given.get(name, {})) for name in names
+    }

@@ -132,7 +132,7 @@ class _Running:
     """
 
     def __init__(self, memory: int) -> None:
-        self.memory = memory
+        self.kv_tokens = memory
         self.completion: list[int] = []  # ascending
         self.weight: list[int] = []  # w_j = s_j - p_j + 1, same order
         self._suffix = [0]
@@ -207,7 +207,7 @@ class _Running:
             if self._prefix_max is None:
                 self._prefix_max = list(accumulate(self._peaks, max))
             peak = max(peak, self._prefix_max[q_crit - 1])
-        value = self._memo[t, output] = self.memory - 1 + t - peak
+        value = self._memo[t, output] = self.kv_tokens - 1 + t - peak
         return value
 
     def earliest_fit(self, t: int, prompt: int, output: int, until: float) -> float:
@@ -348,7 +348,7 @@ def list_schedule(
             instance.prompt,
             instance.output,
             instance.arrival,
-            instance.memory,
+            instance.kv_tokens,
             array,
             backfill=backfill,
         )
@@ -368,7 +368,7 @@ def _strict_schedule(instance: Instance, order: list[int]) -> np.ndarray:
     for position, i in enumerate(order):
         rank[i] = position
     releases = sorted(range(n), key=lambda i: (arrival[i], rank[i]))
-    running = _Running(instance.memory)
+    running = _Running(instance.kv_tokens)
     starts = [-1] * n
     heap: list[int] = []  # priority positions of released, waiting requests
     released = 0
@@ -448,11 +448,11 @@ class StrictDecoder:
     def __init__(self, instance: Instance) -> None:
         if instance.n and int(instance.arrival.max()) != 0:
             raise InstanceError("StrictDecoder: needs a backlog (every release round 0)")
-        self.memory = instance.memory
+        self.kv_tokens = instance.kv_tokens
         self.n = instance.n
         self._prompt = instance.prompt.tolist()
         self._output = instance.output.tolist()
-        self._running = _Running(instance.memory)
+        self._running = _Running(instance.kv_tokens)
         self._round = 0
 
     def place(self, i: int) -> int:
@@ -474,12 +474,12 @@ class StrictDecoder:
     def restore(self, state: DecoderState) -> None:
         """Continue from ``state`` (taken from any decoder of the same instance)."""
         t = self._round = state.round
-        self._running = _Running(self.memory)
+        self._running = _Running(self.kv_tokens)
         self._running.restore([r + t for r in state.remaining], [h - t for h in state.held])
 
     def reset(self) -> None:
         """Start again from round 0 with nothing running."""
-        self._running = _Running(self.memory)
+        self._running = _Running(self.kv_tokens)
         self._round = 0
 
 
@@ -488,7 +488,7 @@ class _Engine:
 
     def __init__(self, instance: Instance, order: list[int]) -> None:
         n = instance.n
-        self.memory = instance.memory
+        self.kv_tokens = instance.kv_tokens
         self.order = order
         self.prompt = instance.prompt.tolist()
         self.output = instance.output.tolist()
@@ -497,7 +497,7 @@ class _Engine:
         for position, i in enumerate(order):
             self.rank[i] = position
         self.releases = sorted(range(n), key=lambda i: (self.arrival[i], self.rank[i]))
-        self.running = _Running(instance.memory)
+        self.running = _Running(instance.kv_tokens)
         self.starts = [-1] * n
         self.tree = _WaitingTree(n)
         self.t = 0
@@ -517,7 +517,7 @@ class _Engine:
                 tree.put(self.rank[i], self.prompt[i], self.output[i])
                 next_release += 1
             self.running.finish_until(self.t)
-            self.free = self.memory - self.running.load(self.t)
+            self.free = self.kv_tokens - self.running.load(self.t)
             self.pending = self.arrival[self.releases[next_release]] if next_release < n else inf
             self._round(tree)
             self.t = int(self.wake) if self.wake < inf else self.t

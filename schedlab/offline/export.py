@@ -96,7 +96,7 @@ def time_indexed_model(instance: Instance) -> pulp.LpProblem:
             terms = zip(
                 (x[j] for j in matrix.indices[lo:hi]), matrix.data[lo:hi].tolist(), strict=True
             )
-            problem += pulp.LpAffineExpression(terms) <= instance.memory, f"memory_{t}"
+            problem += pulp.LpAffineExpression(terms) <= instance.kv_tokens, f"memory_{t}"
     return problem
 
 

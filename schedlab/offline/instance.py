@@ -2,12 +2,13 @@
 
 The model is that of ``docs/design.md``, section "Offline model".
 
-An :class:`Instance` is a KV-cache budget ``M`` (tokens) and requests ``i = 0..n-1``,
-each a :class:`Request` with prompt length ``s_i >= 0``, output length ``o_i >= 1``
-and release round ``a_i >= 0``. Request ``i`` started in round ``p_i`` is active in
-rounds ``p_i .. p_i + o_i - 1`` and holds ``s_i + k`` tokens in its k-th active round,
-so its peak is ``s_i + o_i``; a request with ``s_i + o_i > M`` can never run and makes
-the instance infeasible (:class:`~schedlab.errors.InfeasibleInstanceError`).
+An :class:`Instance` is a KV-cache budget ``M`` (tokens; the field ``kv_tokens``) and
+requests ``i = 0..n-1``, each a :class:`Request` with prompt length ``s_i >= 0``, output
+length ``o_i >= 1`` and release round ``a_i >= 0``. Request ``i`` started in round
+``p_i`` is active in rounds ``p_i .. p_i + o_i - 1`` and holds ``s_i + k`` tokens in its
+k-th active round, so its peak is ``s_i + o_i``; a request with ``s_i + o_i > M`` can
+never run and makes the instance infeasible
+(:class:`~schedlab.errors.InfeasibleInstanceError`).
 
 Sources: Jaillet et al., arXiv 2502.07115 (equal prompts); Wang, Ye, Zhou,
 arXiv 2508.06133 (heterogeneous prompts).
@@ -24,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from schedlab.deprecation import renamed, renamed_attribute
 from schedlab.errors import InfeasibleInstanceError, InputTypeError, InstanceError
 
 __all__ = ["MAX_PRODUCT", "MAX_VALUE", "Instance", "Request", "check_instance", "check_int"]
@@ -126,20 +128,22 @@ class Request:
         return self.prompt * self.output + self.output * (self.output + 1) // 2
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Instance:
     """A backlog of requests and a KV-cache budget ``M``; frozen and validated.
 
     Parameters
     ----------
-    memory
-        KV-cache budget ``M >= 1`` in tokens.
+    kv_tokens
+        The KV budget ``M >= 1`` in tokens.
     requests
         The requests; request ``i`` is the i-th entry.
     name
         Free label.
     meta
         Free, JSON-serialisable information (source, proven optimum, ...).
+    memory
+        Deprecated name of ``kv_tokens`` (warns).
 
     Raises
     ------
@@ -150,13 +154,33 @@ class Instance:
         If some request has ``s + o > M``.
     """
 
-    memory: int
+    kv_tokens: int
     requests: tuple[Request, ...]
     name: str = ""
     meta: Mapping[str, Any] = field(default_factory=dict)
 
+    def __init__(
+        self,
+        kv_tokens: int | None = None,
+        requests: Sequence[Request] = (),
+        name: str = "",
+        meta: Mapping[str, Any] | None = None,
+        *,
+        memory: int | None = None,
+    ) -> None:
+        kv_tokens = renamed("Instance", "memory", "kv_tokens", memory, kv_tokens)
+        if kv_tokens is None:
+            raise InstanceError("kv_tokens: missing (the KV budget M in tokens)")
+        object.__setattr__(self, "kv_tokens", kv_tokens)
+        object.__setattr__(self, "requests", requests)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "meta", {} if meta is None else meta)
+        self.__post_init__()
+
+    memory = renamed_attribute("memory", "kv_tokens")
+
     def __post_init__(self) -> None:
-        object.__setattr__(self, "memory", check_int(self.memory, "memory", 1))
+        object.__setattr__(self, "kv_tokens", check_int(self.kv_tokens, "kv_tokens", 1))
         if isinstance(self.requests, str | bytes) or not isinstance(self.requests, Sequence):
             raise InstanceError(
                 f"requests: must be a sequence, got {type(self.requests).__name__}"
@@ -166,12 +190,12 @@ class Instance:
         for i, request in enumerate(self.requests):
             if not isinstance(request, Request):
                 raise InstanceError(f"requests[{i}]: must be a Request, got {request!r}")
-            if request.peak > self.memory:
+            if request.peak > self.kv_tokens:
                 raise InfeasibleInstanceError(
-                    f"requests[{i}]: prompt + output = {request.peak} exceeds memory "
-                    f"M = {self.memory}; it can never run"
+                    f"requests[{i}]: prompt + output = {request.peak} exceeds the KV budget "
+                    f"M = {self.kv_tokens}; it can never run"
                 )
-        _check_size(self.memory, self.requests)
+        _check_size(self.kv_tokens, self.requests)
         _check_ids(self.requests)
         object.__setattr__(self, "requests", tuple(self.requests))
         if not isinstance(self.name, str):
@@ -183,14 +207,18 @@ class Instance:
     @classmethod
     def from_arrays(
         cls,
-        memory: int,
-        prompt: Sequence[int] | np.ndarray,
-        output: Sequence[int] | np.ndarray,
+        kv_tokens: int | None = None,
+        prompt: Sequence[int] | np.ndarray = (),
+        output: Sequence[int] | np.ndarray = (),
         arrival: Sequence[int] | np.ndarray | None = None,
         name: str = "",
         meta: Mapping[str, Any] | None = None,
+        *,
+        memory: int | None = None,
     ) -> Instance:
-        """Build an instance from equal-length arrays of prompt, output (and arrival)."""
+        """Build an instance from equal-length arrays of prompt, output (and arrival);
+        ``memory`` is the deprecated name of ``kv_tokens``."""
+        kv_tokens = renamed("Instance.from_arrays", "memory", "kv_tokens", memory, kv_tokens)
         prompt, output = _values(prompt, "prompt"), _values(output, "output")
         arrival = [0] * len(prompt) if arrival is None else _values(arrival, "arrival")
         if not len(prompt) == len(output) == len(arrival):
@@ -202,7 +230,7 @@ class Instance:
             Request.at(f"requests[{i}]", s, o, a)
             for i, (s, o, a) in enumerate(zip(prompt, output, arrival, strict=True))
         )
-        return cls(memory, requests, name, meta or {})
+        return cls(kv_tokens, requests, name, meta or {})
 
     @property
     def n(self) -> int:
@@ -234,7 +262,7 @@ class Instance:
 
     def __repr__(self) -> str:
         label = f" {self.name!r}" if self.name else ""
-        return f"<Instance{label} n={self.n} M={self.memory}>"
+        return f"<Instance{label} n={self.n} M={self.kv_tokens}>"
 
 
 def _values(array: Any, name: str) -> list[Any]:
@@ -264,7 +292,7 @@ def _check_ids(requests: Sequence[Request]) -> None:
         seen[request.id] = i
 
 
-def _check_size(memory: int, requests: Sequence[Request]) -> None:
+def _check_size(kv_tokens: int, requests: Sequence[Request]) -> None:
     """Refuse an instance whose objectives or volumes could overflow 64-bit integers.
 
     With ``H`` the serial horizon (:data:`MAX_PRODUCT`), every start a solver returns is
@@ -273,10 +301,10 @@ def _check_size(memory: int, requests: Sequence[Request]) -> None:
     """
     horizon = max(r.arrival for r in requests) + sum(r.output for r in requests)
     n = len(requests)
-    if horizon > MAX_VALUE or n * horizon > MAX_PRODUCT or memory * horizon > MAX_PRODUCT:
+    if horizon > MAX_VALUE or n * horizon > MAX_PRODUCT or kv_tokens * horizon > MAX_PRODUCT:
         raise InstanceError(
             f"requests: too large for 64-bit arithmetic: the latest arrival plus the total "
-            f"output is {horizon:,} rounds, with n = {n:,} and M = {memory:,} (needed: at "
+            f"output is {horizon:,} rounds, with n = {n:,} and M = {kv_tokens:,} (needed: at "
             f"most 2**40 rounds, and n and M times it at most 2**62)"
         )
 

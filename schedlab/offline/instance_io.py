@@ -2,10 +2,12 @@
 
 The format, exactly::
 
-    {"format": "schedlab-instance/1", "name": str, "memory": int,
+    {"format": "schedlab-instance/1", "name": str, "kv_tokens": int,
      "requests": [{"prompt": int, "output": int, "arrival": int, "id": str}, ...],
      "meta": {...}}
 
+``kv_tokens`` is the KV budget ``M``; files written before it was named so call it
+``memory``, which is still read (never written).
 ``arrival`` (default 0), ``id`` (distinct where given), ``name`` and ``meta`` are
 optional; request ``i`` is the i-th list entry. Errors name the file and the place
 (``requests[17].output``).
@@ -19,13 +21,13 @@ from typing import Any
 
 from schedlab.errors import FormatError, InstanceError
 from schedlab.json_files import check_keys, plain, read_json, string_keys, write_text
-from schedlab.offline.instance import Instance, Request, check_instance
+from schedlab.offline.instance import Instance, Request, check_instance, check_int
 
 __all__ = ["FORMAT", "instance_from_dict", "instance_to_dict", "read_instance", "write_instance"]
 
 FORMAT = "schedlab-instance/1"
 _REQUEST_KEYS = {"prompt", "output", "arrival", "id"}
-_TOP_KEYS = {"format", "name", "memory", "requests", "meta"}
+_TOP_KEYS = {"format", "name", "kv_tokens", "memory", "requests", "meta"}
 
 
 def instance_from_dict(data: Any, where: str = "instance") -> Instance:
@@ -43,7 +45,10 @@ def instance_from_dict(data: Any, where: str = "instance") -> Instance:
     if data.get("format") != FORMAT:
         raise FormatError(f"{where}: format: expected {FORMAT!r}, got {data.get('format')!r}")
     check_keys(data, _TOP_KEYS, where)
-    for key in ("memory", "requests"):
+    if "kv_tokens" in data and "memory" in data:
+        raise FormatError(f"{where}: kv_tokens and memory: give kv_tokens only")
+    budget = "memory" if "memory" in data else "kv_tokens"  # "memory": an older file
+    for key in (budget, "requests"):
         if key not in data:
             raise FormatError(f"{where}: missing key {key!r}")
     name = data.get("name", "")
@@ -77,7 +82,8 @@ def instance_from_dict(data: Any, where: str = "instance") -> Instance:
         except InstanceError as exc:
             raise type(exc)(f"{where}: {exc}") from None
     try:
-        return Instance(data["memory"], tuple(requests), name, meta)
+        kv_tokens = check_int(data[budget], budget, 1)
+        return Instance(kv_tokens, tuple(requests), name, meta)
     except InstanceError as exc:
         raise type(exc)(f"{where}: {exc}") from None
 
@@ -95,7 +101,7 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "name": instance.name,
-        "memory": instance.memory,
+        "kv_tokens": instance.kv_tokens,
         "requests": requests,
         "meta": dict(instance.meta),
     }

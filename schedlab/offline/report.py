@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from schedlab.errors import FormatError
+from schedlab.jobs import Executor, executor_of
 from schedlab.json_files import is_stdin
 from schedlab.offline.compare import (
     Comparison,
@@ -93,7 +94,7 @@ class Report:
         parts = ["# schedlab comparison report", ""]
         for comp in self.comparisons:
             inst = comp.instance
-            parts += [f"## {inst.name or 'instance'} (n = {inst.n}, M = {inst.memory:,})", ""]
+            parts += [f"## {inst.name or 'instance'} (n = {inst.n}, M = {inst.kv_tokens:,})", ""]
             parts += [comp.to_markdown(), ""]
         parts += [
             "## Best per instance",
@@ -140,11 +141,8 @@ def run_report(
     bound: str | None = "best",
     options: Mapping[str, Mapping[str, Any]] | None = None,
     out_dir: str | Path | None = None,
-    progress: bool = False,
-    backend: str = "serial",
-    workers: int | None = None,
-    address: str | None = None,
-    results: str | Path | None = None,
+    executor: Executor | None = None,
+    **old: Any,
 ) -> Report:
     """Compare ``solvers`` on every instance; optionally save the tables.
 
@@ -167,14 +165,16 @@ def run_report(
         Each solver's own options, by solver name (see :func:`compare`).
     out_dir
         If given, ``report.csv`` and ``report.md`` are written there.
-    progress
-        Show one bar on standard error over every instance's bound and solver runs
-        (:mod:`schedlab.progress`).
-    backend, workers, address, results
-        Where the jobs (each instance's bound, each solver on it) run, and the results
-        file that makes the run resumable (:func:`schedlab.jobs.run_jobs`); the report is
-        the same on every executor but for the runtimes.
+    executor
+        Where the jobs (each instance's bound, each solver on it) run, the results file
+        that makes the run resumable and the progress bar over them all
+        (:class:`schedlab.jobs.Executor`); the report is the same on every executor but
+        for the runtimes.
+    old
+        ``backend``, ``workers``, ``address``, ``results``, ``progress``: the deprecated
+        keywords of the executor's fields (warn).
     """
+    executor = executor_of("run_report", executor, old)
     solvers = solver_names(solvers)
     solver_options(solvers, options)  # checked before any instance is read
     if out_dir is not None:
@@ -187,11 +187,7 @@ def run_report(
         seed=seed,
         bound=bound,
         options=options,
-        progress=progress,
-        backend=backend,
-        workers=workers,
-        address=address,
-        results=results,
+        executor=executor,
     )
     report = Report(tuple(comparisons))
     if out_dir is not None:

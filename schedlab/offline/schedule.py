@@ -192,7 +192,7 @@ class Schedule:
     @property
     def utilisation(self) -> float:
         """Share of the memory-time area ``M * makespan`` the requests use."""
-        return float(self.instance.volume.sum() / (self.instance.memory * self.makespan))
+        return float(self.instance.volume.sum() / (self.instance.kv_tokens * self.makespan))
 
     def summary(self) -> dict[str, float | int]:
         """The headline metrics as a plain dict."""

@@ -116,7 +116,7 @@ def _array_is_feasible(instance: Instance, starts: np.ndarray) -> bool:
     if starts.shape != (instance.n,) or starts.dtype.kind not in "iu":
         return False
     p = starts.astype(np.int64)
-    prompt, output, memory = instance.prompt, instance.output, instance.memory
+    prompt, output, memory = instance.prompt, instance.output, instance.kv_tokens
     scale = int(np.abs(p).max()) + int(prompt.max()) + int(output.max()) + 2
     if instance.n * scale >= 2**62 or (p < instance.arrival).any():
         return False
@@ -149,7 +149,7 @@ def _memory_violations(instance: Instance, chosen: dict[int, int]) -> list[str]:
             entry[0] += sign
             entry[1] += sign * offset
     rounds = sorted(change)
-    memory = instance.memory
+    memory = instance.kv_tokens
     spans: list[list[int]] = []  # [first over, last over, peak, peak round]
     count = weight = 0
     for here, after in pairwise(rounds):

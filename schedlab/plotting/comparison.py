@@ -141,8 +141,8 @@ def plot_memory(instance: Instance, result: Result, ax: Any = None) -> Any:
     ax = ax if ax is not None else pyplot().figure().gca()
     rounds, held = result.schedule.load_points()  # exact, in O(n) however late the rounds
     ax.plot(rounds, held, lw=0.8, color="tab:blue", label="KV tokens held")
-    ax.set_ylim(0, 1.15 * max(instance.memory, max(held, default=0)))
-    reference_line(ax, instance.memory, f"M = {instance.memory:,}", color="tab:red", ls="--")
+    ax.set_ylim(0, 1.15 * max(instance.kv_tokens, max(held, default=0)))
+    reference_line(ax, instance.kv_tokens, f"M = {instance.kv_tokens:,}", color="tab:red", ls="--")
     ax.set_ylabel("tokens")
     ax.set_title(
         f"{instance.name}: {result.solver} schedule\nobjective {result.objective:,}, "

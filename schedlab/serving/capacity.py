@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from schedlab.errors import FormatError, ServingError
-from schedlab.jobs import Job, Outcome, run_jobs
+from schedlab.jobs import Executor, Job, Outcome, executor_of, run_jobs
 from schedlab.progress import Progress, progress_for
 from schedlab.serving.cost_model import hardware_of
 from schedlab.serving.metrics import Summary
@@ -407,14 +407,13 @@ def _run_grid(
     jobs: list[Job],
     read: Callable[[Job, Any], T],
     where: Callable[[Job], str],
-    progress: bool | Progress,
-    executor: dict[str, Any],
+    executor: Executor,
 ) -> list[T]:
-    """Run serving ``jobs`` (:func:`schedlab.jobs.run_jobs` with ``executor``'s settings),
+    """Run serving ``jobs`` (:func:`schedlab.jobs.run_jobs` on ``executor``),
     ``read`` each value back; after every job ran, a :class:`GridError` if some failed,
     each named by ``where``. A value read back from the results file that is not one
     (edited, or written by another version) is refused in one line naming the file."""
-    outcomes = run_jobs(run_serving_job, jobs, progress=progress, desc=what, **executor)
+    outcomes = run_jobs(run_serving_job, jobs, executor, desc=what)
 
     def value(outcome: Outcome) -> T:
         try:
@@ -527,24 +526,23 @@ def sweep(
     *,
     duration_s: float = DEFAULT_WINDOW_S,
     data_dir: str | None = None,
-    backend: str = "local",
-    workers: int | None = None,
-    address: str | None = None,
-    results: str | Path | None = None,
-    progress: bool | Progress = False,
+    executor: Executor | None = None,
+    **old: Any,
 ) -> list[SweepPoint]:
     """Simulate every policy at every rate of ``scenario`` (its policy is replaced by
     each of ``policies``; same seed: common random numbers), one job a point.
 
-    ``backend``, ``workers``, ``address``, ``results`` and ``progress`` are
-    :func:`schedlab.jobs.run_jobs`'s: the points are the same on every executor, and with
-    a results file a rerun computes only the points not yet there.
+    ``executor`` (:class:`schedlab.jobs.Executor`) runs the jobs: the points are the
+    same on every executor, and with a results file a rerun computes only the points not
+    yet there. Its fields' old separate keywords (``backend``, ``workers``, ``address``,
+    ``results``, ``progress``) are deprecated (warn).
 
     Raises
     ------
     GridError
         After every point ran, if some failed (the others in ``error.done``).
     """
+    executor = executor_of("sweep", executor, old)
     if not policies or not rates:
         raise ServingError("sweep: give at least one policy and one rate")
     base = scenario or Scenario()
@@ -574,8 +572,7 @@ def sweep(
     def where(job: Job) -> str:
         return f"{job.params['scenario']['policy']} at {job.params['rate']:g} req/s"
 
-    executor = {"backend": backend, "workers": workers, "address": address, "results": results}
-    return _run_grid("sweep", jobs, point, where, progress, executor)
+    return _run_grid("sweep", jobs, point, where, executor)
 
 
 def capacity_grid(
@@ -591,15 +588,12 @@ def capacity_grid(
     start_rps: float = 1.0,
     max_rps: float = 1000.0,
     data_dir: str | None = None,
-    backend: str = "local",
-    workers: int | None = None,
-    address: str | None = None,
-    results: str | Path | None = None,
-    progress: bool | Progress = False,
+    executor: Executor | None = None,
+    **old: Any,
 ) -> list[CapacityResult]:
     """:func:`capacity` of every policy under every prediction model and seed, one job a
     search, in the order policy by policy, model by model, seed by seed. The search
-    parameters are :func:`capacity`'s; the executor's are :func:`schedlab.jobs.run_jobs`'s.
+    parameters are :func:`capacity`'s; ``executor`` is as for :func:`sweep`.
 
     ``predictions`` are the models (:mod:`schedlab.serving.prediction`; ``None``: the
     scenario's own). A policy that reads no prediction
@@ -613,6 +607,7 @@ def capacity_grid(
     GridError
         After every search ran, if some failed.
     """
+    executor = executor_of("capacity_grid", executor, old)
     if not policies or not seeds:
         raise ServingError("capacity grid: give at least one policy and one seed")
     _check_search(target, rel_tol, start_rps, max_rps)
@@ -653,12 +648,6 @@ def capacity_grid(
         spec = Scenario.from_dict(params).prediction_spec
         return f"{params['policy']} seed {params['seed']} predictions {spec}"
 
-    executor = {"backend": backend, "workers": workers, "address": address, "results": results}
     return _run_grid(
-        "capacity grid",
-        jobs,
-        lambda job, value: CapacityResult.from_dict(value),
-        where,
-        progress,
-        executor,
+        "capacity grid", jobs, lambda job, value: CapacityResult.from_dict(value), where, executor
     )

@@ -15,8 +15,11 @@ KV capacity by default. :func:`engine_for` builds the engine a cost model runs o
 calibrated model carries its GPU deployment (attribute ``deployment``, a
 :class:`~schedlab.llm.gpu_deployment.GpuDeployment`), and the engine's KV capacity is
 what vLLM's memory profiling would give on it for the engine's own limits; a model that
-carries none (the illustrative ``sloweave-default``) keeps the literal default of
-:class:`EngineConfig`, and the line :func:`engine_for` returns says which it was.
+carries none (the illustrative ``sloweave-default``) keeps the default of
+:class:`EngineConfig` (:data:`~schedlab.llm.models.ILLUSTRATIVE_KV_TOKENS`), and the line
+:func:`engine_for` returns says which it was. :func:`engine_for` is the one place the
+serving KV budget's default is decided: the simulator, the scenarios and the command line
+all take it from there.
 """
 
 from __future__ import annotations
@@ -25,8 +28,10 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from schedlab.deprecation import renamed, renamed_attribute, renamed_keywords
 from schedlab.errors import ServingError
 from schedlab.llm.gpu_deployment import GpuDeployment
+from schedlab.llm.models import ILLUSTRATIVE_KV_TOKENS
 
 __all__ = ["BLOCK_SIZES", "EngineConfig", "engine_for"]
 
@@ -34,18 +39,19 @@ __all__ = ["BLOCK_SIZES", "EngineConfig", "engine_for"]
 BLOCK_SIZES: tuple[int, ...] = (1, 8, 16, 32, 64, 128, 256)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class EngineConfig:
     """Limits and behaviours of one serving engine.
 
     Attributes
     ----------
-    kv_capacity_tokens
-        KV-cache capacity in tokens; the engine has ``kv_capacity_tokens // block_size``
-        blocks. The literal default, 262,144 tokens, is 32 GiB of KV cache for a
-        Llama-3.1-8B-like model (128 KiB per token: 32 layers x 8 KV heads x 128 dims x 2
-        (K, V) x 2 bytes) and describes no real GPU: it is the illustrative engine's, and
-        :func:`engine_for` replaces it by a calibrated cost model's deployment.
+    kv_tokens
+        The KV budget (KV-cache capacity) in tokens; the engine has ``kv_tokens //
+        block_size`` blocks. The default,
+        :data:`~schedlab.llm.models.ILLUSTRATIVE_KV_TOKENS` (262,144 tokens, 32 GiB of KV
+        cache for Llama-3.1-8B), describes no real GPU: it is the illustrative engine's,
+        and :func:`engine_for` replaces it by a calibrated cost model's deployment.
+        ``kv_capacity_tokens`` is its deprecated name (keyword and attribute; warns).
     block_size
         Tokens per KV block, one of :data:`BLOCK_SIZES` (vLLM's default is 16).
     max_num_seqs
@@ -66,7 +72,7 @@ class EngineConfig:
         iteration late (:mod:`schedlab.serving.engine`).
     """
 
-    kv_capacity_tokens: int = 262_144
+    kv_tokens: int = ILLUSTRATIVE_KV_TOKENS
     block_size: int = 16
     max_num_seqs: int = 256
     max_num_batched_tokens: int = 8192
@@ -74,9 +80,39 @@ class EngineConfig:
     reserve_full_prompt: bool = True
     async_scheduling: bool = False
 
+    def __init__(
+        self,
+        kv_tokens: int | None = None,
+        block_size: int = 16,
+        max_num_seqs: int = 256,
+        max_num_batched_tokens: int = 8192,
+        prefix_caching: bool = True,
+        reserve_full_prompt: bool = True,
+        async_scheduling: bool = False,
+        *,
+        kv_capacity_tokens: int | None = None,
+    ) -> None:
+        kv_tokens = renamed(
+            "EngineConfig", "kv_capacity_tokens", "kv_tokens", kv_capacity_tokens, kv_tokens
+        )
+        given = {
+            "kv_tokens": ILLUSTRATIVE_KV_TOKENS if kv_tokens is None else kv_tokens,
+            "block_size": block_size,
+            "max_num_seqs": max_num_seqs,
+            "max_num_batched_tokens": max_num_batched_tokens,
+            "prefix_caching": prefix_caching,
+            "reserve_full_prompt": reserve_full_prompt,
+            "async_scheduling": async_scheduling,
+        }
+        for name, value in given.items():
+            object.__setattr__(self, name, value)
+        self.__post_init__()
+
+    kv_capacity_tokens = renamed_attribute("kv_capacity_tokens", "kv_tokens")
+
     def __post_init__(self) -> None:
         for field in (
-            "kv_capacity_tokens",
+            "kv_tokens",
             "block_size",
             "max_num_seqs",
             "max_num_batched_tokens",
@@ -94,10 +130,10 @@ class EngineConfig:
             raise ServingError(
                 f"engine.block_size: vLLM takes {sizes} tokens per block, got {self.block_size}"
             )
-        if self.kv_capacity_tokens < self.block_size:
+        if self.kv_tokens < self.block_size:
             raise ServingError(
-                f"engine.kv_capacity_tokens: must hold at least one block of "
-                f"{self.block_size} tokens, got {self.kv_capacity_tokens}"
+                f"engine.kv_tokens: must hold at least one block of "
+                f"{self.block_size} tokens, got {self.kv_tokens}"
             )
         if self.max_num_batched_tokens < self.max_num_seqs:
             raise ServingError(
@@ -108,8 +144,8 @@ class EngineConfig:
 
     @property
     def total_blocks(self) -> int:
-        """Number of KV blocks, ``floor(kv_capacity_tokens / block_size)``."""
-        return self.kv_capacity_tokens // self.block_size
+        """Number of KV blocks, ``floor(kv_tokens / block_size)``."""
+        return self.kv_tokens // self.block_size
 
     def blocks(self, tokens: int) -> int:
         """Blocks that hold ``tokens`` KV tokens: ``ceil(tokens / block_size)``."""
@@ -130,11 +166,12 @@ def engine_for(cost_model: Any, **given: Any) -> tuple[EngineConfig, str]:
         If the deployment's memory leaves no room for a KV cache at these limits.
     """
     settings = {key: value for key, value in given.items() if value is not None}
-    tokens = settings.pop("kv_capacity_tokens", None)
+    settings = renamed_keywords("engine_for", {"kv_capacity_tokens": "kv_tokens"}, settings)
+    tokens = settings.pop("kv_tokens", None)
     engine = EngineConfig(**settings)
     if tokens is not None:
         return (
-            dataclasses.replace(engine, kv_capacity_tokens=tokens),
+            dataclasses.replace(engine, kv_tokens=tokens),
             f"KV capacity {tokens:,} tokens (given)",
         )
     deployment = getattr(cost_model, "deployment", None)
@@ -142,9 +179,9 @@ def engine_for(cost_model: Any, **given: Any) -> tuple[EngineConfig, str]:
         tokens, note = deployment.kv_tokens(
             engine.max_num_batched_tokens, engine.max_num_seqs, engine.block_size
         )
-        return dataclasses.replace(engine, kv_capacity_tokens=tokens), note
+        return dataclasses.replace(engine, kv_tokens=tokens), note
     name = getattr(cost_model, "name", "?")
     return engine, (
-        f"KV capacity {engine.kv_capacity_tokens:,} tokens: the illustrative engine's literal "
+        f"KV capacity {engine.kv_tokens:,} tokens: the illustrative engine's literal "
         f"default (cost model {name!r} describes no GPU deployment; set it with --kv-tokens)"
     )

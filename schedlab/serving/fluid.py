@@ -55,6 +55,7 @@ from typing import Any
 
 import numpy as np
 
+from schedlab.deprecation import renamed
 from schedlab.errors import ServingError
 from schedlab.json_files import nan_to_null
 from schedlab.serving.cost_model import CostModel, LinearAttentionCostModel, hardware_of
@@ -116,17 +117,17 @@ class FixedChunkHeadroom:
         ``"prefill"`` (:math:`C \\le C^*`) or ``"deadline"``.
     iteration_s
         Its mean iteration length at that rate.
-    kv_tokens
+    kv_in_use
         KV tokens in use at that rate (Little's law).
     kv_capacity_rps
-        Its fluid capacity when the cache holds ``kv_capacity_tokens`` too.
+        Its fluid capacity when the cache holds ``kv_tokens`` too.
     """
 
     chunk: int
     capacity_rps: float
     bound: str
     iteration_s: float
-    kv_tokens: float
+    kv_in_use: float
     kv_capacity_rps: float
 
 
@@ -142,14 +143,14 @@ class Headroom:
         :math:`C^*`, the fixed chunk that exactly fills the deadline.
     fixed
         Each fixed chunk's capacity.
-    kv_tokens_at_star
+    kv_in_use_at_star
         KV tokens in use at :math:`\lambda^*` with iterations of :math:`D'`.
     best_rps, best_prefill_share
         The best fluid rate of any policy under a per-token SLO, and the share
         :math:`\varphi` of its iterations that prefill (:math:`\lambda^*` when
         :math:`\varphi = 1`).
     kv_bound_rps, kv_bound_prefill_share
-        The same with a cache of ``kv_capacity_tokens`` (``nan`` when none was given).
+        The same with a cache of ``kv_tokens`` (``nan`` when none was given).
     """
 
     cost_model: str
@@ -163,10 +164,10 @@ class Headroom:
     rate_star_rps: float
     chunk_star: float
     fixed: tuple[FixedChunkHeadroom, ...]
-    kv_tokens_at_star: float
+    kv_in_use_at_star: float
     best_rps: float
     best_prefill_share: float
-    kv_capacity_tokens: int | None
+    kv_tokens: int | None
     kv_bound_rps: float
     kv_bound_prefill_share: float
     hardware: str = ""
@@ -176,7 +177,7 @@ class Headroom:
         (entry,) = [f for f in self.fixed if f.chunk == chunk]
         return self.rate_star_rps / entry.capacity_rps if entry.capacity_rps else math.inf
 
-    def kv_tokens(self, rate_rps: float, iteration_s: float) -> float:
+    def kv_in_use(self, rate_rps: float, iteration_s: float) -> float:
         """KV tokens in use at ``rate_rps`` with iterations of ``iteration_s`` (Little)."""
         return rate_rps * iteration_s * self.load.kv_moment
 
@@ -195,7 +196,7 @@ class Headroom:
                 "capacity_rps": row.capacity_rps,
                 "kv_capacity_rps": row.kv_capacity_rps,
                 "iteration_s": row.iteration_s,
-                "kv_tokens": row.kv_tokens,
+                "kv_in_use": row.kv_in_use,
                 "rate_star_ratio": self.ratio(row.chunk),
             }
             for row in self.fixed
@@ -212,7 +213,7 @@ def _fixed_chunk(
     load: FluidLoad,
     deadline: float,
     chunk: int,
-    kv_capacity_tokens: int | None,
+    kv_tokens: int | None,
 ) -> FixedChunkHeadroom:
     r"""One fixed chunk: at rate :math:`\lambda \le \lambda_C` its mean iteration lasts
     :math:`\bar\tau(\lambda) = F_0 / (1 - \lambda B_C)`, :math:`B_C = \bar p (f_p / C + a_p)
@@ -231,8 +232,8 @@ def _fixed_chunk(
         rate = 0.0 if n_c < 1 else min(rate, n_c / (steps * f0 + n_c * b_c))
         bound = "deadline"
     rate_kv = rate
-    if kv_capacity_tokens is not None:
-        x = kv_capacity_tokens / load.kv_moment
+    if kv_tokens is not None:
+        x = kv_tokens / load.kv_moment
         rate_kv = min(rate, x / (f0 + x * b_c))
     tau = f0 / (1 - rate * b_c) if rate else math.nan
     kv = rate * tau * load.kv_moment if rate else 0.0
@@ -307,9 +308,11 @@ def headroom(
     workload: str = "",
     margin_s: float | None = None,
     chunks: Sequence[int] = DEFAULT_CHUNKS,
+    kv_tokens: int | None = None,
     kv_capacity_tokens: int | None = None,
 ) -> Headroom:
-    """The fluid headroom of the module docstring.
+    """The fluid headroom of the module docstring, with a KV budget of ``kv_tokens``
+    tokens if given (``kv_capacity_tokens``: its deprecated name).
 
     Raises
     ------
@@ -318,6 +321,9 @@ def headroom(
         TPOT (:func:`~schedlab.serving.sloweave.check_margin`), or a deadline that its
         fixed cost :math:`F` (plus the margin) already uses up.
     """
+    kv_tokens = renamed(
+        "headroom", "kv_capacity_tokens", "kv_tokens", kv_capacity_tokens, kv_tokens
+    )
     linear = _linear_terms(model)
     if not (math.isfinite(tpot_s) and tpot_s > 0):
         raise ServingError(f"fluid headroom: bad TPOT {tpot_s!r}")
@@ -345,15 +351,13 @@ def headroom(
     for chunk in chunks:
         if chunk < 1:
             raise ServingError(f"fluid headroom: chunk sizes must be >= 1, got {chunk}")
-        rows.append(_fixed_chunk(linear, load, deadline, chunk, kv_capacity_tokens))
+        rows.append(_fixed_chunk(linear, load, deadline, chunk, kv_tokens))
     best_rps, best_share = _best_rate(linear, load, deadline, None)
     kv_rate = kv_share = math.nan
-    if kv_capacity_tokens is not None:
-        if isinstance(kv_capacity_tokens, bool) or kv_capacity_tokens < 1:
-            raise ServingError(
-                f"fluid headroom: kv_capacity_tokens must be >= 1, got {kv_capacity_tokens!r}"
-            )
-        kv_rate, kv_share = _best_rate(linear, load, deadline, kv_capacity_tokens)
+    if kv_tokens is not None:
+        if isinstance(kv_tokens, bool) or kv_tokens < 1:
+            raise ServingError(f"fluid headroom: kv_tokens must be >= 1, got {kv_tokens!r}")
+        kv_rate, kv_share = _best_rate(linear, load, deadline, kv_tokens)
     return Headroom(
         hardware=hardware_of(model),
         cost_model=model.name,
@@ -367,10 +371,10 @@ def headroom(
         rate_star_rps=rate_star,
         chunk_star=chunk_star,
         fixed=tuple(rows),
-        kv_tokens_at_star=rate_star * deadline * load.kv_moment,
+        kv_in_use_at_star=rate_star * deadline * load.kv_moment,
         best_rps=best_rps,
         best_prefill_share=best_share,
-        kv_capacity_tokens=kv_capacity_tokens,
+        kv_tokens=kv_tokens,
         kv_bound_rps=kv_rate,
         kv_bound_prefill_share=kv_share,
     )

@@ -167,7 +167,7 @@ class Scenario:
     def _resolve_engine(self) -> None:
         """Replace :data:`DEPLOYED_ENGINE` by the cost model's engine; note the source."""
         if self.engine is not DEPLOYED_ENGINE:
-            note = f"KV capacity {self.engine.kv_capacity_tokens:,} tokens (engine given)"
+            note = f"KV capacity {self.engine.kv_tokens:,} tokens (engine given)"
             object.__setattr__(self, "kv_source", note)
             return
         engine, note = engine_for(self.predicted())

@@ -50,9 +50,9 @@ def reproducer(instance: Instance) -> str:
     """Python that rebuilds ``instance`` (``Instance.from_arrays(...)``), or, above
     :data:`QUOTED_REQUESTS` requests, its name, size and memory."""
     if instance.n > QUOTED_REQUESTS:
-        return f"instance {instance.name!r} ({instance.n} requests, M = {instance.memory})"
+        return f"instance {instance.name!r} ({instance.n} requests, M = {instance.kv_tokens})"
     return (
-        f"Instance.from_arrays({instance.memory}, {instance.prompt.tolist()}, "
+        f"Instance.from_arrays({instance.kv_tokens}, {instance.prompt.tolist()}, "
         f"{instance.output.tolist()}, {instance.arrival.tolist()})"
     )
 
@@ -111,7 +111,7 @@ def check_schedule(
         more = len(problems) - LISTED_PROBLEMS
         raise ScheduleViolation(
             f"infeasible schedule of {instance.n} request(s) with memory M = "
-            f"{instance.memory}: {listed}"
+            f"{instance.kv_tokens}: {listed}"
             + (f"; and {more} more" if more > 0 else "")
             + f". Starts {_quoted(starts)} on {reproducer(instance)}"
         )

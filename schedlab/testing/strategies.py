@@ -22,6 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 from hypothesis import strategies as st
 
+from schedlab.deprecation import renamed
 from schedlab.errors import InputError
 from schedlab.offline.instance import Instance, Request
 from schedlab.serving.cost_model import LinearAttentionCostModel
@@ -38,10 +39,12 @@ SHAPES = ("mixed", "identical", "largest")
 def instances(
     draw: st.DrawFn,
     max_n: int = 8,
-    max_memory: int = 30,
+    max_kv_tokens: int | None = None,
     max_arrival: int = 5,
     max_output: int = 12,
     shapes: Sequence[str] = SHAPES,
+    *,
+    max_memory: int | None = None,
 ) -> Instance:
     r"""Small feasible offline instances.
 
@@ -49,8 +52,9 @@ def instances(
     ----------
     max_n
         The most requests (at least one is drawn).
-    max_memory
-        The largest memory :math:`M` (at least 1).
+    max_kv_tokens
+        The largest KV budget :math:`M` (at least 1; default 30). ``max_memory`` is its
+        deprecated name (warns).
     max_arrival
         The latest release round; 0 draws no releases (every :math:`a_i = 0`), and
         otherwise half the instances have none.
@@ -66,7 +70,8 @@ def instances(
     :math:`0 \le s_i \le M - o_i`, so each fits alone. ``identical`` instances repeat one
     request; in ``largest`` ones each request has :math:`s_i = M - o_i`.
     """
-    memory = draw(st.integers(1, max_memory))
+    most = renamed("instances", "max_memory", "max_kv_tokens", max_memory, max_kv_tokens)
+    memory = draw(st.integers(1, 30 if most is None else most))
     n = draw(st.integers(1, max_n))
     shape = draw(st.sampled_from(_known(shapes)))
     released = max_arrival > 0 and draw(st.booleans())
@@ -155,7 +160,7 @@ def engine_configs(
     block = draw(st.sampled_from(block_sizes))
     seqs = draw(st.integers(1, max_seqs))
     return EngineConfig(
-        kv_capacity_tokens=block * draw(st.integers(2, max_blocks)),
+        kv_tokens=block * draw(st.integers(2, max_blocks)),
         block_size=block,
         max_num_seqs=seqs,
         max_num_batched_tokens=seqs + draw(st.integers(0, max_extra_tokens)),

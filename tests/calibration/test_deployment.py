@@ -39,14 +39,14 @@ def expected_blocks(utilization: float, gib: int = 96, element: int = 2) -> int:
 def test_kv_capacity_by_vllms_formula(tmp_path):
     d = deployment(tmp_path, {"engine_kwargs": LIMITS}, gpu_config(96))
     assert expected_blocks(0.9) == 36_537
-    assert d.engine.kv_capacity_tokens == (36_537 - 1) * 16
+    assert d.engine.kv_tokens == (36_537 - 1) * 16
     assert (d.engine.max_num_seqs, d.engine.max_num_batched_tokens) == (8, 64)
     assert d.hardware == "RTXPRO6000"
     assert any("memory profiling" in note and "96.00 GiB" in note for note in d.notes)
     # A GPU memory utilisation in the engine arguments changes it.
     meta = {"engine_kwargs": {**LIMITS, "gpu_memory_utilization": 0.5}}
     half = deployment(tmp_path, meta, gpu_config(96))
-    assert half.engine.kv_capacity_tokens == (expected_blocks(0.5) - 1) * 16
+    assert half.engine.kv_tokens == (expected_blocks(0.5) - 1) * 16
     assert (
         "gpu_memory_utilization = 0.5 (meta.json engine_kwargs.gpu_memory_utilization)"
         in half.notes
@@ -56,14 +56,14 @@ def test_kv_capacity_by_vllms_formula(tmp_path):
 def test_recorded_kv_cache_wins(tmp_path):
     cache = {"num_gpu_blocks": 2588, "block_size": 16, "enable_prefix_caching": False}
     d = deployment(tmp_path, {"engine_kwargs": LIMITS, "kv_cache": cache})
-    assert d.engine.total_blocks == 2587 and d.engine.kv_capacity_tokens == 2587 * 16
+    assert d.engine.total_blocks == 2587 and d.engine.kv_tokens == 2587 * 16
     assert d.engine.prefix_caching is False
     assert "enable_prefix_caching = False (meta.json kv_cache.enable_prefix_caching)" in d.notes
     # No config.json is needed then; without either, the error says what is missing.
     with pytest.raises(FormatError, match=r"config\.json: no GPU memory recorded"):
         deployment(tmp_path / "bare", {"engine_kwargs": LIMITS})
     given = deployment(tmp_path / "bare", {"engine_kwargs": LIMITS}, kv_tokens=512)
-    assert given.engine.kv_capacity_tokens == 512
+    assert given.engine.kv_tokens == 512
     assert "KV capacity 512 tokens (given)" in given.notes
 
 
@@ -180,7 +180,7 @@ def test_the_resolved_config_is_what_ran(tmp_path):
     assert d.engine.async_scheduling is False and d.engine.max_num_seqs == 6
     assert d.engine.block_size == 32 and d.engine.prefix_caching is False
     assert "block_size = 32 (meta.json resolved_config.cache_config.block_size)" in d.notes
-    assert d.engine.kv_capacity_tokens % 32 == 0
+    assert d.engine.kv_tokens % 32 == 0
 
 
 def test_an_fp8_kv_cache_holds_twice_the_tokens(tmp_path):
@@ -188,7 +188,7 @@ def test_an_fp8_kv_cache_holds_twice_the_tokens(tmp_path):
     meta = {"engine_kwargs": {**LIMITS, "kv_cache_dtype": "fp8"}}
     fp8 = deployment(tmp_path, meta, gpu_config(24))
     # 64 KiB per token at one byte an element.
-    assert fp8.engine.kv_capacity_tokens == (expected_blocks(0.9, 24, 1) - 1) * 16
+    assert fp8.engine.kv_tokens == (expected_blocks(0.9, 24, 1) - 1) * 16
     assert fp8.engine.total_blocks >= 2 * plain.engine.total_blocks
     meta["engine_kwargs"]["kv_cache_dtype"] = "int3"
     with pytest.raises(FormatError, match="kv_cache_dtype 'int3': not one of auto"):

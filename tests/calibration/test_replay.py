@@ -20,7 +20,7 @@ from tests.calibration.recorded import req, write_run
 
 # Every iteration takes 10 ms whatever it holds.
 FLAT = LinearAttentionCostModel(name="flat-10ms", base_s=0.010)
-SMALL = EngineConfig(kv_capacity_tokens=1024, max_num_seqs=4, max_num_batched_tokens=64)
+SMALL = EngineConfig(kv_tokens=1024, max_num_seqs=4, max_num_batched_tokens=64)
 
 
 def test_simulated_side_by_hand(tmp_path):

@@ -21,7 +21,7 @@ from schedlab.errors import CalibrationError
 from schedlab.serving.engine_config import EngineConfig
 from tests.calibration.recorded import req, write_run
 
-SMALL = EngineConfig(kv_capacity_tokens=4096, max_num_seqs=8, max_num_batched_tokens=64)
+SMALL = EngineConfig(kv_tokens=4096, max_num_seqs=8, max_num_batched_tokens=64)
 
 #: Every shipped profile's model, GPU and tensor-parallel degree.
 SETTINGS = [

@@ -16,6 +16,7 @@ import pytest
 
 import schedlab.errors as errors
 from schedlab.errors import SchedlabError, UnknownNameError, UnknownOptionError
+from schedlab.jobs import Executor
 from schedlab.serving.capacity import sweep
 from tests.conftest import INSTANCES, process_alive
 
@@ -42,6 +43,9 @@ def _schedlab(*argv: str) -> subprocess.CompletedProcess[str]:
         ),
         (["compare", TINY, "--solvers", "fcfs,,svf"], "empty items"),
         (["compare", TINY, "--backend", "serial", "--workers", "3"], "not with --backend serial"),
+        (["compare", TINY, "--address", "auto"], "--address: only with --backend ray"),
+        (["sweep", "--rates", "1", "--backend", "cloud"], "invalid choice: 'cloud'"),
+        (["generate", "mixed", "--kv-tokens", "0"], "expected an integer >= 1, got '0'"),
         (["sweep", "--policies", "vllm,vllm", "--rates", "1"], "vllm given twice"),
         (["simulate", "--tpot", "0"], "--tpot: duration must be positive"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),
@@ -50,9 +54,9 @@ def _schedlab(*argv: str) -> subprocess.CompletedProcess[str]:
         (["simulate", "--max-num-seqs", "0"], "expected an integer >= 1, got '0'"),
         (["generate", "mixed", "-n", "0"], "expected an integer >= 1, got '0'"),
         (["simulate", "--block-size", "7"], "vLLM takes 1, 8, 16, 32, 64, 128, 256"),
-        (["solve", TINY, "--option", "max_moves"], "expected KEY=VALUE"),
+        (["solve", TINY, "--option", "work"], "expected KEY=VALUE"),
         (["solve", TINY, "--option", "x=1"], "unknown option(s) x"),
-        (["compare", TINY, "--option", "max_moves=1"], "SOLVER.KEY=VALUE"),
+        (["compare", TINY, "--option", "work=1"], "SOLVER.KEY=VALUE"),
         # a single option beside its grid was dropped without a word
         (["capacity", "--policy", "vllm", "--policies", "sloweave"], "--policy and --policies"),
         (["capacity", "--seed", "7", "--seeds", "1"], "--seed and --seeds: give one"),
@@ -119,7 +123,7 @@ def test_every_error_class_survives_pickling():
 
 def test_sweep_refuses_an_unknown_policy_before_the_workers_start():
     with pytest.raises(UnknownNameError, match="magic"):
-        sweep("chat", ["vllm", "magic"], [1.0], duration_s=5.0, workers=2)
+        sweep("chat", ["vllm", "magic"], [1.0], duration_s=5.0, executor=Executor(workers=2))
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")

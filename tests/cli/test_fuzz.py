@@ -112,7 +112,7 @@ def _json_text(valid: object) -> st.SearchStrategy[str]:
 def _bad_instance_values() -> st.SearchStrategy[object]:
     """A parsed instance with one field out of the model's range or of the wrong type."""
     wrong = {
-        "memory": [0, -1, 1.5, "10", True, None, [], 2**41],
+        "kv_tokens": [0, -1, 1.5, "10", True, None, [], 2**41],
         "prompt": [-1, 1.5, "1", True, None, {}, 2**41],
         "output": [0, -1, 2.5, "2", False, None],
         "arrival": [-1, 0.5, "0", True],
@@ -123,8 +123,8 @@ def _bad_instance_values() -> st.SearchStrategy[object]:
         data = json.loads(json.dumps(INSTANCE))
         field = draw(st.sampled_from(sorted(wrong)))
         value = draw(st.sampled_from(wrong[field]))
-        if field == "memory":
-            data["memory"] = value
+        if field == "kv_tokens":
+            data["kv_tokens"] = value
         else:
             k = draw(st.integers(0, len(data["requests"]) - 1))
             data["requests"][k][field] = value
@@ -366,7 +366,7 @@ OPTIONS: dict[str, dict[str, Callable[[str], bool]]] = {
     "bound": {"--method": lambda t: t in available_bounds()},
     "generate": {
         "-n": lambda t: _whole(t, 1),
-        "--memory": lambda t: _whole(t, 1),
+        "--kv-tokens": lambda t: _whole(t, 1),
         "--long-fraction": lambda t: _real(t, 0, 1),
     },
     "simulate": {
@@ -494,7 +494,7 @@ def _mutations(paths: dict[tuple, tuple[str, ...]]) -> st.SearchStrategy[tuple[t
 
 VALID_INSTANCE = {
     "format": "schedlab-instance/1",
-    "memory": 7,
+    "kv_tokens": 7,
     "requests": [
         {"prompt": 0, "output": 3, "arrival": 1},
         {"prompt": 2, "output": 5},
@@ -506,7 +506,7 @@ VALID_INSTANCE = {
 #: is optional and may be 0, a prompt may be empty).
 INSTANCE_PATHS: dict[tuple, tuple[str, ...]] = {
     ("format",): (),
-    ("memory",): (),
+    ("kv_tokens",): (),
     ("requests",): (),
     **{("requests", k, "output"): () for k in (0, 1)},
     **{("requests", k, "prompt"): ("zero",) for k in (0, 1)},

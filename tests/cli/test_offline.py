@@ -1,4 +1,5 @@
 import csv
+import io
 import json
 import subprocess
 import sys
@@ -136,8 +137,8 @@ def test_more_bad_input_is_one_line_and_exit_2(capsys, tmp_path):
     binary.write_bytes(b"\xff\xfe\x00bad")
     cases = [
         (
-            ["generate", "jaillet", "--memory", "40"],
-            "--memory: does not apply to generate jaillet",
+            ["generate", "jaillet", "--kv-tokens", "40"],
+            "--kv-tokens: does not apply to generate jaillet",
         ),
         (["generate", "backlog", "--long-fraction", "0.3"], "--long-fraction: does not apply"),
         (["solve", str(binary)], "bin.json: not UTF-8 text"),
@@ -199,7 +200,7 @@ def test_compare_records_a_refusal_and_finishes(capsys, tmp_path):
 
 def test_solver_options_on_the_command_line(capsys):
     tiny = str(INSTANCES / "tiny-1.json")
-    argv = ["solve", tiny, "--solver", "local-search", "--option", "max_moves=40", "--json"]
+    argv = ["solve", tiny, "--solver", "local-search", "--option", "work=40", "--json"]
     code, out, _ = run(capsys, *argv)
     assert code == 0 and json.loads(out)["stats"]["moves"] == 40
     argv = ["compare", tiny, "--solvers", "dp,fcfs", "--option", "dp.max_requests=3", "--quiet"]
@@ -306,8 +307,8 @@ def test_schedule_csv_reader_names_what_is_wrong(capsys, tmp_path):
 
 def test_compare_refuses_an_option_value_before_running(capsys):
     argv = ["compare", DEFAULT, "--solvers", "fcfs,local-search", "--quiet"]
-    code, out, err = run(capsys, *argv, "--option", "local-search.max_moves=-5")
-    assert code == 2 and out == "" and "local-search: options {'max_moves': -5}" in err
+    code, out, err = run(capsys, *argv, "--option", "local-search.work=-5")
+    assert code == 2 and out == "" and "local-search: options {'work': -5}" in err
 
 
 def test_generate_does_not_overwrite_its_source(tmp_path, capsys):
@@ -349,3 +350,57 @@ def test_max_memory_reaches_solver_bound_and_compare(capsys):
     assert code == 0
     rows = {row["solver"]: row for row in json.loads(out)}
     assert "memory budget" in rows["sorted-f"]["reason"] and "objective" in rows["mc-sf"]
+
+
+def test_generate_names_the_kv_budget_kv_tokens(capsys):
+    code, out, err = run(capsys, "generate", "mixed", "-n", "3", "--kv-tokens", "5000")
+    assert code == 0 and err == "" and json.loads(out)["kv_tokens"] == 5000
+    assert "memory" not in json.loads(out)
+    code, old, err = run(capsys, "generate", "mixed", "-n", "3", "--memory", "5000")
+    assert code == 0 and old == out
+    assert err == "schedlab: warning: --memory is deprecated; use --kv-tokens\n"
+    with pytest.raises(SystemExit):
+        main(["generate", "--help"])
+    shown = capsys.readouterr().out
+    assert "--kv-tokens" in shown and "--memory" not in shown  # the old name is hidden
+
+
+def test_an_old_solver_option_name_works_with_one_warning_line(capsys):
+    tiny = str(INSTANCES / "tiny-1.json")
+    argv = ["solve", tiny, "--solver", "local-search", "--option", "max_moves=40", "--json"]
+    code, out, err = run(capsys, *argv)
+    assert code == 0 and json.loads(out)["stats"]["moves"] == 40
+    assert err == "schedlab: warning: local-search: max_moves is deprecated; use work\n"
+
+
+def test_solvers_lists_each_solver_with_its_options(capsys):
+    from schedlab.offline.solvers import available_solvers
+
+    code, out, _ = run(capsys, "solvers")
+    assert code == 0
+    assert "local-search\n  strategy: str = 'late'\n  width: int = 5\n" in out
+    assert "  work: int or None = 60000\n" in out and "max_moves" not in out
+    assert "dp (exact)\n  max_requests: int = 12\n" in out
+    assert "sorted-lp\n  (no options)" in out
+    code, out, _ = run(capsys, "solvers", "--json")
+    listed = json.loads(out)
+    assert [s["name"] for s in listed] == available_solvers()
+    (alns,) = [s for s in listed if s["name"] == "alns"]
+    assert alns["exact"] is False
+    assert alns["options"][0] == {
+        "name": "work",
+        "types": ["int", "str", "None"],
+        "default": "auto",
+    }
+    with pytest.raises(SystemExit):
+        main(["solve", "--help"])
+    shown = capsys.readouterr().out
+    assert "solver options" in shown and "lp-search\n  repair_width: int = 64\n" in shown
+
+
+def test_solvers_as_csv_has_a_row_per_option(capsys):
+    code, out, _ = run(capsys, "solvers", "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert code == 0 and rows[0].keys() == {"solver", "exact", "option", "types", "default"}
+    (row,) = [r for r in rows if (r["solver"], r["option"]) == ("local-search", "work")]
+    assert row == {**row, "types": "int or None", "default": "60000", "exact": "False"}

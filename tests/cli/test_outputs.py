@@ -85,7 +85,7 @@ def test_the_simulate_csv_carries_the_summary(capsys):
     data = json.loads(js)
     assert int(row["n_requests"]) == data["n_requests"]
     assert float(row["ttft_p99_s"]) == pytest.approx(data["ttft"]["p99"])
-    assert int(row["kv_capacity_tokens"]) == data["kv_capacity"]["tokens"]
+    assert int(row["kv_tokens"]) == data["kv_capacity"]["tokens"]
 
 
 def test_solve_reads_stdin_and_writes_the_schedule_to_stdout(capsys, monkeypatch):

@@ -48,7 +48,7 @@ def cases(draw: st.DrawFn, *, prefix_caching: bool, async_scheduling: bool):
     largest = -(-max(p + o - 1 for p, o in zip(prompts, outputs, strict=True)) // block_size)
     blocks = draw(st.integers(largest, 4 * largest + 8))
     engine = EngineConfig(
-        kv_capacity_tokens=blocks * block_size,
+        kv_tokens=blocks * block_size,
         block_size=block_size,
         max_num_seqs=seqs,
         max_num_batched_tokens=draw(st.integers(max(seqs, 16), 512)),
@@ -99,7 +99,7 @@ def test_the_random_cases_reach_preemption_and_prefix_hits() -> None:
         np.full(6, 80, dtype=np.int64),
         1.0,
     )
-    engine = EngineConfig(kv_capacity_tokens=60 * 16, block_size=16, max_num_seqs=6)
+    engine = EngineConfig(kv_tokens=60 * 16, block_size=16, max_num_seqs=6)
     ours, theirs, mismatch = differential_run(stream, engine)
     assert mismatch is None, str(mismatch)
     assert sum(r.preemptions for r in theirs.records) > 0
@@ -141,7 +141,7 @@ def shared_prefix_cases(draw: st.DrawFn):
     block_size = draw(st.sampled_from((8, 16, 32)))
     largest = -(-max(p + o - 1 for p, o in zip(prompts, outputs, strict=True)) // block_size)
     engine = EngineConfig(
-        kv_capacity_tokens=draw(st.integers(largest, 4 * largest + 8)) * block_size,
+        kv_tokens=draw(st.integers(largest, 4 * largest + 8)) * block_size,
         block_size=block_size,
         max_num_seqs=8,
         max_num_batched_tokens=draw(st.integers(16, 512)),
@@ -173,6 +173,6 @@ def test_shared_prefixes_hit_in_both_engines() -> None:
         6.0,
         SharedPrefixes(16, ids),
     )
-    ours, theirs, mismatch = differential_run(stream, EngineConfig(kv_capacity_tokens=4096))
+    ours, theirs, mismatch = differential_run(stream, EngineConfig(kv_tokens=4096))
     assert mismatch is None, str(mismatch)
     assert theirs.reused_tokens == ours.reused_tokens == 48

@@ -92,7 +92,7 @@ def test_simulate_prints_the_mapping_and_matches_our_engine() -> None:
 
 def test_scenario_runs_either_engine_in_python() -> None:
     pytest.importorskip("vllm")
-    engine = EngineConfig(kv_capacity_tokens=32768, max_num_seqs=8, async_scheduling=True)
+    engine = EngineConfig(kv_tokens=32768, max_num_seqs=8, async_scheduling=True)
     ours = simulate("chat", Scenario(policy="vllm", engine=engine), rate=3, duration_s=5)
     theirs = simulate(
         "chat", Scenario(policy="vllm", engine=engine, engine_kind="vllm"), rate=3, duration_s=5

@@ -32,7 +32,7 @@ def runs(draw: st.DrawFn):
         float(arrival[-1]) + 1.0,
     )
     engine = EngineConfig(
-        kv_capacity_tokens=draw(st.sampled_from([4096, 16384, 65536])),
+        kv_tokens=draw(st.sampled_from([4096, 16384, 65536])),
         max_num_seqs=draw(st.integers(1, 32)),
         max_num_batched_tokens=draw(st.sampled_from([512, 2048, 8192])),
         prefix_caching=draw(st.booleans()),

@@ -6,7 +6,9 @@ import pytest
 
 from schedlab import compare, read_instance
 from schedlab.errors import FormatError, SchedlabError, UnknownNameError, UnknownOptionError
+from schedlab.jobs import Executor
 from schedlab.offline.compare import DEFAULT_SOLVERS
+from schedlab.offline.report import run_report
 from schedlab.offline.verify import verify
 from tests.conftest import INSTANCES
 
@@ -76,20 +78,20 @@ def test_solver_options_are_checked_and_applied():
     with pytest.raises(SchedlabError, match="not among the solvers"):
         compare(inst, ["fcfs"], options={"dp": {"max_requests": 3}})
     with pytest.raises(UnknownOptionError, match="unknown option"):
-        compare(inst, ["dp"], options={"dp": {"max_moves": 3}})
+        compare(inst, ["dp"], options={"dp": {"work": 3}})
     with pytest.raises(SchedlabError, match="option max_requests: expected int"):
         compare(inst, ["dp"], options={"dp": {"max_requests": "many"}})
 
 
 def test_options_that_need_the_time_limit_are_tried_under_it():
-    # alns governed by time (evaluations=None) needs a time limit; the up-front trial of
+    # alns governed by time (work=None) needs a time limit; the up-front trial of
     # the options runs under the comparison's, and a bad value is still refused up front
     inst = read_instance(INSTANCES / "tiny-2.json")
-    by_time = {"alns": {"evaluations": None, "idle": None}}
+    by_time = {"alns": {"work": None, "idle": None}}
     table = compare(inst, ["alns"], time_limit=0.5, options=by_time, bound=None)
     assert not table.failures
     assert verify(inst, table.results[0].starts) == []
-    with pytest.raises(SchedlabError, match="set time_limit or evaluations"):
+    with pytest.raises(SchedlabError, match="set time_limit or work"):
         compare(inst, ["alns"], options=by_time, bound=None)
 
 
@@ -130,8 +132,8 @@ def _forge(results, solver, edit):
 def test_a_resumed_comparison_equals_the_computed_one(tmp_path):
     inst = read_instance(INSTANCES / "tiny-2.json")
     results = tmp_path / "r.jsonl"
-    first = compare(inst, ["fcfs", "brute-force"], results=results)
-    again = compare(inst, ["fcfs", "brute-force"], results=results)
+    first = compare(inst, ["fcfs", "brute-force"], executor=Executor(results=results))
+    again = compare(inst, ["fcfs", "brute-force"], executor=Executor(results=results))
     strip = [{k: v for k, v in r.items() if k != "runtime_s"} for r in first.records()]
     assert [{k: v for k, v in r.items() if k != "runtime_s"} for r in again.records()] == strip
     assert [r.status for r in again.results] == [r.status for r in first.results]
@@ -153,22 +155,36 @@ def test_a_resumed_comparison_equals_the_computed_one(tmp_path):
 def test_a_forged_result_read_back_is_refused_by_line(tmp_path, edit, why):
     inst = read_instance(INSTANCES / "tiny-2.json")
     results = tmp_path / "r.jsonl"
-    compare(inst, ["fcfs"], results=results)
+    compare(inst, ["fcfs"], executor=Executor(results=results))
     number = _forge(results, "fcfs", edit)
     with pytest.raises(
         FormatError, match=rf"^{results}:{number}: not a true result of fcfs on tiny-2 .*{why}"
     ):
-        compare(inst, ["fcfs"], results=results)
+        compare(inst, ["fcfs"], executor=Executor(results=results))
 
 
 def test_a_forged_bound_read_back_is_refused_by_line(tmp_path):
     inst = read_instance(INSTANCES / "tiny-2.json")
     results = tmp_path / "r.jsonl"
-    compare(inst, ["fcfs"], results=results)
+    compare(inst, ["fcfs"], executor=Executor(results=results))
     lines = [json.loads(line) for line in results.read_text().splitlines()]
-    assert lines[0]["kind"] == "bound"
+    # the lines come in the order the jobs finished
+    (at,) = [k for k, row in enumerate(lines) if row["kind"] == "bound"]
     for value, why in ((1e12, "above the objective"), (-5, "must be finite >= 0")):
-        lines[0]["value"]["value"] = value
+        lines[at]["value"]["value"] = value
         results.write_text("".join(json.dumps(row) + "\n" for row in lines))
-        with pytest.raises(FormatError, match=rf"^{results}:1: not a true lower bound .*{why}"):
-            compare(inst, ["fcfs"], results=results)
+        place = f"{results}:{at + 1}"
+        with pytest.raises(FormatError, match=rf"^{place}: not a true lower bound .*{why}"):
+            compare(inst, ["fcfs"], executor=Executor(results=results))
+
+
+def test_the_old_executor_keywords_still_work_and_warn():
+    inst = read_instance(INSTANCES / "tiny-2.json")
+    new = compare(inst, ["fcfs"], bound=None, executor=Executor("serial"))
+    with pytest.warns(DeprecationWarning, match=r"compare\(backend=\.\.\.\) is deprecated"):
+        old = compare(inst, ["fcfs"], bound=None, backend="serial")
+    assert old.results[0].starts.tolist() == new.results[0].starts.tolist()
+    with pytest.warns(DeprecationWarning, match=r"run_report\(workers=\.\.\.\) is deprecated"):
+        run_report([inst], ["fcfs"], bound=None, workers=1)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'worker'"):
+        compare(inst, ["fcfs"], worker=1)

@@ -29,7 +29,7 @@ from schedlab.testing import instances
 
 
 @settings(max_examples=300, deadline=None)
-@given(instances(max_n=14, max_memory=40, max_arrival=0), st.data(), st.booleans())
+@given(instances(max_n=14, max_kv_tokens=40, max_arrival=0), st.data(), st.booleans())
 def test_compiled_equals_reference_on_backlogs(inst: Instance, data, backfill: bool) -> None:
     order = data.draw(st.permutations(range(inst.n)))
     compiled = list_schedule(inst, order, backfill=backfill)
@@ -39,7 +39,7 @@ def test_compiled_equals_reference_on_backlogs(inst: Instance, data, backfill: b
 
 
 @settings(max_examples=400, deadline=None)
-@given(instances(max_n=14, max_memory=40, max_arrival=25), st.data(), st.booleans())
+@given(instances(max_n=14, max_kv_tokens=40, max_arrival=25), st.data(), st.booleans())
 def test_compiled_equals_reference_with_releases(inst: Instance, data, backfill: bool) -> None:
     order = data.draw(st.permutations(range(inst.n)))
     compiled = list_schedule(inst, order, backfill=backfill)
@@ -49,7 +49,7 @@ def test_compiled_equals_reference_with_releases(inst: Instance, data, backfill:
 
 
 @settings(max_examples=200, deadline=None)
-@given(instances(max_n=14, max_memory=40, max_arrival=25), st.data(), st.booleans())
+@given(instances(max_n=14, max_kv_tokens=40, max_arrival=25), st.data(), st.booleans())
 def test_compiled_backfill_equals_reference_for_orders_by_output(
     inst: Instance, data, longest_first: bool
 ) -> None:
@@ -108,7 +108,7 @@ def test_compiled_equals_reference_on_larger_instances(seed: int, backfill: bool
 
 @settings(max_examples=500, deadline=None)
 @given(
-    instances(max_n=14, max_memory=30, max_arrival=0),
+    instances(max_n=14, max_kv_tokens=30, max_arrival=0),
     st.randoms(use_true_random=False),
     st.integers(1, 4),
     st.sampled_from([None, 1, 2]),

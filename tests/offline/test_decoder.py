@@ -23,7 +23,7 @@ def per_round_reference(inst, order, backfill):
             if starts[i] >= 0 or a[i] > t:
                 continue
             profile = np.arange(s[i] + 1, s[i] + o[i] + 1)
-            if (load[t : t + o[i]] + profile).max() <= inst.memory:
+            if (load[t : t + o[i]] + profile).max() <= inst.kv_tokens:
                 load[t : t + o[i]] += profile
                 starts[i] = t
             elif not backfill:

@@ -1,9 +1,10 @@
+import dataclasses
 import math
 
 import numpy as np
 import pytest
 
-from schedlab.errors import InfeasibleInstanceError, InstanceError
+from schedlab.errors import InfeasibleInstanceError, InputError, InstanceError
 from schedlab.offline.instance import Instance, Request
 
 
@@ -24,7 +25,7 @@ def test_arrays_and_volume():
 def test_frozen():
     inst = Instance(10, (Request(1, 1),))
     with pytest.raises(AttributeError):
-        inst.memory = 3  # type: ignore[misc]
+        inst.kv_tokens = 3  # type: ignore[misc]
     with pytest.raises(AttributeError):
         inst.requests[0].output = 3  # type: ignore[misc]
 
@@ -57,7 +58,7 @@ def test_integral_floats_and_numpy_integers_are_accepted():
 def test_magnitudes_are_limited():
     with pytest.raises(InstanceError, match=r"request.prompt: must be <= 1099511627776"):
         Request(2**40 + 1, 1)
-    with pytest.raises(InstanceError, match="memory: must be <= "):
+    with pytest.raises(InstanceError, match="kv_tokens: must be <= "):
         Instance(2**63 - 1, (Request(1, 1),))
 
 
@@ -67,7 +68,7 @@ def test_request_larger_than_memory_names_it():
 
 
 def test_instance_level_errors():
-    with pytest.raises(InstanceError, match="memory: must be >= 1, got 0"):
+    with pytest.raises(InstanceError, match="kv_tokens: must be >= 1, got 0"):
         Instance(0, (Request(0, 1),))
     with pytest.raises(InstanceError, match="at least one request"):
         Instance(5, ())
@@ -129,6 +130,19 @@ def test_bad_arrays_name_and_meta_are_refused_in_one_line(call, message):
 
 def test_a_huge_value_is_not_echoed_digit_by_digit():
     with pytest.raises(
-        InstanceError, match=r"^memory: must be <= 1099511627776, got a number of 4000 digits$"
+        InstanceError, match=r"^kv_tokens: must be <= 1099511627776, got a number of 4000 digits$"
     ):
         Instance.from_arrays(10**3999, [1], [1])
+
+
+def test_memory_is_a_deprecated_name_of_kv_tokens():
+    with pytest.warns(DeprecationWarning, match=r"Instance\(memory=\.\.\.\) is deprecated"):
+        inst = Instance(memory=10, requests=(Request(1, 2),))
+    assert inst.kv_tokens == 10
+    with pytest.warns(DeprecationWarning, match=r"Instance\.memory is deprecated; use Inst"):
+        assert inst.memory == 10
+    with pytest.warns(DeprecationWarning, match=r"from_arrays\(memory=\.\.\.\)"):
+        assert Instance.from_arrays(memory=10, prompt=[1], output=[2]).kv_tokens == 10
+    with pytest.raises(InputError, match="Instance: give kv_tokens only"):
+        Instance(10, (Request(1, 2),), memory=10)
+    assert dataclasses.replace(inst, kv_tokens=12).kv_tokens == 12

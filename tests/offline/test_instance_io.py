@@ -11,7 +11,12 @@ from schedlab.offline.instance_io import FORMAT, instance_from_dict, read_instan
 
 
 def _doc(**overrides):
-    doc = {"format": FORMAT, "name": "t", "memory": 10, "requests": [{"prompt": 1, "output": 2}]}
+    doc = {
+        "format": FORMAT,
+        "name": "t",
+        "kv_tokens": 10,
+        "requests": [{"prompt": 1, "output": 2}],
+    }
     doc.update(overrides)
     return doc
 
@@ -62,7 +67,7 @@ def test_arrival_defaults_to_zero():
     ("doc", "error", "message"),
     [
         (_doc(format="other/1"), FormatError, "format: expected 'schedlab-instance/1'"),
-        ({"format": FORMAT, "requests": []}, FormatError, "missing key 'memory'"),
+        ({"format": FORMAT, "requests": []}, FormatError, "missing key 'kv_tokens'"),
         (_doc(extra=1), FormatError, "unknown key"),
         (_doc(requests={"a": 1}), FormatError, "requests: expected a list"),
         (_doc(requests=[5]), FormatError, r"requests\[0\]: expected an object"),
@@ -81,14 +86,16 @@ def test_arrival_defaults_to_zero():
         (
             _doc(requests=[{"prompt": 9, "output": 2}]),
             InfeasibleInstanceError,
-            r"requests\[0\]: prompt \+ output = 11 exceeds memory M = 10",
+            r"requests\[0\]: prompt \+ output = 11 exceeds the KV budget M = 10",
         ),
         (
             _doc(requests=[{"prompt": 1, "output": 1, "id": "x"}] * 2),
             InstanceError,
             r"requests\[1\]\.id: 'x' is already the id of requests\[0\]",
         ),
-        (_doc(memory="10"), InstanceError, "memory: must be an integer"),
+        (_doc(kv_tokens="10"), InstanceError, "kv_tokens: must be an integer"),
+        (_doc(kv_tokens=None), InstanceError, "kv_tokens: must be an integer"),
+        (_doc(memory=10), FormatError, "kv_tokens and memory: give kv_tokens only"),
         (_doc(name=3), FormatError, "name: expected a string"),
         (_doc(meta=[]), FormatError, "meta: expected an object"),
         ([], FormatError, "expected a JSON object"),
@@ -103,13 +110,25 @@ def test_file_errors_name_the_file(tmp_path):
     with pytest.raises(DataNotFoundError, match="no such instance file"):
         read_instance(tmp_path / "absent.json")
     bad = tmp_path / "bad.json"
-    bad.write_text('{"format": "schedlab-instance/1",\n "memory": 10,,}')
+    bad.write_text('{"format": "schedlab-instance/1",\n "kv_tokens": 10,,}')
     with pytest.raises(FormatError, match=r"bad\.json:2:\d+: invalid JSON"):
         read_instance(bad)
     nan = tmp_path / "nan.json"
     nan.write_text(
-        '{"format": "schedlab-instance/1", "memory": 10, '
+        '{"format": "schedlab-instance/1", "kv_tokens": 10, '
         '"requests": [{"prompt": NaN, "output": 1}]}'
     )
     with pytest.raises(FormatError, match=r"nan\.json:1: invalid JSON \(NaN is not JSON"):
         read_instance(nan)
+
+
+def test_old_files_name_the_kv_budget_memory(tmp_path):
+    old = {k: v for k, v in _doc().items() if k != "kv_tokens"} | {"memory": 10}
+    inst = instance_from_dict(old)
+    assert inst.kv_tokens == 10
+    with pytest.raises(InstanceError, match="memory: must be an integer"):
+        instance_from_dict(old | {"memory": "10"})
+    path = tmp_path / "i.json"
+    write_instance(inst, path)
+    written = path.read_text()
+    assert '"kv_tokens": 10' in written and '"memory"' not in written

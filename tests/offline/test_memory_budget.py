@@ -117,7 +117,7 @@ def test_left_shift_cuts_idle_time_exactly(extra):
                 continue
             origin = int(instance.arrival[cluster].min())
             sub = Instance.from_arrays(
-                instance.memory,
+                instance.kv_tokens,
                 instance.prompt[cluster],
                 instance.output[cluster],
                 instance.arrival[cluster] - origin,

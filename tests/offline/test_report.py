@@ -10,6 +10,7 @@ import pytest
 
 from schedlab.cli import main
 from schedlab.errors import FormatError, SchedlabError
+from schedlab.jobs import Executor
 from schedlab.offline.backlogs import jaillet_instance
 from schedlab.offline.report import load_instances, run_report
 from schedlab.plotting import plot_report
@@ -47,7 +48,9 @@ def test_save_writes_csv_and_markdown(report, tmp_path) -> None:
 def test_run_report_with_out_dir_and_plot(tmp_path, capsys) -> None:
     pytest.importorskip("matplotlib")
     png = tmp_path / "fig.png"
-    report = run_report([INSTANCES / "tiny-2.json"], ["fcfs"], out_dir=tmp_path, progress=True)
+    report = run_report(
+        [INSTANCES / "tiny-2.json"], ["fcfs"], out_dir=tmp_path, executor=Executor(progress=True)
+    )
     plot_report(report, png)
     assert (tmp_path / "report.csv").is_file()
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

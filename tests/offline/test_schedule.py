@@ -55,7 +55,7 @@ def test_profile_matches_sum_over_requests(inst, data):
 
 
 @settings(max_examples=100, deadline=None)
-@given(instances(max_n=6, max_memory=20, max_output=8, max_arrival=5), st.data())
+@given(instances(max_n=6, max_kv_tokens=20, max_output=8, max_arrival=5), st.data())
 def test_load_profile_of_a_window_and_a_subset(inst: Instance, data: st.DataObject) -> None:
     # the rounds origin .. span - 1 held by the kept requests, summed round by round
     starts = np.array([data.draw(st.integers(int(a), int(a) + 10)) for a in inst.arrival])

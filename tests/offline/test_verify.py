@@ -67,7 +67,7 @@ def _load_by_round(inst, starts):
 def _expected_memory_lines(inst, starts):
     """The verifier's memory messages, derived from the round-by-round count."""
     load = _load_by_round(inst, starts)
-    over = sorted(t for t, v in load.items() if v > inst.memory)
+    over = sorted(t for t, v in load.items() if v > inst.kv_tokens)
     runs: list[list[int]] = []
     for t in over:
         if runs and runs[-1][-1] == t - 1:
@@ -79,7 +79,7 @@ def _expected_memory_lines(inst, starts):
         peak_round = max(run, key=lambda t: (load[t], -t))  # the first round at the peak
         text = f"round {run[0]}" if len(run) == 1 else f"rounds {run[0]}..{run[-1]}"
         lines.append(
-            f"memory: {text} exceed M = {inst.memory} "
+            f"memory: {text} exceed M = {inst.kv_tokens} "
             f"(peak {load[peak_round]} tokens in round {peak_round})"
         )
     return lines

@@ -101,7 +101,7 @@ def random_case(rng: np.random.Generator) -> Case:
     blocks = -(-int(largest * factor) // block) + 1
     seqs = int(rng.integers(1, 65))
     config = EngineConfig(
-        kv_capacity_tokens=blocks * block,
+        kv_tokens=blocks * block,
         block_size=block,
         max_num_seqs=seqs,
         max_num_batched_tokens=seqs + int(rng.choice([0, 16, 512, 8192])),

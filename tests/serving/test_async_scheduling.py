@@ -17,7 +17,7 @@ from tests.serving.streams import FLAT, MS, ms_stream
 
 def simulate(requests, *, seqs=8, async_scheduling, model=FLAT, kv=1024):
     config = EngineConfig(
-        kv_capacity_tokens=kv,
+        kv_tokens=kv,
         max_num_seqs=seqs,
         max_num_batched_tokens=64,
         async_scheduling=async_scheduling,

@@ -9,6 +9,7 @@ import math
 import pytest
 
 from schedlab.errors import FormatError, ServingError, UnknownNameError
+from schedlab.jobs import Executor
 from schedlab.serving.capacity import GridError, capacity, capacity_grid, probe, sweep
 from schedlab.serving.metrics import SLO
 from schedlab.serving.scenario import Scenario
@@ -118,8 +119,22 @@ def test_bisection_ends_between_adjacent_floats():
 
 def test_sweep_is_deterministic_across_worker_counts():
     base = VLLM.with_(seed=1)
-    one = sweep("chat", ["vllm", "fixed:256"], [2.0, 8.0], base, duration_s=10.0, workers=1)
-    two = sweep("chat", ["vllm", "fixed:256"], [2.0, 8.0], base, duration_s=10.0, workers=2)
+    one = sweep(
+        "chat",
+        ["vllm", "fixed:256"],
+        [2.0, 8.0],
+        base,
+        duration_s=10.0,
+        executor=Executor(workers=1),
+    )
+    two = sweep(
+        "chat",
+        ["vllm", "fixed:256"],
+        [2.0, 8.0],
+        base,
+        duration_s=10.0,
+        executor=Executor(workers=2),
+    )
     assert [p.row() for p in one] == [p.row() for p in two]
     assert [(p.policy, p.rate_rps) for p in one] == [
         ("vllm", 2.0),
@@ -157,7 +172,14 @@ def test_a_failed_point_is_reported_after_the_others_ran(monkeypatch):
 
     monkeypatch.setattr(capacity_module, "simulate", flaky)
     with pytest.raises(GridError, match=r"2 of 4 jobs failed; first: vllm at 3 req/s") as info:
-        sweep("chat", ["vllm", "fixed:256"], [2.0, 3.0], VLLM, duration_s=5.0, backend="serial")
+        sweep(
+            "chat",
+            ["vllm", "fixed:256"],
+            [2.0, 3.0],
+            VLLM,
+            duration_s=5.0,
+            executor=Executor(backend="serial"),
+        )
     assert [(p.policy, p.rate_rps) for p in info.value.done] == [
         ("vllm", 2.0),
         ("fixed:256", 2.0),
@@ -186,9 +208,13 @@ def test_a_point_is_keyed_by_the_trace_it_reads_not_its_path(tmp_path):
 
     write(rows)
     results = tmp_path / "r.jsonl"
-    first = sweep(str(trace), ["vllm"], [1.0], VLLM, duration_s=20.0, results=results)
+    first = sweep(
+        str(trace), ["vllm"], [1.0], VLLM, duration_s=20.0, executor=Executor(results=results)
+    )
     write(rows[:5])  # the same path, another trace: the stored point must not come back
-    second = sweep(str(trace), ["vllm"], [1.0], VLLM, duration_s=20.0, results=results)
+    second = sweep(
+        str(trace), ["vllm"], [1.0], VLLM, duration_s=20.0, executor=Executor(results=results)
+    )
     assert first[0].summary.n_requests == 10 and second[0].summary.n_requests == 5
 
 
@@ -212,19 +238,19 @@ def test_a_point_is_keyed_by_the_trace_it_reads_not_its_path(tmp_path):
 )
 def test_a_results_line_that_holds_no_result_is_refused_in_one_line(tmp_path, tamper):
     results = tmp_path / "r.jsonl"
-    sweep("chat", ["vllm"], [2.0], VLLM, duration_s=5.0, results=results)
+    sweep("chat", ["vllm"], [2.0], VLLM, duration_s=5.0, executor=Executor(results=results))
     line = json.loads(results.read_text())
     text = json.dumps({**line, "value": tamper(line["value"])})
     results.write_text(text.replace("Infinity", "1e400") + "\n")  # JSON, read as inf
     with pytest.raises(
         FormatError, match=r"r\.jsonl:1: the line of vllm at 2 req/s does not hold a true"
     ):
-        sweep("chat", ["vllm"], [2.0], VLLM, duration_s=5.0, results=results)
+        sweep("chat", ["vllm"], [2.0], VLLM, duration_s=5.0, executor=Executor(results=results))
 
 
 def test_a_forged_capacity_read_back_is_refused(tmp_path):
     results = tmp_path / "r.jsonl"
-    search = {"duration_s": 20.0, "rel_tol": 0.5, "results": results, "backend": "serial"}
+    search = {"duration_s": 20.0, "rel_tol": 0.5, "executor": Executor("serial", results=results)}
     honest = capacity_grid("chat", ["vllm"], VLLM, **search)
     assert capacity_grid("chat", ["vllm"], VLLM, **search) == honest  # resumed as it was
     line = json.loads(results.read_text())
@@ -239,3 +265,15 @@ def test_a_rate_or_seed_given_twice_is_refused():
         sweep("chat", ["vllm"], [4.0, 4.0], VLLM)
     with pytest.raises(ServingError, match="seed given twice"):
         capacity_grid("chat", ["vllm"], VLLM, seeds=[0, 0])
+
+
+def test_the_old_executor_keywords_still_work_and_warn():
+    new = sweep("chat", ["vllm"], [2.0], VLLM, duration_s=5.0, executor=Executor("serial"))
+    with pytest.warns(DeprecationWarning, match=r"sweep\(backend=\.\.\.\) is deprecated"):
+        old = sweep("chat", ["vllm"], [2.0], VLLM, duration_s=5.0, backend="serial")
+    assert [p.row() for p in old] == [p.row() for p in new]
+    with (
+        pytest.warns(DeprecationWarning, match=r"capacity_grid\(workers=\.\.\.\)"),
+        pytest.raises(ServingError, match="at least one policy"),
+    ):
+        capacity_grid("chat", [], VLLM, workers=1)

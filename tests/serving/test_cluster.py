@@ -43,7 +43,7 @@ from tests.serving.streams import FLAT, MS, ms_stream
 EXACT = LinearAttentionCostModel(
     name="exact", base_s=2 * MS, decode_per_seq_s=0.5 * MS, prefill_per_token_s=0.1 * MS
 )
-SMALL = EngineConfig(kv_capacity_tokens=320, max_num_seqs=4, max_num_batched_tokens=64)
+SMALL = EngineConfig(kv_tokens=320, max_num_seqs=4, max_num_batched_tokens=64)
 BYTES = 1000
 SLOW_LINK = KVLink(Link(1e6, 1 * MS), BYTES)  # 1 ms + 1 ms per token
 
@@ -54,7 +54,7 @@ crowded = st.lists(
     min_size=4,
     max_size=14,
 ).map(lambda rows: ms_stream(*zip(*sorted(rows), strict=True)))
-CROWDED = EngineConfig(kv_capacity_tokens=160, max_num_seqs=4, max_num_batched_tokens=64)
+CROWDED = EngineConfig(kv_tokens=160, max_num_seqs=4, max_num_batched_tokens=64)
 
 requests = st.lists(
     st.tuples(st.integers(0, 80), st.integers(1, 90), st.integers(1, 20)),
@@ -77,7 +77,7 @@ def cluster(nodes, router, policy="vllm", *, model=EXACT, engine=SMALL, **kw):
 )
 def test_one_colocated_node_is_exactly_the_single_engine(stream, policy, router, lagged):
     engine = EngineConfig(
-        kv_capacity_tokens=160, max_num_seqs=3, max_num_batched_tokens=48, async_scheduling=lagged
+        kv_tokens=160, max_num_seqs=3, max_num_batched_tokens=48, async_scheduling=lagged
     )
     scenario = Scenario(policy, EXACT, SLO(5.0, 0.025), engine, noise_cv=0.3, seed=7)
     alone = run_engine(stream, scenario, record_batches=True)
@@ -214,7 +214,7 @@ def test_the_breakdown_by_hand():
     # waited 10 ms for A's), C's 4 in [25, 30]. The decode node admits A at 20 and emits
     # its first token at 30; B arrives at 25 and waits for the iteration [30, 40], which C
     # (arrived at 30, before the start) joins: both emit their first token at 40.
-    config = EngineConfig(kv_capacity_tokens=320, max_num_seqs=4, max_num_batched_tokens=15)
+    config = EngineConfig(kv_tokens=320, max_num_seqs=4, max_num_batched_tokens=15)
     stream = ms_stream([0, 0, 0], [10, 5, 5], [3, 3, 3])
     result = _audited(stream, cluster("1P1D", "disaggregated", model=FLAT, engine=config), config)
     want = {  # queue (prefill side, decode side), prefill, transfer, first decode; ms
@@ -241,7 +241,7 @@ def test_the_breakdown_by_hand():
 def test_the_auditor_catches_a_wrong_breakdown():
     # Each component moved by a millisecond, or two components swapped, fails the audit.
     stream = ms_stream([0, 0, 0], [10, 5, 5], [3, 3, 3])
-    config = EngineConfig(kv_capacity_tokens=320, max_num_seqs=4, max_num_batched_tokens=15)
+    config = EngineConfig(kv_tokens=320, max_num_seqs=4, max_num_batched_tokens=15)
     spec = cluster("1P1D", "disaggregated", model=FLAT, engine=config)
     result = run_cluster(stream, spec, record_batches=True)
     audit = dict(chunked=[True, True], bytes_per_token=BYTES)

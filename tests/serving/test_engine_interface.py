@@ -20,9 +20,7 @@ MS = 1e-3
 MODEL = LinearAttentionCostModel(
     name="exact", base_s=2 * MS, decode_per_seq_s=0.5 * MS, prefill_per_token_s=0.1 * MS
 )
-CONFIG = EngineConfig(
-    kv_capacity_tokens=320, block_size=16, max_num_seqs=4, max_num_batched_tokens=64
-)
+CONFIG = EngineConfig(kv_tokens=320, block_size=16, max_num_seqs=4, max_num_batched_tokens=64)
 
 
 def _engine(index: int) -> Engine:

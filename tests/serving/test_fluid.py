@@ -36,7 +36,7 @@ def test_hand_solved():
     (row,) = [f for f in h.fixed if f.chunk == 512]
     assert row.bound == "prefill" and row.iteration_s == pytest.approx(tau)
     assert row.capacity_rps == pytest.approx(512 / (1000 * tau))
-    assert row.kv_tokens == pytest.approx(row.capacity_rps * tau * load.kv_moment)
+    assert row.kv_in_use == pytest.approx(row.capacity_rps * tau * load.kv_moment)
 
 
 @settings(max_examples=60, deadline=None)
@@ -55,7 +55,7 @@ def test_ratio_identity_and_bounds(prompt, output, tpot_ms, k):
     chunk = math.floor(k * star.chunk_star)
     assume(chunk >= 1)
     h = headroom(
-        SLOWEAVE_DEFAULT, load, d, chunks=(chunk, 2 * chunk, 8 * chunk), kv_capacity_tokens=262_144
+        SLOWEAVE_DEFAULT, load, d, chunks=(chunk, 2 * chunk, 8 * chunk), kv_tokens=262_144
     )
     kk = chunk / h.chunk_star
     f = h.fixed_s / d
@@ -76,7 +76,7 @@ def test_issue_figures_for_the_shipped_workloads():
     assert headroom(SLOWEAVE_DEFAULT, mixed, 0.010).chunk_star == pytest.approx(589, rel=0.02)
     assert headroom(SLOWEAVE_DEFAULT, long, 0.010).chunk_star == pytest.approx(678, rel=0.02)
     at25 = headroom(SLOWEAVE_DEFAULT, mixed, 0.025)
-    assert at25.kv_tokens_at_star == pytest.approx(646_000, rel=0.02)
+    assert at25.kv_in_use_at_star == pytest.approx(646_000, rel=0.02)
 
 
 def test_refusals():
@@ -95,8 +95,8 @@ def test_refusals():
         FluidLoad.of([], [])
     with pytest.raises(ServingError, match="one token"):
         headroom(SLOWEAVE_DEFAULT, FluidLoad.of([100, 200], [1, 1]), 0.01)
-    with pytest.raises(ServingError, match="kv_capacity_tokens"):
-        headroom(SLOWEAVE_DEFAULT, load, 0.01, kv_capacity_tokens=0)
+    with pytest.raises(ServingError, match="kv_tokens"):
+        headroom(SLOWEAVE_DEFAULT, load, 0.01, kv_tokens=0)
     free_iterations = LinearAttentionCostModel(
         prefill_fixed_s=1e-3, decode_per_seq_s=5e-5, prefill_per_token_s=6e-6
     )
@@ -113,9 +113,7 @@ def test_simulated_capacity_agrees_with_the_fluid_one(workload):
     # the queueing the fluid model ignores; measured: 0.93-1.01.)
     load = _load(workload)
     h = headroom(SLOWEAVE_DEFAULT, load, 0.010)
-    engine = EngineConfig(
-        kv_capacity_tokens=16_000_000, max_num_seqs=2048, max_num_batched_tokens=16384
-    )
+    engine = EngineConfig(kv_tokens=16_000_000, max_num_seqs=2048, max_num_batched_tokens=16384)
     fluid = {"sloweave": h.rate_star_rps}
     fluid.update({f"fixed:{f.chunk}": f.capacity_rps for f in h.fixed if f.chunk in (256, 512)})
     for policy, rate in fluid.items():
@@ -130,3 +128,11 @@ def test_the_headroom_names_its_hardware():
 
     result = headroom(SLOWEAVE_DEFAULT, FluidLoad.of([100, 200], [10, 20]), 0.025)
     assert result.to_dict()["hardware"] == "illustrative, no GPU"
+
+
+def test_kv_capacity_tokens_is_a_deprecated_name_of_kv_tokens():
+    load = FluidLoad.of([100, 200], [10, 20])
+    new = headroom(SLOWEAVE_DEFAULT, load, 0.02, kv_tokens=50_000)
+    with pytest.warns(DeprecationWarning, match=r"headroom\(kv_capacity_tokens=\.\.\.\)"):
+        old = headroom(SLOWEAVE_DEFAULT, load, 0.02, kv_capacity_tokens=50_000)
+    assert old == new and new.kv_tokens == 50_000

@@ -19,10 +19,10 @@ def test_engine_for_a_calibrated_model():
     model = get_cost_model(RTX)
     engine, note = engine_for(model, max_num_batched_tokens=2048)
     tokens, _ = model.deployment.kv_tokens(2048, 256)  # type: ignore[attr-defined]
-    assert engine.kv_capacity_tokens == tokens < 50_000 and "RTX4090" in note
+    assert engine.kv_tokens == tokens < 50_000 and "RTX4090" in note
     assert engine.max_num_batched_tokens == 2048
-    given, note = engine_for(model, kv_capacity_tokens=4096)
-    assert given.kv_capacity_tokens == 4096 and note == "KV capacity 4,096 tokens (given)"
+    given, note = engine_for(model, kv_tokens=4096)
+    assert given.kv_tokens == 4096 and note == "KV capacity 4,096 tokens (given)"
     illustrative, note = engine_for(get_cost_model("sloweave-default"))
     assert illustrative == EngineConfig() and "literal default" in note
 
@@ -35,9 +35,9 @@ def test_scenario_default_engine_is_the_cost_models():
     assert scenario.with_(seed=3).kv_source == scenario.kv_source
     # A new cost model makes the engine again; an explicit engine wins.
     assert scenario.with_(cost_model="sloweave-default").engine == EngineConfig()
-    explicit = Scenario(cost_model=RTX, engine=EngineConfig(kv_capacity_tokens=8192))
-    assert explicit.engine.kv_capacity_tokens == 8192 and "given" in explicit.kv_source
-    assert explicit.with_(cost_model="sloweave-default").engine.kv_capacity_tokens == 8192
+    explicit = Scenario(cost_model=RTX, engine=EngineConfig(kv_tokens=8192))
+    assert explicit.engine.kv_tokens == 8192 and "given" in explicit.kv_source
+    assert explicit.with_(cost_model="sloweave-default").engine.kv_tokens == 8192
     assert Scenario.from_dict(scenario.to_dict()) == scenario
     assert Scenario().engine == EngineConfig()
 
@@ -55,7 +55,7 @@ ARGS = ["--cost-model", RTX, "--duration", "4s", "--workload", "chat"]
     ],
 )
 def test_the_commands_say_where_the_kv_capacity_came_from(capsys, command):
-    expected = engine_for(get_cost_model(RTX))[0].kv_capacity_tokens
+    expected = engine_for(get_cost_model(RTX))[0].kv_tokens
     assert main([*command, *ARGS]) == 0
     err = capsys.readouterr().err
     assert f"schedlab: KV capacity {expected:,} tokens: vLLM 0.19's memory profiling" in err

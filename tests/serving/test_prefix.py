@@ -127,7 +127,7 @@ def test_a_random_workload_with_shared_prefixes_keeps_its_drawn_lengths_stream()
     assert set(extra.tolist()) <= {0, 1024} and (extra == 1024).any()
 
 
-ENGINE = EngineConfig(kv_capacity_tokens=4096, max_num_seqs=8, max_num_batched_tokens=256)
+ENGINE = EngineConfig(kv_tokens=4096, max_num_seqs=8, max_num_batched_tokens=256)
 
 
 def _two(ids_a, ids_b, prompt=100, gap_ms=200):
@@ -228,7 +228,7 @@ def test_the_breakdown_reports_hits_per_request_and_node():
         shared_prefixes=SharedPrefixModel(system_prompts=2, system_tokens=256),
     )
     stream = workload.generate(4.0, 20.0, 0)
-    big = EngineConfig(kv_capacity_tokens=200_000)
+    big = EngineConfig(kv_tokens=200_000)
     result = simulate_cluster(stream, _cluster("2C", "prefix-aware", big))
     cache = result.to_dict()["prefix_cache"]
     hits = result.run.cache_hits

@@ -16,7 +16,7 @@ from tests.serving.streams import FLAT, MS, ms_stream
 
 # 10 ms a step plus 1 ms per prefill token.
 PER_TOKEN = LinearAttentionCostModel(name="per-token", base_s=10 * MS, prefill_per_token_s=MS)
-SMALL = EngineConfig(kv_capacity_tokens=1024, max_num_seqs=4, max_num_batched_tokens=64)
+SMALL = EngineConfig(kv_tokens=1024, max_num_seqs=4, max_num_batched_tokens=64)
 
 
 def run(requests, *, replicas=1, lockstep=False, model=FLAT, engine=SMALL, **kw):
@@ -45,7 +45,7 @@ def test_independent_replicas_run_in_parallel():
     # when one alone would (prefill [0, 10], two decodes): 30 ms; on one engine, the same
     # here too (batched together). With 1-seat engines they would queue on one replica.
     requests = ms_stream([0, 0], [10, 10], [3, 3])
-    one_seat = EngineConfig(kv_capacity_tokens=1024, max_num_seqs=1, max_num_batched_tokens=64)
+    one_seat = EngineConfig(kv_tokens=1024, max_num_seqs=1, max_num_batched_tokens=64)
     single = run(requests, engine=one_seat)
     double = run(requests, replicas=2, engine=one_seat)
     assert [r.finish_s for r in single.records] == pytest.approx([0.030, 0.060])
@@ -68,7 +68,7 @@ def test_each_replica_is_one_engine_on_its_own_requests(data, replicas, lagged):
     data.sort()
     requests = ms_stream(*zip(*data, strict=True))
     engine = EngineConfig(
-        kv_capacity_tokens=160, max_num_seqs=3, max_num_batched_tokens=48, async_scheduling=lagged
+        kv_tokens=160, max_num_seqs=3, max_num_batched_tokens=48, async_scheduling=lagged
     )
     together = run(requests, replicas=replicas, model=PER_TOKEN, engine=engine)
     for k in range(replicas):

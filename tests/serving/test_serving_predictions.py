@@ -76,7 +76,7 @@ def _kv_bound(seed):
     stream = stream_of(
         np.sort(rng.uniform(0, 0.2, n)), rng.integers(20, 400, n), rng.integers(50, 400, n)
     )
-    config = EngineConfig(kv_capacity_tokens=4096, max_num_seqs=32, max_num_batched_tokens=512)
+    config = EngineConfig(kv_tokens=4096, max_num_seqs=32, max_num_batched_tokens=512)
     return stream, config
 
 
@@ -104,7 +104,7 @@ def _checked(served):
     check_deadlines(served)
     run = served.run
     assert all(r.finished for r in run.records)
-    assert run.peak_kv_tokens <= served.scenario.engine.kv_capacity_tokens
+    assert run.peak_kv_tokens <= served.scenario.engine.kv_tokens
     logged = sum(len(batch.preempted) for batch in run.batches)
     assert logged == sum(r.preemptions for r in run.records)
     return logged

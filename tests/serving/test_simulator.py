@@ -93,7 +93,7 @@ def test_preemption_and_prefix_cache_hand_solved():
     # the end of iteration 19 (20 tokens); in iteration 20 B takes back its first block
     # from the cache (16 tokens) and prefills the other 17, emitting token 18; tokens 19
     # and 20 come at the ends of iterations 21 and 22.
-    config = EngineConfig(kv_capacity_tokens=64, max_num_seqs=4, max_num_batched_tokens=64)
+    config = EngineConfig(kv_tokens=64, max_num_seqs=4, max_num_batched_tokens=64)
     stream = stream_of([0.0, 0.0], [16, 16], [20, 20])
     result, served = run(stream, config=config, model=HALF_SECOND)
     check_conservation(served)
@@ -111,7 +111,7 @@ def test_preemption_and_prefix_cache_hand_solved():
 def test_preemption_recomputes_everything_without_prefix_caching():
     # The same run without prefix caching: B recomputes all 33 tokens in iteration 20.
     config = EngineConfig(
-        kv_capacity_tokens=64, max_num_seqs=4, max_num_batched_tokens=64, prefix_caching=False
+        kv_tokens=64, max_num_seqs=4, max_num_batched_tokens=64, prefix_caching=False
     )
     stream = stream_of([0.0, 0.0], [16, 16], [20, 20])
     result, served = run(stream, config=config, model=HALF_SECOND)
@@ -129,7 +129,7 @@ def test_the_gate_holds_a_waiting_prompt_back_and_blocks_those_behind_it():
     # fails the gate (3 blocks > 2 free) and C waits behind it, first come first served,
     # although its block would fit. A finishes at the end of iteration 40 (t = 20.5 s);
     # B is prefilled in iterations 41, 42 and 43 (16 + 16 + 8 tokens) and C, whole, in 43.
-    config = EngineConfig(kv_capacity_tokens=80, max_num_seqs=4, max_num_batched_tokens=16)
+    config = EngineConfig(kv_tokens=80, max_num_seqs=4, max_num_batched_tokens=16)
     stream = stream_of([0.0, 0.1, 0.2], [32, 40, 4], [40, 2, 2])
     result, served = run(stream, config=config, model=HALF_SECOND)
     check_conservation(served)
@@ -176,7 +176,7 @@ def test_actual_cost_model_advances_time():
 )
 def test_conservation_on_random_runs(data, policy, blocks, seqs, extra_tokens):
     config = EngineConfig(
-        kv_capacity_tokens=16 * blocks,
+        kv_tokens=16 * blocks,
         block_size=16,
         max_num_seqs=seqs,
         max_num_batched_tokens=seqs + extra_tokens + 1,
@@ -200,7 +200,7 @@ def test_conservation_under_memory_pressure(policy):
     stream = stream_of(
         np.sort(rng.uniform(0, 0.05, n)), rng.integers(1, 200, n), rng.integers(50, 300, n)
     )
-    config = EngineConfig(kv_capacity_tokens=1024, max_num_seqs=16, max_num_batched_tokens=256)
+    config = EngineConfig(kv_tokens=1024, max_num_seqs=16, max_num_batched_tokens=256)
     result, served = run(stream, policy=policy, config=config, tpot=0.05)
     check_conservation(served)
     assert sum(r.preemptions for r in result.records) > 0
@@ -212,7 +212,7 @@ def test_sloweave_iterations_meet_deadline_with_exact_model():
     # so every inter-token gap is <= D when nothing is preempted.
     tpot = 0.020
     scenario = Scenario(
-        "sloweave", slo=SLO(5.0, tpot), engine=EngineConfig(kv_capacity_tokens=4_000_000), seed=2
+        "sloweave", slo=SLO(5.0, tpot), engine=EngineConfig(kv_tokens=4_000_000), seed=2
     )
     result = simulate("mixed", scenario, rate=20.0, duration_s=20.0, record_batches=True)
     batches = result.run.batches
@@ -228,7 +228,7 @@ def test_sloweave_iterations_meet_deadline_with_exact_model():
 
 
 def test_request_too_large_for_kv_is_refused():
-    config = EngineConfig(kv_capacity_tokens=64, max_num_seqs=2, max_num_batched_tokens=64)
+    config = EngineConfig(kv_tokens=64, max_num_seqs=2, max_num_batched_tokens=64)
     with pytest.raises(ServingError, match=r"request 1: prompt \+ output = 70 tokens"):
         run(stream_of([0, 0], [10, 60], [5, 10]), config=config)
 
@@ -284,7 +284,7 @@ def test_iteration_times_outside_zero_to_an_hour_are_errors(base_s):
     [
         ({"max_num_seqs": 0}, "engine.max_num_seqs"),
         ({"block_size": 2.5}, "engine.block_size"),
-        ({"kv_capacity_tokens": 8}, "engine.kv_capacity_tokens"),
+        ({"kv_tokens": 8}, "engine.kv_tokens"),
         ({"max_num_seqs": 64, "max_num_batched_tokens": 32}, "engine.max_num_batched_tokens"),
     ],
 )

@@ -67,7 +67,7 @@ def test_exact_predictions_never_preempt_and_keep_deadlines(
     # cost model, nothing is ever preempted, and every iteration with decodes whose
     # decode-only batch meets D lasts at most D (8 decodes: 1.25 + 0.44 ms < 5 ms).
     config = EngineConfig(
-        kv_capacity_tokens=16 * blocks,
+        kv_tokens=16 * blocks,
         block_size=block_size,
         max_num_seqs=seqs,
         max_num_batched_tokens=seqs + extra_tokens + 1,
@@ -133,7 +133,7 @@ def _kv_bound(seed):
     stream = stream_of(
         np.sort(rng.uniform(0, 0.2, n)), rng.integers(20, 400, n), rng.integers(50, 400, n)
     )
-    config = EngineConfig(kv_capacity_tokens=4096, max_num_seqs=32, max_num_batched_tokens=512)
+    config = EngineConfig(kv_tokens=4096, max_num_seqs=32, max_num_batched_tokens=512)
     return stream, config
 
 

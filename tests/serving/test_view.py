@@ -9,7 +9,7 @@ import pytest
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.view import admissible, chunk_blocks, max_chunk
 
-CONFIG = EngineConfig(kv_capacity_tokens=1000, block_size=16)
+CONFIG = EngineConfig(kv_tokens=1000, block_size=16)
 
 
 @dataclass
@@ -63,5 +63,5 @@ def test_the_gate_wants_the_whole_sequence_of_a_waiting_request():
     waiting = Req(100, admitted=False)  # 7 blocks
     assert not admissible(CONFIG, waiting, 6) and admissible(CONFIG, waiting, 7)
     assert admissible(CONFIG, Req(100), 0)  # admitted requests pass
-    off = EngineConfig(kv_capacity_tokens=1000, reserve_full_prompt=False)
+    off = EngineConfig(kv_tokens=1000, reserve_full_prompt=False)
     assert admissible(off, waiting, 0)

@@ -26,7 +26,7 @@ from tests.serving.streams import MS, stream_of
 MODEL = LinearAttentionCostModel(
     name="test", base_s=1 * MS, decode_per_seq_s=0.1 * MS, prefill_per_token_s=0.01 * MS
 )
-CONFIG = EngineConfig(kv_capacity_tokens=4096, max_num_seqs=4, max_num_batched_tokens=2048)
+CONFIG = EngineConfig(kv_tokens=4096, max_num_seqs=4, max_num_batched_tokens=2048)
 # request 1's long prompt arrives while request 0 decodes
 STREAM = stream_of([0.0, 0.003], [10, 2000], [20, 2])
 

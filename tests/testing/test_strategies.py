@@ -15,19 +15,19 @@ from schedlab.testing import cost_models, engine_configs, instances, traces
 
 
 @settings(max_examples=100, deadline=None)
-@given(instances(max_n=6, max_memory=20, max_arrival=4, max_output=7))
+@given(instances(max_n=6, max_kv_tokens=20, max_arrival=4, max_output=7))
 def test_instances_fit_their_bounds(instance):
-    assert 1 <= instance.n <= 6 and 1 <= instance.memory <= 20
-    assert (instance.prompt + instance.output <= instance.memory).all()
+    assert 1 <= instance.n <= 6 and 1 <= instance.kv_tokens <= 20
+    assert (instance.prompt + instance.output <= instance.kv_tokens).all()
     assert (instance.output >= 1).all() and (instance.output <= 7).all()
     assert (instance.arrival >= 0).all() and (instance.arrival <= 4).all()
 
 
 def test_instances_reach_every_degenerate_case():
-    find(instances(), lambda i: i.memory == 1)
+    find(instances(), lambda i: i.kv_tokens == 1)
     find(instances(), lambda i: i.n == 1)
     find(instances(), lambda i: i.n > 2 and len(set(i.requests)) == 1)
-    find(instances(), lambda i: (i.prompt + i.output == i.memory).all() and i.memory > 5)
+    find(instances(), lambda i: (i.prompt + i.output == i.kv_tokens).all() and i.kv_tokens > 5)
     find(instances(), lambda i: i.n > 2 and (i.arrival == 0).all())
     find(instances(), lambda i: len(set(i.arrival.tolist())) > 2)
     assert not find(instances(max_arrival=0), lambda i: i.n > 3).arrival.any()
@@ -68,6 +68,12 @@ def test_cost_models_are_monotone(model):
 
 def test_shapes_can_be_chosen():
     largest = find(instances(shapes=["largest"]), lambda i: i.n > 2)
-    assert (largest.prompt + largest.output == largest.memory).all()
+    assert (largest.prompt + largest.output == largest.kv_tokens).all()
     with pytest.raises(InputError, match="shapes: expected some of mixed, identical, largest"):
         find(traces(shapes=["tall"]), lambda s: True)
+
+
+def test_max_memory_is_a_deprecated_name_of_max_kv_tokens():
+    with pytest.warns(DeprecationWarning, match=r"instances\(max_memory=\.\.\.\)"):
+        drawn = find(instances(max_memory=3), lambda i: True)
+    assert drawn.kv_tokens <= 3

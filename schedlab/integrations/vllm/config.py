@@ -7,7 +7,7 @@ the pairs so that a run can print them:
 ==========================  =================================================  ==========
 schedlab                    vLLM                                               value
 ==========================  =================================================  ==========
-``kv_capacity_tokens``      ``cache_config.num_gpu_blocks``                    blocks + 1
+``kv_tokens``      ``cache_config.num_gpu_blocks``                    blocks + 1
 ``block_size``              ``cache_config.block_size``                        same
 ``max_num_seqs``            ``scheduler_config.max_num_seqs``                  same
 ``max_num_batched_tokens``  ``scheduler_config.max_num_batched_tokens``        same
@@ -114,7 +114,7 @@ def config_mapping(config: EngineConfig) -> list[tuple[str, str, Any]]:
     """``(schedlab field, vLLM field, value given to vLLM)`` for each engine setting;
     chunked prefill is always on (the ``vllm`` policy's rule, and vLLM's default)."""
     return [
-        ("kv_capacity_tokens", "cache_config.num_gpu_blocks", config.total_blocks + 1),
+        ("kv_tokens", "cache_config.num_gpu_blocks", config.total_blocks + 1),
         ("block_size", "cache_config.block_size", config.block_size),
         ("max_num_seqs", "scheduler_config.max_num_seqs", config.max_num_seqs),
         (

@@ -184,7 +184,7 @@ def engine_config_of(vllm_config: Any) -> EngineConfig:
     :func:`~schedlab.integrations.vllm.config.config_mapping`)."""
     cache, scheduler = vllm_config.cache_config, vllm_config.scheduler_config
     return EngineConfig(
-        kv_capacity_tokens=(cache.num_gpu_blocks - 1) * cache.block_size,
+        kv_tokens=(cache.num_gpu_blocks - 1) * cache.block_size,
         block_size=cache.block_size,
         max_num_seqs=scheduler.max_num_seqs,
         max_num_batched_tokens=scheduler.max_num_batched_tokens,

@@ -214,7 +214,7 @@ def _spacing_value(
         now = time.perf_counter()
         if hi < n and now + (now - began) * (n - hi) / hi > deadline:
             raise TimeoutError
-    return total - instance.memory * float(mu @ np.diff(bounds)) - nu * instance.memory * n
+    return total - instance.kv_tokens * float(mu @ np.diff(bounds)) - nu * instance.kv_tokens * n
 
 
 class MultiplierSearch(NamedTuple):

@@ -95,7 +95,7 @@ _CHUNK_PAIRS = 1_000_000
 def price_horizon(instance: Instance) -> int:
     """``T``, the number of rounds with a positive price: the first ``t`` with
     ``t + 1/2 >= V_n / M`` (at least 1)."""
-    return max(1, math.ceil(float(instance.volume.sum()) / instance.memory - 0.5))
+    return max(1, math.ceil(float(instance.volume.sum()) / instance.kv_tokens - 0.5))
 
 
 def busy_time_prices(instance: Instance) -> np.ndarray:
@@ -106,7 +106,7 @@ def busy_time_prices(instance: Instance) -> np.ndarray:
     ``b_k = sum_{j >= k} c_j`` over the ``k`` whose ``V_k / M`` exceeds ``t + 1/2``.
     """
     v = np.sort(instance.volume).astype(float)
-    due = np.cumsum(v) / instance.memory  # V_k / M, non-decreasing
+    due = np.cumsum(v) / instance.kv_tokens  # V_k / M, non-decreasing
     c = 1.0 / v - np.append(1.0 / v[1:], 0.0)
     middle = np.arange(price_horizon(instance)) + 0.5
     first = np.searchsorted(due, middle, side="right")  # the first k with V_k / M > t + 1/2
@@ -190,7 +190,7 @@ class FluidSpacing:
         self.prices = busy_time_prices(instance)
         self.horizon = len(self.prices)
         self.width = math.ceil(self.horizon / blocks)
-        self.priced = instance.memory * float(self.prices.sum())
+        self.priced = instance.kv_tokens * float(self.prices.sum())
         self._table = RoundPrices(np.arange(self.horizon + 1), self.prices, split_sums=True)
         self._top = np.maximum(instance.arrival, self.horizon).astype(np.int64)
         req = np.arange(instance.n)
@@ -262,7 +262,7 @@ class FluidSpacing:
             hi = max(lo + 1, int(np.searchsorted(ends, ends[lo] - count[lo] + _CHUNK_PAIRS)))
             total += self._least_brackets(req[lo:hi], first[lo:hi], count[lo:hi], nu)
             lo = hi
-        return total - self.priced - nu * self.instance.memory * n
+        return total - self.priced - nu * self.instance.kv_tokens * n
 
     def _least_brackets(
         self, req: np.ndarray, first: np.ndarray, count: np.ndarray, nu: float
@@ -314,7 +314,7 @@ def fluid_spacing_search(
     best, nu = (search.value, search.nu) if search.value > plain else (plain, 0.0)
     # the relative margin is taken of the magnitudes summed (brackets, M sum λ, ν M n),
     # not of their difference, the value
-    charged = bound.priced + nu * instance.memory * instance.n
+    charged = bound.priced + nu * instance.kv_tokens * instance.n
     magnitude = abs(best) + 2 * charged
     return best - _SAFETY * magnitude - bound.rounding, {
         "lagrangian": plain,

@@ -55,7 +55,7 @@ def fluid_prices(instance: Instance, bounds: np.ndarray) -> np.ndarray:
     completions = np.sort(volume_completions(instance))
     middle = (bounds[:-1] + bounds[1:]) / 2
     waiting = instance.n - np.searchsorted(completions, middle, side="right")
-    return waiting / instance.memory
+    return waiting / instance.kv_tokens
 
 
 def lagrangian_bound_search(
@@ -84,7 +84,7 @@ def lagrangian_bound_search(
     # line before it starts if those arrays would pass the memory budget
     check_horizon(horizon, "lagrangian", budget)
     bounds = uniform_blocks(horizon, blocks)
-    capacity = instance.memory * np.diff(bounds).astype(float)
+    capacity = instance.kv_tokens * np.diff(bounds).astype(float)
     fluid = fluid_prices(instance, bounds)
     best, mu, starts = -np.inf, fluid, np.zeros(instance.n, np.int64)
     priced = 0

@@ -74,7 +74,7 @@ def mean_busy_time_value(instance: Instance) -> float:
     order = np.argsort(instance.volume, kind="stable")
     v = instance.volume[order].astype(float)
     prefix = np.cumsum(instance.volume[order]).astype(float)  # V_k, exact in int64
-    delta = v * (2 * prefix - v) / (2.0 * instance.memory)
+    delta = v * (2 * prefix - v) / (2.0 * instance.kv_tokens)
     least = v * (instance.arrival[order] + offset[order])
     walk = np.cumsum(least - delta)
     excess = walk - np.minimum(np.minimum.accumulate(walk), 0.0)

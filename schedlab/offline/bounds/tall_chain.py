@@ -61,7 +61,7 @@ def chain_members(instance: Instance) -> list[int]:
     """The tall requests (``2 (s_i + o_i) > M``), at most :data:`MAX_CHAIN` of largest peak
     (ties by index), in index order."""
     peak = (instance.prompt + instance.output).tolist()
-    tall = [i for i in range(instance.n) if 2 * peak[i] > instance.memory]
+    tall = [i for i in range(instance.n) if 2 * peak[i] > instance.kv_tokens]
     tall.sort(key=lambda i: (-peak[i], i))
     return sorted(tall[:MAX_CHAIN])
 
@@ -107,7 +107,7 @@ def chain_values(memory: int, prompt: np.ndarray, output: np.ndarray) -> np.ndar
 def _parts(instance: Instance) -> tuple[list[int], np.ndarray]:
     members = chain_members(instance)
     return members, chain_values(
-        instance.memory, instance.prompt[members], instance.output[members]
+        instance.kv_tokens, instance.prompt[members], instance.output[members]
     )
 
 

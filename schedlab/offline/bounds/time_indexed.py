@@ -475,7 +475,7 @@ def lagrangian_bound(
     ``budget`` cuts it)."""
     mu = np.maximum(np.asarray(mu, dtype=float), 0.0)
     best, arg = price_starts(instance, bounds, mu, budget, engine)
-    value = float(best.sum() - instance.memory * float(mu @ np.diff(bounds)))
+    value = float(best.sum() - instance.kv_tokens * float(mu @ np.diff(bounds)))
     return value, best, arg
 
 
@@ -599,7 +599,7 @@ def lp_relaxation(
     highs = _silent_highs()
     highs.setOptionValue("threads", 1)
     inf = highspy.kHighsInf
-    rhs = instance.memory * np.diff(bounds).astype(float)
+    rhs = instance.kv_tokens * np.diff(bounds).astype(float)
     highs.addRows(
         nblocks, np.full(nblocks, -inf), rhs, 0, np.zeros(1, np.int32), np.zeros(0, np.int32), []
     )

@@ -30,7 +30,7 @@ __all__ = ["start_slack", "volume_bound", "volume_completions"]
 def volume_completions(instance: Instance) -> np.ndarray:
     """Lower bounds on the sorted completions ``C_(1) <= ... <= C_(n)`` (see module docs)."""
     volumes = np.sort(instance.volume)
-    area = -(-np.cumsum(volumes) // instance.memory)  # ceil(V_k / M), exact in int64
+    area = -(-np.cumsum(volumes) // instance.kv_tokens)  # ceil(V_k / M), exact in int64
     ends = np.sort(instance.arrival + instance.output)
     return np.maximum(area, ends)
 
@@ -63,7 +63,7 @@ def start_slack(instance: Instance, upper: int) -> list[int]:
     for i in range(instance.n):
         keep = np.arange(instance.n) != i
         others = Instance.from_arrays(
-            instance.memory, instance.prompt[keep], output[keep], instance.arrival[keep]
+            instance.kv_tokens, instance.prompt[keep], output[keep], instance.arrival[keep]
         )
         rest = int(volume_completions(others).sum() - others.arrival.sum())
         slack.append(upper - rest - int(output[i]))

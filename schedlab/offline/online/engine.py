@@ -2,12 +2,12 @@ r"""The online engine: a policy decides round by round, seeing only what has hap
 
 :func:`run_online` plays an instance against a :class:`Policy`. Before each round
 :math:`t` the policy may be asked for a :class:`Decision`: which running requests to
-evict (each frees its memory and loses its progress) and which released, waiting ones
-to start. It sees a :class:`View`: the round, the memory :math:`M`, and for each
-*released* request its prompt, predicted interval, whether it runs or has finished, the
-rounds done in its current run and its current run's start; a request's true output
-length is revealed when it finishes, not before (``View.output`` is ``-1`` until then).
-The true lengths stay in the engine.
+evict (each frees its memory and loses its progress) and which released, waiting ones to
+start. It sees a :class:`View`: the round, the KV budget :math:`M` (``kv_tokens``), and
+for each *released* request its prompt, predicted interval, whether it runs or has
+finished, the rounds done in its current run and its current run's start; a request's
+true output length is revealed when it finishes, not before (``View.output`` is ``-1``
+until then). The true lengths stay in the engine.
 
 Then round :math:`t` runs: a request in the :math:`q`-th round of its run holds
 :math:`s_i + q` tokens. The engine refuses, with a
@@ -83,7 +83,7 @@ class View:
 
     def __init__(
         self,
-        memory: int,
+        kv_tokens: int,
         prompt: np.ndarray,
         lower: np.ndarray,
         upper: np.ndarray,
@@ -94,7 +94,7 @@ class View:
         released: np.ndarray,
     ) -> None:
         self.round = 0
-        self.memory = memory
+        self.kv_tokens = kv_tokens
         self.n = len(prompt)
         self.prompt = _read_only(prompt)
         self.lower = _read_only(lower)
@@ -162,7 +162,7 @@ def run_online(instance: Instance, intervals: Intervals, policy: Policy) -> Runs
     """
     check_instance(instance, "run_online")
     intervals.check(instance.output, "predictions")
-    n, memory = instance.n, instance.memory
+    n, memory = instance.n, instance.kv_tokens
     prompt, output, arrival = instance.prompt, instance.output, instance.arrival
     hidden = np.full(n, -1, dtype=np.int64)
     seen_prompt, seen_lower, seen_upper = hidden.copy(), hidden.copy(), hidden.copy()

@@ -89,14 +89,14 @@ class EstimatePolicy:
         learned = view.progress[running] + 1
         self.estimate[running] = np.maximum(self.estimate[running], learned)
         released = view.released
-        cap = view.memory - view.prompt[released]
+        cap = view.kv_tokens - view.prompt[released]
         self.estimate[released] = np.minimum(self.estimate[released], cap)
 
     def decide(self, view: View) -> Decision:
         """Evict by least estimate if the running requests would overflow, else start
         waiting requests by MC-SF's rule; wake when the first that does not fit might."""
         self._refresh(view)
-        t, memory = view.round, view.memory
+        t, memory = view.round, view.kv_tokens
         running = np.flatnonzero(view.running)
         prompt, start, estimate = view.prompt, view.run_start, self.estimate
         if view.load() > memory:
@@ -156,7 +156,7 @@ class FcfsPreempt:
     def decide(self, view: View) -> Decision:
         """Preempt the most recently started while memory would overflow, else start
         waiting requests in release order while the coming round fits."""
-        t, memory = view.round, view.memory
+        t, memory = view.round, view.kv_tokens
         if not self.arrival.size:
             self.arrival = np.full(view.n, -1, dtype=np.int64)
         self.arrival[view.released & (self.arrival < 0)] = t  # seen released at round t

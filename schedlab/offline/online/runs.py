@@ -157,7 +157,7 @@ def verify_runs(instance: Instance, runs: Runs | Sequence[Any]) -> list[str]:
                 pieces.append(Request(request.prompt, rounds))
                 starts.append(start)
     if pieces:
-        pieced = Instance(instance.memory, tuple(pieces))
+        pieced = Instance(instance.kv_tokens, tuple(pieces))
         problems.extend(p for p in verify(pieced, np.array(starts)) if p.startswith("memory"))
     return problems
 

@@ -46,7 +46,13 @@ from schedlab.offline.solvers import (
     rules,
     sorted_f,
 )
-from schedlab.offline.solvers.contract import RESERVED_OPTIONS, SolverFn, accepted_options
+from schedlab.offline.solvers.contract import (
+    RESERVED_OPTIONS,
+    OptionSpec,
+    SolverFn,
+    accepted_options,
+    option_specs,
+)
 from schedlab.plugins import installed_names, load_installed
 
 __all__ = [
@@ -83,6 +89,18 @@ class SolverInfo:
     def options(self) -> tuple[str, ...]:
         """The options it accepts (keyword-only parameters of ``fn``)."""
         return accepted_options(self.fn)
+
+    @property
+    def option_specs(self) -> tuple[OptionSpec, ...]:
+        """Its options with their types and defaults, as ``fn`` declares them (what
+        ``schedlab solvers`` lists)."""
+        return option_specs(self.fn)
+
+    def describe(self) -> str:
+        """Its name, whether exact, and its options, one a line (``schedlab solvers``)."""
+        head = f"{self.name}{' (exact)' if self.exact else ''}"
+        options = [f"  {spec.describe()}" for spec in self.option_specs] or ["  (no options)"]
+        return "\n".join([head, *options])
 
 
 #: The built-in solvers.

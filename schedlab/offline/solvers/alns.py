@@ -6,17 +6,17 @@ current order and *repairs* it, by one of :data:`OPERATORS`, chosen by roulette 
 over adaptive weights:
 
 ``move``
-    One swap or insertion of two positions at most ``window`` apart (local search's move).
+    One swap or insertion of two positions at most ``width`` apart (local search's move).
 ``block``
     A block of 2 to ``block`` consecutive requests moved, in its order, at most
-    ``window`` positions away.
+    ``width`` positions away.
 ``permute``
     The ``permute`` consecutive requests from a random position are re-sequenced
     *exactly*: all :math:`k! - 1` other orders of the window are evaluated, the best kept
     (the rest of the order fixed, the window's optimum for the strict decode).
 ``reinsert``
-    ``remove`` requests drawn from ``window`` consecutive positions are taken out and
-    put back one at a time, each at its best position of that window (greedy repair,
+    ``remove`` requests drawn from ``width`` consecutive positions are taken out and
+    put back one at a time, each at its best position among them (greedy repair,
     every position evaluated).
 
 An operator returns its best candidate. The candidate of value :math:`v` replaces the
@@ -29,7 +29,7 @@ falls geometrically with the fraction :math:`f` of the work budget spent,
 .. math:: T = c_0 \, \tau_0 \left(\tau_1 / \tau_0\right)^{f},
 
 :math:`c_0` the start objective, :math:`\tau_0` = ``start_temperature`` and
-:math:`\tau_1` = ``end_temperature`` (relative). With no work budget (``evaluations=None``)
+:math:`\tau_1` = ``end_temperature`` (relative). With no work budget (``work=None``)
 :math:`f` is the fraction of the wall-clock cap spent instead, so that a longer cap
 anneals more slowly; the run then depends on the machine (``stats["stopped_by"]``).
 By default :math:`\tau_0 = 0.1 / n` and :math:`\tau_1 = \tau_0 / 100`
@@ -50,8 +50,8 @@ The best of each, 5e-4 and 1e-4, are :math:`0.1 / n`. Where the search ends: wit
 defaults it stopped by ``idle`` after 57,992 evaluations on the shipped n = 200
 (254,325 with the closing decodes, 0.8 s) and ran all 400,000 on n = 1,000 (4,570,442,
 17 s). An end by ``idle`` comes before the annealing is done: the temperature has fallen
-only by the share of ``evaluations`` spent (on n = 200 to about half the start one), so
-``evaluations`` sets the cooling rate. There, ``evaluations=60_000`` cools fully in about
+only by the share of ``work`` spent (on n = 200 to about half the start one), so
+``work`` sets the cooling rate. There, ``work=60_000`` cools fully in about
 the same time and reaches 253,797 (a read-only review found it; remeasured 2026-12-03):
 the idle end trades that for one setting that serves every size.
 
@@ -91,7 +91,7 @@ from schedlab.offline.instance import Instance
 from schedlab.offline.priority import rule_schedule
 from schedlab.offline.result import SolverOutput
 from schedlab.offline.schedule import total_latency
-from schedlab.offline.solvers.contract import integer_option
+from schedlab.offline.solvers.contract import integer_option, renamed_options
 from schedlab.offline.solvers.left_shift import left_shift
 from schedlab.offline.solvers.local_search import (
     Move,
@@ -116,7 +116,7 @@ __all__ = [
 #: The destroy-and-repair operators (module docs).
 OPERATORS: tuple[str, ...] = ("move", "block", "permute", "reinsert")
 
-#: Orders ``alns`` evaluates at most by default (``evaluations="auto"``): on a backlog, and
+#: Orders ``alns`` evaluates at most by default (``work="auto"``): on a backlog, and
 #: with release times, where every evaluation is a full decode in Python (the budget
 #: before the idle end; a read-only review measured 228,768 evaluations, 43 s, before
 #: the idle end on ``mixed_backlog(1000)`` with releases ``3 i``).
@@ -141,21 +141,21 @@ class ALNSSettings:
 
     Attributes
     ----------
-    evaluations
+    work
         The work budget: orders evaluated, at most (``"auto"``: :data:`DEFAULT_EVALUATIONS`
         on a backlog, :data:`RELEASE_EVALUATIONS` with release times; ``None``: only the
         wall-clock cap or ``idle`` ends it, and the annealing runs over the cap).
     idle
         The search's own end: evaluations since the best objective last fell (``None``:
         never).
-    window
+    width
         Positions within which ``move``, ``block`` and ``reinsert`` act.
     block
         Longest block ``block`` moves.
     permute
         Requests ``permute`` re-sequences exactly (``k!`` orders), 2 to :data:`MAX_PERMUTE`.
     remove
-        Requests ``reinsert`` takes out, at most ``window``.
+        Requests ``reinsert`` takes out, at most ``width``.
     start_temperature, end_temperature
         Annealing temperatures relative to the start objective, ``start >= end > 0``
         (``None``: :data:`START_TEMPERATURE` ``/ n``, raised to ``end_temperature`` when
@@ -173,9 +173,9 @@ class ALNSSettings:
         On a value out of range.
     """
 
-    evaluations: int | str | None = "auto"
+    work: int | str | None = "auto"
     idle: int | None = DEFAULT_IDLE
-    window: int = 16
+    width: int = 16
     block: int = 6
     permute: int = 4
     remove: int = 3
@@ -192,18 +192,18 @@ class ALNSSettings:
                 f"alns: operators must be distinct names among {', '.join(OPERATORS)}, "
                 f"got {self.operators!r}"
             )
-        if self.evaluations != "auto" and self.evaluations is not None:
+        if self.work != "auto" and self.work is not None:
             also = ", 'auto' or None"
-            evaluations = integer_option("alns", "evaluations", self.evaluations, also)
-            if evaluations < 0:
-                raise InputError(f"alns: evaluations must be >= 0, got {evaluations}")
-            object.__setattr__(self, "evaluations", evaluations)
+            work = integer_option("alns", "work", self.work, also)
+            if work < 0:
+                raise InputError(f"alns: work must be >= 0, got {work}")
+            object.__setattr__(self, "work", work)
         if self.idle is not None:
             idle = integer_option("alns", "idle", self.idle, ", or None")
             if idle < 1:
                 raise InputError(f"alns: idle must be >= 1 or None, got {idle}")
             object.__setattr__(self, "idle", idle)
-        for name in ("window", "segment"):
+        for name in ("width", "segment"):
             if getattr(self, name) < 1:
                 raise InputError(f"alns: {name} must be >= 1, got {getattr(self, name)}")
         if self.block < 2:
@@ -213,10 +213,8 @@ class ALNSSettings:
                 f"alns: permute must be in 2..{MAX_PERMUTE} ({MAX_PERMUTE}! orders per "
                 f"iteration at most), got {self.permute}"
             )
-        if not 1 <= self.remove <= self.window:
-            raise InputError(
-                f"alns: remove must be in 1..window ({self.window}), got {self.remove}"
-            )
+        if not 1 <= self.remove <= self.width:
+            raise InputError(f"alns: remove must be in 1..width ({self.width}), got {self.remove}")
         for name in ("start_temperature", "end_temperature"):
             value = getattr(self, name)
             real = isinstance(value, numbers.Real) and not isinstance(value, bool)
@@ -233,8 +231,8 @@ class ALNSSettings:
 
     def work_budget(self, instance: Instance) -> int | None:
         """The most orders to evaluate on ``instance`` (``"auto"`` resolved)."""
-        if self.evaluations != "auto":
-            return self.evaluations  # type: ignore[return-value]  # an int or None here
+        if self.work != "auto":
+            return self.work  # type: ignore[return-value]  # an int or None here
         backlog = int(instance.arrival.max()) == 0
         return DEFAULT_EVALUATIONS if backlog else RELEASE_EVALUATIONS
 
@@ -260,7 +258,7 @@ Operator = Callable[
 def _move(
     order: list[int], rng: np.random.Generator, s: ALNSSettings
 ) -> Iterator[tuple[list[int], int, int]]:
-    new, lo, hi = random_move(np.asarray(order, dtype=np.int64), rng, s.window)
+    new, lo, hi = random_move(np.asarray(order, dtype=np.int64), rng, s.width)
     yield new.tolist(), lo, hi
 
 
@@ -271,7 +269,7 @@ def _block(
     length = int(rng.integers(2, min(s.block, n - 1) + 1))
     i = int(rng.integers(n - length + 1))
     rest = order[:i] + order[i + length :]
-    j = int(np.clip(i + rng.integers(-s.window, s.window + 1), 0, len(rest)))
+    j = int(np.clip(i + rng.integers(-s.width, s.width + 1), 0, len(rest)))
     if j == i:
         j = i + 1 if i < len(rest) else i - 1
     new = rest[:j] + order[i : i + length] + rest[j:]
@@ -335,7 +333,7 @@ class _Search:
     ) -> tuple[list[int], int, Move | None]:
         """``reinsert``'s candidate (module docs), each put-back evaluated exactly."""
         n = len(self.order)
-        width = min(s.window, n)
+        width = min(s.width, n)
         lo = int(rng.integers(n - width + 1))
         taken = sorted(rng.choice(width, size=min(s.remove, width), replace=False).tolist())
         removed = [self.order[lo + k] for k in taken]
@@ -359,7 +357,7 @@ class _Search:
 
 
 def _reinsert_cost(s: ALNSSettings, n: int) -> int:
-    width = min(s.window, n)
+    width = min(s.width, n)
     r = min(s.remove, width)
     return sum(width - r + k + 1 for k in range(r))
 
@@ -375,7 +373,7 @@ def improve_alns(
     """Improve ``order`` by adaptive large-neighbourhood search (module docs).
 
     Stops when ``settings.work_budget(instance)`` orders were evaluated (its
-    ``evaluations``, ``"auto"`` resolved), when ``settings.idle``
+    ``work``, ``"auto"`` resolved), when ``settings.idle``
     evaluations have passed since the best objective last fell, or when ``budget``'s cap
     passes, whichever comes first; the work budget or the cap must be set (the
     annealing runs over one of them). Returns the best order seen and statistics:
@@ -384,10 +382,8 @@ def improve_alns(
     objective at the start and the best, and ``stopped_by`` (``None`` when the search
     ended by itself).
     """
-    if not budget.limited and settings.evaluations is None:
-        raise InputError(
-            "alns: set time_limit or evaluations (the annealing runs over one of them)"
-        )
+    if not budget.limited and settings.work is None:
+        raise InputError("alns: set time_limit or work (the annealing runs over one of them)")
     n = instance.n
     start_temperature, end_temperature = settings.temperatures(n)
     current = check_order(order, n)
@@ -495,14 +491,15 @@ def improve_alns(
     }
 
 
+@renamed_options({"evaluations": "work", "window": "width"})
 def alns(
     instance: Instance,
     *,
     budget: Budget = UNLIMITED,
     seed: int = 0,
-    evaluations: int | str | None = "auto",
+    work: int | str | None = "auto",
     idle: int | None = DEFAULT_IDLE,
-    window: int = 16,
+    width: int = 16,
     block: int = 6,
     permute: int = 4,
     remove: int = 3,
@@ -518,10 +515,11 @@ def alns(
     schedule. So the search never returns worse than its own start's schedules, nor than
     the best rule; once the wall-clock cap has passed, the two backfilling decodes of the
     orders are left out (each takes about 5 s at ``n = 10^6``). Options are the fields of
-    :class:`ALNSSettings`.
+    :class:`ALNSSettings` (``evaluations`` and ``window``: the deprecated names of
+    ``work`` and ``width``).
     """
     settings = ALNSSettings(
-        evaluations, idle, window, block, permute, remove, start_temperature, end_temperature
+        work, idle, width, block, permute, remove, start_temperature, end_temperature
     )
     # decoded first, so that a wall-clock cap counts it (5 s at n = 10^6)
     mc_sf = rule_schedule(instance, "mc-sf-backfill")

@@ -81,7 +81,7 @@ def brute_force(
     s = instance.prompt.tolist()
     o = instance.output.tolist()
     a = instance.arrival.tolist()
-    memory = instance.memory
+    memory = instance.kv_tokens
     # each distinct priority order decoded once, in rule order (sof, mc-sf and
     # mc-sf-backfill share one): the first least schedule is the same as over all rules
     orders: dict[bytes, np.ndarray] = {}

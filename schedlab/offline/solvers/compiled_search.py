@@ -23,7 +23,7 @@ makes the same moves in the same order, with these representation changes only:
   least as much spare room as the new states can take (an accepted decode widens the
   pool by at most its own states); an evaluation that overflows the new states' buffer is kept
   pending and evaluated again after the caller grows it (and then the pool, if need be);
-* the window is at most :data:`~schedlab.offline.solvers.local_search.MAX_WINDOW`
+* the width is at most :data:`~schedlab.offline.solvers.local_search.MAX_WIDTH`
   (``2^31 - 1``): numba's 64-bit bounded draw, used above it, rounds its rejection
   threshold in floating point and leaves NumPy's stream (numba 0.68).
 
@@ -112,7 +112,7 @@ def late_acceptance_kernel(
     memory: int,
     every: int,
     screen: int,
-    window: int,
+    width: int,
     output_total: int,
     current: np.ndarray,
     candidate: np.ndarray,
@@ -138,7 +138,7 @@ def late_acceptance_kernel(
         The instance's prompts and outputs (rows), ``M``, and the positions between
         saved states, as :func:`~schedlab.offline.compiled_decoder.evaluate_kernel`
         takes them.
-    screen, window
+    screen, width
         First screening distance (``< 0``: none) and the moves' reach.
     output_total
         ``sum_i o_i``: objective = sum of starts + this.
@@ -170,7 +170,7 @@ def late_acceptance_kernel(
             return
         if state[_PENDING] == 0:
             i = int(rng.integers(0, n))
-            j = min(max(i + int(rng.integers(-window, window + 1)), 0), n - 1)
+            j = min(max(i + int(rng.integers(-width, width + 1)), 0), n - 1)
             if j == i:
                 j = (i + 1) % n
             if rng.random() < 0.5:

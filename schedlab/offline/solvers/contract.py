@@ -7,9 +7,12 @@ A solver is a function
     fn(instance, *, budget: Budget = UNLIMITED, seed: int = 0, **own options) -> SolverOutput
 
 whose own options are keyword-only parameters with defaults. So its signature is the one
-list of what it accepts: :func:`accepted_options` reads it and :func:`check_options`
-refuses anything else with a :class:`~schedlab.errors.UnknownOptionError` naming it,
-before the solver runs. Beyond the signature, every solver
+list of what it accepts: :func:`accepted_options` reads it (:func:`option_specs` with
+types and defaults) and :func:`check_options` refuses anything else with a
+:class:`~schedlab.errors.UnknownOptionError` naming it, before the solver runs. An option
+renamed is kept as a deprecated alias by :func:`renamed_options`; the searches share one
+vocabulary: ``work``, a search's work budget in its own unit, and ``width``, the
+positions within which a move acts. Beyond the signature, every solver
 
 * returns start rounds that the independent verifier accepts, whose objective
   :func:`schedlab.solve` recomputes;
@@ -26,18 +29,21 @@ before the solver runs. Beyond the signature, every solver
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import math
 import numbers
 import operator
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from types import NoneType, UnionType
-from typing import Any, Protocol, SupportsIndex, cast
+from typing import Any, Protocol, SupportsIndex, TypeVar, cast
 
 import numpy as np
 
 from schedlab.budget import UNLIMITED, Budget
+from schedlab.deprecation import renamed_keywords
 from schedlab.errors import InputError, InputTypeError, UnknownOptionError
 from schedlab.offline.instance import Instance
 from schedlab.offline.result import SolverOutput
@@ -45,11 +51,15 @@ from schedlab.offline.result import SolverOutput
 __all__ = [
     "CONTRACT_PARAMETERS",
     "RESERVED_OPTIONS",
+    "OptionSpec",
     "SolverFn",
     "accepted_options",
     "check_options",
     "integer_option",
+    "normalize_options",
+    "option_specs",
     "parse_options",
+    "renamed_options",
 ]
 
 #: Keyword parameters every solver takes; the rest of its signature are its own options.
@@ -66,6 +76,88 @@ class SolverFn(Protocol):
     def __call__(
         self, instance: Instance, *, budget: Budget = UNLIMITED, seed: int = ...
     ) -> SolverOutput: ...
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def renamed_options(names: Mapping[str, str]) -> Callable[[F], F]:
+    """Decorate a solver whose options were renamed (``{old: new}``): called directly,
+    it takes an old name with a :class:`DeprecationWarning`; its signature, and so
+    :func:`accepted_options`, shows the new names only (:func:`normalize_options` maps
+    the old ones for :func:`schedlab.solve`)."""
+
+    def decorate(fn: F) -> F:
+        @functools.wraps(fn)
+        def solver(*args: Any, **options: Any) -> Any:
+            return fn(*args, **renamed_keywords(fn.__name__, names, options, stacklevel=3))
+
+        solver.renamed_options = dict(names)  # type: ignore[attr-defined]
+        return cast(F, solver)
+
+    return decorate
+
+
+def _renamed(fn: Any) -> Mapping[str, str]:
+    """The old option names of ``fn`` (:func:`renamed_options`), ``{old: new}``."""
+    return cast(Mapping[str, str], getattr(fn, "renamed_options", {}))
+
+
+def normalize_options(
+    name: str, fn: Any, options: Mapping[str, Any], stacklevel: int = 4
+) -> dict[str, Any]:
+    """``options`` with each deprecated name replaced by its new one (with a warning),
+    then checked (:func:`check_options`): what :func:`schedlab.solve` passes on.
+
+    Raises
+    ------
+    UnknownOptionError, InputError, InputTypeError
+        As :func:`check_options`; :class:`~schedlab.errors.InputError` also for an option
+        given under both names.
+    """
+    options = renamed_keywords(name, _renamed(fn), dict(options), stacklevel=stacklevel)
+    check_options(name, fn, options)
+    return options
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One own option of a solver, as its signature declares it.
+
+    Attributes
+    ----------
+    name
+        Its keyword.
+    types
+        The types it takes (from its annotation; empty if it names none).
+    default
+        Its default value.
+    """
+
+    name: str
+    types: tuple[type, ...]
+    default: Any
+
+    @property
+    def type_names(self) -> tuple[str, ...]:
+        """The names of :attr:`types` (``"None"`` for ``NoneType``)."""
+        return tuple("None" if t is NoneType else t.__name__ for t in self.types)
+
+    def describe(self) -> str:
+        """``name: type = default``, the form ``schedlab solvers`` prints."""
+        kind = f": {' or '.join(self.type_names)}" if self.types else ""
+        return f"{self.name}{kind} = {self.default!r}"
+
+
+def option_specs(fn: Any) -> tuple[OptionSpec, ...]:
+    """The own options of solver ``fn`` with their types and defaults, in signature
+    order."""
+    types = _option_types(fn)
+    parameters = inspect.signature(fn).parameters
+    return tuple(
+        OptionSpec(key, types.get(key, ()), parameters[key].default)
+        for key in accepted_options(fn)
+    )
 
 
 def accepted_options(fn: Any) -> tuple[str, ...]:
@@ -172,10 +264,10 @@ def parse_options(name: str, fn: Any, texts: Mapping[str, str]) -> dict[str, Any
     """
     types = _option_types(fn)
     options: dict[str, Any] = {}
+    renamed = _renamed(fn)
     for key, text in texts.items():
-        options[key] = _read_value(text, types.get(key, (str,)))
-    check_options(name, fn, options)
-    return options
+        options[key] = _read_value(text, types.get(renamed.get(key, key), (str,)))
+    return normalize_options(name, fn, options)
 
 
 def _read_value(text: str, allowed: tuple[type, ...]) -> Any:

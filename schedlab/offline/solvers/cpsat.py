@@ -166,7 +166,7 @@ def pair_offsets(
     the cuts of the pairs examined so far are returned: each is implied by feasibility, so
     any subset is valid.
     """
-    s, o, memory = instance.prompt.tolist(), instance.output.tolist(), instance.memory
+    s, o, memory = instance.prompt.tolist(), instance.output.tolist(), instance.kv_tokens
     pairs = []
     for i in range(instance.n):
         if budget.expired():
@@ -241,7 +241,7 @@ def _add_last_round_checks(
     unfinished, if ``budget`` runs out first (checked once per request ``e``: the pairs
     take ``O(n^2)`` time).
     """
-    n, memory = instance.n, instance.memory
+    n, memory = instance.n, instance.kv_tokens
     s, o, a = instance.prompt.tolist(), instance.output.tolist(), instance.arrival.tolist()
     peak = [x + y for x, y in zip(s, o, strict=True)]
     ends = [p + o[i] for i, p in enumerate(starts)]
@@ -522,7 +522,7 @@ def repair_window(
     unchanged = WindowRepair(starts.copy(), Status.TIME_LIMIT, 0)
     if not free:
         return unchanged._replace(status=Status.OPTIMAL)
-    s, o, memory = instance.prompt.tolist(), instance.output.tolist(), instance.memory
+    s, o, memory = instance.prompt.tolist(), instance.output.tolist(), instance.kv_tokens
     peak = [x + y for x, y in zip(s, o, strict=True)]
     low = {i: max(int(instance.arrival[i]), int(starts[i]) - reach) for i in free}
     high = {i: int(starts[i]) + reach for i in free}

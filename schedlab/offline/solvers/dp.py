@@ -185,7 +185,7 @@ class _Model:
         self.subsets = subsets
         self.ids = list(range(self.n)) if ids is None else ids
         self._global: dict[int, int] = {}
-        self.memory = instance.memory
+        self.kv_tokens = instance.kv_tokens
         self.s = instance.prompt.tolist()
         self.o = instance.output.tolist()
         self.a = instance.arrival.tolist()
@@ -205,10 +205,10 @@ class _Model:
         self.by_volume = sorted(range(self.n), key=lambda i: self.vol[i])
         # tall requests: peaks s_i + o_i above M / 2, so no two end in the same round
         peak = [s + o for s, o in zip(self.s, self.o, strict=True)]
-        self.tall = {i for i in range(self.n) if 2 * peak[i] > self.memory}
+        self.tall = {i for i in range(self.n) if 2 * peak[i] > self.kv_tokens}
         # gap[i][j]: least C_j - C_i when C_i <= C_j (see proofs/dp_rounds.md)
         self.gap = [
-            [min(self.o[j], max(0, peak[i] + peak[j] - self.memory)) for j in range(self.n)]
+            [min(self.o[j], max(0, peak[i] + peak[j] - self.kv_tokens)) for j in range(self.n)]
             for i in range(self.n)
         ]
         self._profiles: dict[Running, list[int]] = {}
@@ -297,7 +297,7 @@ class _Model:
         key = (running, i, e)
         found = self._fits_at.get(key)
         if found is None:
-            rise, o, limit = self.rise(running), self.o[i], self.memory - self.s[i] - 1
+            rise, o, limit = self.rise(running), self.o[i], self.kv_tokens - self.s[i] - 1
             found = e
             while found < len(rise):
                 window = rise[found : found + o]
@@ -343,7 +343,7 @@ class _Model:
             bounds = sorted(chain + [ends[i] for i in ends if i not in self.tall])
         waits = sum(max(self.a[i] - t, 0) for i in range(self.n) if unstarted >> i & 1)
         area, d, room, k = 0, 0, 0, 0
-        memory, length = self.memory, len(load)
+        memory, length = self.kv_tokens, len(load)
         part = 0
         for i in self.by_volume:
             if not unstarted >> i & 1:
@@ -423,7 +423,7 @@ class _Model:
         # extended one request at a time; a superset of a set that does not fit never fits
         sets: list[tuple[list[int], Running]] = [([], running)]
         for i in ready:
-            limit, o, twins = self.memory - self.s[i], self.o[i], self.twin[i]
+            limit, o, twins = self.kv_tokens - self.s[i], self.o[i], self.twin[i]
             for chosen, current in list(sets):
                 if (
                     all(not (unstarted >> j & 1) or j in chosen for j in twins)
@@ -472,7 +472,7 @@ class _SubsetOptima:
                 found = int(output[0])
             else:
                 prompt = self.instance.prompt[members]
-                sub = Instance.from_arrays(self.instance.memory, prompt, output)
+                sub = Instance.from_arrays(self.instance.kv_tokens, prompt, output)
                 self.searches += 1
                 model = _Model(sub, self, members, self.account)
                 found = _Search(model, self.deadline).run(self.budget).bound
@@ -552,7 +552,7 @@ class _Search:
                 1 for i in range(model.n) if unstarted >> i & 1 and model.a[i] <= t
             )
             for chosen, new in model.choices(t, unstarted, running, spare):
-                free = model.memory - (model.profile(new)[0] if new else 0)
+                free = model.kv_tokens - (model.profile(new)[0] if new else 0)
                 due2 = due
                 for i in chosen:  # started although it fitted in round t - 1: see module docs
                     if model.a[i] < t and model.s[i] < spare:

@@ -256,7 +256,7 @@ def _python_block(
         p, s, o = int(new[i]), int(instance.prompt[i]), int(instance.output[i])
         held = np.arange(s + 1, s + o + 1)
         load[p : p + o] -= held
-        t = earliest_start(load, instance.memory, s, o, int(release[i]), p)
+        t = earliest_start(load, instance.kv_tokens, s, o, int(release[i]), p)
         if t is None:
             raise _refuse(i, p)
         load[t : t + o] += held
@@ -282,7 +282,7 @@ def _compiled_block(
         instance.prompt,
         instance.output,
         release,
-        instance.memory,
+        instance.kv_tokens,
         visit,
         lo,
         hi,

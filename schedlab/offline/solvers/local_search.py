@@ -6,7 +6,7 @@ strict list-scheduling engine makes of it. Moves:
 * ``swap(i, j)``: exchange the requests at positions ``i`` and ``j``;
 * ``insert(i, j)``: take the request at position ``i`` out and put it at position ``j``.
 
-Both pick ``i`` uniformly and ``j`` within ``window`` positions of ``i`` (seeded
+Both pick ``i`` uniformly and ``j`` within ``width`` positions of ``i`` (seeded
 ``numpy.random.Generator``). ``first`` improvement accepts the first improving move;
 ``best`` samples ``neighbours`` moves and accepts the best improving one; ``late``
 is late-acceptance hill climbing (Burke and Bykov, "The late acceptance hill-climbing
@@ -15,7 +15,7 @@ accepted when its objective is at most the current one or at most the one curren
 ``history`` moves earlier (the ``k mod history`` entry of a list, overwritten by the
 current objective after every move), so it may walk through worse orders; the best
 order seen is returned. The ``local-search`` solver starts from the best of the
-list-scheduling rules (and Sorted-F's batch order), stops after ``max_moves`` moves (its
+list-scheduling rules (and Sorted-F's batch order), stops after ``work`` moves (its
 work budget, :data:`DEFAULT_MOVES` by default), after ``idle`` moves without a new best
 (none by default; below) or when the wall-clock cap binds, and returns the best of the
 strict and backfilling decodes of the best order (the backfilling one left out once the
@@ -26,8 +26,8 @@ rule). The settings of a search travel together as one :class:`SearchSettings`.
 
 Defaults
 --------
-``late`` acceptance with ``window = 5`` (the defaults of :class:`SearchSettings` and of
-the solver) against ``first`` improvement with ``window = 20`` (the defaults before), in
+``late`` acceptance with ``width = 5`` (the defaults of :class:`SearchSettings` and of
+the solver) against ``first`` improvement with ``width = 20`` (the defaults before), in
 ``python benchmarks/offline_targets.py --rows search`` (2026-12-02): at 60,000 and at
 300,000 moves ``late``/5 ended lower on 11 of 13 runs, on every seed of the mixed
 n = 1,000 by 0.25 to 0.6 % (shipped: 4,580,021 against 4,596,658 at 60,000 moves) and
@@ -36,11 +36,11 @@ lost only on the shipped n = 200, by 35 and by 20 (254,807 against 254,772 at 60
 First improvement is stuck once every nearby move is worse; late acceptance keeps
 walking through equal and slightly worse orders, and moves of at most 5 positions are
 cheap to screen. A long run wants a longer ``history``: in trials on the shipped
-n = 1,000 at 300 s with no work budget (``max_moves=None``, 2026-12-02) ``history`` 150
+n = 1,000 at 300 s with no work budget (``work=None``, 2026-12-02) ``history`` 150
 reached 2.25 % above the best bound of the time (4,468,244), 1,000 reached 2.00 %,
 5,000 2.39 % (too slow to settle in that time); the long runs of the benchmark's
 ``LONG_SEARCH`` use 1,000 at n = 1,000 and 300 at n = 10,000 (there, in 120 s trials
-with ``window = 20``, 1,000 let too few moves be screened out: 2,500 moves/s against
+with ``width = 20``, 1,000 let too few moves be screened out: 2,500 moves/s against
 10,400 with 150).
 
 Idle moves
@@ -102,7 +102,7 @@ Python work around a move, so it pays most where moves are cheap
 seeds, two runs on 2026-12-03 on a noisy machine): on the shipped mixed n = 200,
 2.7-2.9 against 8.9-10.4 µs a move with the defaults, 3.6-4.4 against 12.7-14.2
 exact; on the shipped n = 1,000, 12.8-14.7 against 21.0-23.8 with the defaults,
-21.3-22.8 against 29.9-37.7 exact, where the decode itself dominates (with window 3
+21.3-22.8 against 29.9-37.7 exact, where the decode itself dominates (with width 3
 and history 5,000: 4.0-4.5 against 13.1-15.6 at n = 200, 21.5-26.6 against
 30.4-42.3 at n = 1,000).
 """
@@ -117,12 +117,14 @@ from typing import Any
 import numpy as np
 
 from schedlab.budget import UNLIMITED, Budget, Stop, stopped_by
+from schedlab.deprecation import renamed_module_attributes
 from schedlab.errors import InputError, InputTypeError
 from schedlab.offline.decoder import list_schedule, order_array
 from schedlab.offline.instance import Instance
 from schedlab.offline.priority import RULES, priority_order, rule_schedule
 from schedlab.offline.result import SolverOutput
 from schedlab.offline.schedule import total_latency
+from schedlab.offline.solvers.contract import renamed_options
 from schedlab.offline.solvers.left_shift import decode_compacted
 from schedlab.offline.solvers.sorted_f import batch_order, sorted_f_batches
 
@@ -131,7 +133,7 @@ __all__ = [
     "ENGINES",
     "MAX_HISTORY",
     "MAX_IDLE",
-    "MAX_WINDOW",
+    "MAX_WIDTH",
     "SEARCH_REQUEST_BYTES",
     "STRATEGIES",
     "Move",
@@ -164,7 +166,7 @@ def require_search_memory(
 #: Acceptance rules of :func:`improve_order` (module docs).
 STRATEGIES: tuple[str, ...] = ("first", "best", "late")
 
-#: Moves ``local-search`` makes when ``max_moves`` is not given: about 3 s on the shipped
+#: Moves ``local-search`` makes when ``work`` is not given: about 3 s on the shipped
 #: mixed n = 200 backlog on the development machine (its row of the README's quickstart
 #: table, 2026-12-02), about 9 s on the shipped n = 1,000 and 24 s on a mixed n = 10,000
 #: (``benchmarks/offline_targets.py``, rows gap1000 and gap10000).
@@ -181,9 +183,9 @@ ENGINES: tuple[str, ...] = ("compiled", "python")
 #: is sized to take (the wall-clock cap is checked between batches).
 _FIRST_BATCH, _MAX_BATCH, _BATCH_SECONDS = 16, 1 << 16, 0.02
 
-#: Largest ``window``: above it numba's bounded draw leaves NumPy's stream, and the two
+#: Largest ``width``: above it numba's bounded draw leaves NumPy's stream, and the two
 #: engines would make different moves (:mod:`~schedlab.offline.solvers.compiled_search`).
-MAX_WINDOW = 2**31 - 1
+MAX_WIDTH = 2**31 - 1
 
 #: Largest ``idle``: the compiled search keeps it in a 64-bit integer.
 MAX_IDLE = 2**63 - 1
@@ -233,7 +235,7 @@ def checkpoint_spacing(n: int, *, exact: bool) -> int:
     A state saved at every position costs a copy of the running set (about 30 requests
     on the shipped mixed n = 1,000) at every position decoded; a wider spacing decodes
     about half a spacing more positions a move, from the last state before the move, and
-    notices later that the two runs met. Late-acceptance moves a second (window 5, 60,000
+    notices later that the two runs met. Late-acceptance moves a second (width 5, 60,000
     moves, median of 3 seeds) by spacing 1, 4, 8, 16, 32, exact / screened (``python
     benchmarks/local_search_speed.py --spacings 1 4 8 16 32``, 2026-12-03): on the
     shipped mixed n = 200, 204k, 302k, 318k, 316k, 302k / 457k, 597k, 618k, 574k, 507k;
@@ -266,7 +268,7 @@ class OrderEvaluator:
     segments only when the count of running requests changed (the array keeps spare
     room). Written so in NumPy, an accepted move cost 28 µs on the shipped mixed
     n = 1,000 against 55 µs when the array was rebuilt, and a late-acceptance search
-    (window 3, ``history=5000``) from ``lp-swap``'s order made 3.3 M moves in about
+    (width 3, ``history=5000``) from ``lp-swap``'s order made 3.3 M moves in about
     215 s against 2.8 M, beside another process (2026-12-02; the same moves give the
     same objectives). :meth:`search_late` runs a whole ``late`` search on these arrays.
 
@@ -292,7 +294,7 @@ class OrderEvaluator:
         )
         self.order = order_array(order, n)
         self.output_total = int(instance.output.sum())
-        self._memory = instance.memory
+        self._memory = instance.kv_tokens
         self._lengths = np.stack([instance.prompt, instance.output]).astype(np.int64)
         checkpoints = -(-n // self.every)
         self.starts = np.zeros(n, dtype=np.int64)  # by position
@@ -412,7 +414,7 @@ class OrderEvaluator:
     def search_late(
         self,
         rng: np.random.Generator,
-        window: int,
+        width: int,
         history: int,
         screen: int | None,
         stop: Stop,
@@ -432,9 +434,9 @@ class OrderEvaluator:
         ----------
         rng
             The move generator (advanced as the reference loop advances it).
-        window, history, screen
-            As in :class:`SearchSettings` (checked there: ``1 <= window <=``
-            :data:`MAX_WINDOW`, ``history >= 1``, ``screen`` ``None`` or ``>= 1``).
+        width, history, screen
+            As in :class:`SearchSettings` (checked there: ``1 <= width <=``
+            :data:`MAX_WIDTH`, ``history >= 1``, ``screen`` ``None`` or ``>= 1``).
         stop
             The work budget and the wall-clock cap.
         idle
@@ -472,7 +474,7 @@ class OrderEvaluator:
                     self._memory,
                     self.every,
                     -1 if screen is None else screen,
-                    window,
+                    width,
                     self.output_total,
                     current,
                     candidate,
@@ -552,7 +554,7 @@ class SearchSettings:
     ----------
     strategy
         Acceptance rule, one of :data:`STRATEGIES`.
-    window
+    width
         The second position of a move lies within this many positions of the first.
     neighbours
         Moves sampled per step by ``best``.
@@ -560,7 +562,7 @@ class SearchSettings:
         Late-acceptance list length (``late`` only).
     screen
         First screening distance of the incremental evaluation (``None``: exact only).
-    max_moves
+    work
         The work budget: moves evaluated (``None``: only a wall-clock cap or ``idle``
         ends the search; without ``idle`` it is then not reproducible).
     idle
@@ -580,16 +582,16 @@ class SearchSettings:
     ------
     InputError, InputTypeError
         On an unknown strategy or engine, a count that is not an integer or is below 1,
-        a window above :data:`MAX_WINDOW`, a history above :data:`MAX_HISTORY` or an
+        a width above :data:`MAX_WIDTH`, a history above :data:`MAX_HISTORY` or an
         ``idle`` above :data:`MAX_IDLE`.
     """
 
     strategy: str = "late"
-    window: int = 5
+    width: int = 5
     neighbours: int = 20
     history: int = 150
     screen: int | None = 8
-    max_moves: int | None = DEFAULT_MOVES
+    work: int | None = DEFAULT_MOVES
     idle: int | None = None
     checkpoint: int | None = None
     engine: str = "compiled"
@@ -605,8 +607,8 @@ class SearchSettings:
             raise InputError(
                 f"{name}: engine must be one of {', '.join(ENGINES)}, got {self.engine!r}"
             )
-        optional = ("screen", "max_moves", "idle", "checkpoint")
-        for field in ("window", "neighbours", "history", *optional):
+        optional = ("screen", "work", "idle", "checkpoint")
+        for field in ("width", "neighbours", "history", *optional):
             value = getattr(self, field)
             if value is None and field in optional:
                 continue
@@ -616,17 +618,17 @@ class SearchSettings:
                 raise InputTypeError(
                     f"{name}: {field} must be an integer, got {value!r}"
                 ) from None
-        for field in ("window", "neighbours", "history"):
+        for field in ("width", "neighbours", "history"):
             if getattr(self, field) < 1:
                 raise InputError(f"{name}: {field} must be >= 1, got {getattr(self, field)}")
-        if self.window > MAX_WINDOW:
-            raise InputError(f"{name}: window must be <= {MAX_WINDOW:,}, got {self.window}")
+        if self.width > MAX_WIDTH:
+            raise InputError(f"{name}: width must be <= {MAX_WIDTH:,}, got {self.width}")
         if self.history > MAX_HISTORY:
             raise InputError(f"{name}: history must be <= {MAX_HISTORY:,}, got {self.history}")
         if self.idle is not None and self.idle > MAX_IDLE:
             raise InputError(f"{name}: idle must be <= {MAX_IDLE:,}, got {self.idle}")
-        if self.max_moves is not None and self.max_moves < 0:
-            raise InputError(f"{name}: max_moves must be >= 0, got {self.max_moves}")
+        if self.work is not None and self.work < 0:
+            raise InputError(f"{name}: work must be >= 0, got {self.work}")
         for field in ("screen", "idle"):
             value = getattr(self, field)
             if value is not None and value < 1:
@@ -634,15 +636,15 @@ class SearchSettings:
 
 
 def random_move(
-    order: np.ndarray, rng: np.random.Generator, window: int
+    order: np.ndarray, rng: np.random.Generator, width: int
 ) -> tuple[np.ndarray, int, int]:
-    """A swap or an insertion (even odds) of two positions at most ``window`` apart.
+    """A swap or an insertion (even odds) of two positions at most ``width`` apart.
 
     Returns the moved copy of ``order`` and the first and last positions it changes.
     """
     n = len(order)
     i = int(rng.integers(n))
-    j = min(max(i + int(rng.integers(-window, window + 1)), 0), n - 1)
+    j = min(max(i + int(rng.integers(-width, width + 1)), 0), n - 1)
     if j == i:
         j = (i + 1) % n
     new = order.copy()
@@ -667,7 +669,7 @@ def improve_order(
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Improve ``order`` by swap / insert moves (module docs).
 
-    Stops after ``settings.max_moves`` moves, after ``settings.idle`` moves since the
+    Stops after ``settings.work`` moves, after ``settings.idle`` moves since the
     best objective last fell, or when ``budget`` runs out, whichever comes first; at
     least one of them must be set. Returns the best order found and statistics: moves
     evaluated and accepted, the moves made when the best objective last fell
@@ -676,16 +678,15 @@ def improve_order(
     what stopped the search early (``stopped_by``: ``None`` when it ended by itself, by
     ``idle`` or for want of a move).
     """
-    if not budget.limited and settings.max_moves is None and settings.idle is None:
+    if not budget.limited and settings.work is None and settings.idle is None:
         raise InputError(
-            f"{settings.solver}: set time_limit, max_moves or idle "
-            "(the search has no end otherwise)"
+            f"{settings.solver}: set time_limit, work or idle (the search has no end otherwise)"
         )
-    strategy, window, history = settings.strategy, settings.window, settings.history
+    strategy, width, history = settings.strategy, settings.width, settings.history
     screen = settings.screen
     rng = np.random.default_rng(seed)
     began = time.perf_counter()
-    stop = budget.stop(settings.max_moves)
+    stop = budget.stop(settings.work)
     n = instance.n
     current = order_array(order, n)
     moves = full = accepted = improved = 0
@@ -716,7 +717,7 @@ def improve_order(
     best_value, best_order = value, current
     if strategy == "late" and evaluator is not None and settings.engine == "compiled":
         best_order, best_value, moves, accepted, improved = evaluator.search_late(
-            rng, window, history, screen, stop, idle
+            rng, width, history, screen, stop, idle
         )
         searching = False  # done: the reference loop below is not run
     late = [value] * history if searching else []  # late-acceptance list ("late")
@@ -726,7 +727,7 @@ def improve_order(
         if strategy == "late":
             if stop():
                 break
-            candidate, lo, hi = random_move(current, rng, window)
+            candidate, lo, hi = random_move(current, rng, width)
             threshold = max(late[moves % history], value)
             total, move = evaluate(candidate, lo, hi, threshold - value)
             if total <= threshold:
@@ -744,7 +745,7 @@ def improve_order(
         for _ in range(tries):
             if stop():
                 break
-            candidate, lo, hi = random_move(current, rng, window)
+            candidate, lo, hi = random_move(current, rng, width)
             moves += 1
             total, move = evaluate(candidate, lo, hi, -1)
             if total < value and (best is None or total < best[0]):
@@ -769,28 +770,30 @@ def improve_order(
     }
 
 
+@renamed_options({"max_moves": "work", "window": "width"})
 def local_search(
     instance: Instance,
     *,
     budget: Budget = UNLIMITED,
     seed: int = 0,
     strategy: str = "late",
-    window: int = 5,
+    width: int = 5,
     neighbours: int = 20,
     history: int = 150,
     screen: int | None = 8,
-    max_moves: int | None = DEFAULT_MOVES,
+    work: int | None = DEFAULT_MOVES,
     idle: int | None = None,
     engine: str = "compiled",
 ) -> SolverOutput:
     """Swap / insert local search on priority orders (module docs).
 
-    Options are the fields of :class:`SearchSettings`. Same seed, same moves: with the
+    Options are the fields of :class:`SearchSettings` (``max_moves`` and ``window``: the
+    deprecated names of ``work`` and ``width``). Same seed, same moves: with the
     default work budget the result is reproducible exactly, unless the wall-clock cap
     binds first (``stats["stopped_by"]``).
     """
     settings = SearchSettings(
-        strategy, window, neighbours, history, screen, max_moves, idle, engine=engine
+        strategy, width, neighbours, history, screen, work, idle, engine=engine
     )
     require_search_memory("local-search", instance, budget, settings.history)
     # the backfilling MC-SF schedule is often the best rule's; never return worse than it
@@ -801,3 +804,7 @@ def local_search(
     starts, chosen = decode_compacted(instance, order, {"mc-sf-backfill": mc_sf}, budget=budget)
     stopped = stopped_by(stats["stopped_by"], chosen["left_shift"]["stopped_by"])
     return SolverOutput(starts, stats={**stats, "start": start, **chosen, "stopped_by": stopped})
+
+
+#: Old names of this module's attributes, still readable (with a warning).
+__getattr__ = renamed_module_attributes(__name__, {"MAX_WINDOW": "MAX_WIDTH"})

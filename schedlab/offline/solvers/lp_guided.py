@@ -17,7 +17,7 @@ is returned as the solver's lower bound.
     rule) and repairs it where it disagrees most with the
     LP: requests are visited by decreasing *lateness* ``p_i - bar p_i`` (decoded start
     minus LP mean start); each is tried ``1, 2, 4, ...`` positions earlier (up to
-    ``window``), and the first insertion that lowers the strict-decode objective is
+    ``repair_width``), and the first insertion that lowers the strict-decode objective is
     kept. Passes repeat until one changes nothing or the time is up. Moves are
     evaluated incrementally with :class:`~schedlab.offline.solvers.local_search.OrderEvaluator`
     on backlogs, by full decoding otherwise. The best of the repaired order's strict,
@@ -27,13 +27,13 @@ is returned as the solver's lower bound.
     ``lp-swap``'s repaired order (from the same better start), improved further by
     late-acceptance hill climbing
     (:func:`~schedlab.offline.solvers.local_search.improve_order` with ``strategy="late"``,
-    moves within ``neighbourhood`` positions, exact incremental evaluation unless
-    ``screen`` is set) until ``idle`` moves pass without a new best, at most ``moves``
+    moves within ``width`` positions, exact incremental evaluation unless
+    ``screen`` is set) until ``idle`` moves pass without a new best, at most ``work``
     moves (module docs, "Work"); the strict decode of the best order is then
     compacted by :func:`~schedlab.offline.solvers.left_shift.left_shift`, and the best of
     the strict, the left-shifted strict and the backfilling decodes is returned.
 
-    Exact moves by default: on the shipped mixed n = 200 at 60 s (no move budget, window
+    Exact moves by default: on the shipped mixed n = 200 at 60 s (no move budget, width
     3, history 3,000, 2026-12-02) exact moves reached 252,741 and screened ones
     (``screen=8``) 253,169. On n = 1,000 an exact move decodes about ``n - lo``
     positions, some 2.5 times the cost of a screened one, yet it still pays: with moves
@@ -47,7 +47,7 @@ is returned as the solver's lower bound.
 Work (:mod:`schedlab.budget`): the LP runs at most
 :data:`~schedlab.offline.bounds.time_indexed.LP_ROUNDS` column-generation rounds, the
 repair until a pass changes nothing, the search until ``idle`` moves have passed since
-its best objective last fell (:data:`DEFAULT_IDLE`), and at most ``moves`` moves (by
+its best objective last fell (:data:`DEFAULT_IDLE`), and at most ``work`` moves (by
 default :data:`DEFAULT_MOVES` on a backlog, :data:`RELEASE_MOVES` with release times); so
 without a binding wall-clock cap the result depends only on the instance and ``seed``.
 
@@ -78,13 +78,12 @@ from typing import Any
 import numpy as np
 
 from schedlab.budget import UNLIMITED, Budget, stopped_by
-from schedlab.errors import InputError
 from schedlab.offline.bounds.time_indexed import LP_ROUNDS, LPRelaxation, lp_relaxation
 from schedlab.offline.decoder import decode_best, list_schedule
 from schedlab.offline.instance import Instance
 from schedlab.offline.result import SolverOutput
 from schedlab.offline.schedule import total_latency
-from schedlab.offline.solvers.contract import integer_option
+from schedlab.offline.solvers.contract import integer_option, renamed_options
 from schedlab.offline.solvers.left_shift import decode_compacted
 from schedlab.offline.solvers.local_search import (
     OrderEvaluator,
@@ -136,7 +135,7 @@ def lp_swap_repair(
     mean_start: np.ndarray,
     *,
     budget: Budget = UNLIMITED,
-    window: int = 64,
+    repair_width: int = 64,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """The LP-guided insertion repair of ``lp-swap`` (module docs): passes until one
     changes nothing, or until ``budget``'s wall-clock cap."""
@@ -157,7 +156,7 @@ def lp_swap_repair(
                 break
             pos = current.index(i)
             step = 1
-            while step <= min(window, pos):
+            while step <= min(repair_width, pos):
                 tried += 1
                 candidate = list(current)
                 candidate.insert(pos - step, candidate.pop(pos))
@@ -194,17 +193,18 @@ def sorted_lp(instance: Instance, *, budget: Budget = UNLIMITED, seed: int = 0) 
     return SolverOutput(starts, lower_bound=relaxation.value, stats=stats)
 
 
+@renamed_options({"window": "repair_width"})
 def lp_swap(
-    instance: Instance, *, budget: Budget = UNLIMITED, seed: int = 0, window: int = 64
+    instance: Instance, *, budget: Budget = UNLIMITED, seed: int = 0, repair_width: int = 64
 ) -> SolverOutput:
     """Sorted-LP followed by the LP-guided insertion repair (module docs). ``seed`` unused.
 
     Raises
     ------
     InputError, InputTypeError
-        If ``window`` is not an integer >= 1.
+        If ``repair_width`` (``window``: its deprecated name) is not an integer >= 1.
     """
-    window = integer_option("lp-swap", "window", window, "", minimum=1)
+    repair_width = integer_option("lp-swap", "repair_width", repair_width, "", minimum=1)
     relaxation = _relax(instance, budget.share(0.5))
     order, start = _start(instance, relaxation, budget.share(0.1))
     order, repair = lp_swap_repair(
@@ -212,7 +212,7 @@ def lp_swap(
         order,
         relaxation.mean_start,
         budget=budget.share(0.85),
-        window=window,
+        repair_width=repair_width,
     )
     starts, stats = decode_compacted(instance, order, budget=budget)
     stopped = stopped_by(
@@ -225,16 +225,17 @@ def lp_swap(
     )
 
 
+@renamed_options({"moves": "work", "neighbourhood": "width", "window": "repair_width"})
 def lp_search(
     instance: Instance,
     *,
     budget: Budget = UNLIMITED,
     seed: int = 0,
-    window: int = 64,
-    moves: int | str = "auto",
+    repair_width: int = 64,
+    work: int | str = "auto",
     idle: int | None = DEFAULT_IDLE,
     history: int = 150,
-    neighbourhood: int = 5,
+    width: int = 5,
     screen: int | None = None,
 ) -> SolverOutput:
     """``lp-swap``, then late-acceptance search and a left-shift pass (module docs).
@@ -246,36 +247,36 @@ def lp_search(
         module docs).
     seed
         Seed of the search's moves.
-    window
-        ``lp-swap``'s repair window (``>= 1``).
-    moves
+    repair_width
+        ``lp-swap``'s repair: the most positions a request moves earlier (``>= 1``).
+    work
         The search's work budget: moves of the late-acceptance search, at most
         (``"auto"``: :data:`DEFAULT_MOVES` on a backlog, :data:`RELEASE_MOVES` with
         release times).
     idle
         The search's own end: it stops once this many moves have passed since its best
-        objective last fell (``None``: it runs its ``moves``; module docs, "Work").
+        objective last fell (``None``: it runs its ``work``; module docs, "Work").
     history
         Its late-acceptance list length.
-    neighbourhood
+    width
         The second position of a move lies within this many positions of the first.
     screen
         First screening distance of a move's evaluation
         (:class:`~schedlab.offline.solvers.local_search.SearchSettings`; ``None``: exact).
+
+    ``window``, ``moves`` and ``neighbourhood`` are the deprecated names of
+    ``repair_width``, ``work`` and ``width`` (warn).
     """
-    # the search's own checks name its fields; these two options are named differently
-    if neighbourhood < 1:
-        raise InputError(f"lp-search: neighbourhood must be >= 1, got {neighbourhood}")
-    if moves == "auto":
-        moves = DEFAULT_MOVES if int(instance.arrival.max()) == 0 else RELEASE_MOVES
-    moves = integer_option("lp-search", "moves", moves, " or 'auto'", minimum=0)
-    window = integer_option("lp-search", "window", window, "", minimum=1)
+    if work == "auto":
+        work = DEFAULT_MOVES if int(instance.arrival.max()) == 0 else RELEASE_MOVES
+    work = integer_option("lp-search", "work", work, " or 'auto'", minimum=0)
+    repair_width = integer_option("lp-search", "repair_width", repair_width, "", minimum=1)
     settings = SearchSettings(
         "late",
-        window=neighbourhood,
+        width=width,
         history=history,
         screen=screen,
-        max_moves=moves,
+        work=work,
         idle=idle,
         solver="lp-search",
     )
@@ -283,7 +284,11 @@ def lp_search(
     order, start = _start(instance, relaxation, budget.share(0.1))
     lp_done = time.perf_counter()
     order, repair = lp_swap_repair(
-        instance, order, relaxation.mean_start, budget=budget.share(1 / 3), window=window
+        instance,
+        order,
+        relaxation.mean_start,
+        budget=budget.share(1 / 3),
+        repair_width=repair_width,
     )
     repaired = total_latency(instance, list_schedule(instance, order))
     repair_done = time.perf_counter()

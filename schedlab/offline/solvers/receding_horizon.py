@@ -150,7 +150,7 @@ def receding_order(
             break
         chunk = queue[:window]
         sub = Instance.from_arrays(
-            instance.memory, instance.prompt[chunk], instance.output[chunk], name="window"
+            instance.kv_tokens, instance.prompt[chunk], instance.output[chunk], name="window"
         )
         share = math.ceil(left) if work.integer else left
         result = solve_window(sub, budget=budget, seed=seed, **{work.option: share})

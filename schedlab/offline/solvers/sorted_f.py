@@ -191,7 +191,7 @@ class _FastSelector:
     """Remaining requests in output classes, each sorted by peak, for ``fast`` selection."""
 
     def __init__(self, weight: np.ndarray, output: np.ndarray, memory: int) -> None:
-        self.memory = memory
+        self.kv_tokens = memory
         self.weight = weight
         self.output = output
         self.alive = np.ones(len(weight), dtype=bool)
@@ -225,7 +225,7 @@ class _FastSelector:
         made = compiled_sorted_f.select_batches(
             self.weight,
             self.output,
-            self.memory,
+            self.kv_tokens,
             classes,
             class_start,
             self.pointer,
@@ -253,7 +253,7 @@ class _FastSelector:
         while True:
             chunk = members[start : start + window]
             chunk = chunk[self.alive[chunk]]
-            fits = int(np.searchsorted(np.cumsum(self.weight[chunk]), self.memory, "right"))
+            fits = int(np.searchsorted(np.cumsum(self.weight[chunk]), self.kv_tokens, "right"))
             if fits < len(chunk) or start + window >= len(members):
                 return chunk[:fits]
             window *= 4
@@ -270,7 +270,7 @@ class _FastSelector:
             heapq.heappush(heap, (-w, -o, r))
             load += w
             total += o
-            if load > self.memory:
+            if load > self.kv_tokens:
                 w_out, o_out, _ = heapq.heappop(heap)
                 load += w_out
                 total += o_out
@@ -282,7 +282,7 @@ class _FastSelector:
         for r in range(best_at + 1):
             heapq.heappush(heap, (-weights[r], -outputs[r], r))
             load += weights[r]
-            if load > self.memory:
+            if load > self.kv_tokens:
                 load += heapq.heappop(heap)[0]
         return pool[np.array(sorted(r for _, _, r in heap), dtype=np.int64)]
 
@@ -340,7 +340,7 @@ def sorted_f_batches(
     budget = budget or Budget()
     weight = (instance.prompt + instance.output).astype(np.int64)
     output = instance.output.astype(np.int64)
-    memory = instance.memory
+    memory = instance.kv_tokens
     compiled = engine == "compiled" and memory <= COMPILED_MAX_MEMORY
     selector = _FastSelector(weight, output, memory)
     left = instance.n  # requests not yet batched

@@ -55,13 +55,13 @@ def _exhaustive(inst: Instance, known: dict[str, float] | None = None) -> float:
 
 
 @settings(max_examples=150, deadline=None)
-@given(instances(max_n=9, max_memory=24, max_output=14, max_arrival=6))
+@given(instances(max_n=9, max_kv_tokens=24, max_output=14, max_arrival=6))
 def test_the_tall_chain_ceiling_is_never_below_the_bound(inst: Instance) -> None:
     assert tall_chain_bound(inst).value <= tall_chain_ceiling(inst)
 
 
 @settings(max_examples=40, deadline=None)
-@given(instances(max_n=7, max_memory=30, max_output=12, max_arrival=0))
+@given(instances(max_n=7, max_kv_tokens=30, max_output=12, max_arrival=0))
 def test_best_is_never_below_the_exhaustive_best_on_random_backlogs(inst: Instance) -> None:
     best = lower_bound(inst)
     assert best.stats["out_of_reach"] == []
@@ -69,7 +69,7 @@ def test_best_is_never_below_the_exhaustive_best_on_random_backlogs(inst: Instan
 
 
 @settings(max_examples=20, deadline=None)
-@given(instances(max_n=6, max_memory=30, max_output=10, max_arrival=8))
+@given(instances(max_n=6, max_kv_tokens=30, max_output=10, max_arrival=8))
 def test_best_is_never_below_the_exhaustive_best_with_releases(inst: Instance) -> None:
     assert lower_bound(inst).value >= _exhaustive(inst)
 

@@ -37,7 +37,7 @@ def _prices(data: st.DataObject, count: int) -> np.ndarray:
 
 @settings(max_examples=200, deadline=None)
 @given(
-    instances(max_n=6, max_memory=40, max_output=30, max_arrival=60),
+    instances(max_n=6, max_kv_tokens=40, max_output=30, max_arrival=60),
     st.integers(1, 400),
     st.integers(1, 40),
     st.data(),

@@ -46,7 +46,7 @@ def _spacing_weights(inst: Instance, starts: np.ndarray) -> np.ndarray:
 
 @settings(max_examples=40, deadline=None)
 @given(
-    instances(max_n=6, max_memory=20, max_output=8, max_arrival=4),
+    instances(max_n=6, max_kv_tokens=20, max_output=8, max_arrival=4),
     st.sampled_from(["fcfs", "sof", "total-size", "svf", "mc-sf", "dp"]),
 )
 def test_spacing_lemma_on_schedules(inst: Instance, solver: str) -> None:
@@ -56,7 +56,7 @@ def test_spacing_lemma_on_schedules(inst: Instance, solver: str) -> None:
     assert verify(inst, starts) == []
     load = np.asarray(Schedule(inst, starts).memory_profile, dtype=float)
     weights = _spacing_weights(inst, np.asarray(starts))
-    assert (inst.memory - load[: len(weights)] >= weights - 1e-9).all()
+    assert (inst.kv_tokens - load[: len(weights)] >= weights - 1e-9).all()
 
 
 def _pieces(inst: Instance, starts: np.ndarray, step: int) -> list[tuple[int, int, int, int]]:
@@ -76,7 +76,7 @@ def _pieces(inst: Instance, starts: np.ndarray, step: int) -> list[tuple[int, in
 
 @settings(max_examples=40, deadline=None)
 @given(
-    instances(max_n=6, max_memory=20, max_output=10, max_arrival=4),
+    instances(max_n=6, max_kv_tokens=20, max_output=10, max_arrival=4),
     st.sampled_from(["fcfs", "svf", "mc-sf", "dp"]),
     st.integers(1, 6),
 )
@@ -96,7 +96,7 @@ def test_piece_slack_and_completion_budget(inst: Instance, solver: str, step: in
             piece = rounds[rounds // step == cell]
             m = int(np.isin(piece, starts + inst.output - 1).sum())
             spent += (inst.prompt[i] + piece[0] - starts[i] + 1) * m
-    assert spent <= inst.memory * len(np.unique(starts + inst.output))
+    assert spent <= inst.kv_tokens * len(np.unique(starts + inst.output))
 
 
 def test_piece_slack_is_reached_by_even_spacing() -> None:
@@ -177,7 +177,7 @@ def test_start_brackets_recomputed_piece_by_piece(step: int, nu: float) -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(
-    instances(max_n=5, max_memory=12, max_output=6, max_arrival=3),
+    instances(max_n=5, max_kv_tokens=12, max_output=6, max_arrival=3),
     st.sampled_from(["fcfs", "sof", "total-size", "svf", "mc-sf", "brute-force"]),
     st.integers(1, 30),
     st.integers(1, 12),
@@ -203,7 +203,7 @@ def test_start_brackets_bound_each_schedule(
     result = solve(inst, solver, bound=None)
     assert verify(inst, result.starts) == []
     brackets = start_brackets(inst, bounds, mu, nu, step, np.asarray(result.starts))
-    value = brackets.sum() - inst.memory * (mu @ np.diff(bounds)) - nu * inst.memory * inst.n
+    value = brackets.sum() - inst.kv_tokens * (mu @ np.diff(bounds)) - nu * inst.kv_tokens * inst.n
     assert value <= result.objective + 1e-9 * max(1.0, abs(value))
 
 
@@ -218,7 +218,7 @@ def test_zero_multiplier_gives_the_lagrangian() -> None:
 
 @settings(max_examples=30, deadline=None)
 @given(
-    instances(max_n=5, max_memory=12, max_output=6, max_arrival=3),
+    instances(max_n=5, max_kv_tokens=12, max_output=6, max_arrival=3),
     st.integers(1, 30),
     st.integers(1, 12),
     st.floats(0, 2),
@@ -239,7 +239,7 @@ def test_never_exceeds_optimum_for_any_prices(
 
 
 @settings(max_examples=20, deadline=None)
-@given(instances(max_n=5, max_memory=12, max_output=6, max_arrival=3))
+@given(instances(max_n=5, max_kv_tokens=12, max_output=6, max_arrival=3))
 def test_search_never_exceeds_optimum(inst: Instance) -> None:
     result = solve(inst, "brute-force", bound=None)
     assert verify(inst, result.starts) == []

@@ -64,7 +64,7 @@ def _dense_value(inst: Instance, nu: float, pieces: int) -> float:
         starts = np.zeros((len(taus), inst.n), dtype=np.int64)
         starts[:, i] = taus
         total += min(_brackets(inst, nu, pieces, row)[i] for row in starts)
-    return total - inst.memory * float(prices.sum()) - nu * inst.memory * inst.n
+    return total - inst.kv_tokens * float(prices.sum()) - nu * inst.kv_tokens * inst.n
 
 
 def test_prices_hand_computed() -> None:
@@ -76,11 +76,11 @@ def test_prices_hand_computed() -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(instances(max_n=8, max_memory=30, max_output=12, max_arrival=0))
+@given(instances(max_n=8, max_kv_tokens=30, max_output=12, max_arrival=0))
 def test_prices_are_the_sum_of_hinges_non_increasing_and_convex(inst: Instance) -> None:
     prices = busy_time_prices(inst)
     v = np.sort(inst.volume).astype(float)
-    due = np.cumsum(v) / inst.memory
+    due = np.cumsum(v) / inst.kv_tokens
     c = 1 / v - np.append(1 / v[1:], 0.0)
     middle = np.arange(len(prices) + 3) + 0.5  # three rounds past T, where λ is 0
     direct = np.maximum(due[None, :] - middle[:, None], 0.0) @ c
@@ -92,7 +92,7 @@ def test_prices_are_the_sum_of_hinges_non_increasing_and_convex(inst: Instance) 
 
 
 @settings(max_examples=1000, deadline=None)
-@given(instances(max_n=6, max_memory=30, max_output=12, max_arrival=6))
+@given(instances(max_n=6, max_kv_tokens=30, max_output=12, max_arrival=6))
 def test_best_start_is_the_least_start_cost(inst: Instance) -> None:
     # f_i is convex, so bisection on f_i(τ + 1) - f_i(τ) finds its minimum over every
     # start τ >= a_i (compared with all starts up to max(a_i, T) + 5)
@@ -106,7 +106,7 @@ def test_best_start_is_the_least_start_cost(inst: Instance) -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(
-    instances(max_n=4, max_memory=16, max_output=8, max_arrival=4),
+    instances(max_n=4, max_kv_tokens=16, max_output=8, max_arrival=4),
     st.floats(0, 2),
     st.integers(1, 4),
     st.integers(1, 6),
@@ -125,7 +125,7 @@ def test_blocks_never_exceed_the_minimum_over_every_start(
 
 @settings(max_examples=60, deadline=None)
 @given(
-    instances(max_n=5, max_memory=16, max_output=8, max_arrival=4),
+    instances(max_n=5, max_kv_tokens=16, max_output=8, max_arrival=4),
     st.sampled_from(["fcfs", "sof", "total-size", "svf", "mc-sf", "brute-force"]),
     st.floats(0, 2),
     st.integers(1, 4),
@@ -138,13 +138,17 @@ def test_brackets_at_a_schedules_starts_bound_its_objective(
     result = solve(inst, solver, bound=None)
     assert verify(inst, result.starts) == []
     brackets = _brackets(inst, nu, pieces, np.asarray(result.starts))
-    value = brackets.sum() - inst.memory * busy_time_prices(inst).sum() - nu * inst.memory * inst.n
+    value = (
+        brackets.sum()
+        - inst.kv_tokens * busy_time_prices(inst).sum()
+        - nu * inst.kv_tokens * inst.n
+    )
     assert value <= result.objective + 1e-9 * max(1.0, abs(value))
 
 
 @settings(max_examples=40, deadline=None)
 @given(
-    instances(max_n=5, max_memory=12, max_output=6, max_arrival=3),
+    instances(max_n=5, max_kv_tokens=12, max_output=6, max_arrival=3),
     st.floats(0, 2),
     st.integers(1, 4),
     st.integers(1, 8),

@@ -34,7 +34,7 @@ def test_fluid_prices_count_waiting_requests() -> None:
 
 
 @settings(max_examples=25, deadline=None)
-@given(instances(max_n=5, max_memory=12, max_output=6, max_arrival=3))
+@given(instances(max_n=5, max_kv_tokens=12, max_output=6, max_arrival=3))
 def test_never_exceeds_optimum(inst: Instance) -> None:
     optimum = solve(inst, "brute-force", bound=None).objective
     value, _ = lagrangian_bound_search(inst, budget=Budget(5), blocks=20, max_steps=20)

@@ -34,7 +34,7 @@ def _exact(inst: Instance) -> Fraction:
         s, o, a, v = (int(x[i]) for x in (inst.prompt, inst.output, inst.arrival, inst.volume))
         moment = sum(Fraction(2 * k - 1, 2) * (s + k) for k in range(1, o + 1))
         prefix += v
-        new = max(Fraction(prefix * prefix, 2 * inst.memory), y + v * a + moment)
+        new = max(Fraction(prefix * prefix, 2 * inst.kv_tokens), y + v * a + moment)
         total += (new - y) / v + o - moment / v - a
         y = new
     return total
@@ -79,7 +79,7 @@ def test_arithmetic_matches_rational_evaluation_on_a_backlog() -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(instances(max_n=6, max_memory=30, max_output=12, max_arrival=8))
+@given(instances(max_n=6, max_kv_tokens=30, max_output=12, max_arrival=8))
 def test_arithmetic_matches_rational_evaluation(inst: Instance) -> None:
     exact = _exact(inst)
     value = mean_busy_time_value(inst)
@@ -88,7 +88,7 @@ def test_arithmetic_matches_rational_evaluation(inst: Instance) -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(instances(max_n=5, max_memory=12, max_output=6, max_arrival=3))
+@given(instances(max_n=5, max_kv_tokens=12, max_output=6, max_arrival=3))
 def test_never_exceeds_optimum_or_any_rule(inst: Instance) -> None:
     bound = mean_busy_time_bound(inst).value
     optimum = solve(inst, "brute-force", bound=None)

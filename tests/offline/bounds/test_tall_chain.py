@@ -80,7 +80,7 @@ def test_at_most_max_chain_members_of_largest_peak() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(instances(max_n=6, max_memory=14, max_output=10, max_arrival=3))
+@given(instances(max_n=6, max_kv_tokens=14, max_output=10, max_arrival=3))
 def test_bound_never_exceeds_the_optimum(inst: Instance) -> None:
     # optima by dp (checked against brute force in tests/offline/solvers/test_exact_agree.py):
     # brute force's start windows make some instances of this size take many minutes
@@ -92,7 +92,7 @@ def test_bound_never_exceeds_the_optimum(inst: Instance) -> None:
             assert value == 0
             continue
         rest = Instance.from_arrays(
-            inst.memory, inst.prompt[keep], inst.output[keep], inst.arrival[keep]
+            inst.kv_tokens, inst.prompt[keep], inst.output[keep], inst.arrival[keep]
         )
         assert value == tall_chain_bound(rest).value
         assert value <= solve(rest, "dp", bound=None).objective

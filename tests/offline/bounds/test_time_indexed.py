@@ -47,7 +47,7 @@ def _brute_min(inst: Instance, bounds: np.ndarray, mu: np.ndarray) -> np.ndarray
 
 @settings(max_examples=60, deadline=None)
 @given(
-    instances(max_n=4, max_memory=20, max_output=15, max_arrival=30),
+    instances(max_n=4, max_kv_tokens=20, max_output=15, max_arrival=30),
     st.integers(1, 60),
     st.integers(1, 25),
     st.data(),
@@ -87,7 +87,7 @@ def test_block_loads_match_memory_profile() -> None:
 
 @settings(max_examples=25, deadline=None)
 @given(
-    instances(max_n=5, max_memory=12, max_output=6, max_arrival=3),
+    instances(max_n=5, max_kv_tokens=12, max_output=6, max_arrival=3),
     st.one_of(st.none(), st.integers(1, 40)),
     st.integers(1, 50),
 )

@@ -43,7 +43,7 @@ def test_registered_and_used_by_best() -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(instances(max_n=5, max_memory=12, max_output=6, max_arrival=3))
+@given(instances(max_n=5, max_kv_tokens=12, max_output=6, max_arrival=3))
 def test_volume_bound_never_exceeds_optimum(inst: Instance) -> None:
     optimum = solve(inst, "brute-force", bound=None)
     assert volume_bound(inst).value <= optimum.objective

@@ -112,7 +112,7 @@ class Spy:
         load = view.load()
         start = []
         for k in np.flatnonzero(view.waiting):
-            if load + view.prompt[k] + 1 > view.memory or view.running.any() or start:
+            if load + view.prompt[k] + 1 > view.kv_tokens or view.running.any() or start:
                 break
             start.append(int(k))
         return Decision(start=start)

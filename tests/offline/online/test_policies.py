@@ -37,7 +37,7 @@ SPECS = ["perfect", "interval:0.5", "interval:0.1", "buckets", "buckets:0.3:1", 
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(instances(max_n=5, max_memory=20, max_output=8, max_arrival=6), st.integers(0, 99))
+@given(instances(max_n=5, max_kv_tokens=20, max_output=8, max_arrival=6), st.integers(0, 99))
 def test_every_schedule_is_verified_and_above_hindsight(instance: Instance, seed: int) -> None:
     # proofs/hindsight.md: the last runs form a feasible schedule without eviction of the
     # same objective, so no online objective is below the optimum with the true lengths,
@@ -67,7 +67,7 @@ def test_the_solver_returns_its_verified_runs_and_their_waste(name: str) -> None
 
 
 @settings(max_examples=30, deadline=None)
-@given(instances(max_n=8, max_memory=30, max_output=12, max_arrival=5))
+@given(instances(max_n=8, max_kv_tokens=30, max_output=12, max_arrival=5))
 def test_with_perfect_predictions_the_estimate_policies_are_mc_sf(instance: Instance) -> None:
     mc_sf = list_schedule(instance, priority_order(instance, "mc-sf"), backfill=False)
     for name in ("a-max", "a-min", "mc-sf-predicted"):
@@ -78,7 +78,7 @@ def test_with_perfect_predictions_the_estimate_policies_are_mc_sf(instance: Inst
 
 @settings(max_examples=30, deadline=None)
 @given(
-    instances(max_n=8, max_memory=30, max_output=12, max_arrival=5),
+    instances(max_n=8, max_kv_tokens=30, max_output=12, max_arrival=5),
     st.floats(0.05, 1.0),
     st.integers(0, 99),
 )
@@ -157,7 +157,7 @@ class _Recorder:
 
 @settings(max_examples=40, deadline=None)
 @given(
-    instances(max_n=6, max_memory=24, max_output=10, max_arrival=4, shapes=("mixed",)),
+    instances(max_n=6, max_kv_tokens=24, max_output=10, max_arrival=4, shapes=("mixed",)),
     st.data(),
 )
 def test_no_policy_acts_on_a_length_before_its_request_finishes(
@@ -167,12 +167,12 @@ def test_no_policy_acts_on_a_length_before_its_request_finishes(
     # intervals: every policy decides alike until k finishes in one of them
     k = data.draw(st.integers(0, instance.n - 1))
     request = instance.requests[k]
-    other = data.draw(st.integers(1, instance.memory - request.prompt))
+    other = data.draw(st.integers(1, instance.kv_tokens - request.prompt))
     changed = list(instance.output)
     changed[k] = other
-    twin = Instance.from_arrays(instance.memory, instance.prompt, changed, instance.arrival)
+    twin = Instance.from_arrays(instance.kv_tokens, instance.prompt, changed, instance.arrival)
     lower = np.ones(instance.n, dtype=np.int64)
-    intervals = Intervals(lower, instance.memory - instance.prompt, "wide", exact=True)
+    intervals = Intervals(lower, instance.kv_tokens - instance.prompt, "wide", exact=True)
     for name in ALGORITHMS:
         logs, finish = [], []
         for case in (instance, twin):

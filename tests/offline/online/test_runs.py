@@ -92,7 +92,7 @@ def _runs(draw: st.DrawFn, instance: Instance) -> tuple:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
-@given(st.data(), instances(max_n=4, max_memory=40, max_output=6, max_arrival=4))
+@given(st.data(), instances(max_n=4, max_kv_tokens=40, max_output=6, max_arrival=4))
 def test_the_last_runs_of_any_accepted_schedule_are_a_schedule(
     data: st.DataObject, instance: Instance
 ) -> None:

@@ -35,7 +35,7 @@ def strict_value(inst: Instance, order: np.ndarray | list[int]) -> int:
 
 @settings(max_examples=80, deadline=None)
 @given(
-    instances(max_n=10, max_memory=30),
+    instances(max_n=10, max_kv_tokens=30),
     st.integers(0, 2**16),
     st.sampled_from([*((name,) for name in OPERATORS), OPERATORS]),
 )
@@ -45,7 +45,7 @@ def test_the_best_order_is_what_its_strict_decode_says_and_no_worse_than_the_sta
     # with releases the search decodes in full, on backlogs incrementally: either way the
     # objective it reports is the full strict decode's, and the start is never lost
     start = np.arange(inst.n)
-    config = ALNSSettings(evaluations=60, window=4, remove=2, operators=operators)
+    config = ALNSSettings(work=60, width=4, remove=2, operators=operators)
     order, stats = improve_alns(inst, start, config, seed=seed)
     assert sorted(order.tolist()) == list(range(inst.n))
     assert stats["objective_strict"] == strict_value(inst, order)
@@ -55,13 +55,13 @@ def test_the_best_order_is_what_its_strict_decode_says_and_no_worse_than_the_sta
 
 
 @settings(max_examples=40, deadline=None)
-@given(instances(max_n=5, max_memory=25, max_arrival=0), st.integers(0, 99))
+@given(instances(max_n=5, max_kv_tokens=25, max_arrival=0), st.integers(0, 99))
 def test_one_permute_window_over_the_whole_order_finds_the_best_order(
     inst: Instance, seed: int
 ) -> None:
     # permute re-sequences k requests exactly: with k = n one iteration sees every order
     k = inst.n
-    config = ALNSSettings(evaluations=factorial(k) - 1, permute=max(k, 2), operators=("permute",))
+    config = ALNSSettings(work=factorial(k) - 1, permute=max(k, 2), operators=("permute",))
     order, stats = improve_alns(inst, np.arange(k), config, seed=seed)
     best = min(strict_value(inst, list(p)) for p in permutations(range(k)))
     assert stats["objective_strict"] == best == strict_value(inst, order)
@@ -69,9 +69,9 @@ def test_one_permute_window_over_the_whole_order_finds_the_best_order(
 
 
 def test_same_seed_same_search_and_the_work_budget_is_kept() -> None:
-    inst = mixed_backlog(60, memory=6000, seed=3)
+    inst = mixed_backlog(60, kv_tokens=6000, seed=3)
     order, _ = best_start_order(inst)
-    config = ALNSSettings(evaluations=1500)
+    config = ALNSSettings(work=1500)
     a, stats_a = improve_alns(inst, order, config, seed=7)
     b, stats_b = improve_alns(inst, order, config, seed=7)
     assert a.tolist() == b.tolist()
@@ -88,10 +88,10 @@ def test_same_seed_same_search_and_the_work_budget_is_kept() -> None:
 
 
 def test_a_longer_budget_is_never_worse_on_a_mixed_backlog() -> None:
-    inst = mixed_backlog(80, memory=8000, seed=1)
+    inst = mixed_backlog(80, kv_tokens=8000, seed=1)
     order, _ = best_start_order(inst)
     values = [
-        improve_alns(inst, order, ALNSSettings(evaluations=e), seed=0)[1]["objective_strict"]
+        improve_alns(inst, order, ALNSSettings(work=e), seed=0)[1]["objective_strict"]
         for e in (0, 400, 4000)
     ]
     assert values[0] == strict_value(inst, order)
@@ -100,13 +100,13 @@ def test_a_longer_budget_is_never_worse_on_a_mixed_backlog() -> None:
 
 
 def test_the_solver_is_verified_never_worse_than_mc_sf_backfill_and_records_its_stop() -> None:
-    inst = mixed_backlog(50, memory=5000, seed=2)
-    result = solve(inst, "alns", evaluations=800)
+    inst = mixed_backlog(50, kv_tokens=5000, seed=2)
+    result = solve(inst, "alns", work=800)
     assert verify(inst, result.starts) == []
     rule = solve(inst, "mc-sf-backfill")
     assert result.objective <= rule.objective
     assert result.stats["stopped_by"] == "work"
-    capped = solve(inst, "alns", evaluations=None, idle=None, time_limit=0.5)
+    capped = solve(inst, "alns", work=None, idle=None, time_limit=0.5)
     assert verify(inst, capped.starts) == []
     assert capped.stats["stopped_by"] == "time_limit"
     # the default end: idle evaluations after the best last fell, before the budget
@@ -116,7 +116,7 @@ def test_the_solver_is_verified_never_worse_than_mc_sf_backfill_and_records_its_
     assert ended.stats["best_at"] + 300 <= ended.stats["evaluations"]
     # at most one iteration more, the longest: reinsert, 14 + 15 + 16 evaluations
     assert ended.stats["evaluations"] < ended.stats["best_at"] + 300 + 45
-    budgeted = solve(inst, "alns", evaluations=ended.stats["evaluations"], idle=None)
+    budgeted = solve(inst, "alns", work=ended.stats["evaluations"], idle=None)
     assert budgeted.objective <= ended.objective
 
 
@@ -137,14 +137,14 @@ def test_the_default_work_budget_is_smaller_with_release_times() -> None:
     backlog = Instance.from_arrays(12, [0, 3, 5, 2, 1], [3, 1, 4, 2, 5])
     assert ALNSSettings().work_budget(released) == RELEASE_EVALUATIONS < DEFAULT_EVALUATIONS
     assert ALNSSettings().work_budget(backlog) == DEFAULT_EVALUATIONS
-    assert ALNSSettings(evaluations=7).work_budget(released) == 7
-    assert ALNSSettings(evaluations=None).work_budget(backlog) is None
+    assert ALNSSettings(work=7).work_budget(released) == 7
+    assert ALNSSettings(work=None).work_budget(backlog) is None
     result = solve(released, "alns", idle=None, bound=None)
     assert result.stats["stopped_by"] == "work"
     assert RELEASE_EVALUATIONS - 45 < result.stats["evaluations"] <= RELEASE_EVALUATIONS
     assert verify(released, result.starts) == []
-    with pytest.raises(SchedlabError, match=r"^alns: evaluations must be an integer, 'auto'"):
-        ALNSSettings(evaluations="many")
+    with pytest.raises(SchedlabError, match=r"^alns: work must be an integer, 'auto'"):
+        ALNSSettings(work="many")
 
 
 def test_a_bad_idle_is_refused_in_one_line() -> None:
@@ -157,26 +157,26 @@ def test_a_bad_idle_is_refused_in_one_line() -> None:
 
 
 def test_no_budget_at_all_is_refused() -> None:
-    inst = mixed_backlog(10, memory=3000, seed=0)
-    with pytest.raises(SchedlabError, match="set time_limit or evaluations"):
-        improve_alns(inst, np.arange(10), ALNSSettings(evaluations=None), budget=Budget())
+    inst = mixed_backlog(10, kv_tokens=3000, seed=0)
+    with pytest.raises(SchedlabError, match="set time_limit or work"):
+        improve_alns(inst, np.arange(10), ALNSSettings(work=None), budget=Budget())
 
 
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
-        ("evaluations", -1, "evaluations must be >= 0"),
-        ("window", 0, "window must be >= 1"),
+        ("work", -1, "work must be >= 0"),
+        ("width", 0, "width must be >= 1"),
         ("block", 1, "block must be >= 2"),
         ("permute", 8, "permute must be in 2..7"),
-        ("remove", 17, "remove must be in 1..window"),
+        ("remove", 17, "remove must be in 1..width"),
         ("end_temperature", 0.0, "end_temperature must be a finite number > 0"),
         ("start_temperature", -1.0, "start_temperature must be a finite number > 0"),
         ("start_temperature", float("inf"), "start_temperature must be a finite number"),
         ("end_temperature", "0.1", "end_temperature must be a finite number"),
-        ("evaluations", 1.5, "evaluations must be an integer, 'auto' or None"),
-        ("evaluations", True, "evaluations must be an integer, 'auto' or None"),
-        ("evaluations", float("nan"), "evaluations must be an integer, 'auto' or None"),
+        ("work", 1.5, "work must be an integer, 'auto' or None"),
+        ("work", True, "work must be an integer, 'auto' or None"),
+        ("work", float("nan"), "work must be an integer, 'auto' or None"),
         ("idle", True, "idle must be an integer, or None"),
         ("idle", 0, "idle must be >= 1 or None"),
         ("reaction", 1.5, "reaction must be in"),
@@ -194,7 +194,15 @@ def test_a_short_search_never_returns_worse_than_no_search(evaluations: int) -> 
     # on the shipped n = 200 the start's left-shifted schedule (260,653) beats the strict
     # decodes of the orders a short search finds: it must stay a candidate
     inst = read_instance(INSTANCES / "mixed-n200.json")
-    unsearched = solve(inst, "alns", evaluations=0, bound=None)
-    searched = solve(inst, "alns", evaluations=evaluations, bound=None)
+    unsearched = solve(inst, "alns", work=0, bound=None)
+    searched = solve(inst, "alns", work=evaluations, bound=None)
     assert verify(inst, searched.starts) == []
     assert searched.objective <= unsearched.objective
+
+
+def test_the_old_option_names_still_work_and_warn() -> None:
+    inst = mixed_backlog(12, kv_tokens=3000, seed=2)
+    new = solve(inst, "alns", work=300, width=5, bound=None)
+    with pytest.warns(DeprecationWarning, match="alns: evaluations is deprecated; use work"):
+        old = solve(inst, "alns", evaluations=300, window=5, bound=None)
+    assert old.starts.tolist() == new.starts.tolist()

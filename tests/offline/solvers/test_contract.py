@@ -27,7 +27,7 @@ from schedlab.offline.bounds import BOUNDS, Bound, lower_bound, register_bound
 from schedlab.offline.instance import Instance
 from schedlab.offline.instance_io import read_instance
 from schedlab.offline.result import Status
-from schedlab.offline.solvers import SolverInfo, get_solver, register_solver
+from schedlab.offline.solvers import SOLVERS, SolverInfo, get_solver, register_solver
 from schedlab.offline.solvers.brute_force import MAX_REQUESTS as BRUTE_FORCE_MAX
 from schedlab.offline.solvers.contract import RESERVED_OPTIONS, check_options, parse_options
 from schedlab.offline.solvers.dp import MAX_DP_REQUESTS
@@ -172,7 +172,7 @@ def test_exact_optimum_equals_brute_force(exact_solver: SolverInfo, index: int) 
 # that each fill the memory optimal within its default 50,000 nodes (it stops with
 # TIME_LIMIT after about a minute; found with schedlab.testing's degenerate shapes).
 @settings(max_examples=8, deadline=None)
-@given(instances(max_n=6, max_memory=14, max_output=6, max_arrival=3, shapes=("mixed",)))
+@given(instances(max_n=6, max_kv_tokens=14, max_output=6, max_arrival=3, shapes=("mixed",)))
 def test_random_instances_keep_the_contract(solver: SolverInfo, instance: Instance) -> None:
     result = solve(instance, solver.name, bound=None, seed=2)
     assert verify(instance, result.starts) == []
@@ -257,3 +257,18 @@ def test_a_passed_cap_leaves_out_the_backfilling_decode(name: str) -> None:
     assert "strict" in result.stats["objectives"]
     assert "backfill" not in result.stats["objectives"]
     assert result.stats["stopped_by"] == "time_limit"
+
+
+@pytest.mark.parametrize("name", sorted(SOLVERS))
+def test_every_option_declares_its_type_and_a_default_of_it(name):
+    info = SOLVERS[name]
+    for spec in info.option_specs:
+        assert spec.types, f"{name}: option {spec.name} has no type annotation"
+        check_options(name, info.fn, {spec.name: spec.default})  # the default is accepted
+    for old, new in getattr(info.fn, "renamed_options", {}).items():
+        assert new in info.options and old not in info.options
+
+
+def test_searches_share_one_vocabulary():
+    for name in ("local-search", "lp-search", "alns"):
+        assert {"work", "width"} <= set(SOLVERS[name].options)

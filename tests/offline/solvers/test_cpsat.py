@@ -51,7 +51,7 @@ def test_pair_cut_of_two_tall_requests() -> None:
 
 
 @settings(max_examples=30, deadline=None)
-@given(instances(max_n=6, max_memory=15, max_output=8, max_arrival=4))
+@given(instances(max_n=6, max_kv_tokens=15, max_output=8, max_arrival=4))
 def test_start_windows_hold_the_warm_start(inst: Instance) -> None:
     warm, _ = best_rule_schedule(inst)
     upper = int((warm + inst.output - inst.arrival).sum())
@@ -60,7 +60,7 @@ def test_start_windows_hold_the_warm_start(inst: Instance) -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(instances(max_n=6, max_memory=14, max_output=10, max_arrival=3))
+@given(instances(max_n=6, max_kv_tokens=14, max_output=10, max_arrival=3))
 def test_start_windows_hold_every_schedule_as_good_as_the_warm_start(inst: Instance) -> None:
     # the windows with the chain bound (proofs/cpsat_horizon.md, proofs/tall_chain.md) hold
     # the warm start and an optimum, and are never wider than the volume ones. The optimum
@@ -139,7 +139,7 @@ def _last_round_loads(inst: Instance, starts: np.ndarray) -> list[int]:
 @st.composite
 def tight_schedules(draw: st.DrawFn) -> tuple[Instance, np.ndarray]:
     """A feasible schedule: a random order's list schedule, some requests delayed."""
-    inst = draw(instances(max_n=7, max_memory=20, max_output=10, max_arrival=4))
+    inst = draw(instances(max_n=7, max_kv_tokens=20, max_output=10, max_arrival=4))
     order = draw(st.permutations(range(inst.n)))
     starts = list_schedule(inst, np.array(order, dtype=np.int64))
     delays = draw(st.lists(st.integers(0, 3), min_size=inst.n, max_size=inst.n))
@@ -148,14 +148,14 @@ def tight_schedules(draw: st.DrawFn) -> tuple[Instance, np.ndarray]:
 
 
 @settings(max_examples=400, deadline=None)
-@given(instances(max_n=6, max_memory=20, max_output=10, max_arrival=4), st.data())
+@given(instances(max_n=6, max_kv_tokens=20, max_output=10, max_arrival=4), st.data())
 def test_last_round_loads_decide_feasibility(inst: Instance, data: st.DataObject) -> None:
     # Claim 1 with Claim 2's loads: every last round within M iff the verifier accepts
     horizon = int(inst.output.sum()) + int(inst.arrival.max())
     starts = np.array(
         [data.draw(st.integers(int(a), int(a) + horizon)) for a in inst.arrival.tolist()]
     )
-    fits = all(load <= inst.memory for load in _last_round_loads(inst, starts))
+    fits = all(load <= inst.kv_tokens for load in _last_round_loads(inst, starts))
     assert fits == (verify(inst, starts) == [])
 
 
@@ -167,7 +167,7 @@ def test_left_shift_rule_decides_a_one_round_move(case: tuple[Instance, np.ndarr
     assert verify(inst, starts) == []
     loads = _last_round_loads(inst, starts)
     ends = (starts + inst.output).tolist()
-    s, o, memory = inst.prompt.tolist(), inst.output.tolist(), inst.memory
+    s, o, memory = inst.prompt.tolist(), inst.output.tolist(), inst.kv_tokens
     for j in range(inst.n):
         if starts[j] == inst.arrival[j]:
             continue
@@ -184,7 +184,7 @@ def test_left_shift_rule_decides_a_one_round_move(case: tuple[Instance, np.ndarr
 
 
 @settings(max_examples=25, deadline=None)
-@given(instances(max_n=7, max_memory=16, max_output=12, max_arrival=3))
+@given(instances(max_n=7, max_kv_tokens=16, max_output=12, max_arrival=3))
 def test_cpsat_equals_dp_on_tall_backlogs(inst: Instance) -> None:
     # outputs up to M: most requests tall, the regime of the last-round model's pair terms
     cpsat = solve(inst, "cpsat", bound=None, time_limit=30)

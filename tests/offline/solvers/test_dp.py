@@ -87,7 +87,7 @@ def test_earliest_fit_waits_for_running_load() -> None:
 
 
 @settings(max_examples=25, deadline=None)
-@given(instances(max_n=4, max_memory=16, max_output=9, max_arrival=3))
+@given(instances(max_n=4, max_kv_tokens=16, max_output=9, max_arrival=3))
 def test_estimate_is_admissible_along_an_optimal_schedule(inst: Instance) -> None:
     # States along the brute-force optimum: the estimate never exceeds the cost left.
     oracle = solve(inst, "brute-force", bound=None)
@@ -124,13 +124,13 @@ def _states_along(inst: Instance, starts: list[int]) -> Iterator[tuple[int, int,
 
 
 @settings(max_examples=20, deadline=None)
-@given(instances(max_n=4, max_memory=16, max_output=9, max_arrival=3))
+@given(instances(max_n=4, max_kv_tokens=16, max_output=9, max_arrival=3))
 def test_subset_optima_are_the_backlog_optima(inst: Instance) -> None:
     # W(X) = the brute-force optimum of the requests X alone with releases dropped
     subsets = _SubsetOptima(inst, math.inf, budget=math.inf)
     for mask in range(1, 1 << inst.n):
         keep = [i for i in range(inst.n) if mask >> i & 1]
-        alone = Instance.from_arrays(inst.memory, inst.prompt[keep], inst.output[keep])
+        alone = Instance.from_arrays(inst.kv_tokens, inst.prompt[keep], inst.output[keep])
         assert subsets.value(mask) == solve(alone, "brute-force", bound=None).objective
 
 
@@ -145,7 +145,7 @@ def test_subset_optimum_of_three_tall_requests() -> None:
 
 
 @settings(max_examples=25, deadline=None)
-@given(instances(max_n=4, max_memory=16, max_output=9, max_arrival=3))
+@given(instances(max_n=4, max_kv_tokens=16, max_output=9, max_arrival=3))
 def test_refined_estimate_is_admissible_along_an_optimal_schedule(inst: Instance) -> None:
     # The subset-optimum bounds never exceed the cost left at a state of a brute-force
     # optimum (budget 1: most subset optima are then lower bounds, which must stay valid).
@@ -174,7 +174,7 @@ def test_subset_optima_raise_the_estimate() -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(instances(max_n=4, max_memory=12, max_output=6, max_arrival=3))
+@given(instances(max_n=4, max_kv_tokens=12, max_output=6, max_arrival=3))
 def test_no_request_of_an_optimum_can_start_one_round_earlier(inst: Instance) -> None:
     # The left-shift lemma checked on brute-force optima, independently of the DP: a
     # request started after its release either did not fit in the round before or meets
@@ -186,8 +186,8 @@ def test_no_request_of_an_optimum_can_start_one_round_earlier(inst: Instance) ->
         if p == int(inst.arrival[i]):
             continue
         end = p + int(inst.output[i])
-        fitted = load[p - 1] + int(inst.prompt[i]) + 1 <= inst.memory
-        assert not fitted or inst.memory in load[p : end - 1]
+        fitted = load[p - 1] + int(inst.prompt[i]) + 1 <= inst.kv_tokens
+        assert not fitted or inst.kv_tokens in load[p : end - 1]
 
 
 def test_one_round_request_that_fitted_is_not_delayed() -> None:
@@ -260,7 +260,7 @@ def test_subset_budget_is_read_when_used(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 @settings(max_examples=100, deadline=None)
-@given(instances(max_n=5, max_memory=16, max_output=8, max_arrival=1))
+@given(instances(max_n=5, max_kv_tokens=16, max_output=8, max_arrival=1))
 def test_dp_matches_brute_force_where_rounds_fill_up(inst: Instance) -> None:
     # Five requests with outputs up to 8 in small memories: full rounds, and so the
     # left-shift obligations, are common; the rules must never cut off every optimum.

@@ -24,7 +24,7 @@ TINY = sorted(INSTANCES.glob("tiny-*.json"))
 
 
 @settings(max_examples=30, deadline=None)
-@given(instances(max_n=5, max_memory=12, max_output=6, max_arrival=3))
+@given(instances(max_n=5, max_kv_tokens=12, max_output=6, max_arrival=3))
 def test_bounds_exact_and_heuristics_are_ordered(inst: Instance) -> None:
     dp = solve(inst, "dp", bound=None)
     cpsat = solve(inst, "cpsat", bound=None, time_limit=30)

@@ -47,7 +47,7 @@ def test_earliest_start_respects_release_and_growth() -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(
-    instances(max_n=8, max_memory=25, max_arrival=4),
+    instances(max_n=8, max_kv_tokens=25, max_arrival=4),
     st.randoms(use_true_random=False),
     st.booleans(),
 )
@@ -78,7 +78,7 @@ def test_infeasible_schedule_is_refused(engine: str) -> None:
 
 @settings(max_examples=1200, deadline=None)
 @given(
-    instances(max_n=10, max_memory=30, max_arrival=6),
+    instances(max_n=10, max_kv_tokens=30, max_arrival=6),
     st.randoms(use_true_random=False),
     st.booleans(),
     st.sampled_from([1, 2, None]),

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import schedlab.offline.solvers.local_search as local_search_module
 from schedlab import solve, verify
 from schedlab.budget import Budget
 from schedlab.errors import SchedlabError
@@ -17,17 +18,19 @@ from schedlab.offline.instance_io import read_instance
 from schedlab.offline.solvers.local_search import (
     MAX_HISTORY,
     MAX_IDLE,
+    MAX_WIDTH,
     STRATEGIES,
     OrderEvaluator,
     SearchSettings,
     best_start_order,
     checkpoint_spacing,
     improve_order,
+    local_search,
 )
 from schedlab.testing import instances
 from tests.conftest import INSTANCES
 
-backlogs = instances(max_n=12, max_memory=30, max_arrival=0)
+backlogs = instances(max_n=12, max_kv_tokens=30, max_arrival=0)
 
 
 @settings(max_examples=60, deadline=None)
@@ -108,7 +111,7 @@ def test_search_never_worsens_and_is_seeded() -> None:
         improve_order(
             inst,
             start,
-            SearchSettings("first", max_moves=150, screen=8, window=20),
+            SearchSettings("first", work=150, screen=8, width=20),
             budget=Budget(60),
             seed=7,
         )
@@ -122,7 +125,7 @@ def test_search_never_worsens_and_is_seeded() -> None:
 
 
 @settings(max_examples=20, deadline=None)
-@given(instances(max_n=8, max_memory=25, max_arrival=4), st.sampled_from(["first", "best"]))
+@given(instances(max_n=8, max_kv_tokens=25, max_arrival=4), st.sampled_from(["first", "best"]))
 def test_solver_schedules_are_verified(inst: Instance, strategy: str) -> None:
     result = solve(
         inst, "local-search", time_limit=0.2, strategy=strategy, neighbours=3, bound=None
@@ -144,7 +147,7 @@ def test_bad_options() -> None:
         solve(inst, "local-search", time_limit=0.1, temperature=3)
 
 
-@pytest.mark.parametrize("field", ["window", "neighbours", "history"])
+@pytest.mark.parametrize("field", ["width", "neighbours", "history"])
 def test_a_count_below_one_is_refused_by_its_name(field: str) -> None:
     inst = mixed_backlog(10, seed=0)
     with pytest.raises(SchedlabError, match=f"^local-search: {field} must be >= 1, got 0$"):
@@ -163,7 +166,7 @@ def test_late_acceptance_returns_its_best_order_and_is_seeded() -> None:
     start_value = int((list_schedule(inst, start) + inst.output).sum())
     runs = [
         improve_order(
-            inst, start, SearchSettings("late", history=20, max_moves=300), budget=Budget(), seed=3
+            inst, start, SearchSettings("late", history=20, work=300), budget=Budget(), seed=3
         )
         for _ in range(2)
     ]
@@ -196,9 +199,9 @@ def test_screen_with_a_wide_allowance_never_cuts(inst: Instance, rnd) -> None:
 
 
 @settings(max_examples=15, deadline=None)
-@given(instances(max_n=8, max_memory=25, max_arrival=4))
+@given(instances(max_n=8, max_kv_tokens=25, max_arrival=4))
 def test_late_acceptance_with_releases_is_verified(inst: Instance) -> None:
-    result = solve(inst, "local-search", time_limit=5, strategy="late", max_moves=40, bound=None)
+    result = solve(inst, "local-search", time_limit=5, strategy="late", work=40, bound=None)
     assert verify(inst, result.starts) == []
     assert result.stats["moves"] == (40 if inst.n >= 2 else 0)
 
@@ -214,15 +217,15 @@ def test_idle_moves_end_the_search_where_a_work_budget_would(
     inst = read_instance(INSTANCES / "mixed-n50.json")
     if releases:
         arrival = np.arange(inst.n) * 3
-        inst = Instance.from_arrays(inst.memory, inst.prompt, inst.output, arrival)
+        inst = Instance.from_arrays(inst.kv_tokens, inst.prompt, inst.output, arrival)
     start, _ = best_start_order(inst)
     idle = 400
-    ended = SearchSettings(strategy, max_moves=10**6, idle=idle, screen=None)
+    ended = SearchSettings(strategy, work=10**6, idle=idle, screen=None)
     order, stats = improve_order(inst, start, ended, seed=2)
     step = ended.neighbours if strategy == "best" else 1
     assert stats["improved"] > 0 and stats["stopped_by"] is None
     assert stats["improved"] + idle <= stats["moves"] < stats["improved"] + idle + step
-    budgeted = SearchSettings(strategy, max_moves=stats["moves"], screen=None)
+    budgeted = SearchSettings(strategy, work=stats["moves"], screen=None)
     same, same_stats = improve_order(inst, start, budgeted, seed=2)
     assert same.tolist() == order.tolist()
     assert same_stats["objective_strict"] == stats["objective_strict"]
@@ -237,8 +240,8 @@ def test_an_idle_count_the_kernel_cannot_hold_is_refused() -> None:
 
 def test_search_needs_an_end() -> None:
     inst = mixed_backlog(10, seed=0)
-    with pytest.raises(SchedlabError, match="time_limit, max_moves or idle"):
-        improve_order(inst, np.arange(10), SearchSettings(max_moves=None), budget=Budget())
+    with pytest.raises(SchedlabError, match="time_limit, work or idle"):
+        improve_order(inst, np.arange(10), SearchSettings(work=None), budget=Budget())
     with pytest.raises(SchedlabError, match="history"):
         improve_order(inst, np.arange(10), SearchSettings("late", history=0), budget=Budget(1))
 
@@ -268,7 +271,7 @@ def _both_engines(inst: Instance, start: np.ndarray, seed: int, **options) -> li
 
 @settings(max_examples=1000, deadline=None)
 @given(
-    instances(max_n=24, max_memory=40, max_arrival=0),
+    instances(max_n=24, max_kv_tokens=40, max_arrival=0),
     st.randoms(use_true_random=False),
     st.integers(1, 30),
     st.integers(1, 40),
@@ -279,15 +282,15 @@ def _both_engines(inst: Instance, start: np.ndarray, seed: int, **options) -> li
     st.integers(0, 2**32 - 1),
 )
 def test_compiled_late_acceptance_makes_the_reference_moves(
-    inst: Instance, rnd, window, history, screen, checkpoint, moves, idle, seed
+    inst: Instance, rnd, width, history, screen, checkpoint, moves, idle, seed
 ) -> None:
     start = np.arange(inst.n)
     rnd.shuffle(start)
     options = {
-        "window": window,
+        "width": width,
         "history": history,
         "screen": screen,
-        "max_moves": moves,
+        "work": moves,
         "idle": idle,
     }
     compiled, python = _both_engines(inst, start, seed, checkpoint=checkpoint, **options)
@@ -298,7 +301,7 @@ def test_compiled_late_acceptance_makes_the_reference_moves(
 
 def _late_search(inst: Instance, screen: int | None, spacing: int | None) -> tuple:
     start, _ = best_start_order(inst)
-    settings = SearchSettings("late", window=6, screen=screen, max_moves=3000, checkpoint=spacing)
+    settings = SearchSettings("late", width=6, screen=screen, work=3000, checkpoint=spacing)
     order, stats = improve_order(inst, start, settings, seed=4)
     return order.tolist(), stats["moves"], stats["accepted"], stats["objective_strict"]
 
@@ -333,11 +336,11 @@ def test_compiled_late_acceptance_grows_its_buffers() -> None:
     pool = evaluator._pool.shape[1]
     stop = Budget().stop(400)
     best, value, moves, accepted, _ = evaluator.search_late(
-        np.random.default_rng(5), window=60, history=10, screen=None, stop=stop
+        np.random.default_rng(5), width=60, history=10, screen=None, stop=stop
     )
     assert evaluator._new_pool.shape[1] >= 59 * 60 // 2 and evaluator._pool.shape[1] > pool
     settings = SearchSettings(
-        "late", window=60, history=10, screen=None, max_moves=400, checkpoint=1, engine="python"
+        "late", width=60, history=10, screen=None, work=400, checkpoint=1, engine="python"
     )
     order, stats = improve_order(inst, start, settings, seed=5)
     assert (best.tolist(), value, moves, accepted) == (
@@ -372,17 +375,17 @@ def test_compiled_late_acceptance_grows_its_buffers_for_uneven_states(seed: int)
     evaluator._new_pool = np.empty((2, 1), dtype=np.int64)
     used = int(evaluator._index[1, -1])
     evaluator._pool = np.ascontiguousarray(evaluator._pool[:, : used + 1])
-    window, history = int(rng.integers(1, n)), int(rng.integers(1, 20))
+    width, history = int(rng.integers(1, n)), int(rng.integers(1, 20))
     best, value, moves, accepted, _ = evaluator.search_late(
-        np.random.default_rng(seed), window, history, None, Budget().stop(200)
+        np.random.default_rng(seed), width, history, None, Budget().stop(200)
     )
     assert moves == 200
     settings = SearchSettings(
         "late",
-        window=window,
+        width=width,
         history=history,
         screen=None,
-        max_moves=200,
+        work=200,
         checkpoint=1,
         engine="python",
     )
@@ -405,7 +408,7 @@ def test_compiled_late_acceptance_stops_at_the_time_limit() -> None:
     inst = mixed_backlog(200, seed=1)
     start, _ = best_start_order(inst)
     order, stats = improve_order(
-        inst, start, SearchSettings("late", max_moves=None), budget=Budget(0.3), seed=0
+        inst, start, SearchSettings("late", work=None), budget=Budget(0.3), seed=0
     )
     assert stats["stopped_by"] == "time_limit" and stats["moves"] > 0
     assert stats["objective_strict"] == int((list_schedule(inst, order) + inst.output).sum())
@@ -422,9 +425,9 @@ def test_an_unknown_engine_is_refused_by_its_name() -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"window": 2**31}, r"^local-search: window must be <= 2,147,483,647, got 2147483648$"),
-        ({"window": 2.5}, r"^local-search: window must be an integer, got 2.5$"),
-        ({"max_moves": "many"}, r"^local-search: max_moves must be an integer, got 'many'$"),
+        ({"width": 2**31}, r"^local-search: width must be <= 2,147,483,647, got 2147483648$"),
+        ({"width": 2.5}, r"^local-search: width must be an integer, got 2.5$"),
+        ({"work": "many"}, r"^local-search: work must be an integer, got 'many'$"),
     ],
 )
 def test_search_settings_refuse_what_the_engines_would_read_apart(options, message) -> None:
@@ -433,6 +436,19 @@ def test_search_settings_refuse_what_the_engines_would_read_apart(options, messa
 
 
 def test_search_settings_hold_python_integers() -> None:
-    settings = SearchSettings(window=np.uint64(7), history=np.int32(9), max_moves=np.int64(5))
-    assert [type(v) for v in (settings.window, settings.history, settings.max_moves)] == [int] * 3
-    assert settings.window == 7
+    settings = SearchSettings(width=np.uint64(7), history=np.int32(9), work=np.int64(5))
+    assert [type(v) for v in (settings.width, settings.history, settings.work)] == [int] * 3
+    assert settings.width == 7
+
+
+def test_the_old_option_names_still_work_and_warn() -> None:
+    inst = mixed_backlog(12, kv_tokens=3000, seed=2)
+    new = solve(inst, "local-search", work=300, width=3, bound=None)
+    with pytest.warns(DeprecationWarning, match="local-search: max_moves is deprecated"):
+        old = solve(inst, "local-search", max_moves=300, window=3, bound=None)
+    assert old.starts.tolist() == new.starts.tolist()
+    with pytest.warns(DeprecationWarning, match="local_search: window is deprecated; use width"):
+        direct = local_search(inst, max_moves=300, window=3)
+    assert direct.starts.tolist() == new.starts.tolist()
+    with pytest.warns(DeprecationWarning, match="MAX_WINDOW is deprecated"):
+        assert local_search_module.MAX_WINDOW == MAX_WIDTH

@@ -19,6 +19,7 @@ from schedlab.offline.solvers.lp_guided import (
     RELEASE_MOVES,
     lp_order,
     lp_search,
+    lp_swap,
     lp_swap_repair,
 )
 from tests.conftest import INSTANCES
@@ -77,7 +78,7 @@ def test_unknown_option() -> None:
 @pytest.mark.parametrize("path", TINY, ids=lambda p: p.stem)
 def test_lp_search_tiny_instances(path) -> None:
     inst = read_instance(path)
-    result = solve(inst, "lp-search", moves=200, bound=None)
+    result = solve(inst, "lp-search", work=200, bound=None)
     assert verify(inst, result.starts) == []
     optimum = inst.meta["optimum"]
     assert result.objective >= optimum
@@ -88,7 +89,7 @@ def test_lp_search_tiny_instances(path) -> None:
 def test_lp_search_is_seeded_and_never_worse_than_its_repair(screen: int | None) -> None:
     inst = mixed_backlog(40, seed=5)
     runs = [
-        solve(inst, "lp-search", seed=11, moves=400, screen=screen, bound=None) for _ in range(2)
+        solve(inst, "lp-search", seed=11, work=400, screen=screen, bound=None) for _ in range(2)
     ]
     assert runs[0].starts.tolist() == runs[1].starts.tolist()  # no time limit: same seed, same run
     result = runs[0]
@@ -119,16 +120,16 @@ def test_lp_search_caps_its_python_search_with_releases_at_local_searchs_budget(
     assert verify(inst, result.starts) == []
 
 
-@pytest.mark.parametrize("moves", [None, 1.5, True, "AUTO"])
-def test_lp_search_called_directly_refuses_a_move_count_that_is_no_integer(moves) -> None:
+@pytest.mark.parametrize("work", [None, 1.5, True, "AUTO"])
+def test_lp_search_called_directly_refuses_a_move_count_that_is_no_integer(work) -> None:
     inst = Instance.from_arrays(4, [0, 1], [3, 1])
-    with pytest.raises(SchedlabError, match=r"^lp-search: moves must be an integer or 'auto'"):
-        lp_search(inst, moves=moves)
+    with pytest.raises(SchedlabError, match=r"^lp-search: work must be an integer or 'auto'"):
+        lp_search(inst, work=work)
 
 
 def test_lp_search_with_releases_and_a_time_limit() -> None:
     inst = Instance.from_arrays(12, [0, 3, 5, 2, 1], [3, 1, 4, 2, 5], [0, 0, 2, 3, 3])
-    result = solve(inst, "lp-search", time_limit=2, moves=50, bound=None)
+    result = solve(inst, "lp-search", time_limit=2, work=50, bound=None)
     assert verify(inst, result.starts) == []
     with pytest.raises(TypeError, match="unknown option"):
         solve(inst, "lp-search", colour=1)
@@ -137,12 +138,12 @@ def test_lp_search_with_releases_and_a_time_limit() -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"neighbourhood": 0}, "lp-search: neighbourhood must be >= 1, got 0"),
-        ({"moves": -1}, "lp-search: moves must be >= 0, got -1"),
+        ({"width": 0}, "lp-search: width must be >= 1, got 0"),
+        ({"work": -1}, "lp-search: work must be >= 0, got -1"),
         ({"history": 0}, "lp-search: history must be >= 1, got 0"),
         ({"screen": 0}, "lp-search: screen must be >= 1 or None, got 0"),
         ({"idle": 0}, "lp-search: idle must be >= 1 or None, got 0"),
-        ({"moves": "many"}, "lp-search: moves must be an integer or 'auto', got 'many'"),
+        ({"work": "many"}, "lp-search: work must be an integer or 'auto', got 'many'"),
     ],
 )
 def test_lp_search_refuses_bad_search_options_by_their_names(options, message: str) -> None:
@@ -154,7 +155,7 @@ def test_lp_search_refuses_bad_search_options_by_their_names(options, message: s
 def test_lp_search_stops_at_its_time_limit() -> None:
     # a move budget no machine finishes in 2 s: the time limit must end the search
     inst = mixed_backlog(60, seed=1)
-    result = solve(inst, "lp-search", time_limit=2, moves=10**7, idle=None, bound=None)
+    result = solve(inst, "lp-search", time_limit=2, work=10**7, idle=None, bound=None)
     assert verify(inst, result.starts) == []
     assert result.stats["search"]["moves"] < 10**7
     assert result.stats["search"]["stopped_by"] == "time_limit"
@@ -174,10 +175,23 @@ def test_a_relaxation_cut_short_costs_no_more_than_the_best_rule(solver: str) ->
     assert result.objective <= int((list_schedule(inst, order) + inst.output).sum())
 
 
-@pytest.mark.parametrize("window", [0, -7])
+@pytest.mark.parametrize("width", [0, -7])
 @pytest.mark.parametrize("solver", ["lp-swap", "lp-search"])
-def test_a_repair_window_below_one_is_refused(solver: str, window: int) -> None:
+def test_a_repair_width_below_one_is_refused(solver: str, width: int) -> None:
     # it would leave the repair out silently (21,919 instead of 21,848 on mixed-n50)
     inst = Instance.from_arrays(4, [0, 1], [3, 1])
-    with pytest.raises(SchedlabError, match=f"^{solver}: window must be >= 1, got {window}$"):
-        solve(inst, solver, bound=None, window=window)
+    with pytest.raises(SchedlabError, match=f"^{solver}: repair_width must be >= 1, got {width}$"):
+        solve(inst, solver, bound=None, repair_width=width)
+
+
+def test_the_old_option_names_still_work_and_warn() -> None:
+    inst = Instance.from_arrays(12, [0, 3, 5, 2, 1], [3, 1, 4, 2, 5])
+    new = solve(inst, "lp-search", work=40, width=3, repair_width=8, bound=None)
+    with pytest.warns(DeprecationWarning, match="lp-search: moves is deprecated; use work"):
+        old = solve(inst, "lp-search", moves=40, neighbourhood=3, window=8, bound=None)
+    assert old.starts.tolist() == new.starts.tolist()
+    with pytest.warns(DeprecationWarning, match="lp_swap: window is deprecated"):
+        direct = lp_swap(inst, window=8)
+    assert direct.starts.tolist() == lp_swap(inst, repair_width=8).starts.tolist()
+    with pytest.raises(SchedlabError, match="give work only"):
+        solve(inst, "lp-search", moves=40, work=40, bound=None)

@@ -46,7 +46,7 @@ def test_single_window_order_follows_optimal_sub_schedule() -> None:
 
 
 @settings(max_examples=15, deadline=None)
-@given(instances(max_n=8, max_memory=20, max_arrival=3, max_output=6))
+@given(instances(max_n=8, max_kv_tokens=20, max_arrival=3, max_output=6))
 def test_schedules_verified(inst: Instance) -> None:
     result = solve(inst, "receding-horizon", time_limit=5, window=3, commit=1, bound=None)
     assert verify(inst, result.starts) == []

@@ -55,7 +55,7 @@ def test_sof_versus_mc_sf_by_hand():
 def test_mc_sf_variants_coincide_with_equal_prompts(drawn, prompt):
     # With one prompt length the admission slack is non-increasing in o, so once a request
     # fails every longer one fails too: backfilling never finds another (rules.py docs).
-    memory = max(drawn.memory, prompt + int(drawn.output.max()))
+    memory = max(drawn.kv_tokens, prompt + int(drawn.output.max()))
     inst = Instance.from_arrays(memory, [prompt] * drawn.n, drawn.output, arrival=drawn.arrival)
     strict = solve(inst, "mc-sf", bound=None)
     backfill = solve(inst, "mc-sf-backfill", bound=None)
@@ -73,7 +73,7 @@ def test_backfill_option_overrides_the_default(rule):
 
 
 @settings(max_examples=1000, deadline=None)
-@given(instances(max_n=10, max_memory=40, max_arrival=8, max_output=15))
+@given(instances(max_n=10, max_kv_tokens=40, max_arrival=8, max_output=15))
 def test_every_rule_returns_a_verified_schedule(inst):
     for rule in RULE_NAMES:
         result = solve(inst, rule, bound=None)
@@ -107,7 +107,7 @@ def test_best_rule_schedule_stops_at_the_cap_with_the_first_rule():
 
 
 @settings(max_examples=200, deadline=None)
-@given(instances(max_n=7, max_memory=14, max_output=6, max_arrival=3))
+@given(instances(max_n=7, max_kv_tokens=14, max_output=6, max_arrival=3))
 def test_best_rule_schedule_is_the_first_least_rule_and_mode(inst):
     # reference: every rule in RULES order, strict then backfilling, the first least
     # objective kept (what best_rule_schedule returns, whatever order it decodes in)

@@ -96,7 +96,7 @@ def test_prune_drops_long_member() -> None:
     assert sorted(prune_batch(out, np.array([0, 1, 2])).tolist()) == [0, 1]
 
 
-backlogs = instances(max_n=6, max_memory=12, max_arrival=0, max_output=5)
+backlogs = instances(max_n=6, max_kv_tokens=12, max_arrival=0, max_output=5)
 
 
 @settings(max_examples=25, deadline=None)
@@ -116,7 +116,7 @@ def test_guarantee_against_optimum_and_bound(inst: Instance) -> None:
 def _packing_q(inst: Instance, members: list[int]) -> float:
     w = (inst.prompt + inst.output)[members]
     o = inst.output[members]
-    return _brute_min_f(w, o, inst.memory)[1]
+    return _brute_min_f(w, o, inst.kv_tokens)[1]
 
 
 @settings(max_examples=20, deadline=None)
@@ -132,7 +132,7 @@ def test_packing_lemma_on_optimal_schedules(inst: Instance) -> None:
 
 
 @settings(max_examples=30, deadline=None)
-@given(instances(max_n=8, max_memory=30, max_arrival=5))
+@given(instances(max_n=8, max_kv_tokens=30, max_arrival=5))
 def test_schedules_verified_with_releases(inst: Instance) -> None:
     for solver in ("sorted-f", "sorted-f-seq"):
         for method in ("exact", "fast", "auto"):
@@ -148,7 +148,7 @@ def test_batches_partition_requests_in_non_decreasing_f() -> None:
     flat = np.sort(np.concatenate(batches))
     assert flat.tolist() == list(range(inst.n))
     weight = inst.prompt + inst.output
-    assert all(weight[b].sum() <= inst.memory for b in batches)
+    assert all(weight[b].sum() <= inst.kv_tokens for b in batches)
     assert verify(inst, solve(inst, "sorted-f", bound=None).starts) == []
 
 
@@ -195,7 +195,7 @@ def _same_batches(inst: Instance, method: str) -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(
-    instances(max_n=40, max_memory=60, max_arrival=0, max_output=40),
+    instances(max_n=40, max_kv_tokens=60, max_arrival=0, max_output=40),
     st.sampled_from(["fast", "auto"]),
 )
 def test_compiled_fast_selection_equals_reference(inst: Instance, method: str) -> None:
@@ -228,7 +228,7 @@ def test_unknown_sorted_f_engine() -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(instances(max_n=12, max_memory=30, max_arrival=20))
+@given(instances(max_n=12, max_kv_tokens=30, max_arrival=20))
 def test_sequential_starts_follow_the_recurrence(inst: Instance) -> None:
     # T_b = max(T_{b-1} + max o over X_{b-1}, max a over X_b), batch by batch
     batches, _ = sorted_f_batches(inst, method="fast")
