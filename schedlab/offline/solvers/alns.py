@@ -36,24 +36,11 @@ By default :math:`\tau_0 = 0.1 / n` and :math:`\tau_1 = \tau_0 / 100`
 (:data:`START_TEMPERATURE`): the start temperature is a tenth of the start's mean
 latency :math:`c_0 / n`. A move shifts the starts of the requests after it by a few
 rounds, so its change of the total grows like the mean latency, not like the total; at
-the fixed ``1e-3`` of before the search ended higher on n = 1,000. Trials of
-:func:`improve_alns` from the best rule's order, seed 0, 2026-12-03 (start and end
-temperature):
-
-* shipped mixed n = 200, 1e-3 / 1e-5, 5e-4 / 5e-6, 2.5e-4 / 2.5e-6: 254,888 / 254,180 /
-  254,777 after 40,000 evaluations, 254,008 / 253,274 / 254,109 after 200,000;
-* shipped n = 1,000 after 200,000: 1e-3 / 1e-5 4,585,507, 5e-4 / 1e-6 4,580,416,
-  2e-4 / 2e-6 4,579,464, 1e-4 / 1e-6 4,575,448 (``local-search``'s search with its
-  defaults: 4,580,568, strict).
-
-The best of each, 5e-4 and 1e-4, are :math:`0.1 / n`. Where the search ends: with these
-defaults it stopped by ``idle`` after 57,992 evaluations on the shipped n = 200
-(254,325 with the closing decodes, 0.8 s) and ran all 400,000 on n = 1,000 (4,570,442,
-17 s). An end by ``idle`` comes before the annealing is done: the temperature has fallen
-only by the share of ``work`` spent (on n = 200 to about half the start one), so
-``work`` sets the cooling rate. There, ``work=60_000`` cools fully in about
-the same time and reaches 253,797 (a read-only review found it; remeasured 2026-12-03):
-the idle end trades that for one setting that serves every size.
+the fixed ``1e-3`` of before the search ended higher on n = 1,000 (``docs/design.md``,
+"Decision record", gives the trials). An end by ``idle`` comes before the annealing is
+done: the temperature has fallen only by the share of ``work`` spent, so ``work`` sets
+the cooling rate, and a smaller ``work`` cools fully in about the same time; the idle end
+trades that for one setting that serves every size.
 
 Weights follow the same paper: an operator scores :math:`\sigma_1 = 33` for a new best
 order, :math:`\sigma_2 = 9` for an improvement of the current one, :math:`\sigma_3 = 13`

@@ -27,21 +27,12 @@ rule). The settings of a search travel together as one :class:`SearchSettings`.
 Defaults
 --------
 ``late`` acceptance with ``width = 5`` (the defaults of :class:`SearchSettings` and of
-the solver) against ``first`` improvement with ``width = 20`` (the defaults before), in
-``python benchmarks/offline_targets.py --rows search`` (2026-12-02): at 60,000 and at
-300,000 moves ``late``/5 ended lower on 11 of 13 runs, on every seed of the mixed
-n = 1,000 by 0.25 to 0.6 % (shipped: 4,580,021 against 4,596,658 at 60,000 moves) and
-on ``mixed_backlog(10_000, seed=0)`` by 0.24 % (469,710,557 against 470,855,881); it
-lost only on the shipped n = 200, by 35 and by 20 (254,807 against 254,772 at 60,000).
-First improvement is stuck once every nearby move is worse; late acceptance keeps
-walking through equal and slightly worse orders, and moves of at most 5 positions are
-cheap to screen. A long run wants a longer ``history``: in trials on the shipped
-n = 1,000 at 300 s with no work budget (``work=None``, 2026-12-02) ``history`` 150
-reached 2.25 % above the best bound of the time (4,468,244), 1,000 reached 2.00 %,
-5,000 2.39 % (too slow to settle in that time); the long runs of the benchmark's
-``LONG_SEARCH`` use 1,000 at n = 1,000 and 300 at n = 10,000 (there, in 120 s trials
-with ``width = 20``, 1,000 let too few moves be screened out: 2,500 moves/s against
-10,400 with 150).
+the solver) replaced ``first`` improvement with ``width = 20`` when it ended lower on most
+runs of ``python benchmarks/offline_targets.py --rows search`` (``docs/design.md``,
+"Decision record"). First improvement is stuck once every nearby move is worse; late
+acceptance keeps walking through equal and slightly worse orders, and moves of at most 5
+positions are cheap to screen. A long run wants a longer ``history``; the long runs of
+the benchmark's ``LONG_SEARCH`` use 1,000 at n = 1,000 and 300 at n = 10,000.
 
 Idle moves
 ----------
@@ -98,13 +89,7 @@ loop of :func:`improve_order`, calling the kernels move by move. Both make the s
 moves from the same seed, so every seeded result is the same with either
 (``tests/offline/solvers/test_local_search.py``). What the compiled loop saves is the
 Python work around a move, so it pays most where moves are cheap
-(``python benchmarks/local_search_speed.py --engines``, 60,000 moves, medians of 3
-seeds, two runs on 2026-12-03 on a noisy machine): on the shipped mixed n = 200,
-2.7-2.9 against 8.9-10.4 µs a move with the defaults, 3.6-4.4 against 12.7-14.2
-exact; on the shipped n = 1,000, 12.8-14.7 against 21.0-23.8 with the defaults,
-21.3-22.8 against 29.9-37.7 exact, where the decode itself dominates (with width 3
-and history 5,000: 4.0-4.5 against 13.1-15.6 at n = 200, 21.5-26.6 against
-30.4-42.3 at n = 1,000).
+(``python benchmarks/local_search_speed.py --engines`` measures both).
 """
 
 from __future__ import annotations
@@ -166,10 +151,8 @@ def require_search_memory(
 #: Acceptance rules of :func:`improve_order` (module docs).
 STRATEGIES: tuple[str, ...] = ("first", "best", "late")
 
-#: Moves ``local-search`` makes when ``work`` is not given: about 3 s on the shipped
-#: mixed n = 200 backlog on the development machine (its row of the README's quickstart
-#: table, 2026-12-02), about 9 s on the shipped n = 1,000 and 24 s on a mixed n = 10,000
-#: (``benchmarks/offline_targets.py``, rows gap1000 and gap10000).
+#: Moves ``local-search`` makes when ``work`` is not given: a few seconds on the shipped
+#: mixed backlogs (``benchmarks/offline_targets.py``, rows gap1000 and gap10000, times it).
 DEFAULT_MOVES = 60_000
 
 #: Objective given to a move the screen cut off (worse than any schedule).
@@ -235,22 +218,17 @@ def checkpoint_spacing(n: int, *, exact: bool) -> int:
     A state saved at every position costs a copy of the running set (about 30 requests
     on the shipped mixed n = 1,000) at every position decoded; a wider spacing decodes
     about half a spacing more positions a move, from the last state before the move, and
-    notices later that the two runs met. Late-acceptance moves a second (width 5, 60,000
-    moves, median of 3 seeds) by spacing 1, 4, 8, 16, 32, exact / screened (``python
-    benchmarks/local_search_speed.py --spacings 1 4 8 16 32``, 2026-12-03): on the
-    shipped mixed n = 200, 204k, 302k, 318k, 316k, 302k / 457k, 597k, 618k, 574k, 507k;
-    on the shipped n = 1,000, 38.8k, 50.9k, 55.2k, 57.1k, 55.8k / 92.7k, 130k, 144k,
-    144k, 145k. The states take ``O(n / spacing)`` running sets of room, hence
-    ``n // 1000`` on large backlogs.
+    notices later that the two runs met (``python benchmarks/local_search_speed.py
+    --spacings 1 4 8 16 32`` measures the trade). The states take ``O(n / spacing)``
+    running sets of room, hence ``n // 1000`` on large backlogs.
 
     An exact evaluation's objective, and so every move made, does not depend on the
     spacing. A screened one's can: between the position where the runs meet and the
     next saved state the decode goes on, and a screen there tests the start changes so
     far, which exceed the final total when the runs met ``delta < 0`` rounds earlier,
     so a spacing that notices the meeting later may cut a move that another accepts.
-    A read-only review (2026-12-03) found 74 of 120 screened searches on small instances
-    ending differently across spacings 1, 3, 8 and ``n + 1``, and default
-    ``local-search`` on the shipped Jaillet instances ending differently at 8 than at 1.
+    Screened searches on small instances were seen to end differently across spacings,
+    default ``local-search`` on the shipped Jaillet instances among them.
     Screened evaluation therefore keeps the spacing it had before, and with it the
     results.
     """
@@ -266,11 +244,8 @@ class OrderEvaluator:
     a move writes its states in place
     (:func:`~schedlab.offline.compiled_decoder.accept_kernel`) and moves the later
     segments only when the count of running requests changed (the array keeps spare
-    room). Written so in NumPy, an accepted move cost 28 µs on the shipped mixed
-    n = 1,000 against 55 µs when the array was rebuilt, and a late-acceptance search
-    (width 3, ``history=5000``) from ``lp-swap``'s order made 3.3 M moves in about
-    215 s against 2.8 M, beside another process (2026-12-02; the same moves give the
-    same objectives). :meth:`search_late` runs a whole ``late`` search on these arrays.
+    room), which costs far less than rebuilding it (``docs/design.md``, "Decision
+    record"). :meth:`search_late` runs a whole ``late`` search on these arrays.
 
     Parameters
     ----------

@@ -33,16 +33,9 @@ is returned as the solver's lower bound.
     compacted by :func:`~schedlab.offline.solvers.left_shift.left_shift`, and the best of
     the strict, the left-shifted strict and the backfilling decodes is returned.
 
-    Exact moves by default: on the shipped mixed n = 200 at 60 s (no move budget, width
-    3, history 3,000, 2026-12-02) exact moves reached 252,741 and screened ones
-    (``screen=8``) 253,169. On n = 1,000 an exact move decodes about ``n - lo``
-    positions, some 2.5 times the cost of a screened one, yet it still pays: with moves
-    within 3 positions and history 5,000 (2026-12-03), 8 M exact moves reached 1.536 /
-    1.542 % above the best bound (seeds 0 / 1, about 200 s; the long run takes 10 M)
-    where 6 M screened ones reached 1.538 / 1.624 % (about 90 s)
-    (``benchmarks/offline_targets.py``, row gap1000, "lp-search (long)"). Moves within 2
-    or 4 positions instead of 3 reached 1.549 and 1.542 % (search seed 0, 10 M moves,
-    2026-12-03); the run with 3 last lowered its best at move 6.56 M of the 10 M.
+    Exact moves by default: an exact move decodes about ``n - lo`` positions, some 2.5
+    times the cost of a screened one at n = 1,000, yet long runs with exact moves ended
+    lower (``docs/design.md``, "Decision record").
 
 Work (:mod:`schedlab.budget`): the LP runs at most
 :data:`~schedlab.offline.bounds.time_indexed.LP_ROUNDS` column-generation rounds, the
@@ -51,17 +44,11 @@ its best objective last fell (:data:`DEFAULT_IDLE`), and at most ``work`` moves 
 default :data:`DEFAULT_MOVES` on a backlog, :data:`RELEASE_MOVES` with release times); so
 without a binding wall-clock cap the result depends only on the instance and ``seed``.
 
-The search ends by itself because no fixed count fits every size. The late-acceptance
-moves of ``lp-search``'s defaults from the repaired order of the shipped mixed n = 1,000
-last lowered the best at move 417,470 of the first 437,470 (4,556,008), and at 2,830,886
-of 3,000,000 (4,555,784, 75 s); 30,000 moves (the fixed budget before) ended 2.61 % above
-the best bound at 300 s, against 2.46 % for ``local-search``. On the shipped n = 200 the
-best last fell at move 45,934 of the first 65,934 (252,817), and at 288,027 of 3,000,000
-(252,740). With release times every move is a full decode in Python, about ``n`` times
-dearer: a read-only review measured 231,003 moves (35 s) before the idle end on
-``mixed_backlog(1000)`` with releases ``3 i``, and 317 moves a second at n = 10,000; so
-there the cap is ``local-search``'s 60,000. A tiny instance with releases stops after
-about 20,000 moves.
+The search ends by itself because no fixed count fits every size: searches settle after
+very different counts of moves on different sizes (``docs/design.md``, "Decision
+record"). With release times every move is a full decode in Python, about ``n`` times
+dearer, so there the cap is ``local-search``'s 60,000. A tiny instance with releases
+stops after about 20,000 moves.
 
 Under a cap the LP gets a quarter of it (``sorted-lp`` nine tenths, ``lp-swap`` half),
 the repair runs until half of it has passed, and the search stops at nine tenths; a
