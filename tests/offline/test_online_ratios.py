@@ -16,14 +16,14 @@ def _column(text: str, section: str, title: str) -> list[str]:
 def test_the_benchmark_runs_small(tmp_path, data_dir, capsys):
     bench = load_benchmark("online_ratios")
     page, figure = tmp_path / "page.md", tmp_path / "img" / "ratios.png"
-    argv = ["--n", "12", "--memory", "3000", "--alphas", "0.5,1"]
+    argv = ["--n", "12", "--kv-tokens", "3000", "--alphas", "0.5,1"]
     argv += ["--sources", "sharegpt"]
     argv += ["--no-headline", "--page", str(page), "--figure", str(figure)]
     assert bench.main(argv) == 0
     text = page.read_text()
     for heading in ("## Backlogs", "## Arrival streams", "## Beside the paper", "## Every run"):
         assert heading in text, heading
-    assert "--n 12 --memory 3000 --alphas 0.5,1 --sources sharegpt" in text
+    assert "--n 12 --kv-tokens 3000 --alphas 0.5,1 --sources sharegpt" in text
     assert figure.stat().st_size > 10_000
     # a backlog and a stream, five prediction models, four algorithms
     ratios = [float(cell) for cell in _column(text, "## Every run", "×bound")]
