@@ -18,6 +18,7 @@ from schedlab.jobs import Executor
 from schedlab.offline.backlogs import mixed_backlog
 from schedlab.offline.instance import Instance
 from schedlab.offline.report import run_report
+from schedlab.plotting.comparison import plot_report
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLVERS = (
@@ -58,9 +59,9 @@ def main() -> None:
         time_limit=args.time_limit,
         seed=0,
         out_dir=args.out,
-        plot=args.out / "offline_suite.png",
         executor=Executor(progress=True),
     )
+    plot_report(report, args.out / "offline_suite.png")
     print(report.to_text())
     print()
     for comp in report.comparisons:

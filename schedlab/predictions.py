@@ -47,9 +47,14 @@ import numpy as np
 from schedlab.errors import FormatError, PredictionError
 from schedlab.json_files import check_keys, parse_json, read_text
 
+#: Largest predicted length accepted or made, ``2**40``: the bound every token count of an
+#: instance obeys (:data:`schedlab.offline.instance.MAX_VALUE`), far beyond any output.
+MAX_LENGTH = 2**40
+
 __all__ = [
     "BUCKET_ACCURACY",
     "MAX_CV",
+    "MAX_LENGTH",
     "MODELS",
     "Intervals",
     "bucket_intervals",
@@ -189,7 +194,8 @@ def ratio_intervals(outputs: np.ndarray, alpha: float, seed: int) -> Intervals:
     theta = np.random.default_rng([_STREAMS["interval"], seed]).random(true.size)
     lower = np.maximum(1, np.floor(true * alpha**theta + 1e-9)).astype(np.int64)
     lower = np.minimum(lower, true)
-    upper = np.maximum(true, np.ceil(lower / alpha - 1e-9).astype(np.int64))
+    wide = np.minimum(np.ceil(lower / alpha - 1e-9), MAX_LENGTH)  # a tiny alpha: capped
+    upper = np.maximum(true, wide.astype(np.int64))
     return Intervals(lower, upper, f"interval:{alpha:g}:{seed}", exact=True)
 
 
@@ -315,9 +321,11 @@ def _integer(value: Any, where: str) -> int:
         value = value.strip()
         if not value.lstrip("-").isdigit():
             raise PredictionError(f"{where}: expected an integer, got {value!r}")
-        return int(value)
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise PredictionError(f"{where}: expected an integer, got {value!r}")
+    if abs(value) > MAX_LENGTH:
+        raise PredictionError(f"{where}: must be at most {MAX_LENGTH} (2**40) in size")
     return value
 
 
@@ -345,7 +353,13 @@ def _rows(path: str | Path, text: str) -> tuple[list[tuple[str, dict[str, Any]]]
     reader = csv.DictReader(io.StringIO(text))
     if reader.fieldnames is None or not {"id", "lower", "upper"} <= set(reader.fieldnames):
         raise FormatError(f"{path}: line 1: expected a header with id, lower, upper")
-    return [(f"{path}: line {reader.line_num}", dict(row)) for row in reader], False
+    rows = []
+    for row in reader:
+        place = f"{path}: line {reader.line_num}"
+        if None in row:  # csv.DictReader's key for the fields past the header's
+            raise FormatError(f"{place}: more fields than the header's {len(reader.fieldnames)}")
+        rows.append((place, dict(row)))
+    return rows, False
 
 
 def read_predictions(path: str | Path, instance: _Requests) -> Intervals:

@@ -171,6 +171,8 @@ def test_a_prediction_file_is_read_by_request_id(tmp_path: Path) -> None:
         ("a,x,3\n", PredictionError, r"p.csv: line 2: lower: expected an integer, got 'x'"),
         ("a,1,3\n", PredictionError, r"p.csv: 2 request\(s\) without a prediction: 1, 2$"),
         ("HEAD", FormatError, r"p.csv: line 1: expected a header with id, lower, upper"),
+        ("a,1,99999999999999999999\n", PredictionError, r"p.csv: line 2: upper: must be at"),
+        ("a,1,3,7\n", FormatError, r"p.csv: line 2: more fields than the header's 3"),
     ],
 )
 def test_a_bad_prediction_file_is_one_line_naming_file_and_row(
@@ -180,3 +182,10 @@ def test_a_bad_prediction_file_is_one_line_naming_file_and_row(
     path.write_text("id,low,up\na,1,3\n" if rows == "HEAD" else "id,lower,upper\n" + rows)
     with pytest.raises(error, match=message):
         read_predictions(path, INSTANCE)
+
+
+def test_a_tiny_alpha_is_wide_and_never_wraps_to_the_true_length() -> None:
+    outputs = np.array([5, 100, 4000])
+    wide = predict("interval:1e-30:0", outputs)
+    assert (wide.upper == 2**40).all()  # capped at the largest length, not wrapped
+    assert (wide.lower <= outputs).all() and (outputs <= wide.upper).all()

@@ -175,6 +175,7 @@ class CapacityResult:
         """One flat row for tables and CSV (the probes as their count, ``runs``)."""
         return {
             "policy": self.policy,
+            "predictions": self.predictions,
             "workload": self.workload,
             "cost_model": self.cost_model,
             "hardware": self.hardware,

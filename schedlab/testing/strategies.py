@@ -35,9 +35,7 @@ __all__ = ["cost_models", "engine_configs", "instances", "traces"]
 SHAPES = ("mixed", "identical", "largest")
 
 
-@st.composite
 def instances(
-    draw: st.DrawFn,
     max_n: int = 8,
     max_kv_tokens: int | None = None,
     max_arrival: int = 5,
@@ -45,7 +43,7 @@ def instances(
     shapes: Sequence[str] = SHAPES,
     *,
     max_memory: int | None = None,
-) -> Instance:
+) -> st.SearchStrategy[Instance]:
     r"""Small feasible offline instances.
 
     Parameters
@@ -71,7 +69,20 @@ def instances(
     request; in ``largest`` ones each request has :math:`s_i = M - o_i`.
     """
     most = renamed("instances", "max_memory", "max_kv_tokens", max_memory, max_kv_tokens)
-    memory = draw(st.integers(1, 30 if most is None else most))
+    return _instances(max_n, 30 if most is None else most, max_arrival, max_output, shapes)
+
+
+@st.composite
+def _instances(
+    draw: st.DrawFn,
+    max_n: int,
+    max_kv_tokens: int,
+    max_arrival: int,
+    max_output: int,
+    shapes: Sequence[str],
+) -> Instance:
+    """:func:`instances`, the rename of its keyword resolved once, when it is called."""
+    memory = draw(st.integers(1, max_kv_tokens))
     n = draw(st.integers(1, max_n))
     shape = draw(st.sampled_from(_known(shapes)))
     released = max_arrival > 0 and draw(st.booleans())

@@ -28,7 +28,7 @@ import numpy as np
 
 from schedlab.errors import ScheduleError
 from schedlab.offline.instance import Instance, Request, check_instance
-from schedlab.offline.schedule import total_latency
+from schedlab.offline.schedule import Schedule, total_latency
 from schedlab.offline.verify import verify
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "evictions",
     "last_starts",
     "objective",
+    "run_schedule",
     "runs_to_lists",
     "verify_runs",
     "wasted_rounds",
@@ -76,6 +77,21 @@ def wasted_token_rounds(instance: Instance, runs: Runs) -> int:
         for i, request in enumerate(runs)
         for _, rounds in request[:-1]
     )
+
+
+def run_schedule(instance: Instance, runs: Runs) -> Schedule:
+    """Every run, evicted ones included, as a request of its own started at its start: the
+    schedule whose load in each round is the memory ``runs`` hold then, so its
+    ``peak_memory`` and ``utilisation`` count the evicted runs' tokens too (those of the
+    last runs alone, ``Schedule(instance, last_starts(runs))``, do not). ``runs`` must be
+    well formed (:func:`verify_runs` finds nothing but memory to report)."""
+    pieces = tuple(
+        Request(instance.requests[i].prompt, rounds)
+        for i, request in enumerate(runs)
+        for _, rounds in request
+    )
+    starts = np.array([start for request in runs for start, _ in request], dtype=np.int64)
+    return Schedule(Instance(instance.kv_tokens, pieces), starts)
 
 
 def runs_to_lists(runs: Runs) -> list[list[list[int]]]:

@@ -23,6 +23,7 @@ from schedlab.offline.online.policies import POLICIES
 from schedlab.offline.online.runs import (
     evictions,
     last_starts,
+    run_schedule,
     runs_to_lists,
     verify_runs,
     wasted_rounds,
@@ -55,8 +56,11 @@ def online_solver(name: str) -> SolverFn:
         problems = verify_runs(instance, runs)
         if problems:
             raise SolverError(f"{name}: the verifier rejects its runs: {'; '.join(problems)}")
+        held = run_schedule(instance, runs)
         stats = {
             "predictions": intervals.model,
+            "peak_memory": held.peak_memory,
+            "utilisation": held.utilisation,
             "evictions": evictions(runs),
             "wasted_rounds": wasted_rounds(runs),
             "wasted_token_rounds": wasted_token_rounds(instance, runs),

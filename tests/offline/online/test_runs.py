@@ -16,12 +16,13 @@ from schedlab.offline.online.runs import (
     evictions,
     last_starts,
     objective,
+    run_schedule,
     runs_to_lists,
     verify_runs,
     wasted_rounds,
     wasted_token_rounds,
 )
-from schedlab.offline.schedule import total_latency
+from schedlab.offline.schedule import Schedule, total_latency
 from schedlab.offline.verify import verify
 from schedlab.testing import instances
 
@@ -102,3 +103,15 @@ def test_the_last_runs_of_any_accepted_schedule_are_a_schedule(
     starts = last_starts(runs)
     assert verify(instance, starts) == []
     assert objective(instance, runs) == total_latency(instance, starts)
+
+
+def test_memory_use_counts_the_evicted_runs() -> None:
+    # request 0 holds 3, 4, 5 in rounds 0..2 and is evicted; request 1 holds 4 in round 2
+    runs = (((0, 3), (5, 4)), ((2, 3),))
+    assert verify_runs(INSTANCE, runs) == []
+    held = run_schedule(INSTANCE, runs)
+    assert held.peak_memory == 5 + 4  # round 2, the evicted run's last
+    # token-rounds (3+4+5) + (3+4+5+6) + (4+5+6) over M = 10 times the makespan 9
+    assert held.utilisation == pytest.approx(45 / 90)
+    # the last runs alone peak lower: the figure an online result must not report
+    assert Schedule(INSTANCE, last_starts(runs)).peak_memory == 6
