@@ -30,20 +30,37 @@ same name wins (an installed package cannot replace a built-in). Docs:
 
 from __future__ import annotations
 
-from importlib.metadata import entry_points
-from typing import TypeVar
+import functools
+import sys
+from importlib.metadata import EntryPoints, entry_points
+from typing import Any, TypeVar
 
 from schedlab.errors import InputTypeError
 
-__all__ = ["installed_names", "load_installed"]
+__all__ = ["declared", "installed_names", "load_installed"]
 
 T = TypeVar("T")
+
+
+@functools.cache
+def _declared(path: tuple[str, ...]) -> Any:
+    """Every entry point the distributions on ``path`` declare, read once: each reading
+    parses every installed package's ``entry_points.txt``, and the command line asks for
+    about twenty groups."""
+    return entry_points()  # Python 3.11: grouped; both kinds have .select(group=, name=)
+
+
+def declared(**select: str) -> EntryPoints:
+    """The installed entry points that match ``select`` (``group=``, ``name=``), as
+    :func:`importlib.metadata.entry_points` gives them, read once for each ``sys.path``
+    (a directory added to it, as a test's installed package is, is seen)."""
+    return _declared(tuple(sys.path)).select(**select)
 
 
 def installed_names(group: str) -> tuple[str, ...]:
     """The names installed packages declare in entry-point ``group``, sorted, without
     loading them."""
-    return tuple(sorted({point.name for point in entry_points(group=group)}))
+    return tuple(sorted({point.name for point in declared(group=group)}))
 
 
 def load_installed(group: str, name: str, kind: type[T]) -> T | None:
@@ -55,7 +72,7 @@ def load_installed(group: str, name: str, kind: type[T]) -> T | None:
     InputTypeError
         Naming the entry point, if what it names is not a ``kind``.
     """
-    for point in entry_points(group=group, name=name):
+    for point in declared(group=group, name=name):
         found = point.load()
         if not isinstance(found, kind):
             raise InputTypeError(

@@ -110,7 +110,11 @@ _DEPRECATED = r".* is deprecated; use "
 
 
 def _run(argv: Sequence[str] | None) -> int:
-    parser = build_parser()
+    try:
+        parser = build_parser()
+    except KeyboardInterrupt:  # before any command runs: the same one line
+        print("schedlab: interrupted", file=sys.stderr)
+        return 130
     args = parser.parse_args(_attach_negative_values(sys.argv[1:] if argv is None else argv))
     with warnings.catch_warnings():
         warnings.simplefilter("always", SchedlabNote)

@@ -34,13 +34,13 @@ import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from functools import lru_cache
-from importlib.metadata import entry_points
 from importlib.resources import files
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from schedlab.errors import FormatError, NonMonotoneCostModelError, ServingError, UnknownNameError
 from schedlab.json_files import check_keys, read_json, text_field, write_text
+from schedlab.plugins import declared
 
 __all__ = [
     "BUILTIN_COST_MODELS",
@@ -294,7 +294,7 @@ _KINDS: dict[str, Callable[[Mapping[str, Any], str], CostModel]] = {
 
 def _installed_kind(kind: str) -> Callable[[Mapping[str, Any], str], CostModel] | None:
     """The loader an installed package declares for ``kind`` (entry points), if any."""
-    for point in entry_points(group=KIND_ENTRY_POINTS, name=kind):
+    for point in declared(group=KIND_ENTRY_POINTS, name=kind):
         loader: Callable[[Mapping[str, Any], str], CostModel] = point.load()
         _KINDS[kind] = loader
         return loader
@@ -322,7 +322,7 @@ def register_cost_model_kind(
 
 def cost_model_kinds() -> tuple[str, ...]:
     """Kinds :func:`cost_model_from_dict` understands: registered and installed ones."""
-    installed = (point.name for point in entry_points(group=KIND_ENTRY_POINTS))
+    installed = (point.name for point in declared(group=KIND_ENTRY_POINTS))
     return tuple(dict.fromkeys([*_KINDS, *installed]))
 
 

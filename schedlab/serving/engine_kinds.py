@@ -26,10 +26,10 @@ timing=...)`` and returns a :class:`Replica`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Protocol
 
 from schedlab.errors import UnknownNameError
+from schedlab.plugins import declared
 
 if TYPE_CHECKING:
     from schedlab.serving.cost_model import BatchShape
@@ -196,7 +196,7 @@ class HandOverReplica(Replica, Protocol):
 
 def engine_kind_names() -> tuple[str, ...]:
     """The engine kinds known: the built-in one and every installed one."""
-    installed = sorted({point.name for point in entry_points(group=ENTRY_POINTS)})
+    installed = sorted({point.name for point in declared(group=ENTRY_POINTS)})
     return (BUILTIN_KIND, *(name for name in installed if name != BUILTIN_KIND))
 
 
@@ -209,7 +209,7 @@ def replica_factory(kind: str) -> Callable[..., Replica]:
         If no installed package declares ``kind`` (the built-in kind has no factory:
         :func:`~schedlab.serving.simulator.run_engine` builds it itself).
     """
-    for point in entry_points(group=ENTRY_POINTS, name=kind):
+    for point in declared(group=ENTRY_POINTS, name=kind):
         factory: Callable[..., Replica] = point.load()
         return factory
     raise UnknownNameError("engine", kind, engine_kind_names())
