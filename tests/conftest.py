@@ -11,6 +11,7 @@ import atexit
 import io
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -26,8 +27,15 @@ INSTANCES = ROOT / "instances"
 def pytest_configure(config: pytest.Config) -> None:
     """Point the library at the real data (``SCHEDLAB_DATA``) for the whole run, and
     install the example third-party package (:mod:`tests.plugins.installed`) for it and
-    its subprocesses, so that every registry's tests cover its entries."""
+    its subprocesses, so that every registry's tests cover its entries. Ctrl-C is made
+    live again if the run inherited it ignored (a shell's background job does: POSIX
+    shells without job control start ``cmd &`` with SIGINT ignored, and a child keeps an
+    ignored signal across ``exec``), since the tests of interrupts send it to this
+    process and to the commands it starts."""
     from tests.plugins.installed import install
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
     os.environ["SCHEDLAB_DATA"] = str(DATA_DIR)
     site = Path(tempfile.mkdtemp(prefix="schedlab-plugins-"))
