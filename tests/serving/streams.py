@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from schedlab.serving.cost_model import LinearAttentionCostModel
+from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.workloads import RequestStream
 
 MS = 1e-3
@@ -26,3 +27,14 @@ def stream_of(arrivals_s, prompts, outputs, duration=1.0) -> RequestStream:
 def ms_stream(arrivals_ms, prompts, outputs) -> RequestStream:
     """A stream of requests arriving at ``arrivals_ms`` milliseconds."""
     return stream_of(np.asarray(arrivals_ms, float) * MS, prompts, outputs)
+
+
+def kv_bound(seed: int) -> tuple[RequestStream, EngineConfig]:
+    """60 requests within 0.2 s on a 4,096-token cache: the KV cache binds."""
+    rng = np.random.default_rng(seed)
+    n = 60
+    stream = stream_of(
+        np.sort(rng.uniform(0, 0.2, n)), rng.integers(20, 400, n), rng.integers(50, 400, n)
+    )
+    config = EngineConfig(kv_tokens=4096, max_num_seqs=32, max_num_batched_tokens=512)
+    return stream, config

@@ -16,7 +16,6 @@ from schedlab.serving.capacity import capacity_grid
 from schedlab.serving.cost_model import SLOWEAVE_DEFAULT
 from schedlab.serving.driver import Driver
 from schedlab.serving.engine import Engine
-from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.iteration import IterationTime
 from schedlab.serving.metrics import SLO
 from schedlab.serving.prediction import (
@@ -31,7 +30,7 @@ from schedlab.serving.simulator import simulate
 from schedlab.serving.view import final_tokens, planned_output
 from schedlab.testing import check_conservation, check_deadlines
 from schedlab.testing.runs import ServingRun
-from tests.serving.streams import stream_of
+from tests.serving.streams import kv_bound
 
 #: Every prediction model (:data:`schedlab.predictions.MODELS`), some at two settings.
 SPECS = ("perfect", "interval:0.5", "interval:0.1", "buckets", "lognormal:0.5", "lognormal:2")
@@ -67,17 +66,6 @@ def test_each_estimate_starts_from_its_end_of_the_interval_and_is_refined():
     assert [final_tokens(fresh, e) for e in ESTIMATES] == [119, 109, 139]
     resumed = _request(100, 125, 10, 20, 40)
     assert [final_tokens(resumed, e) for e in ESTIMATES] == [125, 125, 139]
-
-
-def _kv_bound(seed):
-    """60 requests within 0.2 s on a 4,096-token cache: the KV cache binds."""
-    rng = np.random.default_rng(seed)
-    n = 60
-    stream = stream_of(
-        np.sort(rng.uniform(0, 0.2, n)), rng.integers(20, 400, n), rng.integers(50, 400, n)
-    )
-    config = EngineConfig(kv_tokens=4096, max_num_seqs=32, max_num_batched_tokens=512)
-    return stream, config
 
 
 def _run(stream, config, policy, predictions):
@@ -117,7 +105,7 @@ def test_every_model_is_run():
 @pytest.mark.parametrize("spec", SPECS)
 @pytest.mark.parametrize("policy", ["vllm", *KV_POLICIES.values()])
 def test_every_policy_runs_under_every_prediction_model(policy, spec):
-    stream, config = _kv_bound(7)
+    stream, config = kv_bound(7)
     _checked(_run(stream, config, policy, predict_outputs(spec, stream.output, 3))[0])
 
 
@@ -135,7 +123,7 @@ def test_upper_ends_never_evict_lower_ends_do(seed):
     # above the true one: nothing is ever evicted (proofs/sloweave_kv.md's argument,
     # with over-estimates only freeing memory early). Planning at lower ends admits more
     # at once and evicts when they are outlived; the engine recomputes the newest.
-    stream, config = _kv_bound(seed)
+    stream, config = kv_bound(seed)
     rng = np.random.default_rng(seed)
     predictions = _intervals(stream.output, rng, 0.05, 3.0)
     safe, safe_stats = _run(stream, config, "sloweave-kv-amax", predictions)
@@ -147,7 +135,7 @@ def test_upper_ends_never_evict_lower_ends_do(seed):
 
 def test_exact_intervals_plan_as_sloweave_kv_does():
     # lower = upper = the truth: the three estimates are the same plan, the same run
-    stream, config = _kv_bound(4)
+    stream, config = kv_bound(4)
     exact = predict_outputs("perfect", stream.output, 0)
     runs = [_run(stream, config, p, exact)[0].run.records for p in KV_POLICIES.values()]
     assert runs[0] == runs[1] == runs[2]

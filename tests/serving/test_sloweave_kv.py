@@ -18,7 +18,7 @@ from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import simulate
 from schedlab.serving.view import decode_kv_peak
 from schedlab.testing import check_conservation, check_deadlines, record_run
-from tests.serving.streams import FLAT, stream_of
+from tests.serving.streams import FLAT, kv_bound, stream_of
 
 
 @settings(max_examples=200, deadline=None)
@@ -126,21 +126,10 @@ def test_no_preemption_under_asynchronous_scheduling(config, stream):
     assert sum(r.preemptions for r in served.run.records) == 0
 
 
-def _kv_bound(seed):
-    """60 requests within 0.2 s on a 4,096-token cache: the KV cache binds."""
-    rng = np.random.default_rng(seed)
-    n = 60
-    stream = stream_of(
-        np.sort(rng.uniform(0, 0.2, n)), rng.integers(20, 400, n), rng.integers(50, 400, n)
-    )
-    config = EngineConfig(kv_tokens=4096, max_num_seqs=32, max_num_batched_tokens=512)
-    return stream, config
-
-
 def test_plain_sloweave_preempts_where_sloweave_kv_does_not():
     # The same KV-bound stream: plain SLOWeave overcommits the cache and recomputes,
     # sloweave-kv with exact predictions never does.
-    stream, config = _kv_bound(5)
+    stream, config = kv_bound(5)
     plain, _ = _run(stream, config, 0.010, policy="sloweave")
     gated, pol = _run(stream, config, 0.010)
     assert sum(r.preemptions for r in plain.run.records) > 0
@@ -155,7 +144,7 @@ def test_plain_sloweave_preempts_where_sloweave_kv_does_not():
 def test_wrong_predictions_fall_back_to_preemption(cv):
     # Predictions off by a lognormal factor: the run still completes and conserves
     # every token; under-predicted requests may be preempted and recomputed.
-    stream, config = _kv_bound(7)
+    stream, config = kv_bound(7)
     served, _ = _run(stream, config, 0.010, prediction_cv=cv)
     check_conservation(served)
     assert all(r.finished for r in served.run.records)
