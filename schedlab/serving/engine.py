@@ -147,10 +147,24 @@ class _View(rules.BlockRules):
         return bool(engine.partials or (self.admitting and engine.waiting))
 
     def prefill_candidates(self) -> Iterator[RequestState]:
+        """Partial prefills in admission order, then (while admitting) the waiting queue,
+        each waiting request with its cache hits looked up when it is reached, after the
+        chunks taken before it (:meth:`take`)."""
         engine = self._engine
-        if not self.admitting:
-            return iter(engine.partials.values())
-        return chain(engine.partials.values(), engine.waiting_with_cache())
+        for req in list(engine.partials.values()):
+            if req.admitted:  # not preempted by a chunk taken before it
+                yield req
+        waiting = engine.waiting
+        k = 0
+        while self.admitting and k < len(waiting):
+            req = waiting[k]
+            engine.look_up(req)
+            yield req
+            if k < len(waiting) and waiting[k] is req:  # not admitted: look further
+                k += 1
+
+    def take(self, request: RequestState, chunk: int) -> bool:
+        return self._engine.take(request, chunk)
 
     def projected_kv_peak(self, estimate: Estimate = "point") -> int:
         return self._engine.projected_kv_peak(estimate)
@@ -235,8 +249,17 @@ class Engine:
         # requests finished in the last iteration, by admission number, with the KV
         # tokens they hold: their seats and blocks are not free yet
         self.held: dict[int, tuple[RequestState, int]] = {}
-        self._pending: tuple[float, tuple[int, ...], tuple[tuple[int, int], ...]] | None = None
+        self._pending: (
+            tuple[float, tuple[int, ...], tuple[tuple[int, int], ...], int, int] | None
+        ) = None
         self._preempted: list[int] = []
+        # the scheduling pass being planned: (iteration, its block phase, whether it may
+        # admit, preemptions before it), the chunks the policy took, the cost-model
+        # chunks, and whether it admits nothing more
+        self._pass = (0, 0, True, 0)
+        self._taken: list[tuple[RequestState, int]] = []
+        self._chunks: list[Chunk] = []
+        self._closed = False
         self._reused: list[tuple[int, int]] = []
         self._received: list[tuple[int, int]] = []
         # The running iteration (its start and batch; read by a cluster's routers), and the
@@ -339,16 +362,13 @@ class Engine:
         return self.kv.free_blocks
 
     # -- the view's queue ------------------------------------------------------------------
-    def waiting_with_cache(self) -> Iterator[RequestState]:
-        """The waiting queue; a request resumed after a preemption first learns how much
-        of it the prefix cache still holds (its ``done``)."""
+    def look_up(self, req: RequestState) -> None:
+        """Set a waiting request's ``done`` and ``held_hits`` to what the prefix cache holds
+        of it now (a request resumed after a preemption, or one that shares prefixes)."""
         kv, size = self.kv, self.config.block_size
-        for req in self.waiting:
-            looks = req.preemptions or req.prefix is not None
-            if looks and kv.prefix_caching and not req.received:
-                shared = req.shared_blocks(size)
-                req.done = kv.cached_prefix(req.index, req.target, shared) * size
-            yield req
+        if (req.preemptions or req.prefix is not None) and kv.prefix_caching and not req.received:
+            hits, req.held_hits = kv.lookup(req.index, req.target, req.shared_blocks(size))
+            req.done = hits * size
 
     # -- an iteration start ------------------------------------------------------------------
     def plan(self, now: float) -> BatchShape | None:
@@ -374,9 +394,7 @@ class Engine:
                     view.decode_kv_max, view.decode_kv_min = self._decode_extremes(i)
                 else:
                     view.decode_kv_max = view.decode_kv_min = None
-                view.free_blocks = kv.free_blocks
-                view.free_seats = config.max_num_seqs - len(self.running) - len(self.held)
-                view.admitting = admitting
+                self._start_pass(i, phase, admitting)
                 plan = self.policy.plan(view)
                 if plan or self.n_decode:
                     break
@@ -399,7 +417,7 @@ class Engine:
                         f"{len(self.waiting)} request(s) waiting and none running"
                     )
                 return None  # idle until the next arrival (or a hand-off's blocks come back)
-            chunks = self._apply(plan, i, phase, admitting)
+            chunks = self._finish_plan(plan)
             if self.batch or self.n_decode:
                 break
             # The plan emptied itself: its only chunk's request was preempted to make
@@ -410,13 +428,16 @@ class Engine:
         else:
             return None
         self.peak_blocks = max(self.peak_blocks, kv.used_blocks)
+        # the scheduler's queues once the batch is scheduled (a request that finished in
+        # the last iteration is still running for it under asynchronous scheduling)
+        queues = (len(self.running) + len(self.held), len(self.waiting))
         if config.async_scheduling:
             self._release_lagged()
         self.busy = True
         if self.record_batches:
             decodes = tuple(r.index for r in self.running.values() if r.decoding)
             planned = tuple((r.index, c) for r, c in self.batch)
-            self._pending = (now, decodes, planned)
+            self._pending = (now, decodes, planned, *queues)
         n = self.n_decode
         kv_max = kv_min = None
         if self.spread and n:
@@ -498,80 +519,124 @@ class Engine:
                 del live[req.kv_offset]
 
     # -- applying a plan -------------------------------------------------------------------
-    def _apply(self, plan: Plan, i: int, phase: int, admitting: bool) -> list[Chunk]:
-        """Check a policy's plan, admit and allocate for it (step 3 of the module
-        docstring); the cost-model chunks. The decodes' blocks are allocated already."""
-        config, kv = self.config, self.kv
+    def _start_pass(self, i: int, phase: int, admitting: bool) -> None:
+        """Open a scheduling pass of iteration ``i``: the view shows the engine as it is,
+        and no chunk is taken yet."""
+        self._pass = (i, phase, admitting, len(self._preempted))
+        self._taken = []
+        self._chunks = []
+        self._closed = False
+        self.batch = []
+        self._refresh_view()
+
+    def _refresh_view(self) -> None:
+        view, config = self.view, self.config
+        view.free_blocks = self.kv.free_blocks
+        view.free_seats = config.max_num_seqs - len(self.running) - len(self.held)
+        view.admitting = self._pass[2] and len(self._preempted) == self._pass[3]
+
+    def take(self, req: RequestState, c: int) -> bool:
+        """Apply one chunk of the plan now (:meth:`~schedlab.serving.view.EngineView.take`)."""
+        if self._closed:
+            return False
+        self._taken.append((req, c))
+        ran = self._apply_one(req, c)
+        self._refresh_view()
+        return ran
+
+    def _finish_plan(self, plan: Plan) -> list[Chunk]:
+        """Apply what a policy's plan did not take already (step 3 of the module
+        docstring), check the batch's token budget; the cost-model chunks."""
         name = self.policy.name
-        chunks: list[Chunk] = []
-        batch: list[tuple[RequestState, int]] = []
-        tokens = self.n_decode
-        preempted = len(self._preempted)
-        for planned, c in plan:
-            if not isinstance(planned, RequestState):
-                raise ServingError(
-                    f"policy {name!r}: planned {planned!r}, not one of its requests"
-                )
-            req = planned
-            if not req.admitted and not (admitting and len(self._preempted) == preempted):
-                break  # vLLM admits nothing in an iteration that preempted
-            remaining = req.target - req.done
-            if not 1 <= c <= remaining or any(r is req for r, _ in batch):
-                raise ServingError(
-                    f"policy {name!r}: chunk of {c} tokens for request {req.index} with "
-                    f"{remaining} left (or the request twice in one batch)"
-                )
-            if req.admitted:
-                if req.seq not in self.partials:
-                    raise ServingError(f"policy {name!r}: request {req.index} is not prefilling")
-                cost = config.blocks(req.done + c) - config.blocks(req.done)
-                while cost > kv.free_blocks and req.admitted:  # vLLM's running phase
-                    self._preempt_newest(i, phase, chunked=batch)
-                if not req.admitted:
-                    break  # it preempted itself
-            else:
-                shared = None if req.prefix is None else req.shared_blocks(config.block_size)
-                looks = req.preemptions or shared is not None
-                if looks and kv.prefix_caching and not req.received:
-                    # earlier chunks may have evicted its cached blocks
-                    hit = kv.cached_prefix(req.index, req.target, shared)
-                    req.done = hit * config.block_size
-                cost = config.blocks(req.done + c)
-                if not (cost <= kv.free_blocks and self.view.admissible(req, kv.free_blocks)):
-                    raise ServingError(
-                        f"policy {name!r}: admitting request {req.index} with a chunk of {c} "
-                        f"needs {cost} KV blocks (the gate {config.blocks(req.target)}), "
-                        f"only {kv.free_blocks} free"
-                    )
-                self._admit(req)
-                hits = 0 if req.received else req.done // config.block_size
-                if req.received:  # KV from another node: new blocks, not computed here
-                    if self.record_batches:
-                        self._received.append((req.index, req.received))
-                    req.received = 0
-                elif hits:
-                    kv.reuse(req.index, hits, shared)
-                    self.reused_tokens += req.done
-                    if not req.preemptions:  # a new request's hit (vLLM's hit rate counts these)
-                        req.cache_hits = req.done
-                        self.prefix_hits += req.done
-                    if self.record_batches:
-                        self._reused.append((req.index, req.done))
-                cost -= hits
-            kv.allocate(cost)
-            chunks.append((c, req.done))
-            batch.append((req, c))
-            req.done += c
-            req.prefilled += c
-            tokens += c
-        whole_alone = len(batch) == 1 and not self.policy.chunked
-        if tokens > config.max_num_batched_tokens and not whole_alone:
+        taken = self._taken
+        if len(plan) < len(taken) or any(
+            p is not r or pc != c for (p, pc), (r, c) in zip(plan, taken, strict=False)
+        ):
+            raise ServingError(f"policy {name!r}: returned a plan other than the chunks it took")
+        for planned, c in plan[len(taken) :]:
+            if self._closed:
+                break
+            self._apply_one(planned, c)
+        tokens = self.n_decode + sum(c for _, c in self.batch)
+        whole_alone = len(self.batch) == 1 and not self.policy.chunked
+        if tokens > self.config.max_num_batched_tokens and not whole_alone:
             raise ServingError(
                 f"policy {name!r}: {tokens} batched tokens exceed max_num_batched_tokens "
-                f"{config.max_num_batched_tokens}"
+                f"{self.config.max_num_batched_tokens}"
             )
-        self.batch = batch
-        return chunks
+        return self._chunks
+
+    def _apply_one(self, planned: object, c: int) -> bool:
+        """Check one chunk of a plan, admit and allocate for it; whether it runs (when it
+        does not, the pass is closed: vLLM stops there). The decodes' blocks are
+        allocated already."""
+        config, kv = self.config, self.kv
+        name = self.policy.name
+        i, phase, admitting, preempted = self._pass
+        batch = self.batch
+        if not isinstance(planned, RequestState):
+            raise ServingError(f"policy {name!r}: planned {planned!r}, not one of its requests")
+        req = planned
+        if not req.admitted and not (admitting and len(self._preempted) == preempted):
+            self._closed = True  # vLLM admits nothing in an iteration that preempted
+            return False
+        if any(r is req for r, _ in batch):
+            raise ServingError(f"policy {name!r}: request {req.index} twice in one batch")
+        shared = None if req.prefix is None else req.shared_blocks(config.block_size)
+        if req.admitted:
+            if req.seq not in self.partials:
+                raise ServingError(f"policy {name!r}: request {req.index} is not prefilling")
+            self._check_chunk(req, c)
+            cost = config.blocks(req.done + c) - config.blocks(req.done)
+            while cost > kv.free_blocks and req.admitted:  # vLLM's running phase
+                self._preempt_newest(i, phase, chunked=batch)
+            if not req.admitted:
+                self._closed = True  # it preempted itself
+                return False
+        else:
+            shown = req.done
+            self.look_up(req)  # earlier chunks may have cached or evicted its blocks
+            if shown < req.done and c > req.target - req.done:
+                c = req.target - req.done  # a plan made without take saw fewer hits
+            self._check_chunk(req, c)
+            cost = config.blocks(req.done + c) - req.held_hits
+            if not (cost <= kv.free_blocks and self.view.admissible(req, kv.free_blocks)):
+                raise ServingError(
+                    f"policy {name!r}: admitting request {req.index} with a chunk of {c} "
+                    f"needs {cost} KV blocks (the gate {config.blocks(req.target)}), "
+                    f"only {kv.free_blocks} free"
+                )
+            self._admit(req)
+            hits = 0 if req.received else req.done // config.block_size
+            if req.received:  # KV from another node: new blocks, not computed here
+                if self.record_batches:
+                    self._received.append((req.index, req.received))
+                req.received = 0
+            elif hits:
+                kv.reuse(req.index, hits, shared)
+                self.reused_tokens += req.done
+                if not req.preemptions:  # a new request's hit (vLLM's hit rate counts these)
+                    req.cache_hits = req.done
+                    self.prefix_hits += req.done
+                if self.record_batches:
+                    self._reused.append((req.index, req.done))
+            req.held_hits = 0
+            cost = config.blocks(req.done + c) - hits
+        kv.allocate(cost)
+        kv.name(req.index, req.done + c, shared)
+        self._chunks.append((c, req.done))
+        batch.append((req, c))
+        req.done += c
+        req.prefilled += c
+        return True
+
+    def _check_chunk(self, req: RequestState, c: int) -> None:
+        remaining = req.target - req.done
+        if not 1 <= c <= remaining:
+            raise ServingError(
+                f"policy {self.policy.name!r}: chunk of {c} tokens for request {req.index} "
+                f"with {remaining} left"
+            )
 
     def _admit(self, req: RequestState) -> None:
         name = self.policy.name
@@ -630,11 +695,15 @@ class Engine:
             for k, (req, c) in enumerate(chunked or ()):
                 if req is victim:  # its chunk was allocated: it does not run
                     del chunked[k]  # type: ignore[union-attr]
+                    del self._chunks[k]
                     computed -= c
                     victim.prefilled -= c
+                    # vLLM would not have allocated (nor cached) it: its victim is always
+                    # one not yet scheduled in the pass
+                    self.kv.unname(victim.index, computed // self.config.block_size)
                     break
         shared = victim.shared_blocks(self.config.block_size)
-        self.kv.free(victim.index, held, keep=True, computed=computed, shared=shared)
+        self.kv.free(victim.index, held, computed=computed, shared=shared, resumable=True)
         victim.target = victim.prompt + victim.generated
         victim.done = 0
         victim.admitted = False
@@ -656,7 +725,7 @@ class Engine:
         self.iteration_end.append(now)
         self.last_token_s = now
         if self.record_batches and self._pending is not None:
-            start, decodes, planned = self._pending
+            start, decodes, planned, running, waiting = self._pending
             self.batches.append(
                 BatchRecord(
                     start,
@@ -665,8 +734,8 @@ class Engine:
                     planned,
                     tuple(self._preempted),
                     tuple(self._reused),
-                    len(self.running),
-                    len(self.waiting),
+                    running,
+                    waiting,
                     self.kv.used_blocks,
                     tuple(r.index for r, _ in self.batch if r.hand_off and r.done == r.target),
                     tuple(self._received),
@@ -743,19 +812,18 @@ class Engine:
         and vLLM counts the preemption."""
         seq = max(self.held)
         req, tokens = self.held.pop(seq)
-        self._free_done(req, tokens)
+        self._free_done(req, tokens, tokens - 1)  # its last token is not known yet
         req.preemptions += 1
         self._preempted.append(req.index)
 
-    def _free_done(self, req: RequestState, tokens: int) -> None:
-        """Free the ``tokens`` KV tokens of a request that finished or left: a request
-        that shares prefixes keeps its full prompt blocks cached for others (vLLM caches
-        every full block; a request's other blocks are its own, nobody could hit them)."""
-        if req.prefix is None:
-            self.kv.free(req.index, tokens, keep=False)
-            return
-        shared = req.shared_blocks(self.config.block_size)
-        self.kv.free(req.index, tokens, keep=True, computed=req.prompt, shared=shared)
+    def _free_done(self, req: RequestState, tokens: int, computed: int | None = None) -> None:
+        """Free the ``tokens`` KV tokens of a request that finished or left: its full
+        blocks of the first ``computed`` tokens (default all) stay cached, those of its
+        prompt that it shares with others reachable, its own ones dead
+        (:mod:`schedlab.serving.kv_cache`)."""
+        shared = None if req.prefix is None else req.shared_blocks(self.config.block_size)
+        done = tokens if computed is None else computed
+        self.kv.free(req.index, tokens, computed=done, shared=shared)
 
     def _finish(self, req: RequestState, now: float, i: int, tokens: int) -> None:
         del self.running[req.seq]

@@ -1,52 +1,60 @@
 r"""The paged KV cache of one engine: blocks, the free pool, the prefix cache, eviction.
 
-The rules are vLLM v1's (release 0.19.0; paths below are in its source tree):
+The rules are vLLM v1's (release 0.19.0; paths below are in its source tree, under
+``vllm/v1/core/``):
 
 * **Blocks.** A request whose KV holds ``t`` tokens occupies :math:`\lceil t/b\rceil`
   blocks of ``b`` tokens (``block_size``, 16 by default). Allocating for ``n`` more tokens
   takes :math:`\lceil (t+n)/b\rceil - \lceil t/b\rceil` blocks and no more
-  (``vllm/v1/core/single_type_kv_cache_manager.py``, ``get_num_blocks_to_allocate``,
-  lines 105–114): no look-ahead slot, no watermark.
-* **The free pool is an LRU queue** (``vllm/v1/core/kv_cache_utils.py``,
-  ``FreeKVCacheBlockQueue``, lines 158–178): allocation takes blocks from its front
-  (``block_pool.py``, ``get_new_blocks``, lines 320–350) and a freed block goes to its
-  back (``free_blocks``, lines 409–423). A request frees its blocks *last block first*
+  (``single_type_kv_cache_manager.py``, ``get_num_blocks_to_allocate``, lines 105–114):
+  no look-ahead slot, no watermark.
+* **The free pool is an LRU queue** (``kv_cache_utils.py``, ``FreeKVCacheBlockQueue``):
+  allocation takes blocks from its front (``block_pool.py``, ``get_new_blocks``, lines
+  320–350) and a block whose last holder lets it go joins its back (``free_blocks``,
+  lines 409–423). A request frees its blocks *last block first*
   (``single_type_kv_cache_manager.py``, ``free``, lines 276–291), so its head blocks are
   evicted last. Initially every block is free and holds nothing.
-* **Prefix cache.** A *full* block keeps its content (its hash) when freed, until it is
-  popped for another allocation (``block_pool.py``, ``_maybe_evict_cached_block``,
-  lines 352–390). Such blocks still count as free (``get_num_free_blocks``, lines
-  479–485). A request that is admitted again after a preemption looks up its own blocks:
-  the longest prefix of its full blocks still cached is reused without recomputation,
-  capped at :math:`\lfloor (T-1)/b \rfloor` blocks for a sequence of ``T`` tokens because the
-  last token is always recomputed (``kv_cache_manager.py``, ``get_computed_blocks``,
-  lines 176–216). Reusing them takes them out of the free pool (``touch``, lines
-  392–407), so they cost free blocks like new ones (``single_type_kv_cache_manager.py``,
-  lines 134–140): prefix hits save compute, not capacity.
+* **Blocks are shared and reference-counted.** A block full of tokens the scheduler knows
+  is *cached* (given its content's hash) when it is allocated, before it is computed
+  (``kv_cache_manager.py``, ``allocate_slots`` → ``cache_blocks``, lines 416–425;
+  ``block_pool.py``, ``cache_full_blocks``, lines 210–271). A request admitted later
+  looks up the longest prefix of its blocks that is cached, whether the block is held by
+  another request or free (``get_computed_blocks``, lines 176–216), capped at
+  :math:`\lfloor (T-1)/b \rfloor` blocks for a sequence of ``T`` tokens because the last
+  token is always recomputed. It takes each found block (``block_pool.py``, ``touch``,
+  lines 392–407): the block's reference count goes up, and a free one leaves the free
+  queue. Freeing lowers the count, and only a block nobody holds joins the queue.
+  So a hit on a block another request holds costs no free block, and a hit on a free
+  block costs one (``get_num_blocks_to_allocate``, lines 134–140).
+* **Duplicates.** Two blocks may hold the same content (a request that computed a block
+  before another's copy was cached): both are cached, and a lookup takes the one cached
+  first (``block_pool.py``, ``get_cached_block``, lines 183–208).
+* **Eviction.** A free cached block keeps its content until the queue's front reaches it
+  for an allocation (``_maybe_evict_cached_block``, lines 352–390); free cached blocks
+  count as free (``get_num_free_blocks``).
 * **Admission gate** (``scheduler_reserve_full_isl``, on by default in 0.19.0,
-  ``vllm/config/scheduler.py`` line 139; checked in ``vllm/v1/core/sched/scheduler.py``
-  lines 732–744 through ``kv_cache_manager.py``, ``can_fit_full_sequence``, lines
-  218–255): a waiting request is admitted only if its whole current sequence (prompt,
-  plus the tokens it generated before a preemption) fits in the free blocks, prefix hits
-  included. It is a check, not a reservation: only the scheduled chunk is allocated.
+  ``vllm/config/scheduler.py`` line 139; checked in ``sched/scheduler.py`` lines 732–744
+  through ``kv_cache_manager.py``, ``can_fit_full_sequence``, lines 218–255): a waiting
+  request is admitted only if the blocks of its whole current sequence, less the hits
+  other requests hold, fit in the free blocks. It is a check, not a reservation.
 
 Request traces carry no token ids, so a block's content is named, not hashed: block
-:math:`j` of a request's prompt that shares a prefix with other requests
+:math:`j` of a request's prompt that lies inside a prompt sharing prefixes
 (:mod:`schedlab.serving.prefix`) is keyed ``(h, j)``, its shared name :math:`h`; every
 other block of request ``r`` is its own, keyed ``(~r, j)`` (negative, so never a shared
-name). Without shared prefixes only a preempted request can hit, and only on its own
-blocks, so the blocks of a finished request are freed without keys (nobody could hit
-them); with them, a finished request's full prompt blocks stay cached. Not modelled: a
-hit on blocks another running request holds (vLLM shares those by reference count,
-``block_pool.py``, ``touch``); here only free cached blocks are found, so a request that
-arrives while another with its prefix is still running computes the prefix again.
+name). Only the request itself can hit its own blocks, and only after a preemption, so
+they are named when they are freed (:meth:`KVCache.free`), with the same effect as
+vLLM's naming at allocation; shared blocks are named at allocation
+(:meth:`KVCache.name`), where another request can find them. The own blocks of a
+finished request, which nobody can hit, are kept as *dead* cached blocks: they count as
+evicted when the queue's front reaches them, as vLLM's do.
 
 vLLM's block 0, which it keeps as a "null block" and never hands out (``block_pool.py``
 lines 175–176), is the caller's to subtract from the capacity
 (:mod:`schedlab.calibration.deployment` does).
 
-Every operation is ``O(1)`` per block it moves; the pool keeps runs of content-free
-blocks as one entry.
+Every operation is ``O(1)`` per block it moves or names; the queue keeps runs of
+content-free blocks, and of dead cached blocks, as one entry.
 """
 
 from __future__ import annotations
@@ -57,11 +65,27 @@ from schedlab.errors import ServingError
 
 __all__ = ["KVCache"]
 
-#: The content of a free block: a cached block's key, or ``int`` for a run of empty ones.
-_Entry = tuple[int, int] | int
+Key = tuple[int, int]
 
 
-def _key(request: int, position: int, shared: list[int] | None) -> tuple[int, int]:
+class _Block:
+    """A cached block: its content's key, its holders, and its place in the free queue
+    (``entry``, 0 while held)."""
+
+    __slots__ = ("entry", "key", "refs")
+
+    def __init__(self, key: Key, refs: int) -> None:
+        self.key = key
+        self.refs = refs
+        self.entry = 0
+
+
+#: A free queue entry: a cached block, or a run of ``n`` blocks: empty (``n > 0``) or dead
+#: cached ones (``-n``).
+_Entry = _Block | int
+
+
+def _key(request: int, position: int, shared: list[int] | None) -> Key:
     """The cache key of block ``position`` of ``request`` (module docstring)."""
     if shared is not None and position < len(shared):
         return (shared[position], position)
@@ -69,7 +93,7 @@ def _key(request: int, position: int, shared: list[int] | None) -> tuple[int, in
 
 
 class KVCache:
-    """Blocks of a paged KV cache: held, free, and cached (module docstring).
+    """Blocks of a paged KV cache: held, free, cached and shared (module docstring).
 
     Parameters
     ----------
@@ -78,8 +102,8 @@ class KVCache:
     block_size
         Tokens per block.
     prefix_caching
-        Whether freed full blocks keep their content for a later hit (vLLM's
-        ``enable_prefix_caching``, on by default in v1).
+        Whether full blocks are cached for later hits (vLLM's ``enable_prefix_caching``,
+        on by default in v1).
     """
 
     def __init__(self, total_blocks: int, block_size: int, *, prefix_caching: bool = True) -> None:
@@ -92,12 +116,14 @@ class KVCache:
         self.block_size = block_size
         self.prefix_caching = prefix_caching
         self._free = total_blocks
-        # the free queue, oldest first: entry id -> a cached block's key, or a count of
-        # empty blocks; and where each cached block sits in it
-        self._queue: OrderedDict[int, _Entry] = OrderedDict()
-        self._where: dict[tuple[int, int], int] = {}
-        self._next_entry = 1
-        self._queue[0] = total_blocks
+        # the free queue, oldest first: entry id -> a cached block, or a run
+        self._queue: OrderedDict[int, _Entry] = OrderedDict({1: total_blocks})
+        self._next_entry = 2
+        # every cached block by key, in the order they were cached (free or held)
+        self._cached: dict[Key, dict[_Block, None]] = {}
+        # the cached blocks each request holds: its blocks 0, 1, ... in order
+        self._held: dict[int, list[_Block]] = {}
+        self._dead = 0  # dead cached blocks in the queue
         self.evicted = 0  # cached blocks whose content was lost to an allocation
 
     # -- counts ----------------------------------------------------------------------------
@@ -108,19 +134,19 @@ class KVCache:
 
     @property
     def used_blocks(self) -> int:
-        """Blocks held by requests."""
+        """Blocks held by requests (a shared block counts once)."""
         return self.total_blocks - self._free
 
     @property
     def cached_blocks(self) -> int:
-        """Free blocks that still hold a request's content."""
-        return len(self._where)
+        """Free blocks that still hold content."""
+        return sum(isinstance(e, _Block) for e in self._queue.values()) + self._dead
 
     def blocks(self, tokens: int) -> int:
         """Blocks that hold ``tokens`` KV tokens: :math:`\\lceil t / b \\rceil`."""
         return -(-tokens // self.block_size)
 
-    # -- allocation and freeing ------------------------------------------------------------
+    # -- allocation ------------------------------------------------------------------------
     def allocate(self, count: int) -> None:
         """Take ``count`` blocks from the front of the free queue, evicting what they cached.
 
@@ -136,88 +162,157 @@ class KVCache:
         while count:
             entry, content = next(iter(queue.items()))
             if isinstance(content, int):
-                if content > count:
-                    queue[entry] = content - count
+                run = abs(content)
+                if run > count:
+                    queue[entry] = content - count if content > 0 else content + count
+                    if content < 0:
+                        self._dead -= count
+                        self.evicted += count
                     return
-                count -= content
+                if content < 0:
+                    self._dead -= run
+                    self.evicted += run
+                count -= run
             else:
-                del self._where[content]
+                self._uncache(content)
                 self.evicted += 1
                 count -= 1
             del queue[entry]
 
+    def name(self, request: int, tokens: int, shared: list[int] | None) -> None:
+        """Cache the shared blocks of ``request`` that its first ``tokens`` tokens fill
+        (allocated, not necessarily computed yet: vLLM caches at allocation)."""
+        if shared is None or not self.prefix_caching:
+            return
+        held = self._held.setdefault(request, [])
+        for position in range(len(held), min(tokens // self.block_size, len(shared))):
+            block = _Block((shared[position], position), 1)
+            self._cached.setdefault(block.key, {})[block] = None
+            held.append(block)
+
+    def unname(self, request: int, blocks: int) -> None:
+        """Uncache the blocks of ``request`` from block ``blocks`` on, which only it holds
+        (an allocation undone before it ran)."""
+        held = self._held.get(request)
+        if held is None:
+            return
+        for block in held[blocks:]:
+            if block.refs != 1:
+                raise ServingError(f"KV cache: request {request} unnames a shared block")
+            self._uncache(block)
+        del held[blocks:]
+
+    def _uncache(self, block: _Block) -> None:
+        same = self._cached[block.key]
+        del same[block]
+        if not same:
+            del self._cached[block.key]
+
+    # -- the prefix cache ------------------------------------------------------------------
+    def lookup(self, request: int, tokens: int, shared: list[int] | None = None) -> tuple[int, int]:
+        """The blocks of ``request`` an admission with ``tokens`` tokens finds cached: the
+        longest run of its blocks ``0, 1, ...`` (``shared``: the shared names of its first
+        blocks), at most :math:`\\lfloor (T-1)/b \\rfloor`; and how many of them other
+        requests hold (those cost no free block)."""
+        if not self._cached:
+            return 0, 0
+        cap = (tokens - 1) // self.block_size
+        cached = self._cached
+        count = held = 0
+        while count < cap:
+            same = cached.get(_key(request, count, shared))
+            if same is None:
+                break
+            held += next(iter(same)).refs > 0
+            count += 1
+        return count, held
+
+    def reuse(self, request: int, count: int, shared: list[int] | None = None) -> None:
+        """Take the first ``count`` cached blocks of ``request`` (found by :meth:`lookup`;
+        the request holds none): each one's holders go up, and a free one leaves the
+        queue."""
+        held = self._held.setdefault(request, [])
+        if held:
+            raise ServingError(f"KV cache: request {request} takes cached blocks twice")
+        for position in range(count):
+            block = next(iter(self._cached[_key(request, position, shared)]))
+            if not block.refs:
+                del self._queue[block.entry]
+                block.entry = 0
+                self._free -= 1
+            block.refs += 1
+            held.append(block)
+
+    # -- freeing ---------------------------------------------------------------------------
     def free(
         self,
         request: int,
         tokens: int,
         *,
-        keep: bool,
-        computed: int | None = None,
+        computed: int = 0,
         shared: list[int] | None = None,
+        resumable: bool = False,
     ) -> None:
         """Return the blocks of ``request``, which holds ``tokens`` KV tokens, last block
-        first; with ``keep`` (and prefix caching on) its full blocks of computed content
-        (the first ``computed`` tokens, default all) stay cached under their keys
-        (module docstring; ``shared``: the shared names of its first blocks)."""
-        held = self.blocks(tokens)
-        if held > self.used_blocks:
-            raise ServingError(f"KV cache: request {request} frees {held} blocks, more than used")
-        self._free += held
-        valid = tokens if computed is None else min(computed, tokens)
-        full = valid // self.block_size if keep and self.prefix_caching else 0
-        if held > full:  # the partial last block, or every block without content
-            self._push(held - full)
-        own = ~request
-        for position in range(full - 1, -1, -1):
-            key = (own, position) if shared is None else _key(request, position, shared)
-            older = self._where.get(key)
-            if older is not None:  # the same content cached twice: keep the newer copy
-                self._queue[older] = 1
-            self._where[key] = self._next_entry
-            self._queue[self._next_entry] = key
-            self._next_entry += 1
+        first. Its full blocks of the first ``computed`` tokens keep their content (with
+        prefix caching on): the cached blocks it holds are let go (those nobody else
+        holds join the queue); the others are named now, its own ones reachable if it is
+        ``resumable`` (preempted) and dead otherwise (module docstring)."""
+        count = self.blocks(tokens)
+        held = self._held.pop(request, [])
+        unique = count - sum(block.refs > 1 for block in held)
+        if unique > self.used_blocks or len(held) > count:
+            raise ServingError(f"KV cache: request {request} frees {count} blocks, more than used")
+        full = min(computed, tokens) // self.block_size if self.prefix_caching else 0
+        named = len(held)
+        position = count - 1
+        empty = count - max(full, named)  # the last blocks, without content
+        if empty > 0:
+            self._push(empty)
+            position -= empty
+        while position >= named:  # full blocks named now
+            key = _key(request, position, shared)
+            if key[0] < 0 and not resumable:
+                run = 1
+                while position - run >= named and (shared is None or position - run >= len(shared)):
+                    run += 1
+                self._push(-run)
+                self._dead += run
+                position -= run
+                continue
+            block = _Block(key, 0)
+            self._cached.setdefault(key, {})[block] = None
+            self._enqueue(block)
+            position -= 1
+        for block in reversed(held):
+            block.refs -= 1
+            if not block.refs:
+                self._enqueue(block)
+        self._free += count - sum(block.refs > 0 for block in held)
 
-    def _push(self, count: int) -> None:
+    def _enqueue(self, block: _Block) -> None:
+        block.entry = self._next_entry
+        self._queue[self._next_entry] = block
+        self._next_entry += 1
+
+    def _push(self, run: int) -> None:
+        """Append a run of empty (``run > 0``) or dead (``-run``) blocks to the queue."""
         last = next(reversed(self._queue), None)
         tail = None if last is None else self._queue[last]
-        if last is not None and isinstance(tail, int):
-            self._queue[last] = tail + count  # merge with a trailing run
+        if isinstance(tail, int) and (tail > 0) == (run > 0):
+            self._queue[last] = tail + run  # type: ignore[index]  # merge with the tail
         else:
-            self._queue[self._next_entry] = count
+            self._queue[self._next_entry] = run
             self._next_entry += 1
 
-    # -- the prefix cache ------------------------------------------------------------------
-    def cached_prefix(self, request: int, tokens: int, shared: list[int] | None = None) -> int:
-        """Blocks of ``request`` a (re)admission with ``tokens`` tokens reuses: the longest
-        run of its blocks ``0, 1, ...`` still cached (``shared``: the shared names of its
-        first blocks), at most :math:`\\lfloor (T-1)/b \\rfloor`."""
-        if not self._where:
-            return 0
-        cap = (tokens - 1) // self.block_size
-        where = self._where
-        count = 0
-        if shared is None:  # the common case, without a call per block
-            own = ~request
-            while count < cap and (own, count) in where:
-                count += 1
-            return count
-        while count < cap and _key(request, count, shared) in where:
-            count += 1
-        return count
-
-    def reuse(self, request: int, count: int, shared: list[int] | None = None) -> None:
-        """Take the first ``count`` cached blocks of ``request`` out of the free queue: the
-        request holds them again. (Blocks of it cached beyond a gap stay cached: a block's
-        content depends only on the tokens up to it, which a request never changes.)"""
-        own = ~request
-        for position in range(count):
-            key = (own, position) if shared is None else _key(request, position, shared)
-            del self._queue[self._where.pop(key)]
-        self._free -= count
-
     def check(self) -> None:
-        """Assert the pool's invariants (for tests): free blocks are exactly the queue's."""
-        counted = sum(c if isinstance(c, int) else 1 for c in self._queue.values())
+        """Assert the pool's invariants (for tests): free blocks are exactly the queue's,
+        and every cached block is in the queue or held."""
+        counted = sum(1 if isinstance(c, _Block) else abs(c) for c in self._queue.values())
         assert counted == self._free, (counted, self._free)
-        assert all(isinstance(self._queue[e], tuple) for e in self._where.values())
         assert 0 <= self._free <= self.total_blocks
+        for same in self._cached.values():
+            for block in same:
+                assert (block.refs == 0) == (self._queue.get(block.entry) is block), block.key
+        dead = sum(-c for c in self._queue.values() if isinstance(c, int) and c < 0)
+        assert dead == self._dead

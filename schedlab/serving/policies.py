@@ -109,39 +109,41 @@ class PolicyContext:
     margin_s: float | None = None
 
 
-def _fill(view: EngineView, quota: int, *, whole: bool) -> Plan:
+def _fill(view: EngineView, quota: int, *, whole: bool, head_limit: int | None = None) -> Plan:
     """First-come first-served prefill of at most ``quota`` tokens, as vLLM schedules.
 
     An admitted, partly prefilled request gets ``min(left, quota)`` tokens, whatever the
     free blocks: the engine preempts the newest requests if they do not suffice, as vLLM's
     running phase does (``scheduler.py`` lines 461–510). A waiting request is admitted
     with the same chunk only if it passes the admission gate, a seat is free and the
-    chunk's blocks fit; otherwise the fill stops (vLLM ``break``s; lines 732–764). With
+    chunk's blocks fit; otherwise the fill stops (vLLM ``break``s; lines 732–764). Each
+    chunk is taken (:meth:`~schedlab.serving.view.EngineView.take`) before the next
+    candidate is looked at, so it sees the blocks earlier chunks cached or evicted. With
     ``whole`` only complete remainders are taken, and the first one may exceed the quota
-    (a prompt longer than the whole budget could never run otherwise).
+    (a prompt longer than the whole budget could never run otherwise), but not
+    ``head_limit``.
     """
     plan: Plan = []
-    free = view.free_blocks
-    seats = view.free_seats
     for req in view.prefill_candidates():
         if quota <= 0:
             break
-        if not req.admitted and (seats == 0 or not view.admissible(req, free)):
+        if not req.admitted and (view.free_seats == 0 or not view.admissible(req, view.free_blocks)):
             break
         remaining = req.target - req.done
         if whole:
             if remaining > quota and plan:
                 break
+            if head_limit is not None and remaining > head_limit:
+                break
             chunk = remaining
         else:
             chunk = min(remaining, quota)
-        cost = view.chunk_blocks(req, chunk)
-        if not req.admitted and cost > free:
+        if not req.admitted and view.chunk_blocks(req, chunk) > view.free_blocks:
             break
         plan.append((req, chunk))
-        free -= cost
+        if not view.take(req, chunk):
+            break
         quota -= chunk
-        seats -= 0 if req.admitted else 1
     return plan
 
 
@@ -266,12 +268,11 @@ class SLOWeavePolicy:
         deadline = view.last_token_s + self._tpot_s
         tokens_left = config.max_num_batched_tokens - n
         chunks_left = self._c_max
-        free = view.free_blocks
-        seats = view.free_seats
         fixed: tuple[Chunk, ...] = ()
         plan: Plan = []
         for req in view.prefill_candidates():
-            if not req.admitted and (seats == 0 or not view.admissible(req, free)):
+            free = view.free_blocks
+            if not req.admitted and (view.free_seats == 0 or not view.admissible(req, free)):
                 break
             if not req.admitted and not self._may_admit(view, req):
                 break
@@ -298,8 +299,8 @@ class SLOWeavePolicy:
                 break
             plan.append((req, chunk))
             fixed = (*fixed, (chunk, req.done))
-            free -= view.chunk_blocks(req, chunk)
-            seats -= 0 if req.admitted else 1
+            if not view.take(req, chunk):
+                break
             tokens_left -= chunk
             chunks_left -= chunk
             if chunk < remaining or chunks_left == 0 or tokens_left <= 0:
@@ -439,11 +440,10 @@ class SangamPolicy:
             head = _fill(view, 1, whole=True)
             self._deficit = max(0, self._deficit - sum(c for _, c in head))
             return head
-        plan = _fill(view, min(self._deficit, view.config.max_num_batched_tokens - n), whole=True)
-        taken = sum(c for _, c in plan)
-        if taken > self._deficit:  # the head alone exceeds the quota: it must wait
-            return []
-        self._deficit -= taken
+        # a head that alone exceeds the deficit waits
+        quota = min(self._deficit, view.config.max_num_batched_tokens - n)
+        plan = _fill(view, quota, whole=True, head_limit=self._deficit)
+        self._deficit -= sum(c for _, c in plan)
         return plan
 
 

@@ -50,10 +50,10 @@ class RequestState:
         Times it was preempted, and prompt (and recomputed) tokens it prefilled.
     violated
         Whether it is known to miss the SLO the engine counts.
-    target, done, admitted
+    target, done, admitted, held_hits
         What a policy reads (:class:`~schedlab.serving.view.RequestView`): the tokens
-        this (re)start must have in KV, those of them in KV already, and whether it
-        holds a seat.
+        this (re)start must have in KV, those of them in KV already, whether it holds a
+        seat, and (waiting) how many of its cached blocks other requests hold.
     decoding, seq, join_iter, gen_at_join, bucket, kv_offset, epoch
         The engine's bookkeeping (:mod:`schedlab.serving.engine`): whether it decodes,
         its admission number (newest largest), the first decode iteration of its
@@ -95,6 +95,7 @@ class RequestState:
         "gen_at_join",
         "generated",
         "hand_off",
+        "held_hits",
         "index",
         "join_iter",
         "kv_offset",
@@ -146,6 +147,7 @@ class RequestState:
         self.predicted_upper = predicted if upper is None else upper
         self.target = prompt
         self.done = 0
+        self.held_hits = 0
         self.generated = 0
         self.admitted = False
         self.decoding = False

@@ -55,6 +55,13 @@ class RequestView(Protocol):
         ...
 
     @property
+    def held_hits(self) -> int:
+        """Waiting: the blocks of its cached prefix (``done``) that running requests hold,
+        which it shares without taking a free block (:mod:`schedlab.serving.kv_cache`);
+        0 when admitted."""
+        ...
+
+    @property
     def predicted_output(self) -> int:
         """Its predicted output length (:mod:`schedlab.serving.prediction`); the true
         length stays hidden."""
@@ -139,6 +146,19 @@ class EngineView(Protocol):
         requests always pass)."""
         ...
 
+    def take(self, request: RequestView, chunk: int) -> bool:
+        """Give ``request`` a chunk of ``chunk`` tokens, now, in plan order; ``False`` when
+        it cannot run (the engine preempted it to make room, or admits nothing more in
+        this iteration), and the plan ends there.
+
+        A policy calls it for each chunk of its plan before it looks at the next
+        candidate, and returns the chunks it took: the engine allocates each one as vLLM's
+        scheduler does, so the next candidates' ``done`` and ``held_hits`` (blocks the
+        chunk just cached), :attr:`free_blocks`, :attr:`free_seats` and
+        :attr:`admitting` are those the next chunk meets. (A plan returned without
+        ``take`` is applied afterwards, on a view that did not see its own chunks.)"""
+        ...
+
     def projected_kv_peak(self, estimate: Estimate = "point") -> int:
         """The most KV tokens (with each request's last-block slack) the admitted
         requests will hold at once if each stops at its output as ``estimate`` plans it
@@ -149,10 +169,18 @@ class EngineView(Protocol):
 class BlockRules:
     """The block arithmetic of :class:`EngineView` (:func:`chunk_blocks`,
     :func:`max_chunk`, :func:`admissible`) on the view's own ``config``, for the classes
-    that implement the view."""
+    that implement the view; and a ``take`` for a view that does not allocate as the plan
+    goes, which counts the blocks and the seat each chunk uses."""
 
     __slots__ = ()
     config: EngineConfig
+    free_blocks: int
+    free_seats: int
+
+    def take(self, request: RequestView, chunk: int) -> bool:
+        self.free_blocks -= self.chunk_blocks(request, chunk)
+        self.free_seats -= 0 if request.admitted else 1
+        return True
 
     def chunk_blocks(self, request: RequestView, chunk: int) -> int:
         return chunk_blocks(self.config, request, chunk)
@@ -168,29 +196,35 @@ class BlockRules:
 Plan = list[tuple[RequestView, int]]
 
 
+def _held(config: EngineConfig, request: RequestView) -> int:
+    """Blocks a request has without taking them from the free pool: all of its ``done``
+    tokens' when admitted; waiting, the cached ones running requests hold."""
+    return config.blocks(request.done) if request.admitted else request.held_hits
+
+
 def chunk_blocks(config: EngineConfig, request: RequestView, chunk: int) -> int:
-    """Free blocks a chunk takes: the blocks of ``done + chunk`` tokens, less those an
-    admitted request holds already. A waiting request's ``done`` tokens are in cached
-    free blocks, which it takes back (:mod:`schedlab.serving.kv_cache`)."""
-    held = config.blocks(request.done) if request.admitted else 0
-    return config.blocks(request.done + chunk) - held
+    """Free blocks a chunk takes: the blocks of ``done + chunk`` tokens, less those the
+    request has already. A waiting request's ``done`` tokens are in cached blocks: it
+    takes the free ones from the pool and shares those running requests hold
+    (:mod:`schedlab.serving.kv_cache`)."""
+    return config.blocks(request.done + chunk) - _held(config, request)
 
 
 def max_chunk(config: EngineConfig, request: RequestView, free_blocks: int) -> int:
     """The largest chunk :func:`chunk_blocks` fits in ``free_blocks``: the room of the
     blocks held and free, ``(held + free) * block_size - done``, and no more than is left."""
-    held = config.blocks(request.done) if request.admitted else 0
-    room = (held + free_blocks) * config.block_size - request.done
+    room = (_held(config, request) + free_blocks) * config.block_size - request.done
     return max(0, min(request.target - request.done, room))
 
 
 def admissible(config: EngineConfig, request: RequestView, free_blocks: int) -> bool:
     """The admission gate: with ``config.reserve_full_prompt`` a waiting request's whole
-    sequence, ``blocks(target)``, must fit in ``free_blocks`` (its cached blocks count, as
-    they are free); admitted requests always pass."""
+    sequence, ``blocks(target)``, less the cached blocks running requests hold, must fit in
+    ``free_blocks`` (its free cached blocks count, as they are free); admitted requests
+    always pass (``kv_cache_manager.py``, ``can_fit_full_sequence``)."""
     if request.admitted or not config.reserve_full_prompt:
         return True
-    return config.blocks(request.target) <= free_blocks
+    return config.blocks(request.target) - request.held_hits <= free_blocks
 
 
 def planned_output(request: RequestView, estimate: Estimate, generated: int) -> int:

@@ -1,8 +1,8 @@
-"""The KV block manager: allocation, LRU eviction, prefix-cache hits, conservation.
+"""The KV block manager: allocation, LRU eviction, shared and cached blocks, conservation.
 
 Hand-worked cases follow vLLM v1's rules as ``schedlab/serving/kv_cache.py`` cites them;
-the hypothesis test checks conservation and the cache's invariants against an
-independent model of the free queue (a plain list of blocks).
+the hypothesis test checks the cache against an independent model that keeps every block
+as vLLM's ``BlockPool`` does (a list of block objects with reference counts and hashes).
 """
 
 from __future__ import annotations
@@ -29,27 +29,32 @@ def test_a_preempted_request_keeps_its_full_blocks_cached():
     # Request 0 holds 40 tokens: blocks 0 and 1 are full, block 2 holds 8 tokens.
     kv = KVCache(4, 16)
     kv.allocate(3)
-    kv.free(0, 40, keep=True)
+    kv.free(0, 40, computed=40, resumable=True)
     assert kv.free_blocks == 4 and kv.cached_blocks == 2
     # Re-admitted with its 40 tokens (+ 1 generated = 41): both full blocks hit, capped
-    # at floor((41 - 1) / 16) = 2.
-    assert kv.cached_prefix(0, 41) == 2
+    # at floor((41 - 1) / 16) = 2, none held by another request.
+    assert kv.lookup(0, 41) == (2, 0)
     # With exactly 32 tokens the last token is recomputed: only one block can hit.
-    assert kv.cached_prefix(0, 32) == 1
+    assert kv.lookup(0, 32) == (1, 0)
     kv.reuse(0, 2)
     assert kv.free_blocks == 2 and kv.cached_blocks == 0 and kv.used_blocks == 2
     kv.check()
 
 
-def test_a_finished_request_caches_nothing_and_without_prefix_caching_nothing_stays():
+def test_a_finished_request_leaves_dead_blocks_that_count_when_evicted():
+    # vLLM caches every full block, so a finished request's own blocks are evicted
+    # (counted) when reused, though nobody can hit them.
     kv = KVCache(4, 16)
-    kv.allocate(2)
-    kv.free(5, 32, keep=False)
-    assert kv.cached_blocks == 0
+    kv.allocate(3)
+    kv.free(5, 40, computed=40)
+    assert kv.cached_blocks == 2 and kv.lookup(5, 41) == (0, 0)
+    kv.allocate(4)
+    assert kv.evicted == 2
     off = KVCache(4, 16, prefix_caching=False)
     off.allocate(2)
-    off.free(5, 32, keep=True)
-    assert off.cached_blocks == 0 and off.cached_prefix(5, 33) == 0
+    off.free(5, 32, computed=32, resumable=True)
+    assert off.cached_blocks == 0 and off.lookup(5, 33) == (0, 0)
+    kv.check()
 
 
 def test_eviction_takes_the_oldest_free_block_and_a_request_loses_its_tail_first():
@@ -59,14 +64,14 @@ def test_eviction_takes_the_oldest_free_block_and_a_request_loses_its_tail_first
     # *last* block; request 1 then reuses only its first, and request 2 both of its own.
     kv = KVCache(4, 16)
     kv.allocate(4)
-    kv.free(1, 32, keep=True)
-    kv.free(2, 32, keep=True)
+    kv.free(1, 32, computed=32, resumable=True)
+    kv.free(2, 32, computed=32, resumable=True)
     kv.allocate(1)
     assert kv.evicted == 1
-    assert kv.cached_prefix(1, 33) == 1
-    assert kv.cached_prefix(2, 33) == 2
+    assert kv.lookup(1, 33) == (1, 0)
+    assert kv.lookup(2, 33) == (2, 0)
     kv.allocate(2)  # evicts request 1's first block and request 2's last
-    assert kv.cached_prefix(1, 33) == 0 and kv.cached_prefix(2, 33) == 1
+    assert kv.lookup(1, 33) == (0, 0) and kv.lookup(2, 33) == (1, 0)
     assert kv.evicted == 3
     kv.check()
 
@@ -75,19 +80,38 @@ def test_never_used_blocks_are_taken_before_cached_ones():
     # Fresh blocks come first in the queue (vLLM's initial free queue is every block).
     kv = KVCache(6, 16)
     kv.allocate(2)
-    kv.free(3, 32, keep=True)  # queue: 4 fresh, then 3.1, 3.0
+    kv.free(3, 32, computed=32, resumable=True)  # queue: 4 fresh, then 3.1, 3.0
     kv.allocate(4)
-    assert kv.cached_prefix(3, 33) == 2 and kv.evicted == 0
+    assert kv.lookup(3, 33) == (2, 0) and kv.evicted == 0
     kv.allocate(1)
-    assert kv.cached_prefix(3, 33) == 1 and kv.evicted == 1
+    assert kv.lookup(3, 33) == (1, 0) and kv.evicted == 1
 
 
 def test_a_partial_last_block_and_uncomputed_tokens_are_not_cached():
     kv = KVCache(8, 16)
     kv.allocate(4)
     # 60 tokens held, of which 20 computed: only block 0 has content.
-    kv.free(7, 60, keep=True, computed=20)
+    kv.free(7, 60, computed=20, resumable=True)
     assert kv.cached_blocks == 1 and kv.free_blocks == 8
+    kv.check()
+
+
+def test_a_running_requests_shared_blocks_are_shared_and_freed_by_the_last_holder():
+    # Request 0 allocates 3 blocks for 40 prompt tokens; its 2 full blocks are named
+    # (shared names 7, 8) at allocation. Request 1 with the same prefix finds both while
+    # request 0 runs: held by another, they cost no free block.
+    kv = KVCache(6, 16)
+    shared = [7, 8]
+    kv.allocate(3)
+    kv.name(0, 40, shared)
+    assert kv.lookup(1, 41, shared) == (2, 2)
+    kv.reuse(1, 2, shared)
+    kv.allocate(1)  # its own third block
+    assert kv.used_blocks == 4
+    kv.free(0, 40, computed=40, shared=shared)  # the shared blocks stay held by 1
+    assert kv.used_blocks == 3 and kv.free_blocks == 3
+    kv.free(1, 40, computed=40, shared=shared)
+    assert kv.free_blocks == 6 and kv.lookup(2, 41, shared) == (2, 0)
     kv.check()
 
 
@@ -95,73 +119,134 @@ def test_freeing_more_than_is_used_is_an_error():
     kv = KVCache(4, 16)
     kv.allocate(1)
     with pytest.raises(ServingError, match="frees 2 blocks"):
-        kv.free(0, 17, keep=False)
+        kv.free(0, 17)
 
 
-class _Model:
-    """An independent free queue: a list of blocks, each ``None`` or a request's key."""
+class _Block(dict):
+    """A block: its ``key`` (``None``: no content) and ``refs``; equal only to itself."""
 
-    def __init__(self, total: int) -> None:
-        self.queue: list[tuple[int, int] | None] = [None] * total
-        self.held: dict[int, int] = {}  # request -> blocks held
+    __eq__ = object.__eq__  # type: ignore[assignment]
+    __hash__ = object.__hash__  # type: ignore[assignment]
 
-    def allocate(self, request: int, count: int) -> None:
-        del self.queue[:count]
-        self.held[request] = self.held.get(request, 0) + count
 
-    def free(self, request: int, tokens_full: int, blocks: int, keep: bool) -> None:
-        self.held[request] -= blocks
-        full = tokens_full if keep else 0
-        tail = [None] * (blocks - full) + [(request, p) for p in range(full - 1, -1, -1)]
-        # the same content cached twice: the older copy is kept as an empty block
-        self.queue = [None if entry in tail else entry for entry in self.queue]
-        self.queue.extend(tail)
+class _Pool:
+    """vLLM's block pool as plainly as possible: block objects in a free list."""
 
-    def prefix(self, request: int, cap: int) -> int:
-        count = 0
-        while count < cap and (request, count) in self.queue:
+    def __init__(self, total: int, size: int) -> None:
+        self.size = size
+        self.free: list[_Block] = [_Block(key=None, refs=0) for _ in range(total)]
+        self.cached: dict[tuple, list[_Block]] = {}
+        self.held: dict[int, list[_Block]] = {}
+        self.evicted = 0
+
+    def key(self, request, position, shared):
+        if shared is not None and position < len(shared):
+            return (shared[position], position)
+        return (~request, position)
+
+    def allocate(self, request, count):
+        taken, self.free = self.free[:count], self.free[count:]
+        for block in taken:
+            if block["key"] is not None:
+                self.cached[block["key"]].remove(block)
+                self.evicted += 1
+                block["key"] = None
+            block["refs"] = 1
+        self.held.setdefault(request, []).extend(taken)
+
+    def name(self, request, tokens, shared):
+        blocks = self.held[request]
+        for position in range(min(tokens // self.size, len(shared or ()))):
+            block = blocks[position]
+            if block["key"] is None:
+                block["key"] = self.key(request, position, shared)
+                self.cached.setdefault(block["key"], []).append(block)
+
+    def lookup(self, request, tokens, shared):
+        count = held = 0
+        while count < (tokens - 1) // self.size:
+            same = self.cached.get(self.key(request, count, shared))
+            if not same:
+                break
+            held += same[0]["refs"] > 0
             count += 1
-        return count
+        return count, held
 
-    def reuse(self, request: int, count: int) -> None:
+    def reuse(self, request, count, shared):
         for position in range(count):
-            self.queue.remove((request, position))
-        self.held[request] = self.held.get(request, 0) + count
+            block = self.cached[self.key(request, position, shared)][0]
+            if block["refs"] == 0:
+                self.free.remove(block)
+            block["refs"] += 1
+            self.held.setdefault(request, []).append(block)
+
+    def release(self, request, computed, shared, resumable):
+        blocks = self.held.pop(request)
+        for position, block in enumerate(blocks):
+            if block["key"] is None and position < computed // self.size:
+                key = self.key(request, position, shared)
+                if key[0] < 0 and not resumable:
+                    key = ("dead", id(block))  # nobody can find it
+                block["key"] = key
+                self.cached.setdefault(key, []).append(block)
+        for block in reversed(blocks):
+            block["refs"] -= 1
+            if block["refs"] == 0:
+                self.free.append(block)
 
 
-@settings(max_examples=150, deadline=None)
+CHAINS = ([100, 101, 102, 103, 104, 105], [100, 101, 200, 201, 202, 203])
+
+
+@settings(max_examples=200, deadline=None)
 @given(st.data())
-def test_agrees_with_a_list_model_and_conserves_blocks(data):
+def test_agrees_with_a_block_pool_model_and_conserves_blocks(data):
     size = 4
-    total = data.draw(st.integers(4, 24))
-    kv, model = KVCache(total, size), _Model(total)
+    total = data.draw(st.integers(4, 30))
+    kv, pool = KVCache(total, size), _Pool(total, size)
     tokens: dict[int, int] = {}  # request -> KV tokens held
-    for _ in range(data.draw(st.integers(1, 40))):
-        action = data.draw(st.sampled_from(["grow", "free", "resume"]))
+    shares = {
+        r: data.draw(st.sampled_from([None, CHAINS[0][:4], CHAINS[1], CHAINS[0]]))
+        for r in range(5)
+    }
+    for _ in range(data.draw(st.integers(1, 50))):
         request = data.draw(st.integers(0, 4))
-        held = tokens.get(request, 0)
-        if action == "grow":
-            more = data.draw(st.integers(1, 12))
-            need = kv.blocks(held + more) - kv.blocks(held)
-            if need > kv.free_blocks:
+        shared = shares[request]
+        held = tokens.get(request)
+        if held is None:  # admit it: take what is cached, then a chunk
+            want = data.draw(st.integers(1, 30))
+            hits, shared_hits = kv.lookup(request, want, shared)
+            assert (hits, shared_hits) == pool.lookup(request, want, shared)
+            chunk = data.draw(st.integers(1, want - hits * size))
+            new = kv.blocks(hits * size + chunk) - hits
+            if new + hits - shared_hits > kv.free_blocks:
                 continue
-            kv.allocate(need)
-            model.allocate(request, need)
+            kv.reuse(request, hits, shared)
+            pool.reuse(request, hits, shared)
+            kv.allocate(new)
+            pool.allocate(request, new)
+            tokens[request] = hits * size + chunk
+        elif data.draw(st.booleans()):  # it grows
+            more = data.draw(st.integers(1, 12))
+            new = kv.blocks(held + more) - kv.blocks(held)
+            if new > kv.free_blocks:
+                continue
+            kv.allocate(new)
+            pool.allocate(request, new)
             tokens[request] = held + more
-        elif action == "free" and held:
-            keep = data.draw(st.booleans())
-            kv.free(request, held, keep=keep)
-            model.free(request, held // size, kv.blocks(held), keep)
-            tokens[request] = 0
-        elif action == "resume" and not held:
-            total_tokens = data.draw(st.integers(1, 30))
-            cap = (total_tokens - 1) // size
-            hits = kv.cached_prefix(request, total_tokens)
-            assert hits == model.prefix(request, cap)
-            kv.reuse(request, hits)
-            model.reuse(request, hits)
-            tokens[request] = hits * size
+        else:  # it is preempted or finishes
+            computed = data.draw(st.integers(0, held))
+            resumable = data.draw(st.booleans())
+            kv.free(request, held, computed=computed, shared=shared, resumable=resumable)
+            pool.release(request, computed, shared, resumable)
+            del tokens[request]
+            continue
+        kv.name(request, tokens[request], shared)
+        if shared is not None:
+            pool.name(request, tokens[request], shared)
         kv.check()
-        assert kv.used_blocks == sum(kv.blocks(t) for t in tokens.values())
-        assert kv.free_blocks == len(model.queue)
-        assert kv.cached_blocks == sum(entry is not None for entry in model.queue)
+        assert kv.free_blocks == len(pool.free)
+        assert kv.evicted == pool.evicted
+        for other in range(5):
+            assert kv.lookup(other, 30, shares[other]) == pool.lookup(other, 30, shares[other])
+        assert kv.cached_blocks == sum(b["key"] is not None for b in pool.free)

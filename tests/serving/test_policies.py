@@ -20,6 +20,7 @@ class Req:
     prompt: int
     done: int = 0
     admitted: bool = False
+    held_hits: int = 0
 
     @property
     def target(self) -> int:
@@ -59,6 +60,9 @@ class View:
 
     def admissible(self, request, free_blocks):
         return rules.admissible(self.config, request, free_blocks)
+
+    def take(self, request, chunk):
+        return rules.BlockRules.take(self, request, chunk)
 
 
 def plan_of(spec, view, tpot=0.025):

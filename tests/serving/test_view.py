@@ -19,6 +19,7 @@ class Req:
     admitted: bool = True
     index: int = 0
     prompt: int = 0
+    held_hits: int = 0
 
 
 @pytest.mark.parametrize(
@@ -37,6 +38,10 @@ def test_chunk_blocks_of_an_admitted_request(done, target, chunk, blocks):
 def test_a_waiting_request_takes_back_its_cached_blocks():
     # 32 tokens cached (2 blocks in the free pool) + a chunk of 10: 3 blocks from free.
     assert chunk_blocks(CONFIG, Req(100, 32, admitted=False), 10) == 3
+    # one of the two cached blocks is held by a running request: shared, not taken
+    shared = Req(100, 32, admitted=False, held_hits=1)
+    assert chunk_blocks(CONFIG, shared, 10) == 2
+    assert max_chunk(CONFIG, shared, 2) == 3 * 16 - 32
 
 
 @pytest.mark.parametrize(
@@ -65,3 +70,6 @@ def test_the_gate_wants_the_whole_sequence_of_a_waiting_request():
     assert admissible(CONFIG, Req(100), 0)  # admitted requests pass
     off = EngineConfig(kv_tokens=1000, reserve_full_prompt=False)
     assert admissible(off, waiting, 0)
+    # cached blocks running requests hold are not taken from the free ones
+    sharing = Req(100, 64, admitted=False, held_hits=3)
+    assert not admissible(CONFIG, sharing, 3) and admissible(CONFIG, sharing, 4)

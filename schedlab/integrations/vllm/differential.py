@@ -14,6 +14,15 @@ compares the two runs step by step and returns the first difference, or ``None``
 
 Since both runs take every step's duration from the same cost model, equal batches give
 equal times, and the first difference of any kind shows up as a mismatch.
+
+:func:`random_trace` draws the traces both the tests and
+``benchmarks/vllm_differential.py`` run, in families shaped like what users serve
+(:data:`FAMILIES`): independent requests; chat sessions and agent loops sharing system
+prompts and earlier turns while they run; bursts at one instant behind a common system
+prompt; shared prefixes under KV pressure, where cached blocks are evicted while others
+are shared; and several data-parallel ranks behind vLLM's router. Each draws engine
+settings that bind (few seats, small token budgets, caches of one to a few times the
+largest request) and synchronous or asynchronous scheduling.
 """
 
 from __future__ import annotations
@@ -21,13 +30,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from schedlab.serving.driver import EngineRun
 from schedlab.serving.engine_config import EngineConfig
+from schedlab.serving.prefix import SharedPrefixModel
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import run_engine
 from schedlab.serving.workloads import RequestStream
 
-__all__ = ["Mismatch", "differential_run", "first_mismatch"]
+__all__ = ["FAMILIES", "Mismatch", "Trace", "differential_run", "first_mismatch", "random_trace"]
 
 
 @dataclass(frozen=True)
@@ -75,12 +87,18 @@ def first_mismatch(ours: EngineRun, theirs: EngineRun) -> Mismatch | None:
             ("reused", sorted(a.reused), sorted(b.reused)),
             ("finished", sorted(ours_done.get(k, ())), sorted(theirs_done.get(k, ()))),
             ("used_blocks", a.used_blocks, b.used_blocks),
+            ("running", a.running, b.running),
+            ("waiting", a.waiting, b.waiting),
         )
         for field, x, y in pairs:
             if x != y:
                 return Mismatch(f"step {k}", field, x, y)
     if len(ours.batches) != len(theirs.batches):
         return Mismatch("run", "steps", len(ours.batches), len(theirs.batches))
+    for field in ("evicted_blocks", "reused_tokens"):
+        x, y = getattr(ours, field), getattr(theirs, field)
+        if x != y:
+            return Mismatch("run", field, x, y)
     for r, q in zip(ours.records, theirs.records, strict=True):
         for field in ("first_token_s", "finish_s", "preemptions", "prefilled_tokens"):
             x, y = getattr(r, field), getattr(q, field)
@@ -104,8 +122,81 @@ def _token_runs(segments: tuple[tuple[int, int], ...]) -> list[tuple[int, int]]:
     return runs
 
 
+#: The trace families of :func:`random_trace`.
+FAMILIES = ("independent", "chat", "burst", "pressure", "ranks")
+
+
+@dataclass(frozen=True)
+class Trace:
+    """One drawn differential case: its family, requests, engine settings and ranks."""
+
+    family: str
+    stream: RequestStream
+    engine: EngineConfig
+    replicas: int = 1
+
+
+def random_trace(family: str, rng: np.random.Generator) -> Trace:
+    """A random case of ``family`` (:data:`FAMILIES`; module docstring), drawn from ``rng``.
+
+    * ``independent``: 1-40 requests, prompts of 1-800 tokens, no shared prefix, prefix
+      caching on or off.
+    * ``chat``: 2-40 requests arriving 0-200 ms apart, of which each is, with probability
+      0.6, the next turn of one of a few open conversations (it resends that
+      conversation's prompt while the earlier turn may still run), else a new one that
+      starts with one of 1-3 system prompts (:class:`~schedlab.serving.prefix.SharedPrefixModel`);
+      trace blocks of 8, 16 or 48 tokens.
+    * ``burst``: 2-30 requests at one to three instants, most behind one system prompt.
+    * ``pressure``: as ``chat``, with a cache of one to one and a half times the largest
+      request, so shared blocks and cached ones are evicted.
+    * ``ranks``: as ``chat`` on 2-4 data-parallel ranks.
+    """
+    if family not in FAMILIES:
+        raise ValueError(f"differential: unknown family {family!r}")
+    prefix = None
+    if family == "independent":
+        n = int(rng.integers(1, 41))
+        arrival = np.cumsum(rng.integers(0, 41, n)) * 0.005
+        prompt = rng.integers(1, 801, n)
+        output = rng.integers(1, 121, n)
+    else:
+        n = int(rng.integers(2, 31 if family == "burst" else 41))
+        if family == "burst":
+            instants = np.sort(rng.integers(0, 40, int(rng.integers(1, 4)))) * 0.005
+            arrival = np.sort(rng.choice(instants, n))
+        else:
+            arrival = np.cumsum(rng.integers(0, 41, n)) * 0.005
+        model = SharedPrefixModel(
+            system_prompts=1 if family == "burst" else int(rng.integers(1, 4)),
+            system_tokens=int(rng.integers(8, 400)),
+            system_share=0.9 if family == "burst" else float(rng.choice([0.5, 0.8])),
+            followup=0.0 if family == "burst" else 0.6,
+            open_conversations=int(rng.integers(1, 9)),
+            block_tokens=int(rng.choice([8, 16, 48])),
+            max_prompt=1500,
+        )
+        prompt, prefix = model.apply(rng.integers(1, 301, n), rng)
+        output = rng.integers(1, 61, n)
+    block_size = int(rng.choice([8, 16, 32]))
+    seqs = int(rng.integers(1, 17))
+    largest = -(-int(np.max(prompt + output - 1)) // block_size)
+    most = largest + largest // 2 + 1 if family == "pressure" else 4 * largest + 9
+    engine = EngineConfig(
+        kv_tokens=int(rng.integers(largest, most)) * block_size,
+        block_size=block_size,
+        max_num_seqs=seqs,
+        max_num_batched_tokens=int(rng.integers(max(seqs, 16), 513)),
+        prefix_caching=family != "independent" or bool(rng.integers(0, 2)),
+        reserve_full_prompt=bool(rng.integers(0, 2)),
+        async_scheduling=bool(rng.integers(0, 2)),
+    )
+    stream = RequestStream(family, arrival, prompt, output, float(arrival[-1]) + 1.0, prefix)
+    replicas = int(rng.integers(2, 5)) if family == "ranks" else 1
+    return Trace(family, stream, engine, replicas)
+
+
 def differential_run(
-    stream: RequestStream, engine: EngineConfig, *, cost_model: Any = None
+    stream: RequestStream, engine: EngineConfig, *, cost_model: Any = None, replicas: int = 1
 ) -> tuple[EngineRun, EngineRun, Mismatch | None]:
     """Simulate ``stream`` on both engines; both runs and their first mismatch.
 
@@ -117,8 +208,11 @@ def differential_run(
         The engine settings both runs share.
     cost_model
         The cost model of every step's duration (default: :class:`Scenario`'s).
+    replicas
+        Data-parallel ranks behind vLLM's router (their steps are compared rank by rank,
+        in the order they ended).
     """
-    scenario = Scenario(policy="vllm", engine=engine)
+    scenario = Scenario(policy="vllm", engine=engine, replicas=replicas)
     if cost_model is not None:
         scenario = scenario.with_(cost_model=cost_model)
     ours = run_engine(stream, scenario, record_batches=True)

@@ -89,6 +89,7 @@ class _RequestView:
     __slots__ = (
         "admitted",
         "done",
+        "held_hits",
         "index",
         "predicted_lower",
         "predicted_output",
@@ -98,12 +99,13 @@ class _RequestView:
         "target",
     )
 
-    def __init__(self, request: Any, admitted: bool, done: int) -> None:
+    def __init__(self, request: Any, admitted: bool, done: int, held_hits: int = 0) -> None:
         self.request = request
         self.index = _index(request.request_id)
         self.prompt = int(request.num_prompt_tokens)
         self.target = int(request.num_tokens)
         self.done = done
+        self.held_hits = held_hits
         self.admitted = admitted
         self.predicted_output = int(request.max_tokens)
         self.predicted_lower = self.predicted_upper = self.predicted_output
@@ -125,8 +127,11 @@ class VllmView(rules.BlockRules):
 
     Decodes attend to their computed tokens plus the new one; waiting requests are
     offered first come first served, each with the tokens vLLM's prefix cache holds for
-    it (``KVCacheManager.get_computed_blocks``); a request's predicted output is its
-    ``max_tokens``.
+    it (``KVCacheManager.get_computed_blocks``) and how many of those blocks running
+    requests hold; a request's predicted output is its ``max_tokens``. The plan only sets
+    the step's token budget (vLLM then schedules by its own rules), so ``take`` only
+    counts the blocks and seats a chunk uses (:class:`~schedlab.serving.view.BlockRules`); a waiting request's hits are those of
+    vLLM's cache before the step.
     """
 
     def __init__(self, scheduler: Any, config: EngineConfig, now_s: float, last_s: float):
@@ -155,10 +160,13 @@ class VllmView(rules.BlockRules):
             yield _RequestView(request, True, int(request.num_computed_tokens))
         manager = self._scheduler.kv_cache_manager
         for request in self._scheduler.waiting:
-            done = int(request.num_computed_tokens)
+            done, held = int(request.num_computed_tokens), 0
             if done == 0 and self.config.prefix_caching:
-                done = int(manager.get_computed_blocks(request)[1])
-            yield _RequestView(request, False, done)
+                blocks, hit = manager.get_computed_blocks(request)
+                done = int(hit)
+                held = sum(block.ref_cnt > 0 for block in blocks.blocks[0])
+            yield _RequestView(request, False, done, held)
+
 
     def projected_kv_peak(self, estimate: Estimate = "point") -> int:
         """:meth:`schedlab.serving.engine.Engine.projected_kv_peak` on vLLM's requests:
