@@ -72,13 +72,21 @@ __all__ = [
     "ASYNC_SCHEDULING_SINCE",
     "KV_CACHE_DTYPE_BYTES",
     "MAX_TENSOR_PARALLEL",
+    "MODELLED_RELEASE",
+    "UNMODELLED_ENGINE_ARGS",
     "Deployment",
+    "check_modelled",
     "deployment_of",
     "profile_deployment",
 ]
 
 #: First vLLM release whose engine schedules asynchronously by default (v0.14.0 notes).
 ASYNC_SCHEDULING_SINCE = (0, 14, 0)
+
+#: The vLLM release whose scheduler the engine follows (``docs/vllm.md``): a run of
+#: another release records behaviour the engine may not have.
+MODELLED_RELEASE = (0, 19)
+
 
 #: vLLM's default ``gpu_memory_utilization``.
 DEFAULT_UTILIZATION = 0.9
@@ -156,6 +164,49 @@ _WHERE: dict[str, tuple[tuple[str, ...], ...]] = {
 }
 
 
+#: vLLM engine arguments that change what its scheduler or a step does and that the
+#: simulator does not model (either engine kind), with what each turns on, the values
+#: that leave it off (vLLM's defaults), and where ``resolved_config`` records it
+#: (``vllm/engine/arg_utils.py``, ``EngineArgs``). A run that records one, or a KV cache
+#: in fp8, or another release than :data:`MODELLED_RELEASE`, is refused unless the user
+#: allows the mismatch (:func:`check_modelled`).
+UNMODELLED_ENGINE_ARGS: dict[str, tuple[str, tuple[Any, ...], tuple[str, ...] | None]] = {
+    "speculative_config": ("speculative decoding", (None, {}), ("speculative_config",)),
+    "speculative_model": ("speculative decoding", (None, ""), None),
+    "num_speculative_tokens": ("speculative decoding", (None, 0), None),
+    "enable_lora": ("LoRA adapters", (None, False), ("lora_config",)),
+    "lora_modules": ("LoRA adapters", (None, []), None),
+    "max_loras": ("LoRA adapters", (None, 1), None),
+    "pipeline_parallel_size": (
+        "pipeline parallelism",
+        (None, 1),
+        (_PARALLEL, "pipeline_parallel_size"),
+    ),
+    "scheduling_policy": (
+        "a scheduling policy other than fcfs",
+        (None, "fcfs"),
+        (_SCHEDULER, "policy"),
+    ),
+    "long_prefill_token_threshold": (
+        "a long-prefill threshold",
+        (None, 0),
+        (_SCHEDULER, "long_prefill_token_threshold"),
+    ),
+    "max_num_partial_prefills": (
+        "several partial prefills",
+        (None, 1),
+        (_SCHEDULER, "max_num_partial_prefills"),
+    ),
+    "enable_chunked_prefill": (
+        "chunked prefill switched off",
+        (None, True),
+        (_SCHEDULER, "enable_chunked_prefill"),
+    ),
+    "kv_transfer_config": ("a KV connector", (None, {}), ("kv_transfer_config",)),
+    "scheduler_cls": ("another scheduler class", (None,), None),
+}
+
+
 @dataclass(frozen=True)
 class Deployment:
     """How a run was served.
@@ -176,6 +227,9 @@ class Deployment:
         The served model and the GPU's name, as recorded (``""``: not recorded).
     notes
         Where each setting came from.
+    unmodelled
+        Settings the run records that the simulator does not model, one line each
+        naming the ``meta.json`` key (:func:`check_modelled`).
     """
 
     engine: EngineConfig
@@ -187,6 +241,24 @@ class Deployment:
     model: str = ""
     hardware: str = ""
     notes: tuple[str, ...] = ()
+    unmodelled: tuple[str, ...] = ()
+
+
+def check_modelled(deployment: Deployment, *, allow: bool, where: str = "") -> list[str]:
+    """Refuse a deployment with a setting the simulator does not model, unless ``allow``;
+    then the lines to show the user loudly.
+
+    Raises
+    ------
+    FormatError
+        Naming the first such ``meta.json`` key, and ``--allow-mismatch``.
+    """
+    if deployment.unmodelled and not allow:
+        place = f"{where}: " if where else ""
+        raise FormatError(
+            f"{place}{deployment.unmodelled[0]} (not modelled; --allow-mismatch replays anyway)"
+        )
+    return [f"replayed anyway (--allow-mismatch): {line}" for line in deployment.unmodelled]
 
 
 def _version(text: Any) -> tuple[int, ...] | None:
@@ -244,7 +316,8 @@ class _Records:
         FormatError
             If the value is not of its kind.
         """
-        for path in _WHERE[key]:
+        first: tuple[Any, str] | None = None
+        for path in _WHERE[key]:  # every place is checked, not only the one used
             found = self.lookup(path)
             if found is None:
                 continue
@@ -254,8 +327,40 @@ class _Records:
                     f"{self.meta_name}: {place}: expected "
                     f"{_expected(kind, minimum, maximum)}, got {found!r}"
                 )
-            return found, f"meta.json {place}"
-        return None
+            first = first or (found, f"meta.json {place}")
+        return first
+
+    def unmodelled(self) -> list[str]:
+        """What the run records that the engine does not model, one line each naming the
+        ``meta.json`` key (:data:`UNMODELLED_ENGINE_ARGS`, fp8 KV, and a release other than
+        :data:`MODELLED_RELEASE`)."""
+        found = []
+        recorded = self.run.meta.get("vllm_version")
+        version = _version(recorded)
+        if version is not None and version[:2] != MODELLED_RELEASE:
+            release = ".".join(map(str, MODELLED_RELEASE))
+            found.append(
+                f"meta.json vllm_version {recorded!r}: the engine follows vLLM {release}'s "
+                "scheduler"
+            )
+        for name, (what, off, resolved) in UNMODELLED_ENGINE_ARGS.items():
+            places: list[tuple[str, ...]] = [("engine_kwargs", name)]
+            if resolved is not None:
+                places.insert(0, ("resolved_config", *resolved))
+            for path in places:
+                value = self.lookup(path)
+                if value not in off:
+                    found.append(f"meta.json {'.'.join(path)} = {value!r}: {what}")
+                    break
+        for path in _WHERE["kv_cache_dtype"]:
+            value = self.lookup(path)
+            if isinstance(value, str) and value.startswith("fp8"):
+                found.append(
+                    f"meta.json {'.'.join(path)} = {value!r}: an fp8 KV cache (the profile's "
+                    "attention reads KV in the model's dtype)"
+                )
+                break
+        return found
 
     def setting(
         self,
@@ -486,6 +591,7 @@ def deployment_of(
         model=records.model_name(),
         hardware=records.hardware(),
         notes=tuple(records.notes),
+        unmodelled=tuple(records.unmodelled()),
     )
 
 

@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from schedlab.calibration.deployment import Deployment, deployment_of
+from schedlab.calibration.deployment import Deployment, check_modelled, deployment_of
 from schedlab.calibration.profile_model import ProfileCostModel
 from schedlab.calibration.recorded_run import MeasuredSeries, RecordedRun
 from schedlab.calibration.run_model import check_model_fits, model_for_run
@@ -240,6 +240,7 @@ class ReplayReport:
                 "tp": self.deployment.tp,
                 "ep": self.deployment.ep,
                 "notes": list(self.deployment.notes),
+                "unmodelled": list(self.deployment.unmodelled),
             },
         }
         return nan_to_null(data)
@@ -282,6 +283,7 @@ class ReplayReport:
             f"deployment: {d.replicas} replica(s){' in lockstep' if d.lockstep else ''}, "
             f"tp {d.tp}, ep {d.ep}; " + "; ".join(d.notes)
         )
+        lines += [f"NOT MODELLED (replayed with --allow-mismatch): {u}" for u in d.unmodelled]
         return "\n".join(lines)
 
 
@@ -355,7 +357,10 @@ def replay(
     tpot_target_s
         TPOT target handed to SLO-aware policies (unused by ``vllm``).
     allow_mismatch
-        Replay even with a cost model of another model, GPU or TP degree.
+        Replay even with a cost model of another model, GPU or TP degree, or a run
+        that records a setting the simulator does not model
+        (:func:`~schedlab.calibration.deployment.check_modelled`; the report's notes
+        then name it).
     series
         Also build the simulated per-second series (for
         :func:`~schedlab.plotting.plot_replay`; its cost grows with the run's span).
@@ -369,6 +374,7 @@ def replay(
         calibrated from (default ``$SCHEDLAB_DATA``).
     """
     deployment = deployment or deployment_of(run)
+    check_modelled(deployment, allow=allow_mismatch, where=str(run.path))
     if cost_model is None:
         cost_model, _ = model_for_run(deployment, data_dir, run=run)
     else:

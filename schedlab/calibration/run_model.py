@@ -255,7 +255,10 @@ def model_for_run(
         if not (deployment.model and deployment.hardware):
             raise
     profile = find_profile(
-        data_directory(data_dir), deployment.model, deployment.hardware, deployment.tp
+        data_directory(data_dir, holding="profiles/"),
+        deployment.model,
+        deployment.hardware,
+        deployment.tp,
     )
     model, path, hit = cached_calibration(profile, deployment.tp)
     experts = f", experts over ep {deployment.ep}" if deployment.ep > 1 else ""

@@ -126,7 +126,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
-    from schedlab.calibration.deployment import deployment_of
+    from schedlab.calibration.deployment import check_modelled, deployment_of
     from schedlab.calibration.recorded_run import read_recorded_run
     from schedlab.calibration.replay import replay
     from schedlab.calibration.run_model import model_for_run
@@ -155,17 +155,13 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         prefix_caching={"auto": None, "on": True, "off": False}[args.prefix_caching],
         link=None if args.link is None else link_given(args.link),
     )
+    for line in check_modelled(deployment, allow=args.allow_mismatch, where=str(args.run)):
+        print(f"schedlab: WARNING: {line}", file=sys.stderr)
     policy = (
         (args.engine if args.engine != BUILTIN_KIND else "vllm")
         if args.policy is None
         else args.policy
     )
-    if args.engine == "vllm":
-        from schedlab.integrations.vllm import check_engine_args
-
-        engine_args = run.meta.get("engine_kwargs")
-        if isinstance(engine_args, dict):
-            check_engine_args(engine_args, f"{run.path}: meta.json engine_kwargs")
     announce_engine(args.engine, deployment.engine, policy=policy, model_dir=args.vllm_model)
     cost_model: CostModel
     if args.cost_model is None:

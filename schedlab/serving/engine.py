@@ -106,7 +106,7 @@ from schedlab.serving.metrics import SLO, allowed_slow_gaps
 from schedlab.serving.policies import Policy
 from schedlab.serving.prediction import Estimate
 from schedlab.serving.request_state import RequestState
-from schedlab.serving.view import Plan
+from schedlab.serving.view import Plan, RequestView
 
 __all__ = ["Engine"]
 
@@ -163,7 +163,7 @@ class _View(rules.BlockRules):
             if k < len(waiting) and waiting[k] is req:  # not admitted: look further
                 k += 1
 
-    def take(self, request: RequestState, chunk: int) -> bool:
+    def take(self, request: RequestView, chunk: int) -> bool:
         return self._engine.take(request, chunk)
 
     def projected_kv_peak(self, estimate: Estimate = "point") -> int:
@@ -535,10 +535,14 @@ class Engine:
         view.free_seats = config.max_num_seqs - len(self.running) - len(self.held)
         view.admitting = self._pass[2] and len(self._preempted) == self._pass[3]
 
-    def take(self, req: RequestState, c: int) -> bool:
+    def take(self, req: RequestView, c: int) -> bool:
         """Apply one chunk of the plan now (:meth:`~schedlab.serving.view.EngineView.take`)."""
         if self._closed:
             return False
+        if not isinstance(req, RequestState):
+            raise ServingError(
+                f"policy {self.policy.name!r}: took {req!r}, not one of its requests"
+            )
         self._taken.append((req, c))
         ran = self._apply_one(req, c)
         self._refresh_view()

@@ -209,7 +209,9 @@ class KVCache:
             del self._cached[block.key]
 
     # -- the prefix cache ------------------------------------------------------------------
-    def lookup(self, request: int, tokens: int, shared: list[int] | None = None) -> tuple[int, int]:
+    def lookup(
+        self, request: int, tokens: int, shared: list[int] | None = None
+    ) -> tuple[int, int]:
         """The blocks of ``request`` an admission with ``tokens`` tokens finds cached: the
         longest run of its blocks ``0, 1, ...`` (``shared``: the shared names of its first
         blocks), at most :math:`\\lfloor (T-1)/b \\rfloor`; and how many of them other
@@ -274,7 +276,9 @@ class KVCache:
             key = _key(request, position, shared)
             if key[0] < 0 and not resumable:
                 run = 1
-                while position - run >= named and (shared is None or position - run >= len(shared)):
+                while position - run >= named and (
+                    shared is None or position - run >= len(shared)
+                ):
                     run += 1
                 self._push(-run)
                 self._dead += run

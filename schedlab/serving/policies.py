@@ -127,7 +127,9 @@ def _fill(view: EngineView, quota: int, *, whole: bool, head_limit: int | None =
     for req in view.prefill_candidates():
         if quota <= 0:
             break
-        if not req.admitted and (view.free_seats == 0 or not view.admissible(req, view.free_blocks)):
+        if not req.admitted and (
+            view.free_seats == 0 or not view.admissible(req, view.free_blocks)
+        ):
             break
         remaining = req.target - req.done
         if whole:

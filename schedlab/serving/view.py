@@ -169,18 +169,10 @@ class EngineView(Protocol):
 class BlockRules:
     """The block arithmetic of :class:`EngineView` (:func:`chunk_blocks`,
     :func:`max_chunk`, :func:`admissible`) on the view's own ``config``, for the classes
-    that implement the view; and a ``take`` for a view that does not allocate as the plan
-    goes, which counts the blocks and the seat each chunk uses."""
+    that implement the view."""
 
     __slots__ = ()
     config: EngineConfig
-    free_blocks: int
-    free_seats: int
-
-    def take(self, request: RequestView, chunk: int) -> bool:
-        self.free_blocks -= self.chunk_blocks(request, chunk)
-        self.free_seats -= 0 if request.admitted else 1
-        return True
 
     def chunk_blocks(self, request: RequestView, chunk: int) -> int:
         return chunk_blocks(self.config, request, chunk)

@@ -24,8 +24,8 @@ Named workloads (:data:`WORKLOADS`):
 ``azure-code``, ``azure-conv``
     Replay of the Azure LLM inference traces (Patel et al., "Splitwise", ISCA 2024;
     CC-BY-4.0), lengths and timestamps, read from ``DATA_DIR/traces``: the directory the
-    caller passes, or the one the environment variable ``SCHEDLAB_DATA`` names (the
-    library never guesses it).
+    caller passes, else the one the environment variable ``SCHEDLAB_DATA`` names, else
+    ``shared/data`` beside the checkout (:func:`data_directory`).
 ``mooncake``
     Replay of the Mooncake trace (Qin et al., FAST 2025; Apache-2.0) from
     ``DATA_DIR/traces``, with its shared prefixes (:mod:`schedlab.serving.prefix`).
@@ -360,21 +360,30 @@ class TraceReplay:
 Workload = RandomWorkload | TraceReplay
 
 
-def data_directory(data_dir: str | Path | None = None) -> Path:
-    """The data directory: ``data_dir`` if given, else ``$SCHEDLAB_DATA``.
+#: The data directory when neither a caller nor ``$SCHEDLAB_DATA`` names one:
+#: ``shared/data`` beside the checkout the package runs from (``docs/getting-started.md``).
+BESIDE_CHECKOUT = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+
+
+def data_directory(data_dir: str | Path | None = None, *, holding: str = "traces/") -> Path:
+    """The data directory: ``data_dir`` if given, else ``$SCHEDLAB_DATA``, else
+    :data:`BESIDE_CHECKOUT` if it exists.
 
     Raises
     ------
     DataNotFoundError
-        If neither is given.
+        If none is, naming what the directory must hold (``holding``).
     """
     if data_dir is not None:
         return Path(data_dir)
     env = os.environ.get(DATA_ENV)
     if env:
         return Path(env)
+    if BESIDE_CHECKOUT.is_dir():
+        return BESIDE_CHECKOUT
     raise DataNotFoundError(
-        f"no data directory: pass it (--data-dir) or set {DATA_ENV} to the folder holding traces/"
+        f"no data directory: pass it (--data-dir) or set {DATA_ENV} to the folder holding "
+        f"{holding}"
     )
 
 

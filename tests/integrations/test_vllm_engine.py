@@ -144,4 +144,4 @@ def test_a_run_the_integration_cannot_map_is_refused(
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
-    assert f"engine_kwargs: {argument} = " in lines[0] and feature in lines[0]
+    assert f"engine_kwargs.{argument} = " in lines[0] and feature in lines[0]

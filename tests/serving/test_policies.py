@@ -62,7 +62,9 @@ class View:
         return rules.admissible(self.config, request, free_blocks)
 
     def take(self, request, chunk):
-        return rules.BlockRules.take(self, request, chunk)
+        self.free_blocks -= self.chunk_blocks(request, chunk)
+        self.free_seats -= 0 if request.admitted else 1
+        return True
 
 
 def plan_of(spec, view, tpot=0.025):

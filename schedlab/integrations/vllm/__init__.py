@@ -15,10 +15,8 @@ from typing import Any
 
 from schedlab.integrations.vllm.config import (
     MODEL_DIR,
-    UNMAPPED_ENGINE_ARGS,
     VllmSetup,
     build_scheduler,
-    check_engine_args,
     config_mapping,
 )
 from schedlab.integrations.vllm.release import ANY_VERSION_ENV, SUPPORTED_VERSION, require_vllm
@@ -27,11 +25,9 @@ __all__ = [
     "ANY_VERSION_ENV",
     "MODEL_DIR",
     "SUPPORTED_VERSION",
-    "UNMAPPED_ENGINE_ARGS",
     "SLOWeaveScheduler",
     "VllmSetup",
     "build_scheduler",
-    "check_engine_args",
     "config_mapping",
     "make_replica",
     "require_vllm",

@@ -50,64 +50,14 @@ __all__ = [
     "ANY_VERSION_ENV",
     "MODEL_DIR",
     "SUPPORTED_VERSION",
-    "UNMAPPED_ENGINE_ARGS",
     "VllmSetup",
     "build_scheduler",
-    "check_engine_args",
     "config_mapping",
     "require_vllm",
 ]
 
 #: The model folder used when none is given: a ``config.json`` only.
 MODEL_DIR = Path(str(files("schedlab.integrations.vllm") / "model"))
-
-
-#: vLLM engine arguments that change what its scheduler does and that the integration
-#: does not map, with what each turns on (``vllm/engine/arg_utils.py``, ``EngineArgs``).
-UNMAPPED_ENGINE_ARGS = {
-    "speculative_config": "speculative decoding",
-    "speculative_model": "speculative decoding",
-    "num_speculative_tokens": "speculative decoding",
-    "enable_lora": "LoRA adapters",
-    "lora_modules": "LoRA adapters",
-    "max_loras": "LoRA adapters",
-    "pipeline_parallel_size": "pipeline parallelism",
-    "scheduling_policy": "a scheduling policy other than fcfs",
-    "long_prefill_token_threshold": "a long-prefill threshold",
-    "max_num_partial_prefills": "several partial prefills",
-    "enable_chunked_prefill": "chunked prefill switched off",
-    "kv_transfer_config": "a KV connector",
-    "scheduler_cls": "another scheduler class",
-}
-#: The values of those arguments that leave the scheduler as mapped (vLLM's defaults).
-_DEFAULTS: dict[str, Any] = {
-    "enable_lora": False,
-    "max_loras": 1,
-    "pipeline_parallel_size": 1,
-    "scheduling_policy": "fcfs",
-    "long_prefill_token_threshold": 0,
-    "max_num_partial_prefills": 1,
-    "enable_chunked_prefill": True,
-    "num_speculative_tokens": 0,
-}
-
-
-def check_engine_args(engine_args: Mapping[str, Any], where: str) -> None:
-    """Refuse a recorded run's vLLM engine arguments that the integration cannot map.
-
-    Raises
-    ------
-    ServingError
-        Naming the first argument (of :data:`UNMAPPED_ENGINE_ARGS`) set to anything but
-        ``null`` or vLLM's default, and what it turns on.
-    """
-    for name, feature in UNMAPPED_ENGINE_ARGS.items():
-        value = engine_args.get(name)
-        if value is not None and value != _DEFAULTS.get(name):
-            raise ServingError(
-                f"engine vllm: {where}: {name} = {value!r} ({feature}) cannot be mapped onto "
-                "the integration's configuration"
-            )
 
 
 def config_mapping(config: EngineConfig) -> list[tuple[str, str, Any]]:
@@ -186,10 +136,11 @@ def _model_config(folder: str) -> Any:
     return model
 
 
-def build_scheduler(setup: VllmSetup) -> Any:
+def build_scheduler(setup: VllmSetup, planning: Mapping[str, Any] | None = None) -> Any:
     """A fresh vLLM scheduler (``AsyncScheduler`` under asynchronous scheduling, or
-    ``SLOWeaveScheduler`` for a SLOWeave policy) of ``setup``'s engine settings, with one
-    full-attention KV cache group.
+    ``SLOWeaveScheduler`` for a SLOWeave policy, planning with ``planning``: the arguments
+    of its ``configure``) of ``setup``'s engine settings, with one full-attention KV cache
+    group.
 
     Raises
     ------
@@ -243,12 +194,14 @@ def build_scheduler(setup: VllmSetup) -> Any:
         kind = SLOWeaveScheduler
     else:
         kind = AsyncScheduler if config.async_scheduling else Scheduler
+    extra = {} if planning is None else {"planning": planning}
     return kind(
         vllm_config,
         kv_cache_config,
         StructuredOutputManager(vllm_config),
         block_size=config.block_size,
         log_stats=False,
+        **extra,
     )
 
 

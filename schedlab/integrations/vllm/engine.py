@@ -136,14 +136,19 @@ class VllmEngine:
         self.index = index
         self.slo = slo
         self.clock = IterationClock(timing, index)
-        self.scheduler = build_scheduler(setup)
         self._now = 0.0  # the virtual clock, as the scheduler reads it
         self.policy: Any = VllmPolicy()
+        planning = None
         if setup.policy != "vllm":  # SLOWeaveScheduler plans with our policy
-            tpot = (slo or SLO(ttft_s=60.0, tpot_s=0.025)).tpot_s
-            self.scheduler.configure(
-                setup.policy, timing.predicted, tpot, margin_s, clock=lambda: self._now
-            )
+            planning = {
+                "policy": setup.policy,
+                "model": timing.predicted,
+                "tpot_s": (slo or SLO(ttft_s=60.0, tpot_s=0.025)).tpot_s,
+                "margin_s": margin_s,
+                "clock": lambda: self._now,
+            }
+        self.scheduler = build_scheduler(setup, planning)
+        if planning is not None:
             self.policy = self.scheduler.planner
         self._pool = self.scheduler.kv_cache_manager.block_pool
         self._evicted = 0

@@ -129,8 +129,8 @@ class VllmView(rules.BlockRules):
     offered first come first served, each with the tokens vLLM's prefix cache holds for
     it (``KVCacheManager.get_computed_blocks``) and how many of those blocks running
     requests hold; a request's predicted output is its ``max_tokens``. The plan only sets
-    the step's token budget (vLLM then schedules by its own rules), so ``take`` only
-    counts the blocks and seats a chunk uses (:class:`~schedlab.serving.view.BlockRules`); a waiting request's hits are those of
+    the step's token budget (vLLM then schedules by its own rules), so :meth:`take` only
+    counts the blocks and seats a chunk uses; a waiting request's hits are those of
     vLLM's cache before the step.
     """
 
@@ -167,6 +167,11 @@ class VllmView(rules.BlockRules):
                 held = sum(block.ref_cnt > 0 for block in blocks.blocks[0])
             yield _RequestView(request, False, done, held)
 
+    def take(self, request: RequestView, chunk: int) -> bool:
+        """Count the free blocks and the seat the chunk uses (vLLM allocates later)."""
+        self.free_blocks -= self.chunk_blocks(request, chunk)
+        self.free_seats -= 0 if request.admitted else 1
+        return True
 
     def projected_kv_peak(self, estimate: Estimate = "point") -> int:
         """:meth:`schedlab.serving.engine.Engine.projected_kv_peak` on vLLM's requests:
@@ -239,7 +244,18 @@ class SLOWeaveScheduler(Scheduler):
 
     max_num_scheduled_tokens: int  # vLLM's token budget of one schedule(), set by vLLM
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, planning: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> None:
+        """vLLM's arguments; ``planning``: the arguments of :meth:`configure` (default:
+        read from the environment, as a real server's are).
+
+        Raises
+        ------
+        ServingError
+            Under asynchronous scheduling, or when neither ``planning`` nor the
+            environment gives a cost model.
+        """
         super().__init__(*args, **kwargs)
         if self.scheduler_config.async_scheduling:
             raise ServingError(
@@ -250,9 +266,11 @@ class SLOWeaveScheduler(Scheduler):
         self.engine_config = engine_config_of(self.vllm_config)
         self.clock: Callable[[], float] = time.monotonic
         self.last_token_s: float | None = None
-        self.planner: Policy | None = None
-        if os.environ.get(ENV_COST_MODEL):
+        self.planner: Policy
+        if planning is None:
             self.configure(*_settings_from(os.environ))
+        else:
+            self.configure(**planning)
 
     def configure(
         self,
@@ -271,10 +289,6 @@ class SLOWeaveScheduler(Scheduler):
 
     def schedule(self) -> Any:
         """vLLM's ``schedule()`` under the token budget of the policy's plan."""
-        if self.planner is None:
-            raise ServingError(
-                f"SLOWeaveScheduler: not configured; set {ENV_COST_MODEL} (a cost model)"
-            )
         now = self.clock()
         last = now if self.last_token_s is None else self.last_token_s
         view = VllmView(self, self.engine_config, now, last)
