@@ -28,7 +28,7 @@ from pathlib import Path
 from schedlab.calibration.deployment import deployment_of, profile_deployment
 from schedlab.calibration.profiles import read_llmservingsim_profile
 from schedlab.calibration.recorded_run import RecordedRun, read_recorded_run
-from schedlab.llm.models import GIB, get_model_shape, kv_bytes_per_token
+from schedlab.llm.models import GIB, NON_TORCH_MEASURED_BYTES, get_model_shape, kv_bytes_per_token
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # beside it: results_page
 from results_page import stamp
@@ -128,8 +128,27 @@ def main() -> None:
         "`gpu_memory_utilization`, W the weights and rotary cache one GPU holds, P the larger",
         "stage of the profiling run (a forward pass of `max_num_batched_tokens` tokens, or",
         "the sampler on `min(max_num_batched_tokens, max_num_seqs)` rows), N the memory",
-        "outside PyTorch, which no formula gives and which is taken as 0: the formula",
-        "therefore errs high by N. Blocks include vLLM's null block (one fewer is usable).",
+        "outside PyTorch. Blocks include vLLM's null block (one fewer is usable).",
+        "",
+        "## What N is, and why the capacity is a band",
+        "",
+        "vLLM 0.19 measures N as the rise, from the worker's creation to the end of the",
+        "profiling run, of the memory CUDA reports in use less the memory PyTorch's",
+        "allocator reserved (`vllm/utils/mem_utils.py`, `memory_profiling`, lines 249-274,",
+        "`non_torch_increase`; subtracted in `vllm/v1/worker/gpu_worker.py` lines 387-421).",
+        "What grows there: the code of the CUDA kernels loaded lazily on their first use in",
+        "the profiling run, the cuBLAS/cuBLASLt workspaces, and with tensor parallelism",
+        "NCCL's and the custom all-reduce's buffers. The CUDA context itself is older than",
+        "the snapshot and is not subtracted; CUDA-graph memory is subtracted only when",
+        "`VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS` is set (off by default, lines 395-399).",
+        "Kernel code sizes depend on the GPU, the build and the kernels the model runs, so",
+        "no formula gives N: it is evidence. The one measurement is the RTX 4090 run below",
+        f"({NON_TORCH_MEASURED_BYTES / 2**20:.0f} MiB, its unexplained column at the",
+        "recorded memory, `schedlab.llm.models.NON_TORCH_MEASURED_BYTES`). So where a run",
+        "does not record its blocks, the capacity is known only between the formula with",
+        "that N (low) and with N = 0 (high, an upper bound): `schedlab replay` simulates at",
+        'the high end and gives every metric at both ends (`band ms`; `"band"` in',
+        "`--json`), and the note of every estimated capacity names both ends.",
         "",
         "## Recorded runs",
         "",

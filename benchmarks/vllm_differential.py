@@ -1,16 +1,15 @@
 r"""schedlab's engine against vLLM's own scheduler on many random traces: the mismatch rate.
 
-Each trace is drawn from ``--seed`` and its number: 1-40 requests with arrival gaps of
-0-200 ms in 5 ms steps (so ties occur), prompts of 1-800 tokens and outputs of 1-120,
-under engine settings drawn to bind (KV caches of one to four times the largest request,
-1-16 seats, token budgets of 16-512, block sizes 8/16/32, the whole-prompt admission gate
-on or off). The traces are split evenly over the four modes: prefix caching on/off,
-synchronous/asynchronous scheduling. Each runs on both engines
+The traces are :func:`schedlab.integrations.vllm.differential.random_trace`'s, split evenly
+over its families (independent requests; chat sessions and agent loops sharing prefixes
+in flight; bursts at one instant; shared prefixes under KV pressure; data-parallel ranks),
+each synchronous or asynchronous with seats, token budgets and caches that bind; trace
+``k`` of family ``f`` is drawn from ``(--seed, f, k)``. Each runs on both engines
 (:func:`schedlab.integrations.vllm.differential.differential_run`); a trace mismatches
-when any step or request differs, and errs when the integration itself fails (another
-vLLM release may change what it reads). The table gives, per mode, the traces, the
-mismatches, the errors, the traces with preemptions (so that the KV pressure is known to
-bind) and the first differences found.
+when any step, request or run counter differs, and errs when the integration itself fails
+(another vLLM release may change what it reads). The table gives, per family, the traces,
+the mismatches, the errors, the traces with preemptions and with evicted cached blocks
+(so that the pressure is known to bind), then the first differences found.
 
 ``--any-version`` runs against whatever vLLM is installed (``SCHEDLAB_VLLM_ANY_VERSION``)
 to see how a newer release differs from 0.19.0.
@@ -26,54 +25,31 @@ import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
-from typing import Any
 
 import numpy as np
 
-MODES = [(prefix, asynchronous) for prefix in (True, False) for asynchronous in (False, True)]
+#: (family, trace number, preempted, evicted, first mismatch or error, or None)
+Outcome = tuple[str, int, bool, bool, str | None]
 
 
-def random_case(seed: int, number: int, mode: tuple[bool, bool]) -> tuple[Any, Any]:
-    """Trace ``number`` of ``seed``: its request stream and engine settings."""
-    from schedlab.serving.engine_config import EngineConfig
-    from schedlab.serving.workloads import RequestStream
+def run_chunk(seed: int, jobs: list[tuple[str, int]]) -> list[Outcome]:
+    """The outcome of each ``(family, number)`` trace."""
+    from schedlab.integrations.vllm.differential import FAMILIES, differential_run, random_trace
 
-    rng = np.random.default_rng([seed, number])
-    n = int(rng.integers(1, 41))
-    arrival = np.cumsum(rng.integers(0, 41, n)) * 0.005
-    prompt = rng.integers(1, 801, n)
-    output = rng.integers(1, 121, n)
-    block_size = int(rng.choice([8, 16, 32]))
-    seqs = int(rng.integers(1, 17))
-    largest = -(-int(np.max(prompt + output - 1)) // block_size)
-    blocks = int(rng.integers(largest, 4 * largest + 9))
-    engine = EngineConfig(
-        kv_tokens=blocks * block_size,
-        block_size=block_size,
-        max_num_seqs=seqs,
-        max_num_batched_tokens=int(rng.integers(max(seqs, 16), 513)),
-        prefix_caching=mode[0],
-        reserve_full_prompt=bool(rng.integers(0, 2)),
-        async_scheduling=mode[1],
-    )
-    stream = RequestStream("differential", arrival, prompt, output, float(arrival[-1]) + 1.0)
-    return stream, engine
-
-
-def run_chunk(seed: int, numbers: list[int]) -> list[tuple[int, int, str | None]]:
-    """``(trace, preemptions in vLLM's run, first mismatch or None)`` for each trace."""
-    from schedlab.integrations.vllm.differential import differential_run
-
-    found = []
-    for number in numbers:
-        stream, engine = random_case(seed, number, MODES[number % len(MODES)])
+    found: list[Outcome] = []
+    for family, number in jobs:
+        trace = random_trace(family, np.random.default_rng([seed, FAMILIES.index(family), number]))
         try:
-            _, theirs, mismatch = differential_run(stream, engine)
+            _, theirs, mismatch = differential_run(
+                trace.stream, trace.engine, replicas=trace.replicas
+            )
         except Exception as error:  # another vLLM release may break the integration itself
-            found.append((number, -1, f"{engine}: error {type(error).__name__}: {error}"))
+            text = f"{trace.engine}: error {type(error).__name__}: {error}"
+            found.append((family, number, False, False, text))
             continue
-        preempted = sum(r.preemptions for r in theirs.records)
-        found.append((number, preempted, None if mismatch is None else f"{engine}: {mismatch}"))
+        preempted = any(r.preemptions for r in theirs.records)
+        text = None if mismatch is None else f"{trace.engine}: {mismatch}"
+        found.append((family, number, preempted, theirs.evicted_blocks > 0, text))
     return found
 
 
@@ -95,11 +71,12 @@ def main(argv: list[str] | None = None) -> int:
     from schedlab.progress import Progress
 
     version = require_vllm()
+    from schedlab.integrations.vllm.differential import FAMILIES
+
     started = time.perf_counter()
-    chunks = [
-        list(range(start, min(start + 50, args.traces))) for start in range(0, args.traces, 50)
-    ]
-    results: list[tuple[int, int, str | None]] = []
+    jobs = [(FAMILIES[k % len(FAMILIES)], k // len(FAMILIES)) for k in range(args.traces)]
+    chunks = [jobs[start : start + 50] for start in range(0, len(jobs), 50)]
+    results: list[Outcome] = []
     with ProcessPoolExecutor(args.workers) as pool, Progress("traces", args.traces) as bar:
         for found in pool.map(run_chunk, [args.seed] * len(chunks), chunks):
             results.extend(found)
@@ -110,22 +87,22 @@ def main(argv: list[str] | None = None) -> int:
         f"{wall:.0f} s"
     )
     print(
-        f"{'prefix caching':<16}{'scheduling':<14}{'traces':>8}{'mismatches':>12}"
-        f"{'errors':>8}{'with preemption':>17}"
+        f"{'family':<14}{'traces':>8}{'mismatches':>12}{'rate':>9}{'errors':>8}"
+        f"{'with preemption':>17}{'with eviction':>15}"
     )
-    for m, (prefix, asynchronous) in enumerate(MODES):
-        mine = [r for r in results if r[0] % len(MODES) == m]
-        errors = sum(r[1] < 0 for r in mine)
-        bad = sum(r[2] is not None for r in mine) - errors
-        pressed = sum(r[1] > 0 for r in mine)
+    for family in FAMILIES:
+        mine = [r for r in results if r[0] == family]
+        errors = sum(r[4] is not None and ": error " in r[4] for r in mine)
+        bad = sum(r[4] is not None for r in mine) - errors
+        rate = bad / len(mine) if mine else 0.0
         print(
-            f"{'on' if prefix else 'off':<16}{'async' if asynchronous else 'sync':<14}"
-            f"{len(mine):>8,}{bad:>12,}{errors:>8,}{pressed:>17,}"
+            f"{family:<14}{len(mine):>8,}{bad:>12,}{rate:>9.2%}{errors:>8,}"
+            f"{sum(r[2] for r in mine):>17,}{sum(r[3] for r in mine):>15,}"
         )
-    wrong = [r for r in results if r[2] is not None]
+    wrong = [r for r in results if r[4] is not None]
     print(f"mismatch rate {len(wrong) / len(results):.4%} ({len(wrong)} of {len(results):,})")
-    for number, _, text in wrong[: args.show]:
-        print(f"  trace {number}: {text}")
+    for family, number, _, _, text in wrong[: args.show]:
+        print(f"  {family} trace {number}: {text}")
     return 1 if wrong else 0
 
 

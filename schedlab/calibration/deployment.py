@@ -230,6 +230,11 @@ class Deployment:
     unmodelled
         Settings the run records that the simulator does not model, one line each
         naming the ``meta.json`` key (:func:`check_modelled`).
+    kv_band
+        One replica's KV tokens at the low and high ends of the evidence when the run
+        does not record its blocks and none were given
+        (:meth:`~schedlab.llm.gpu_deployment.GpuDeployment.kv_band`; ``engine`` has the
+        high end); ``None`` when the capacity is known.
     """
 
     engine: EngineConfig
@@ -242,6 +247,7 @@ class Deployment:
     hardware: str = ""
     notes: tuple[str, ...] = ()
     unmodelled: tuple[str, ...] = ()
+    kv_band: tuple[int, int] | None = None
 
 
 def check_modelled(deployment: Deployment, *, allow: bool, where: str = "") -> list[str]:
@@ -293,6 +299,7 @@ class _Records:
         meta = run.directory / "meta.json"
         self.meta_name = str(meta) if meta.is_file() else f"{run.path} (no meta.json beside it)"
         self.notes: list[str] = []
+        self.kv_band: tuple[int, int] | None = None  # set when the capacity is estimated
 
     def lookup(self, path: tuple[str, ...]) -> Any:
         """The value at ``path`` in ``meta.json`` (``None``: not recorded)."""
@@ -506,6 +513,7 @@ def _kv_tokens(
     )
     tokens, note = deployment.kv_tokens(budget, seqs)
     records.notes.append(note)
+    records.kv_band = deployment.kv_band(budget, seqs)
     return tokens
 
 
@@ -592,6 +600,7 @@ def deployment_of(
         hardware=records.hardware(),
         notes=tuple(records.notes),
         unmodelled=tuple(records.unmodelled()),
+        kv_band=records.kv_band,
     )
 
 

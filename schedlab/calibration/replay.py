@@ -94,11 +94,14 @@ def queued_instants(arrival_s: np.ndarray, start_s: np.ndarray, end_s: np.ndarra
 
 @dataclass(frozen=True)
 class MetricComparison:
-    """One metric statistic, measured and simulated (seconds), and their difference."""
+    """One metric statistic, measured and simulated (seconds), and their difference; and
+    ``band``, its simulated value at the low and high ends of an assumed term (the KV
+    capacity of a run that does not record it), ``None`` when nothing is assumed."""
 
     measured: float
     simulated: float
     diff_pct: float
+    band: tuple[float, float] | None = None
 
 
 def simulated_series(
@@ -218,7 +221,12 @@ class ReplayReport:
         engine = self.deployment.engine
         data = {
             "metrics": {
-                key: {"measured": m.measured, "simulated": m.simulated, "diff_pct": m.diff_pct}
+                key: {
+                    "measured": m.measured,
+                    "simulated": m.simulated,
+                    "diff_pct": m.diff_pct,
+                    **({} if m.band is None else {"band": list(m.band)}),
+                }
                 for key, m in self.metrics.items()
             },
             "worst": {"metric": self.worst[0], "diff_pct": self.worst[1]},
@@ -247,16 +255,20 @@ class ReplayReport:
 
     def rows(self) -> list[dict[str, Any]]:
         """One flat row a metric statistic (``ttft_mean``...): measured and simulated in
-        seconds, their difference in percent."""
-        return [
-            {
+        seconds, their difference in percent, and the band's ends in seconds when a term
+        is assumed (:class:`MetricComparison`)."""
+        rows = []
+        for key, m in self.metrics.items():
+            row: dict[str, Any] = {
                 "metric": key,
                 "measured_s": m.measured,
                 "simulated_s": m.simulated,
                 "diff_pct": m.diff_pct,
             }
-            for key, m in self.metrics.items()
-        ]
+            if m.band is not None:
+                row["band_low_s"], row["band_high_s"] = m.band
+            rows.append(row)
+        return rows
 
     def to_pandas(self) -> Any:
         """:meth:`rows` as a pandas DataFrame (pandas is optional:
@@ -265,11 +277,16 @@ class ReplayReport:
 
     def to_text(self) -> str:
         """A table in milliseconds, then the deployment."""
-        lines = [f"{'metric':<14}{'measured ms':>14}{'simulated ms':>14}{'diff %':>9}"]
+        banded = any(m.band is not None for m in self.metrics.values())
+        head = f"{'metric':<14}{'measured ms':>14}{'simulated ms':>14}{'diff %':>9}"
+        lines = [head + (f"{'band ms':>22}" if banded else "")]
         for key, m in self.metrics.items():
-            lines.append(
+            row = (
                 f"{key:<14}{m.measured * 1e3:>14.1f}{m.simulated * 1e3:>14.1f}{m.diff_pct:>+9.2f}"
             )
+            if m.band is not None:
+                row += f"{f'{m.band[0] * 1e3:.1f} .. {m.band[1] * 1e3:.1f}':>22}"
+            lines.append(row)
         worst, diff = self.worst
         d = self.deployment
         lines.append(
@@ -285,6 +302,20 @@ class ReplayReport:
         )
         lines += [f"NOT MODELLED (replayed with --allow-mismatch): {u}" for u in d.unmodelled]
         return "\n".join(lines)
+
+
+def _simulate(
+    run: RecordedRun, scenario: Scenario, lockstep: bool
+) -> tuple[EngineRun, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Simulate ``run``'s requests under ``scenario``: the run, and each request's TTFT,
+    TPOT (NaN for one-token outputs) and latency from when it was queued."""
+    result = run_engine(run.stream(), scenario, record_batches=True)
+    queued = _queued(run, result, lockstep)
+    records = result.records
+    first = np.array([r.first_token_s for r in records]) - queued
+    finish = np.array([r.finish_s for r in records]) - queued
+    tpot = np.array([r.tpot_s if r.output > 1 else math.nan for r in records])
+    return result, (first, tpot, finish)
 
 
 def _stat(values: np.ndarray, stat: str) -> float:
@@ -394,13 +425,18 @@ def replay(
         engine_kind=engine_kind,
         engine_model=engine_model,
     )
-    result = run_engine(run.stream(), scenario, record_batches=True)
-    records = result.records
-    queued = _queued(run, result, deployment.lockstep)
-    first = np.array([r.first_token_s for r in records])
-    finish = np.array([r.finish_s for r in records])
-    simulated_tpot = np.array([r.tpot_s if r.output > 1 else math.nan for r in records])
-    simulated = run_metrics(first - queued, simulated_tpot, finish - queued)
+    result, per_request = _simulate(run, scenario, deployment.lockstep)
+    simulated = run_metrics(*per_request)
+    band: dict[str, tuple[float, float]] = {}
+    if deployment.kv_band is not None and deployment.kv_band[0] < deployment.engine.kv_tokens:
+        # the capacity is not known better than a band: the metrics at its other end
+        low = dataclasses.replace(deployment.engine, kv_tokens=deployment.kv_band[0])
+        _, at_low = _simulate(run, scenario.with_(engine=low), deployment.lockstep)
+        other = run_metrics(*at_low)
+        band = {
+            key: (min(simulated[key], other[key]), max(simulated[key], other[key]))
+            for key in METRIC_KEYS
+        }
     built = (
         simulated_series(result, run.prompt, deployment.engine.total_blocks) if series else None
     )
@@ -413,9 +449,12 @@ def replay(
             100.0 * (simulated[key] - measured[key]) / measured[key]
             if measured[key]
             else math.nan,
+            band.get(key),
         )
         for key in METRIC_KEYS
     }
+    records = result.records
+    first, tpot, latency = per_request
     return ReplayReport(
         metrics,
         wall,
@@ -427,7 +466,7 @@ def replay(
         cost_model.name,
         deployment,
         measured={"ttft": run.ttft_s, "tpot": run.tpot_s, "latency": run.latency_s},
-        simulated={"ttft": first - queued, "tpot": simulated_tpot, "latency": finish - queued},
+        simulated={"ttft": first, "tpot": tpot, "latency": latency},
         series=built,
         measured_series=run.series,
         reused_tokens=result.reused_tokens,

@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from schedlab.errors import FormatError
-from schedlab.llm.models import KvBudget, get_model_shape, kv_budget
+from schedlab.errors import FormatError, InstanceError
+from schedlab.llm.models import NON_TORCH_MEASURED_BYTES, KvBudget, get_model_shape, kv_budget
 
 __all__ = ["GpuDeployment"]
 
@@ -66,8 +66,11 @@ class GpuDeployment:
     block_size: int = 16
     gpu_memory_utilization: float = 0.9
 
-    def budget(self, max_num_batched_tokens: int, max_num_seqs: int) -> KvBudget:
-        """The terms of the KV sizing (:func:`~schedlab.llm.models.kv_budget`)."""
+    def budget(
+        self, max_num_batched_tokens: int, max_num_seqs: int, non_torch_bytes: float = 0.0
+    ) -> KvBudget:
+        """The terms of the KV sizing (:func:`~schedlab.llm.models.kv_budget`), with
+        ``non_torch_bytes`` outside PyTorch."""
         return kv_budget(
             get_model_shape(self.model),
             self.gpu_memory_bytes,
@@ -78,7 +81,23 @@ class GpuDeployment:
             ep=self.ep,
             kv_dtype_bytes=self.kv_dtype_bytes,
             sms=self.sms,
+            non_torch_bytes=non_torch_bytes,
         )
+
+    def kv_band(
+        self, max_num_batched_tokens: int, max_num_seqs: int, block_size: int | None = None
+    ) -> tuple[int, int]:
+        """Usable KV tokens of one GPU at the low and high ends of the evidence on the
+        memory outside PyTorch: with the one measurement,
+        :data:`~schedlab.llm.models.NON_TORCH_MEASURED_BYTES`, and with none (an upper
+        bound; :meth:`kv_tokens` is this end)."""
+        block = self.block_size if block_size is None else block_size
+        high = (self.budget(max_num_batched_tokens, max_num_seqs).blocks(block) - 1) * block
+        try:
+            budget = self.budget(max_num_batched_tokens, max_num_seqs, NON_TORCH_MEASURED_BYTES)
+        except InstanceError:  # no room left at that end: one block, the least that runs
+            return block, high
+        return (max(budget.blocks(block), 2) - 1) * block, high
 
     def kv_tokens(
         self, max_num_batched_tokens: int, max_num_seqs: int, block_size: int | None = None
@@ -95,13 +114,17 @@ class GpuDeployment:
         budget = self.budget(max_num_batched_tokens, max_num_seqs)
         blocks = budget.blocks(block)
         tokens = (blocks - 1) * block
+        low, _ = self.kv_band(max_num_batched_tokens, max_num_seqs, block)
         note = (
-            f"KV capacity {tokens:,} tokens: vLLM 0.19's memory profiling of {self.model} on "
-            f"{self.gpu} ({self.gpu_memory_bytes / 2**30:.2f} GiB, {self.memory_source}), "
-            f"tp {self.tp}, ep {self.ep}, utilization {self.gpu_memory_utilization:g}, "
-            f"max_num_batched_tokens {max_num_batched_tokens}, max_num_seqs {max_num_seqs}: "
-            f"{blocks:,} blocks of {block}, one kept as the null block "
-            "(schedlab.llm.models.kv_budget; error in docs/kv-capacity.md)"
+            f"KV capacity {tokens:,} tokens at most: vLLM 0.19's memory profiling of "
+            f"{self.model} on {self.gpu} ({self.gpu_memory_bytes / 2**30:.2f} GiB, "
+            f"{self.memory_source}), tp {self.tp}, ep {self.ep}, utilization "
+            f"{self.gpu_memory_utilization:g}, max_num_batched_tokens {max_num_batched_tokens}, "
+            f"max_num_seqs {max_num_seqs}: {blocks:,} blocks of {block}, one kept as the null "
+            f"block, with nothing outside PyTorch; {low:,} tokens with the "
+            f"{NON_TORCH_MEASURED_BYTES / 2**20:.0f} MiB measured there once (RTX 4090): "
+            "not known better than that band (schedlab.llm.models.kv_budget; "
+            "docs/kv-capacity.md)"
         )
         return tokens, note
 

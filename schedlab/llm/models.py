@@ -61,8 +61,14 @@ vLLM 0.19 sizes the KV cache by profiling (``vllm/v1/worker/gpu_worker.py``,
   lines 83–92);
 * ``P`` the rise of PyTorch's allocation peak during the profiling run
   (:func:`profile_peak_bytes`);
-* ``N`` the rise of memory outside PyTorch (CUDA kernels loaded, library workspaces,
-  NCCL buffers), which no formula gives: 0 unless given, so the formula errs high by it.
+* ``N`` the rise of memory outside PyTorch from the worker's creation to the end of the
+  profiling run (``mem_utils.py`` lines 249–274, ``non_torch_increase``: the CUDA
+  driver's memory less PyTorch's reserved pool): the code of the kernels loaded lazily on
+  their first use in the profiling run, the cuBLAS/cuBLASLt workspaces, NCCL and custom
+  all-reduce buffers with tensor parallelism. No formula gives the kernels' code, so
+  ``N`` is evidence, not derivation: 0 by default (an upper bound on the blocks), and
+  :data:`NON_TORCH_MEASURED_BYTES`, the one measurement, for the band of
+  :meth:`schedlab.llm.gpu_deployment.GpuDeployment.kv_band`.
 
 CUDA-graph memory is not subtracted: 0.19 counts it only when
 ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` is set (``vllm/envs.py`` lines 1654–1656,
@@ -110,6 +116,7 @@ __all__ = [
     "GIB",
     "LLAMA_3_1_8B",
     "MODEL_SHAPES",
+    "NON_TORCH_MEASURED_BYTES",
     "KvBudget",
     "ModelShape",
     "get_model_shape",
@@ -121,6 +128,13 @@ __all__ = [
 ]
 
 GIB = 2**30
+
+#: ``N`` as measured once: the run ``vllm-0.19.0_RTX4090_Llama-3.1-8B`` (vLLM 0.19.0,
+#: Llama-3.1-8B, RTX 4090, tp 1) records 2,588 blocks where :func:`kv_budget` with ``N = 0``
+#: gives 2,885 at its recorded GPU memory: 297 blocks of 16 tokens at 131,072 bytes a token
+#: (``docs/kv-capacity.md``, ``benchmarks/kv_capacity.py``;
+#: ``tests/llm/test_kv_capacity.py`` derives it again from the run).
+NON_TORCH_MEASURED_BYTES = 297 * 16 * 131_072
 
 
 @dataclass(frozen=True)

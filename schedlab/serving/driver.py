@@ -74,7 +74,9 @@ class EngineRun:
     batches
         Per-iteration records if requested, else empty.
     evicted_blocks
-        Cached KV blocks whose content an allocation overwrote.
+        Cached KV blocks whose content an allocation overwrote. With prefix caching on,
+        every full block of known tokens is cached (a finished request's too), as vLLM's
+        ``BlockPool`` counts evictions (:mod:`schedlab.serving.kv_cache`).
     reused_tokens
         KV tokens resumed requests took back from the prefix cache instead of recomputing.
     policy, cost_model, hardware

@@ -253,6 +253,7 @@ class Engine:
             tuple[float, tuple[int, ...], tuple[tuple[int, int], ...], int, int] | None
         ) = None
         self._preempted: list[int] = []
+        self._preempted_finished = 0  # of them, requests that had finished (async)
         # the scheduling pass being planned: (iteration, its block phase, whether it may
         # admit, preemptions before it), the chunks the policy took, the cost-model
         # chunks, and whether it admits nothing more
@@ -282,7 +283,9 @@ class Engine:
 
     @property
     def load(self) -> int:
-        """vLLM's load-balancing score, ``4 * waiting + running``."""
+        """vLLM's load-balancing score, ``4 * waiting + running``. (Under asynchronous
+        scheduling a request vLLM admits a step ahead counts as waiting here until that
+        step starts: ``docs/vllm.md``, "Known deviation".)"""
         return 4 * (len(self.waiting) + len(self.inbox)) + len(self.running)
 
     def arrive(self, req: RequestState, *, hand_off: bool = False) -> None:
@@ -430,7 +433,11 @@ class Engine:
         self.peak_blocks = max(self.peak_blocks, kv.used_blocks)
         # the scheduler's queues once the batch is scheduled (a request that finished in
         # the last iteration is still running for it under asynchronous scheduling)
-        queues = (len(self.running) + len(self.held), len(self.waiting))
+        # (a finished request it preempted is waiting there until it learns it finished)
+        queues = (
+            len(self.running) + len(self.held),
+            len(self.waiting) + self._preempted_finished,
+        )
         if config.async_scheduling:
             self._release_lagged()
         self.busy = True
@@ -749,6 +756,7 @@ class Engine:
             self._reused = []
             self._received = []
         self._preempted.clear()
+        self._preempted_finished = 0
         finishing = self.finish_at.pop(i, None)
         if finishing:
             for req, epoch in finishing:
@@ -817,6 +825,7 @@ class Engine:
         seq = max(self.held)
         req, tokens = self.held.pop(seq)
         self._free_done(req, tokens, tokens - 1)  # its last token is not known yet
+        self._preempted_finished += 1
         req.preemptions += 1
         self._preempted.append(req.index)
 

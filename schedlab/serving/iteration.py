@@ -48,7 +48,13 @@ class BatchRecord:
         ``(request index, tokens)``: KV tokens a (re)admitted request took back from the
         prefix cache.
     running, waiting
-        Requests admitted, and arrived but waiting, once the iteration was planned.
+        The scheduler's queues once the iteration's batch was scheduled, as vLLM's
+        ``len(scheduler.running)`` and ``len(scheduler.waiting)`` right after
+        ``schedule()``: requests admitted (under asynchronous scheduling also those that
+        finished in the previous iteration, whose output the scheduler has not seen
+        yet), and requests handed to the scheduler and not admitted (preempted ones
+        included; under asynchronous scheduling not those that arrived while the
+        previous batch ran).
     used_blocks
         KV blocks held by requests while it ran.
     handed_off

@@ -19,7 +19,9 @@ progress of its current (re)start, the tokens it took back from the prefix cache
   are at most the engine's blocks, equal the engine's own count (``used_blocks``, except
   under asynchronous scheduling, where finished requests return blocks an iteration
   late), and no chunk is allocated more blocks than were free; when the run ends no block
-  is held;
+  is held. With shared prefixes a block may be held by several requests: the engine's
+  count must lie between the sum with each shared name counted once and the sum, and a
+  new request may take blocks from the prefix cache;
 * **limits**: every running decode is batched, at most ``max_num_seqs`` requests are
   admitted, an iteration carries at most ``max_num_batched_tokens`` tokens (one whole
   prompt may exceed it under a policy that never splits prompts), a request runs only
@@ -50,6 +52,7 @@ from typing import Any
 
 from schedlab.serving.cluster import ClusterRun
 from schedlab.serving.engine_config import EngineConfig
+from schedlab.serving.prefix import block_contents
 from schedlab.serving.simulator import EngineRun
 from schedlab.serving.workloads import RequestStream
 from schedlab.testing.runs import ServingRun
@@ -205,9 +208,33 @@ def _replay(
     def blocks(config: EngineConfig, tokens: int) -> int:
         return -(-tokens // config.block_size)
 
-    def used(k: int) -> int:
+    shares = stream.prefix
+    names: dict[tuple[int, int], list[int]] = {}  # (request, block size) -> shared names
+
+    def used(k: int) -> tuple[int, int]:
+        """The blocks node ``k``'s requests hold: at least (each shared block once) and at
+        most (none shared). Request ``i`` has its block ``j`` under a shared name once its
+        first ``(j + 1) B`` tokens are allocated and ``j`` is a full block of its prompt
+        (:mod:`schedlab.serving.kv_cache`); two requests may still hold copies of one."""
         config = configs[k]
-        return sum(blocks(config, held[i]) for i in range(n) if where[i] == k)
+        size = config.block_size
+        most = keyed = 0
+        distinct: set[tuple[int, int]] = set()
+        for i in range(n):
+            if where[i] != k:
+                continue
+            most += blocks(config, held[i])
+            if shares is None:
+                continue
+            key = (i, size)
+            if key not in names:
+                names[key] = block_contents(
+                    shares.hash_ids[i], shares.block_tokens, size, prompt[i]
+                )
+            own = names[key][: held[i] // size]
+            keyed += len(own)
+            distinct.update((name, j) for j, name in enumerate(own))
+        return most - keyed + len(distinct), most
 
     # every node's iterations, in time order (ties: by node, as the driver's sequence)
     counts = run.replica_iterations or (len(run.batches),)
@@ -258,10 +285,11 @@ def _replay(
         reused = dict(batch.reused)
         received = dict(batch.received)
         for i, tokens in reused.items():
-            if i in admitted[k] or not preempted[i]:
+            if i in admitted[k] or not (preempted[i] or shares is not None):
                 raise ConservationViolation(
                     f"{here}: request {i} takes {tokens} tokens back from the prefix cache, "
-                    "but only a request resumed after a preemption can"
+                    "but only a request resumed after a preemption, or one of a stream that "
+                    "shares prefixes, can"
                 )
             if tokens % config.block_size or not 0 < tokens < target[i]:
                 raise ConservationViolation(
@@ -298,7 +326,7 @@ def _replay(
             )
         # blocks free once the decodes have grown (an upper bound under async scheduling,
         # where finished requests give their blocks back an iteration late)
-        free = config.total_blocks - used(k)
+        free = config.total_blocks - used(k)[0]  # at most (shared blocks count once)
         free -= sum(blocks(config, held[i] + 1) - blocks(config, held[i]) for i in batch.decodes)
         for i, c in batch.chunks:
             if i in finished:
@@ -401,16 +429,17 @@ def _replay(
             generated[i] += 1
             emit_times[i].append(batch.end_s)
         release(batch.end_s, strict=True)
-        in_use = used(k)
-        if in_use > config.total_blocks:
+        least, most = used(k)
+        if least > config.total_blocks:
             raise ConservationViolation(
-                f"{here}: {in_use} KV blocks in use, over the engine's {config.total_blocks}"
+                f"{here}: {least} KV blocks in use, over the engine's {config.total_blocks}"
             )
         # (under async scheduling, finished requests free their blocks an iteration late)
-        if not config.async_scheduling and in_use != batch.used_blocks:
+        if not config.async_scheduling and not least <= batch.used_blocks <= most:
+            held_text = f"{most}" if least == most else f"{least} to {most} (shared prefixes)"
             raise ConservationViolation(
                 f"{here}: the engine reports {batch.used_blocks} KV blocks in use, the "
-                f"requests hold {in_use}"
+                f"requests hold {held_text}"
             )
         for i in list(admitted[k]):
             if generated[i] > output[i]:

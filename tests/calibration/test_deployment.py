@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from schedlab.calibration.deployment import MAX_TENSOR_PARALLEL, deployment_of
+from schedlab.calibration.deployment import MAX_TENSOR_PARALLEL, check_modelled, deployment_of
 from schedlab.calibration.recorded_run import read_recorded_run
 from schedlab.errors import FormatError
 from schedlab.llm.interconnect import Link
@@ -293,3 +293,59 @@ def test_a_bench_result_needs_its_limits_given(tmp_path):
         deployment_of(run)
     d = deployment_of(run, max_num_seqs=8, max_num_batched_tokens=64, kv_tokens=1024)
     assert d.engine.async_scheduling is True  # no version recorded: vLLM's default since 0.14
+
+
+def test_an_estimated_capacity_carries_its_band(tmp_path):
+    d = deployment(tmp_path, {"engine_kwargs": LIMITS}, gpu_config(96))
+    assert d.kv_band is not None
+    low, high = d.kv_band
+    assert high == d.engine.kv_tokens and low < high
+    assert any("at most" in note and f"{low:,} tokens" in note for note in d.notes)
+    cache = {"num_gpu_blocks": 2588, "block_size": 16}
+    assert deployment(tmp_path, {"engine_kwargs": LIMITS, "kv_cache": cache}).kv_band is None
+    assert deployment(tmp_path, {"engine_kwargs": LIMITS}, kv_tokens=512).kv_band is None
+
+
+@pytest.mark.parametrize(
+    ("meta", "key"),
+    [
+        (
+            {"engine_kwargs": {**LIMITS, "speculative_config": {"method": "ngram"}}},
+            "engine_kwargs.speculative_config",
+        ),
+        ({"engine_kwargs": {**LIMITS, "enable_lora": True}}, "engine_kwargs.enable_lora"),
+        (
+            {"engine_kwargs": {**LIMITS, "kv_cache_dtype": "fp8_e4m3"}},
+            "engine_kwargs.kv_cache_dtype",
+        ),
+        (
+            {
+                "engine_kwargs": LIMITS,
+                "resolved_config": {"scheduler_config": {"enable_chunked_prefill": False}},
+            },
+            "resolved_config.scheduler_config.enable_chunked_prefill",
+        ),
+        ({"engine_kwargs": LIMITS, "vllm_version": "0.6.3"}, "vllm_version '0.6.3'"),
+    ],
+)
+def test_a_setting_the_simulator_does_not_model_is_refused_or_noted(tmp_path, meta, key):
+    d = deployment(tmp_path, meta, gpu_config(96))
+    with pytest.raises(FormatError, match="not modelled; --allow-mismatch") as caught:
+        check_modelled(d, allow=False, where="run")
+    assert key in str(caught.value) and len(str(caught.value).splitlines()) == 1
+    assert any(key in line for line in check_modelled(d, allow=True))
+    plain = deployment(
+        tmp_path, {"engine_kwargs": LIMITS, "vllm_version": "0.19.1"}, gpu_config(96)
+    )
+    assert plain.unmodelled == () and check_modelled(plain, allow=False) == []
+
+
+def test_every_recorded_place_of_a_setting_is_checked(tmp_path):
+    # the resolved configuration gives max_num_seqs; a malformed engine argument is
+    # still refused, not silently passed over
+    meta = {
+        "engine_kwargs": {**LIMITS, "max_num_seqs": "many"},
+        "resolved_config": {"scheduler_config": {"max_num_seqs": 8}},
+    }
+    with pytest.raises(FormatError, match=r"engine_kwargs\.max_num_seqs: expected an integer"):
+        deployment(tmp_path, meta, gpu_config(96))

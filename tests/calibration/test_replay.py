@@ -171,3 +171,32 @@ def test_the_report_as_rows_and_a_data_frame(tmp_path):
     frame = report.to_pandas()
     assert isinstance(frame, pandas.DataFrame)
     assert frame.set_index("metric").loc["latency_p99", "simulated_s"] == pytest.approx(0.030)
+
+
+def test_a_capacity_the_run_does_not_record_is_replayed_as_a_band(data_dir):
+    """The RTX 4090 run with its record of the blocks set aside: its KV capacity is then
+    only known within a band, and every metric is given at both ends; the point is the
+    upper end (nothing outside PyTorch). On this run the low end is the measured one
+    (NON_TORCH_MEASURED_BYTES comes from it), so the measured TTFT and latency means lie
+    in the band (TPOT's error is the cost model's, not the capacity's)."""
+    import dataclasses
+
+    run = read_recorded_run(data_dir / "validation" / "vllm-0.19.0_RTX4090_Llama-3.1-8B")
+    meta = json.loads(json.dumps(run.meta))
+    meta["kv_cache"].pop("num_gpu_blocks")
+    meta["resolved_config"]["cache_config"].pop("num_gpu_blocks", None)
+    bare = dataclasses.replace(run, meta=meta)
+    report = replay(bare)
+    low, high = report.deployment.kv_band
+    assert high == report.deployment.engine.kv_tokens and low < high
+    for key in ("ttft_mean", "tpot_mean", "latency_mean"):
+        m = report.metrics[key]
+        assert m.band[0] <= m.simulated <= m.band[1]
+        if key != "tpot_mean":
+            assert m.band[0] <= m.measured <= m.band[1], key
+    assert report.metrics["ttft_mean"].band[0] < report.metrics["ttft_mean"].band[1]
+    data = report.to_dict()["metrics"]["ttft_mean"]
+    assert data["band"] == list(report.metrics["ttft_mean"].band)
+    assert "band ms" in report.to_text()
+    # a recorded capacity has no band
+    assert all(m.band is None for m in replay(run).metrics.values())

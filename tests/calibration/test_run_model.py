@@ -18,6 +18,7 @@ from schedlab.calibration.run_model import (
 )
 from schedlab.cli import main
 from schedlab.errors import CalibrationError
+from schedlab.serving import workloads
 from schedlab.serving.engine_config import EngineConfig
 from tests.calibration.recorded import req, write_run
 
@@ -156,12 +157,23 @@ def test_no_profile_for_the_setting(tmp_path, capsys, cache, data_dir):
 
 def test_without_a_data_directory(tmp_path, capsys, cache, monkeypatch):
     monkeypatch.delenv("SCHEDLAB_DATA")
+    monkeypatch.setattr(workloads, "BESIDE_CHECKOUT", tmp_path / "no" / "data")
     run = synthetic_run(tmp_path / "run", "Qwen/Qwen3-32B", "RTXPRO6000", 2)
     assert main(["replay", str(run)]) == 2
     err = capsys.readouterr().err
     assert "no data directory" in err and len(err.strip().splitlines()) == 1
+    assert "the folder holding profiles/" in err  # what a replay needs, not traces/
     with pytest.raises(CalibrationError, match=r"no profile .* \(profiles: none under"):
         find_profile(tmp_path, "Qwen/Qwen3-32B", "RTXPRO6000", 2)
+
+
+def test_the_data_directory_defaults_to_shared_data_beside_the_checkout(tmp_path, monkeypatch):
+    monkeypatch.delenv("SCHEDLAB_DATA", raising=False)
+    monkeypatch.setattr(workloads, "BESIDE_CHECKOUT", tmp_path)
+    assert workloads.data_directory() == tmp_path
+    monkeypatch.setenv("SCHEDLAB_DATA", str(tmp_path / "env"))
+    assert workloads.data_directory() == tmp_path / "env"
+    assert workloads.data_directory(tmp_path / "given") == tmp_path / "given"
 
 
 def test_a_shipped_model_wins_and_names_are_matched_loosely(data_dir):

@@ -15,8 +15,10 @@ from schedlab.llm.gpus import find_gpu, get_gpu
 from schedlab.llm.models import (
     GIB,
     LLAMA_3_1_8B,
+    NON_TORCH_MEASURED_BYTES,
     get_model_shape,
     kv_budget,
+    kv_bytes_per_token,
     kv_token_capacity,
     profile_peak_bytes,
 )
@@ -141,6 +143,40 @@ def test_gpu_deployment_kv_tokens_and_json():
     assert d.kv_tokens(2048, 256, 32)[0] == (d.budget(2048, 256).blocks(32) - 1) * 32
     assert GpuDeployment.from_dict(d.to_dict(), "here") == d
     assert GpuDeployment.from_dict({**d.to_dict(), "sms": None}, "here").sms is None
+
+
+def test_the_capacity_is_a_band_from_the_evidence_on_memory_outside_pytorch():
+    d = deployment()
+    low, high = d.kv_band(2048, 256)
+    assert high == d.kv_tokens(2048, 256)[0]
+    with_n = d.budget(2048, 256, NON_TORCH_MEASURED_BYTES).blocks(16)
+    assert low == (with_n - 1) * 16 < high
+    note = d.kv_tokens(2048, 256)[1]
+    assert "at most" in note and f"{low:,} tokens with the 594 MiB measured" in note
+    # a GPU too small for the measured N: the low end is one block
+    tiny = GpuDeployment(LLAMA_3_1_8B.name, "tiny", int(17.9 * GIB), "given")
+    assert tiny.kv_band(2048, 256)[0] == 16
+
+
+def test_the_measured_memory_outside_pytorch_is_the_runs(data_dir):
+    """NON_TORCH_MEASURED_BYTES: the RTX 4090 run's recorded blocks against the formula at
+    its recorded memory, derived again here (docs/kv-capacity.md)."""
+    import json
+
+    meta = json.loads(
+        (data_dir / "validation" / "vllm-0.19.0_RTX4090_Llama-3.1-8B" / "meta.json").read_text()
+    )
+    budget = kv_budget(
+        LLAMA_3_1_8B,
+        meta["hardware"]["device_total_memory_bytes"],
+        0.9,
+        max_num_batched_tokens=2048,
+        max_num_seqs=256,
+        sms=get_gpu("RTX4090").sms,
+    )
+    recorded = meta["kv_cache"]["num_gpu_blocks"]
+    block = 16 * kv_bytes_per_token(LLAMA_3_1_8B)
+    assert (budget.blocks(16) - recorded) * block == NON_TORCH_MEASURED_BYTES
 
 
 @pytest.mark.parametrize(

@@ -1,11 +1,13 @@
 """Random simulator runs and the invariants every one must keep.
 
-:func:`random_case` draws a request stream (hand-made lengths, or the first requests of a
-registered workload with their outputs clipped), an engine (block size, a KV capacity
-from exactly the largest request up to plenty, so preemption is often forced, seat and
-token limits, prefix caching, the full-prompt gate and asynchronous scheduling each on or
-off), a policy of the registry spelled with or without its argument, one or two
-replicas, noise, and sometimes a stop time that leaves requests unfinished.
+:func:`random_case` draws a request stream (hand-made lengths, half of them with system
+prompts and conversations sharing prefixes, or the first requests of a registered
+workload with their outputs clipped and its shared prefixes kept), an engine (block size,
+a KV capacity from exactly the largest request up to plenty, so preemption is often
+forced, seat and token limits, prefix caching, the full-prompt gate and asynchronous
+scheduling each on or off), a policy of the registry spelled with or without its
+argument, one or two replicas, noise, and sometimes a stop time that leaves requests
+unfinished.
 :func:`check_case` runs it with every iteration recorded and checks
 
 * finished + unfinished = total, every request finished when nothing stopped the run;
@@ -21,6 +23,7 @@ A broken invariant raises ``AssertionError`` naming the case. Shared by
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from dataclasses import dataclass
@@ -32,6 +35,7 @@ from schedlab.serving.cost_model import get_cost_model
 from schedlab.serving.engine_config import BLOCK_SIZES, EngineConfig
 from schedlab.serving.metrics import SLO
 from schedlab.serving.policies import POLICIES, PolicyContext, make_policy
+from schedlab.serving.prefix import SharedPrefixModel
 from schedlab.serving.scenario import DEFAULT_COST_MODEL, Scenario
 from schedlab.serving.simulator import EngineRun, run_engine
 from schedlab.serving.workloads import WORKLOADS, RequestStream, make_workload
@@ -72,23 +76,36 @@ def _stream(rng: np.random.Generator) -> RequestStream:
     if rng.random() < 0.5:
         n = int(rng.integers(1, MAX_REQUESTS + 1))
         gaps = rng.exponential(float(rng.choice([0.001, 0.02, 0.3])), n)
-        return stream_of(
+        stream = stream_of(
             np.cumsum(gaps),
             rng.integers(1, int(rng.choice([16, 300, 3000])), n),
             rng.integers(1, int(rng.choice([4, 60, MAX_OUTPUT])), n),
         )
+        if rng.random() < 0.5:  # system prompts and conversations, shared while in use
+            model = SharedPrefixModel(
+                system_prompts=int(rng.integers(1, 4)),
+                system_tokens=int(rng.integers(8, 300)),
+                open_conversations=int(rng.integers(1, 6)),
+                block_tokens=int(rng.choice([8, 16, 48])),
+                max_prompt=4000,
+            )
+            prompt, prefix = model.apply(stream.prompt, rng)
+            stream = dataclasses.replace(stream, prompt=prompt, prefix=prefix)
+        return stream
     name = str(rng.choice(sorted(WORKLOADS)))
     rate = float(rng.choice([1.0, 5.0, 20.0]))
     whole = make_workload(name).generate(rate, 40.0, int(rng.integers(1000)))
     k = min(len(whole), MAX_REQUESTS)
     if k == 0:
         return _stream(rng)
+    prefix = None if whole.prefix is None else whole.prefix.subset(np.arange(len(whole)) < k)
     return RequestStream(
         name,
         whole.arrival_s[:k],
         whole.prompt[:k],
         np.minimum(whole.output[:k], MAX_OUTPUT),
         whole.duration_s,
+        prefix,
     )
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from schedlab.errors import DataNotFoundError, FormatError, ServingError, UnknownNameError
 from schedlab.llm.lengths import builtin_table
+from schedlab.serving import workloads
 from schedlab.serving.workloads import (
     BLOCK,
     BURSTY_CV,
@@ -195,13 +196,16 @@ def test_a_window_beyond_a_million_seconds_is_refused(last, duration):
         RequestStream("s", np.array([0.0, last]), np.ones(2, int), np.ones(2, int), duration)
 
 
-def test_the_data_directory_is_never_guessed(monkeypatch, tmp_path):
+def test_the_data_directory_is_given_set_or_beside_the_checkout(monkeypatch, tmp_path):
     monkeypatch.delenv("SCHEDLAB_DATA", raising=False)
-    with pytest.raises(DataNotFoundError, match="set SCHEDLAB_DATA"):
+    monkeypatch.setattr(workloads, "BESIDE_CHECKOUT", tmp_path / "absent")
+    with pytest.raises(DataNotFoundError, match="set SCHEDLAB_DATA to the folder holding traces/"):
         make_workload("azure-conv")
-    assert data_directory(tmp_path) == tmp_path
-    monkeypatch.setenv("SCHEDLAB_DATA", str(tmp_path))
+    monkeypatch.setattr(workloads, "BESIDE_CHECKOUT", tmp_path)
     assert data_directory() == tmp_path
+    assert data_directory(tmp_path / "given") == tmp_path / "given"
+    monkeypatch.setenv("SCHEDLAB_DATA", str(tmp_path / "set"))
+    assert data_directory() == tmp_path / "set"
 
 
 def test_a_stream_too_large_is_refused_before_it_is_drawn():

@@ -147,9 +147,10 @@ def random_trace(family: str, rng: np.random.Generator) -> Trace:
       starts with one of 1-3 system prompts (:class:`~schedlab.serving.prefix.SharedPrefixModel`);
       trace blocks of 8, 16 or 48 tokens.
     * ``burst``: 2-30 requests at one to three instants, most behind one system prompt.
-    * ``pressure``: as ``chat``, with a cache of one to one and a half times the largest
-      request, so shared blocks and cached ones are evicted.
-    * ``ranks``: as ``chat`` on 2-4 data-parallel ranks.
+    * ``pressure``: as ``chat`` with outputs of up to 200 tokens and a cache of one to
+      one and a half times the largest request, so requests are preempted and cached
+      blocks evicted while others are shared.
+    * ``ranks``: as ``pressure`` on 2-4 data-parallel ranks.
     """
     if family not in FAMILIES:
         raise ValueError(f"differential: unknown family {family!r}")
@@ -176,11 +177,12 @@ def random_trace(family: str, rng: np.random.Generator) -> Trace:
             max_prompt=1500,
         )
         prompt, prefix = model.apply(rng.integers(1, 301, n), rng)
-        output = rng.integers(1, 61, n)
+        output = rng.integers(1, 201 if family == "pressure" else 61, n)
     block_size = int(rng.choice([8, 16, 32]))
     seqs = int(rng.integers(1, 17))
     largest = -(-int(np.max(prompt + output - 1)) // block_size)
-    most = largest + largest // 2 + 1 if family == "pressure" else 4 * largest + 9
+    tight = family in ("pressure", "ranks")  # ranks: the load is split, so is the cache
+    most = largest + largest // 2 + 1 if tight else 4 * largest + 9
     engine = EngineConfig(
         kv_tokens=int(rng.integers(largest, most)) * block_size,
         block_size=block_size,
