@@ -174,7 +174,10 @@ class KVCache:
                     self.evicted += run
                 count -= run
             else:
-                self._uncache(content)
+                same = self._cached[content.key]
+                del same[content]
+                if not same:
+                    del self._cached[content.key]
                 self.evicted += 1
                 count -= 1
             del queue[entry]
@@ -216,16 +219,29 @@ class KVCache:
         longest run of its blocks ``0, 1, ...`` (``shared``: the shared names of its first
         blocks), at most :math:`\\lfloor (T-1)/b \\rfloor`; and how many of them other
         requests hold (those cost no free block)."""
-        if not self._cached:
+        cached = self._cached
+        if not cached:
             return 0, 0
         cap = (tokens - 1) // self.block_size
-        cached = self._cached
         count = held = 0
+        if shared is not None:  # its shared names first, without a call per block
+            limit = min(cap, len(shared))
+            while count < limit:
+                same = cached.get((shared[count], count))
+                if same is None:
+                    return count, held
+                for first in same:  # the block a lookup takes: the first cached
+                    held += first.refs > 0
+                    break
+                count += 1
+        own = ~request
         while count < cap:
-            same = cached.get(_key(request, count, shared))
+            same = cached.get((own, count))
             if same is None:
                 break
-            held += next(iter(same)).refs > 0
+            for first in same:
+                held += first.refs > 0
+                break
             count += 1
         return count, held
 
@@ -262,9 +278,6 @@ class KVCache:
         ``resumable`` (preempted) and dead otherwise (module docstring)."""
         count = self.blocks(tokens)
         held = self._held.pop(request, [])
-        unique = count - sum(block.refs > 1 for block in held)
-        if unique > self.used_blocks or len(held) > count:
-            raise ServingError(f"KV cache: request {request} frees {count} blocks, more than used")
         full = min(computed, tokens) // self.block_size if self.prefix_caching else 0
         named = len(held)
         position = count - 1
@@ -272,27 +285,29 @@ class KVCache:
         if empty > 0:
             self._push(empty)
             position -= empty
+        own_from = named if shared is None else max(named, len(shared))
+        if not resumable and position >= own_from:  # its own blocks: nobody can hit them
+            run = position - own_from + 1
+            self._push(-run)
+            self._dead += run
+            position -= run
+        cached = self._cached
         while position >= named:  # full blocks named now
             key = _key(request, position, shared)
-            if key[0] < 0 and not resumable:
-                run = 1
-                while position - run >= named and (
-                    shared is None or position - run >= len(shared)
-                ):
-                    run += 1
-                self._push(-run)
-                self._dead += run
-                position -= run
-                continue
             block = _Block(key, 0)
-            self._cached.setdefault(key, {})[block] = None
+            cached.setdefault(key, {})[block] = None
             self._enqueue(block)
             position -= 1
+        still = 0  # of its cached blocks, those others hold
         for block in reversed(held):
             block.refs -= 1
-            if not block.refs:
+            if block.refs:
+                still += 1
+            else:
                 self._enqueue(block)
-        self._free += count - sum(block.refs > 0 for block in held)
+        self._free += count - still
+        if self._free > self.total_blocks or named > count:
+            raise ServingError(f"KV cache: request {request} frees {count} blocks, more than used")
 
     def _enqueue(self, block: _Block) -> None:
         block.entry = self._next_entry

@@ -25,7 +25,8 @@ progress of its current (re)start, the tokens it took back from the prefix cache
 * **limits**: every running decode is batched, at most ``max_num_seqs`` requests are
   admitted, an iteration carries at most ``max_num_batched_tokens`` tokens (one whole
   prompt may exceed it under a policy that never splits prompts), a request runs only
-  after its arrival, and the full-prompt gate holds;
+  after its arrival, and the full-prompt gate holds (less, with shared prefixes, the
+  hits another request may hold);
 * **preemption**: only running requests are preempted, and an iteration that preempted
   admits no waiting request, as in vLLM (``vllm/v1/core/sched/scheduler.py`` line 564).
   Two exceptions follow the engine (:mod:`schedlab.serving.engine`): when the preempting
@@ -47,6 +48,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -209,7 +211,26 @@ def _replay(
         return -(-tokens // config.block_size)
 
     shares = stream.prefix
-    names: dict[tuple[int, int], list[int]] = {}  # (request, block size) -> shared names
+    # per block size: each request's shared names, cut to those another request has too
+    # (only those can be held twice; names are chain ids, so they form a prefix)
+    sharable: dict[int, list[list[int]]] = {}
+
+    def names_at(size: int) -> list[list[int]]:
+        if size not in sharable:
+            assert shares is not None
+            every = [
+                block_contents(ids, shares.block_tokens, size, p)
+                for ids, p in zip(shares.hash_ids, prompt, strict=True)
+            ]
+            seen = Counter((name, j) for names in every for j, name in enumerate(names))
+            cut = []
+            for names in every:
+                j = 0
+                while j < len(names) and seen[(names[j], j)] > 1:
+                    j += 1
+                cut.append(names[:j])
+            sharable[size] = cut
+        return sharable[size]
 
     def used(k: int) -> tuple[int, int]:
         """The blocks node ``k``'s requests hold: at least (each shared block once) and at
@@ -218,22 +239,20 @@ def _replay(
         (:mod:`schedlab.serving.kv_cache`); two requests may still hold copies of one."""
         config = configs[k]
         size = config.block_size
-        most = keyed = 0
+        here = [i for i in range(n) if where[i] == k]
+        most = sum(blocks(config, held[i]) for i in here)
+        if shares is None:
+            return most, most
+        names = names_at(size)
+        keyed = 0
         distinct: set[tuple[int, int]] = set()
-        for i in range(n):
-            if where[i] != k:
-                continue
-            most += blocks(config, held[i])
-            if shares is None:
-                continue
-            key = (i, size)
-            if key not in names:
-                names[key] = block_contents(
-                    shares.hash_ids[i], shares.block_tokens, size, prompt[i]
-                )
-            own = names[key][: held[i] // size]
-            keyed += len(own)
-            distinct.update((name, j) for j, name in enumerate(own))
+        for i in here:
+            length = min(held[i] // size, len(names[i]))
+            keyed += length
+            j = length - 1  # walk its chain up to a block already counted
+            while j >= 0 and (names[i][j], j) not in distinct:
+                distinct.add((names[i][j], j))
+                j -= 1
         return most - keyed + len(distinct), most
 
     # every node's iterations, in time order (ties: by node, as the driver's sequence)
@@ -346,11 +365,17 @@ def _replay(
                     raise ConservationViolation(
                         f"{here}: admits request {i}, which still holds KV on node {where[i]}"
                     )
-                if config.reserve_full_prompt and blocks(config, target[i]) > free:
+                # cached blocks another request holds are shared, not taken: at most
+                # those of its hits that another request of the stream could hold
+                sharing = 0
+                if shares is not None:
+                    hit = reused.get(i, 0) // config.block_size
+                    sharing = min(hit, len(names_at(config.block_size)[i]))
+                need = blocks(config, target[i]) - sharing
+                if config.reserve_full_prompt and need > free:
                     raise ConservationViolation(
                         f"{here}: admits request {i}, whose {target[i]} tokens need "
-                        f"{blocks(config, target[i])} blocks with {free} free (the "
-                        "full-prompt gate)"
+                        f"{need} blocks with {free} free (the full-prompt gate)"
                     )
                 if i in received:
                     done[i] = held[i] = received[i]
