@@ -162,13 +162,13 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         if args.policy is None
         else args.policy
     )
-    announce_engine(args.engine, deployment.engine, policy=policy, model_dir=args.vllm_model)
-    cost_model: CostModel
+    cost_model: CostModel  # found (or refused) before an engine kind imports vLLM
     if args.cost_model is None:
         cost_model, note = model_for_run(deployment, args.data_dir, run=run)
         print(f"schedlab: {note}", file=sys.stderr)
     else:
         cost_model = get_cost_model(args.cost_model)
+    announce_engine(args.engine, deployment.engine, policy=policy, model_dir=args.vllm_model)
     report = replay(
         run,
         cost_model,
@@ -314,7 +314,9 @@ def register(subparsers: Any) -> None:
     rep.add_argument(
         "--allow-mismatch",
         action="store_true",
-        help="replay with a cost model of another model, GPU or TP degree",
+        help="replay with a cost model of another model, GPU or TP degree, or a run that "
+        "records a setting the simulator does not model (speculative decoding, LoRA, fp8 "
+        "KV, another vLLM release...: each is printed as a warning)",
     )
     rep.add_argument(
         "--plot",

@@ -173,3 +173,35 @@ def test_calibrate_refuses_bad_skew_axes(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "skew_fit.bucket_axes" in err and "n_bins must be increasing edges" in err
     assert not (tmp_path / "m.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("meta", "why"),
+    [
+        ({"speculative_config": {"method": "ngram"}}, "speculative decoding"),
+        ({}, "no profile"),  # nothing names a cost model, and the data has no profile
+    ],
+)
+def test_replay_refuses_before_vllm_is_imported(tmp_path, meta, why):
+    """A refusal with --engine vllm comes in one line, before vLLM is imported (which
+    takes 13 to 71 s on a cold machine)."""
+    import subprocess
+    import sys
+
+    kwargs = {"max_num_seqs": 8, "max_num_batched_tokens": 64, **meta}
+    run = write_run(
+        tmp_path / "run",
+        [req(10, 3, 5.0, 5.020, 5.040)],
+        meta={"model": "Qwen/Qwen3-32B", "engine_kwargs": kwargs},
+        config={"nodes": [{"instances": [{"hardware": "RTXPRO6000"}]}]},
+    )
+    (tmp_path / "data" / "profiles").mkdir(parents=True)
+    code = (
+        "import sys\nfrom schedlab.cli import main\n"
+        f"rc = main(['replay', {str(run.parent)!r}, '--engine', 'vllm', "
+        f"'--kv-tokens', '4096', '--data-dir', {str(tmp_path / 'data')!r}])\n"
+        "print(rc, 'vllm' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout.split() == ["2", "False"], done.stderr
+    assert why in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
