@@ -175,8 +175,6 @@ UNMODELLED_ENGINE_ARGS: dict[str, tuple[str, tuple[Any, ...], tuple[str, ...] | 
     "speculative_model": ("speculative decoding", (None, ""), None),
     "num_speculative_tokens": ("speculative decoding", (None, 0), None),
     "enable_lora": ("LoRA adapters", (None, False), ("lora_config",)),
-    "lora_modules": ("LoRA adapters", (None, []), None),
-    "max_loras": ("LoRA adapters", (None, 1), None),
     "pipeline_parallel_size": (
         "pipeline parallelism",
         (None, 1),
@@ -203,7 +201,11 @@ UNMODELLED_ENGINE_ARGS: dict[str, tuple[str, tuple[Any, ...], tuple[str, ...] | 
         (_SCHEDULER, "enable_chunked_prefill"),
     ),
     "kv_transfer_config": ("a KV connector", (None, {}), ("kv_transfer_config",)),
-    "scheduler_cls": ("another scheduler class", (None,), None),
+    "scheduler_cls": (
+        "another scheduler class",
+        (None, "vllm.v1.core.sched.scheduler.Scheduler"),
+        (_SCHEDULER, "scheduler_cls"),
+    ),
 }
 
 
@@ -343,7 +345,12 @@ class _Records:
         :data:`MODELLED_RELEASE`)."""
         found = []
         recorded = self.run.meta.get("vllm_version")
-        version = _version(recorded)
+        version = _version(recorded) if isinstance(recorded, str) else None
+        if recorded is not None and version is None:
+            raise FormatError(
+                f"{self.meta_name}: vllm_version: expected a release such as '0.19.0', "
+                f"got {recorded!r}"
+            )
         if version is not None and version[:2] != MODELLED_RELEASE:
             release = ".".join(map(str, MODELLED_RELEASE))
             found.append(
@@ -356,6 +363,11 @@ class _Records:
                 places.insert(0, ("resolved_config", *resolved))
             for path in places:
                 value = self.lookup(path)
+                if isinstance(off[-1], bool) and value is not None and not isinstance(value, bool):
+                    raise FormatError(
+                        f"{self.meta_name}: {'.'.join(path)}: expected true or false, "
+                        f"got {value!r}"
+                    )
                 if value not in off:
                     found.append(f"meta.json {'.'.join(path)} = {value!r}: {what}")
                     break

@@ -382,7 +382,9 @@ def _replay(
                     free -= blocks(config, held[i])  # new blocks for the received KV
                 else:
                     done[i] = held[i] = reused.get(i, 0)
-                    free += blocks(config, held[i])  # cached blocks were free: it takes them
+                    # it takes its cached blocks: the free ones cost a free block each,
+                    # those another request holds (at most ``sharing``) none
+                    free -= blocks(config, held[i]) - sharing
                 where[i] = k
                 admitted[k].add(i)
             if not 1 <= c <= target[i] - done[i]:

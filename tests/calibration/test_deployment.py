@@ -326,6 +326,13 @@ def test_an_estimated_capacity_carries_its_band(tmp_path):
             "resolved_config.scheduler_config.enable_chunked_prefill",
         ),
         ({"engine_kwargs": LIMITS, "vllm_version": "0.6.3"}, "vllm_version '0.6.3'"),
+        (
+            {
+                "engine_kwargs": LIMITS,
+                "resolved_config": {"scheduler_config": {"scheduler_cls": "my.Scheduler"}},
+            },
+            "resolved_config.scheduler_config.scheduler_cls",
+        ),
     ],
 )
 def test_a_setting_the_simulator_does_not_model_is_refused_or_noted(tmp_path, meta, key):
@@ -349,3 +356,21 @@ def test_every_recorded_place_of_a_setting_is_checked(tmp_path):
     }
     with pytest.raises(FormatError, match=r"engine_kwargs\.max_num_seqs: expected an integer"):
         deployment(tmp_path, meta, gpu_config(96))
+
+
+def test_what_vllm_ignores_is_not_refused_and_what_is_malformed_is(tmp_path):
+    # max_loras without enable_lora changes nothing in vLLM; the default scheduler class
+    # as a resolved configuration records it is vLLM's own
+    meta = {
+        "engine_kwargs": {**LIMITS, "max_loras": 4},
+        "resolved_config": {
+            "scheduler_config": {"scheduler_cls": "vllm.v1.core.sched.scheduler.Scheduler"}
+        },
+    }
+    assert deployment(tmp_path, meta, gpu_config(96)).unmodelled == ()
+    for change, message in (
+        ({"engine_kwargs": {**LIMITS, "enable_chunked_prefill": "true"}}, "true or false"),
+        ({"engine_kwargs": LIMITS, "vllm_version": 19}, "vllm_version: expected a release"),
+    ):
+        with pytest.raises(FormatError, match=message):
+            deployment(tmp_path, change, gpu_config(96))

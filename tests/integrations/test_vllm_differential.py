@@ -142,3 +142,26 @@ def test_the_documented_routing_deviation_under_asynchronous_scheduling() -> Non
     assert all(a == b for a, b in routes[:8])
     page = (Path(__file__).parents[2] / "docs" / "vllm.md").read_text()
     assert "Known deviation: data-parallel routing under asynchronous" in page
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_identical_prompts_share_their_prompt_and_nothing_they_generate(
+    asynchronous: bool,
+) -> None:
+    """Two requests with the same 8-token prompt on a cache of 5 blocks of 8: they share
+    the prompt's block; what each generates is its own (each samples its own token), so
+    a resumed twin does not find its sibling's generated blocks."""
+    ids = (np.array([1]), np.array([1]))
+    stream = RequestStream(
+        "twins", np.zeros(2), np.array([8, 8]), np.array([17, 17]), 1.0, SharedPrefixes(8, ids)
+    )
+    engine = EngineConfig(
+        kv_tokens=5 * 8,
+        block_size=8,
+        max_num_seqs=2,
+        max_num_batched_tokens=64,
+        async_scheduling=asynchronous,
+    )
+    _, theirs, mismatch = differential_run(stream, engine)
+    assert mismatch is None, str(mismatch)
+    assert sum(r.preemptions for r in theirs.records) > 0

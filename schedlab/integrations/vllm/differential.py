@@ -34,7 +34,7 @@ import numpy as np
 
 from schedlab.serving.driver import EngineRun
 from schedlab.serving.engine_config import EngineConfig
-from schedlab.serving.prefix import SharedPrefixModel
+from schedlab.serving.prefix import SharedPrefixes, SharedPrefixModel
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import run_engine
 from schedlab.serving.workloads import RequestStream
@@ -146,7 +146,8 @@ def random_trace(family: str, rng: np.random.Generator) -> Trace:
       conversation's prompt while the earlier turn may still run), else a new one that
       starts with one of 1-3 system prompts (:class:`~schedlab.serving.prefix.SharedPrefixModel`);
       trace blocks of 8, 16 or 48 tokens.
-    * ``burst``: 2-30 requests at one to three instants, most behind one system prompt.
+    * ``burst``: 2-30 requests at one to three instants, most behind one system prompt,
+      a fifth of them resending an earlier request's prompt (retries).
     * ``pressure``: as ``chat`` with outputs of up to 200 tokens and a cache of one to
       one and a half times the largest request, so requests are preempted and cached
       blocks evicted while others are shared.
@@ -177,6 +178,13 @@ def random_trace(family: str, rng: np.random.Generator) -> Trace:
             max_prompt=1500,
         )
         prompt, prefix = model.apply(rng.integers(1, 301, n), rng)
+        if family == "burst":  # retries: a fifth of the requests resend an earlier prompt
+            ids = list(prefix.hash_ids)
+            for k in range(1, n):
+                if rng.random() < 0.2:
+                    copy = int(rng.integers(0, k))
+                    prompt[k], ids[k] = prompt[copy], ids[copy]
+            prefix = SharedPrefixes(prefix.block_tokens, tuple(ids))
         output = rng.integers(1, 201 if family == "pressure" else 61, n)
     block_size = int(rng.choice([8, 16, 32]))
     seqs = int(rng.integers(1, 17))

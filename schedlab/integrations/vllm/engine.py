@@ -29,11 +29,12 @@ and a :class:`~schedlab.serving.iteration.BatchRecord` per step is kept on reque
 records and summaries are those of schedlab's own engine.
 
 Prompts are made of token ids unique to each request (its first token is its index),
-so blocks of different requests never share content, as in schedlab's engine; a
-request's own blocks are found again after a preemption through vLLM's block hashes. A
-stream with shared prefixes gives its requests the token ids of
+and every request samples a token of its own (:data:`FIRST_SAMPLED_TOKEN`), so blocks of
+different requests never share content, as in schedlab's engine; a request's own blocks
+are found again after a preemption through vLLM's block hashes. A stream with shared
+prefixes gives its requests the token ids of
 :func:`~schedlab.serving.prefix.prompt_token_ids`, so vLLM's prefix cache finds the
-prefixes they share by hashing them.
+prefixes they share by hashing them (and only those: what they generate is their own).
 """
 
 from __future__ import annotations
@@ -53,11 +54,15 @@ from schedlab.serving.iteration import BatchRecord, IterationClock, IterationTim
 from schedlab.serving.metrics import SLO
 from schedlab.serving.prefix import prompt_token_ids
 
-__all__ = ["SAMPLED_TOKEN", "VllmEngine", "VllmPolicy"]
+__all__ = ["FIRST_SAMPLED_TOKEN", "VllmEngine", "VllmPolicy"]
 
-#: The token id every simulated sampling step returns (never an end-of-sequence token:
-#: requests run with ``ignore_eos`` to exactly their output length).
-SAMPLED_TOKEN = 0
+#: Request ``i``'s simulated sampling steps return token id ``FIRST_SAMPLED_TOKEN + i``:
+#: never an end-of-sequence token (requests run with ``ignore_eos`` to exactly their output
+#: length), clear of the prompts' token ids (:func:`~schedlab.serving.prefix.prompt_token_ids`
+#: draws from 1,000 to 31,000), and its own, so that two requests with the same prompt do
+#: not share the blocks of what they generate (real outputs differ; schedlab's engine never
+#: shares generated tokens, :mod:`schedlab.serving.prefix`).
+FIRST_SAMPLED_TOKEN = 40_000
 
 
 class VllmPolicy:
@@ -239,7 +244,9 @@ class VllmEngine:
         ids = list(step.output.num_scheduled_tokens)
         fields: dict[str, Any] = {
             "req_ids": ids,
-            "sampled_token_ids": [[SAMPLED_TOKEN] if rid in step.samplers else [] for rid in ids],
+            "sampled_token_ids": [
+                [FIRST_SAMPLED_TOKEN + int(rid)] if rid in step.samplers else [] for rid in ids
+            ],
         }
         if self._indexed_output:  # vLLM 0.19's output also maps ids to their rows
             fields["req_id_to_index"] = {rid: k for k, rid in enumerate(ids)}
