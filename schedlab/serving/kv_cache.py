@@ -119,8 +119,9 @@ class KVCache:
         # the free queue, oldest first: entry id -> a cached block, or a run
         self._queue: OrderedDict[int, _Entry] = OrderedDict({1: total_blocks})
         self._next_entry = 2
-        # every cached block by key, in the order they were cached (free or held)
-        self._cached: dict[Key, dict[_Block, None]] = {}
+        # every cached block by key (free or held): the block, or for duplicates the
+        # blocks in the order they were cached (as vLLM's BlockHashToBlockMap keeps them)
+        self._cached: dict[Key, _Block | dict[_Block, None]] = {}
         # the cached blocks each request holds: its blocks 0, 1, ... in order
         self._held: dict[int, list[_Block]] = {}
         self._dead = 0  # dead cached blocks in the queue
@@ -174,10 +175,10 @@ class KVCache:
                     self.evicted += run
                 count -= run
             else:
-                same = self._cached[content.key]
-                del same[content]
-                if not same:
+                if self._cached.get(content.key) is content:  # the common case, inline
                     del self._cached[content.key]
+                else:
+                    self._uncache(content)
                 self.evicted += 1
                 count -= 1
             del queue[entry]
@@ -190,7 +191,7 @@ class KVCache:
         held = self._held.setdefault(request, [])
         for position in range(len(held), min(tokens // self.block_size, len(shared))):
             block = _Block((shared[position], position), 1)
-            self._cached.setdefault(block.key, {})[block] = None
+            self._cache(block)
             held.append(block)
 
     def unname(self, request: int, blocks: int) -> None:
@@ -205,43 +206,60 @@ class KVCache:
             self._uncache(block)
         del held[blocks:]
 
+    def _cache(self, block: _Block) -> None:
+        cached = self._cached
+        found = cached.get(block.key)
+        if found is None:
+            cached[block.key] = block
+        elif isinstance(found, _Block):
+            cached[block.key] = {found: None, block: None}
+        else:
+            found[block] = None
+
     def _uncache(self, block: _Block) -> None:
-        same = self._cached[block.key]
-        del same[block]
-        if not same:
-            del self._cached[block.key]
+        cached = self._cached
+        found = cached[block.key]
+        if found is block:
+            del cached[block.key]
+            return
+        assert isinstance(found, dict)
+        del found[block]
+        if len(found) == 1:
+            cached[block.key] = next(iter(found))
+
+    def _first(self, key: Key) -> _Block | None:
+        """The cached block a lookup of ``key`` takes: the first cached (``None``: none)."""
+        found = self._cached.get(key)
+        if found is None or isinstance(found, _Block):
+            return found
+        return next(iter(found))
 
     # -- the prefix cache ------------------------------------------------------------------
     def lookup(
         self, request: int, tokens: int, shared: list[int] | None = None
     ) -> tuple[int, int]:
-        """The blocks of ``request`` an admission with ``tokens`` tokens finds cached: the
-        longest run of its blocks ``0, 1, ...`` (``shared``: the shared names of its first
-        blocks), at most :math:`\\lfloor (T-1)/b \\rfloor`; and how many of them other
-        requests hold (those cost no free block)."""
+        """The blocks of ``request`` (waiting: it holds none) an admission with ``tokens``
+        tokens finds cached: the longest run of its blocks ``0, 1, ...`` (``shared``: the
+        shared names of its first blocks), at most :math:`\\lfloor (T-1)/b \\rfloor`; and
+        how many of them other requests hold (those cost no free block)."""
         cached = self._cached
         if not cached:
             return 0, 0
         cap = (tokens - 1) // self.block_size
         count = held = 0
-        if shared is not None:  # its shared names first, without a call per block
+        found: _Block | dict[_Block, None] | None
+        if shared is not None:  # its shared names first (inline: this loop is hot)
             limit = min(cap, len(shared))
             while count < limit:
-                same = cached.get((shared[count], count))
-                if same is None:
+                found = cached.get((shared[count], count))
+                if found is None:
                     return count, held
-                for first in same:  # the block a lookup takes: the first cached
-                    held += first.refs > 0
-                    break
+                if found.__class__ is not _Block:  # duplicates: the first cached
+                    found = next(iter(found))  # type: ignore[arg-type]
+                held += found.refs > 0
                 count += 1
-        own = ~request
-        while count < cap:
-            same = cached.get((own, count))
-            if same is None:
-                break
-            for first in same:
-                held += first.refs > 0
-                break
+        own = ~request  # its own blocks: only it can hold them, and it holds none now
+        while count < cap and (own, count) in cached:
             count += 1
         return count, held
 
@@ -253,7 +271,8 @@ class KVCache:
         if held:
             raise ServingError(f"KV cache: request {request} takes cached blocks twice")
         for position in range(count):
-            block = next(iter(self._cached[_key(request, position, shared)]))
+            block = self._first(_key(request, position, shared))
+            assert block is not None, "reuse follows lookup"
             if not block.refs:
                 del self._queue[block.entry]
                 block.entry = 0
@@ -291,12 +310,17 @@ class KVCache:
             self._push(-run)
             self._dead += run
             position -= run
-        cached = self._cached
-        while position >= named:  # full blocks named now
+        cached, queue = self._cached, self._queue
+        while position >= named:  # full blocks named now (inline: this loop is hot)
             key = _key(request, position, shared)
             block = _Block(key, 0)
-            cached.setdefault(key, {})[block] = None
-            self._enqueue(block)
+            if key in cached:
+                self._cache(block)
+            else:
+                cached[key] = block
+            block.entry = entry = self._next_entry
+            queue[entry] = block
+            self._next_entry = entry + 1
             position -= 1
         still = 0  # of its cached blocks, those others hold
         for block in reversed(held):
@@ -330,8 +354,8 @@ class KVCache:
         counted = sum(1 if isinstance(c, _Block) else abs(c) for c in self._queue.values())
         assert counted == self._free, (counted, self._free)
         assert 0 <= self._free <= self.total_blocks
-        for same in self._cached.values():
-            for block in same:
+        for found in self._cached.values():
+            for block in [found] if isinstance(found, _Block) else found:
                 assert (block.refs == 0) == (self._queue.get(block.entry) is block), block.key
         dead = sum(-c for c in self._queue.values() if isinstance(c, int) and c < 0)
         assert dead == self._dead

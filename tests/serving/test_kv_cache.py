@@ -247,6 +247,6 @@ def test_agrees_with_a_block_pool_model_and_conserves_blocks(data):
         kv.check()
         assert kv.free_blocks == len(pool.free)
         assert kv.evicted == pool.evicted
-        for other in range(5):
+        for other in set(range(5)) - set(tokens):  # lookups are of waiting requests
             assert kv.lookup(other, 30, shares[other]) == pool.lookup(other, 30, shares[other])
         assert kv.cached_blocks == sum(b["key"] is not None for b in pool.free)
