@@ -3,10 +3,12 @@
 The traces are :func:`schedlab.integrations.vllm.differential.random_trace`'s families:
 independent requests (prefix caching on and off), chat sessions and agent loops whose
 shared prefixes are in use while later turns arrive, bursts at one instant behind a
-system prompt, shared prefixes under KV pressure, and several data-parallel ranks; each
+system prompt, shared prefixes under KV pressure, and several data-parallel ranks (with
+bursts, too); each
 synchronous or asynchronous, with seats, token budgets and caches that bind. The two runs
 must agree on every step, every request and the run's counters
-(:func:`~schedlab.integrations.vllm.differential.first_mismatch`). 5 x 200 traces here;
+(:func:`~schedlab.integrations.vllm.differential.first_mismatch`), but for the
+documented routing deviation (``docs/vllm.md``). 6 x 200 traces here;
 ``benchmarks/vllm_differential.py`` runs 10,000 and more.
 """
 
@@ -34,11 +36,15 @@ SEED = 48  # the CI's traces; the benchmark draws others
 @pytest.mark.parametrize("family", FAMILIES)
 def test_our_engine_equals_vllms_scheduler(family: str) -> None:
     seen = {"async": 0, "preempted": 0, "new_hits": 0, "evicted": 0, "ranks": 0}
+    routed = 0  # the documented deviation: another rank, under asynchronous scheduling
     for number in range(TRACES_PER_FAMILY):
         trace = random_trace(family, np.random.default_rng([SEED, FAMILIES.index(family), number]))
         ours, theirs, mismatch = differential_run(
             trace.stream, trace.engine, replicas=trace.replicas
         )
+        if mismatch is not None and mismatch.field == "replica" and trace.engine.async_scheduling:
+            routed += 1
+            continue
         assert mismatch is None, f"{family} trace {number}: {trace.engine}: {mismatch}"
         assert all(r.finished for r in theirs.records)
         seen["async"] += trace.engine.async_scheduling
@@ -52,8 +58,10 @@ def test_our_engine_equals_vllms_scheduler(family: str) -> None:
         assert seen["new_hits"] >= TRACES_PER_FAMILY // 10, seen
     if family == "pressure":
         assert seen["evicted"] >= TRACES_PER_FAMILY // 2, seen
-    if family == "ranks":
+    if family.endswith("ranks"):
         assert seen["ranks"] >= TRACES_PER_FAMILY // 2, seen
+    # no more traces than docs/vllm.md states are routed otherwise
+    assert routed <= TRACES_PER_FAMILY // 20, routed
 
 
 def _hits_while_the_prefix_runs(stream: RequestStream, run) -> bool:
