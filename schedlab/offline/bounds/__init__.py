@@ -8,7 +8,10 @@ takes the largest value among the methods chosen for the instance, run cheapest 
 (:func:`plan`): each is charged its estimate against one work budget (:data:`BEST_WORK`,
 ``work=``), and one whose estimate does not fit what is left is out of reach; one whose
 proven ceiling (``tall-chain``'s, without the table) is no higher than the best value so
-far is skipped as dominated (``proofs/best_order.md``). ``stats`` lists both. Every
+far is skipped as dominated (``proofs/best_order.md``). ``stats`` lists both, and the work
+each method that ran counted (``work_by_method``: its ``stats["work"]``, else its
+estimate; ``work_done``: their sum). A built-in method stops at its estimate, so
+``work_done`` never passes the budget (``tests/offline/bounds/test_bound_budget.py``). Every
 bound's validity is proven in ``proofs/``.
 
 The methods with arrays over the rounds refuse horizons above
@@ -59,7 +62,8 @@ in ``stats["stopped_by"]`` when it binds. Under a cap, ``best`` gives every plan
 but the last half of what is left of it, the last one all of it. A method checks the cap inside its
 longest unit of work too (``lagrangian`` between chunks of requests of a pricing), so a
 cap is overrun by at most one such unit (``benchmarks/time_caps.py`` measures it;
-``benchmarks/bounds_scaling.py`` the methods' times and values).
+``benchmarks/bounds_scaling.py`` the methods' times and values,
+``benchmarks/bound_budget.py`` each method's work against its estimate).
 """
 
 from __future__ import annotations
@@ -403,13 +407,20 @@ def plan(
     return planned, out_of_reach, charged
 
 
+def _estimate(method: BoundMethod, instance: Instance) -> float:
+    """What ``best`` charges ``method`` on ``instance`` (``0``: not estimated)."""
+    return 0.0 if method.work is None else method.work(instance)
+
+
 def _best(
     instance: Instance, chosen: list[BoundMethod], budget: Budget, bar: Progress, work: float
 ) -> Bound:
     """The largest bound of the methods of :func:`plan` (``best``), each stepping ``bar``.
 
     A method whose ceiling is no higher than the best value so far is skipped as
-    dominated: it cannot raise the maximum (``proofs/best_order.md``). A method that
+    dominated: it cannot raise the maximum (``proofs/best_order.md``). ``stats`` records
+    the estimates charged (``work``) and the work counted (``work_done``, by method in
+    ``work_by_method``). A method that
     refuses the instance's horizon (:class:`HorizonError`) or the memory budget
     (:class:`MemoryBudgetError`) is skipped. Under a wall-clock cap every method but the
     last planned gets half of what is left of it; once the cap has passed the rest are
@@ -420,6 +431,7 @@ def _best(
     for _ in out_of_reach:
         bar.step()
     values: dict[str, float] = {}
+    done: dict[str, float] = {}
     stops: list[str | None] = []
     skipped: list[str] = []
     dominated: list[str] = []
@@ -445,6 +457,7 @@ def _best(
         finally:
             bar.step()
         values[entry.name] = bound.value
+        done[entry.name] = bound.stats.get("work", _estimate(entry, instance))
         stops.append(bound.stats.get("stopped_by"))
         if best is None or bound.value > best.value:
             best = bound
@@ -462,6 +475,8 @@ def _best(
             "out_of_reach": out_of_reach,
             "work": charged,
             "work_budget": work,
+            "work_done": sum(done.values()),
+            "work_by_method": done,
             "stopped_by": stopped_by(*stops),
         },
     )

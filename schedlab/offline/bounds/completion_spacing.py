@@ -297,7 +297,8 @@ def spacing_bound_search(
     LP's own overrun.
 
     Returns the value (the larger of the LP's certificate and ``L^+``, reduced by a
-    relative ``1e-9``) and statistics.
+    relative ``1e-9``) and statistics; ``"work"``: the LP's work and ``n (T + 1)`` start
+    costs an evaluation (:mod:`~schedlab.offline.bounds.cost`).
     """
     budget = budget or Budget()
     deadline = budget.deadline
@@ -310,6 +311,7 @@ def spacing_bound_search(
     )
     best, best_nu = search.value, search.nu
     value = max(relax.value, best - _SAFETY * abs(best))
+    dense = search.evaluations * instance.n * (int(bounds[-1]) + 1.0)
     return value, {
         "lp": relax.value,
         "lp_status": relax.status,
@@ -318,6 +320,7 @@ def spacing_bound_search(
         "evaluations": search.evaluations,
         "seconds_per_evaluation": search.seconds_per_evaluation,
         "horizon": relax.horizon,
+        "work": relax.stats["work"] + dense,
         "stopped_by": "time_limit" if search.cut else relax.stats["stopped_by"],
     }
 

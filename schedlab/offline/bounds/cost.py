@@ -24,17 +24,25 @@ its steps shrink):
     start blocks of three start costs (``T`` the price horizon).
 ``lp``
     :data:`~schedlab.offline.bounds.time_indexed.LP_ROUNDS` rounds of two pricings of
-    every request over :func:`pricing_width` candidates, ``K`` = 300 blocks.
+    every request over :func:`pricing_width` candidates, ``K`` = 300 blocks, and ``n``
+    start costs each for its smoothed columns; and the master LP's simplex work, which
+    the LP stops at as much again (:func:`~schedlab.offline.bounds.master.master_allowance`:
+    ``2 LP_ROUNDS n w`` visits of a column or row by a simplex iteration).
 ``completion-spacing``
     The LP's work and 16 evaluations of ``n (T + 1)`` start costs.
 ``lagrangian``
     ``5 + 200`` pricings over ``K`` = 1,000 blocks.
 
-The horizon ``T`` of the LP-based methods (the makespan of a list schedule) is not known
-before they run; the estimates take the largest volume-bound completion
-(:func:`~schedlab.offline.bounds.volume.volume_completions`), which no schedule beats.
-They are upper estimates: an LP that converges early (before its last round) costs less
-(``benchmarks/offline_targets.py --rows best`` times each method against its estimate).
+The horizon ``T`` of ``lp`` and ``completion-spacing`` is the makespan of the
+``mc-sf-backfill`` schedule, which their estimates compute as the methods do; so each
+estimate bounds the work the method counts (``stats["work"]``) from above: its rounds,
+pricings and evaluations are capped, and so is its master's simplex work
+(``tests/offline/bounds/test_bound_budget.py`` checks it on random and degenerate
+instances, ``benchmarks/bound_budget.py`` measures work and seconds against the
+estimates). ``lagrangian``'s horizon is not known before it runs; its estimate takes the
+largest volume-bound completion (:func:`~schedlab.offline.bounds.volume.volume_completions`),
+which no schedule beats. An LP that converges early (before its last round) costs less
+than its estimate (``benchmarks/offline_targets.py --rows best`` times each method).
 """
 
 from __future__ import annotations
@@ -42,7 +50,13 @@ from __future__ import annotations
 import math
 
 from schedlab.offline.bounds import completion_spacing, fluid_spacing, lagrangian, tall_chain
-from schedlab.offline.bounds.time_indexed import DEFAULT_MAX_BLOCKS, LP_ROUNDS
+from schedlab.offline.bounds.master import master_allowance, pricing_width
+from schedlab.offline.bounds.time_indexed import (
+    DEFAULT_MAX_BLOCKS,
+    LP_ROUNDS,
+    lp_horizon,
+    uniform_blocks,
+)
 from schedlab.offline.bounds.volume import volume_completions
 from schedlab.offline.instance import Instance
 
@@ -59,10 +73,10 @@ __all__ = [
 ]
 
 #: ``best``'s overall work budget, in start costs. It fits ``completion-spacing`` up to
-#: about 270 requests of the mixed backlogs (7.4e8 on the shipped n = 200), not at
-#: n = 1,000 (3.9e9), nor ``lagrangian`` on ``mixed_backlog(10_000)`` (3.1e10): the
+#: about 270 requests of the mixed backlogs (1.5e9 on the shipped n = 200), not at
+#: n = 1,000 (7.6e9), nor ``lagrangian`` on ``mixed_backlog(10_000)`` (3.1e10): the
 #: methods that took most of ``best``'s time there before it was planned by cost.
-BEST_WORK = 1e9
+BEST_WORK = 2e9
 
 #: Subgradient steps and starting scales of ``lagrangian``: pricings at most.
 _LAGRANGIAN_PRICINGS = lagrangian.MAX_STEPS + len(lagrangian.SCALES)
@@ -75,14 +89,6 @@ _SPACING_EVALUATIONS = 2 + completion_spacing.NU_STEPS
 def _horizon(instance: Instance) -> int:
     """The least horizon of any schedule: the largest volume-bound completion."""
     return int(volume_completions(instance).max())
-
-
-def pricing_width(horizon: int, blocks: int) -> int:
-    """Candidates a request of :func:`~schedlab.offline.bounds.time_indexed.price_starts`
-    prices over ``blocks`` blocks of a horizon ``T``: every start (``T + 1``) while that
-    is at most 12 a block boundary, else 15 a boundary."""
-    boundaries = min(horizon, blocks) + 1
-    return horizon + 1 if horizon + 1 <= 12 * boundaries else 15 * boundaries
 
 
 def linear_work(instance: Instance) -> float:
@@ -109,14 +115,18 @@ def fluid_spacing_work(instance: Instance) -> float:
 
 
 def lp_work(instance: Instance) -> float:
-    """``LP_ROUNDS`` rounds of two pricings over 300 blocks (``lp``)."""
-    width = pricing_width(_horizon(instance), DEFAULT_MAX_BLOCKS)
-    return 2.0 * LP_ROUNDS * instance.n * width
+    """``LP_ROUNDS n (2 w + 1)`` for the pricings and as much as
+    :func:`~schedlab.offline.bounds.master.master_allowance` for the master (``lp``)."""
+    horizon = lp_horizon(instance)
+    blocks = len(uniform_blocks(horizon, DEFAULT_MAX_BLOCKS)) - 1
+    width = pricing_width(horizon, blocks)
+    pricing = LP_ROUNDS * instance.n * (2.0 * width + 1.0)
+    return pricing + master_allowance(instance.n, horizon, blocks, LP_ROUNDS)
 
 
 def spacing_work(instance: Instance) -> float:
     """The LP's work and 16 evaluations of ``n (T + 1)`` (``completion-spacing``)."""
-    dense = _SPACING_EVALUATIONS * instance.n * (_horizon(instance) + 1.0)
+    dense = _SPACING_EVALUATIONS * instance.n * (lp_horizon(instance) + 1.0)
     return lp_work(instance) + dense
 
 

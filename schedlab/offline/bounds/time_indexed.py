@@ -30,7 +30,8 @@ which prices may be non-zero (proof: ``proofs/time_indexed_lagrangian.md``). The
 over the unbounded range ``τ >= a_i`` is exact: ``f_i`` is increasing for ``τ >= T`` and,
 between the breakpoints where ``τ`` or ``τ + o_i`` crosses a block boundary, a quadratic in
 ``τ``, minimised at its ends or next to its vertex. Column generation (Dantzig–Wolfe over
-start-time columns, the master solved by HiGHS) supplies the prices: every iteration the
+start-time columns, the master solved by HiGHS's primal simplex,
+:mod:`schedlab.offline.bounds.master`) supplies the prices: every iteration the
 memory-row duals of the restricted master are priced over all starts, the most negative
 reduced-cost column of each request is added, and ``L`` of those duals is recorded; the
 best ``L`` seen is the certified value. At convergence it equals the LP optimum.
@@ -49,17 +50,21 @@ bound of a restricted master.
 from __future__ import annotations
 
 import math
-import os
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from schedlab.budget import UNLIMITED, Budget, Expired
+from schedlab.budget import UNLIMITED, Budget, Expired, Stop
 from schedlab.errors import HorizonError, InputError
 from schedlab.offline.bounds.bound import Bound
+from schedlab.offline.bounds.master import (
+    RestrictedMaster,
+    column_rows,
+    master_allowance,
+    pricing_width,
+)
 from schedlab.offline.instance import Instance
 from schedlab.offline.priority import rule_schedule
 
@@ -75,6 +80,7 @@ __all__ = [
     "check_horizon",
     "column_rows",
     "lagrangian_bound",
+    "lp_horizon",
     "lp_relaxation",
     "price_starts",
     "start_costs",
@@ -479,31 +485,6 @@ def lagrangian_bound(
     return value, best, arg
 
 
-def column_rows(
-    instance: Instance, bounds: np.ndarray, req: np.ndarray, tau: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """CSC arrays (starts, row indices, values) of the block rows of columns ``(i, τ)``.
-
-    The coefficient of block ``k`` is ``sum_{t in [b_k, b_{k+1}) ∩ [τ, τ+o_i)} (s_i+t-τ+1)``.
-    """
-    horizon = int(bounds[-1])
-    width = int(bounds[1] - bounds[0])
-    nblocks = len(bounds) - 1
-    s = instance.prompt[req]
-    end = np.minimum(tau + instance.output[req], horizon)  # exclusive, clipped at T
-    first = np.minimum(tau // width, nblocks - 1)
-    last = np.minimum((end - 1) // width, nblocks - 1)
-    counts = np.where(tau < horizon, last - first + 1, 0)
-    starts = np.concatenate(([0], np.cumsum(counts))).astype(np.int32)
-    col = np.repeat(np.arange(len(req)), counts)
-    rows = first[col] + np.arange(starts[-1]) - starts[:-1][col]
-    lo = np.maximum(bounds[rows], tau[col])
-    hi = np.minimum(bounds[rows + 1], end[col]) - 1
-    cnt = hi - lo + 1
-    values = cnt * (s[col] + 1 - tau[col]) + (lo + hi) * cnt / 2
-    return starts, rows.astype(np.int32), values.astype(float)
-
-
 def block_loads(instance: Instance, bounds: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """Block row totals ``sum_i a_k(i, τ_i)`` of the schedule-like choice ``τ_i = starts[i]``."""
     _, rows, values = column_rows(instance, bounds, np.arange(instance.n), np.asarray(starts))
@@ -515,28 +496,10 @@ def _default_horizon(instance: Instance) -> tuple[int, np.ndarray]:
     return int((starts + instance.output).max()), starts
 
 
-def _silent_highs() -> Any:
-    """A HiGHS instance that prints nothing.
-
-    highspy writes its banner to the process's standard output (file descriptor 1) as
-    the object is created, before ``output_flag`` can be turned off (ERGO-Code/HiGHS
-    issue 1702); that would corrupt ``--json`` output. So descriptor 1 points at the
-    null device while the object is made.
-    """
-    import highspy
-
-    sys.stdout.flush()
-    saved = os.dup(1)
-    null = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(null, 1)
-        highs = highspy.Highs()
-        highs.setOptionValue("output_flag", False)
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-        os.close(null)
-    return highs
+def lp_horizon(instance: Instance) -> int:
+    """The horizon ``T`` :func:`lp_relaxation` takes by default: the makespan of the
+    ``mc-sf-backfill`` schedule."""
+    return _default_horizon(instance)[0]
 
 
 def lp_relaxation(
@@ -546,7 +509,7 @@ def lp_relaxation(
     max_rounds: int | None = None,
     horizon: int | None = None,
     max_blocks: int = DEFAULT_MAX_BLOCKS,
-    tolerance: float = 1e-5,
+    tolerance: float = 1e-6,
     engine: str = "compiled",
 ) -> LPRelaxation:
     """Solve the (block-aggregated) time-indexed LP relaxation by column generation.
@@ -558,9 +521,10 @@ def lp_relaxation(
     budget
         Wall-clock cap (default none).
     max_rounds
-        Work budget: column-generation rounds (master solves); ``None``: until
-        convergence. HiGHS's simplex is deterministic, so without a binding cap the
-        result depends only on the instance and these arguments.
+        Work budget: column-generation rounds (master solves), and the master's simplex
+        work at most :func:`~schedlab.offline.bounds.master.master_allowance` of them;
+        ``None``: until convergence. HiGHS's simplex is deterministic, so without a
+        binding cap the result depends only on the instance and these arguments.
     horizon
         ``T``; default the makespan of the ``mc-sf-backfill`` schedule. Any ``T >= 1``
         gives a valid bound; a larger one only adds rows.
@@ -568,7 +532,9 @@ def lp_relaxation(
         At most this many aggregated memory rows (``1`` round per row when ``T`` is at
         most this).
     tolerance
-        Stop when ``(master - bound) <= tolerance * bound``.
+        Stop when ``(master - bound) <= tolerance * bound``. (``1e-6``: the primal
+        simplex's rounds are cheap, and its degenerate duals end further below the LP
+        optimum at ``1e-5`` than the dual simplex's did.)
     engine
         How the columns are priced (:func:`price_starts`): both engines add the same
         columns and give the same value.
@@ -577,9 +543,10 @@ def lp_relaxation(
     -------
     LPRelaxation
         ``value`` is certified for the integer problem whatever ``T`` (see module docs).
+        ``stats["work"]``: the work done, in start costs: ``n w`` a pricing
+        (:func:`~schedlab.offline.bounds.master.pricing_width`), ``n`` a round for the
+        smoothed columns' costs, and the master's (:class:`RestrictedMaster`).
     """
-    import highspy
-
     began = time.perf_counter()
     budget = budget or Budget()
     stop = budget.stop(max_rounds)
@@ -592,129 +559,115 @@ def lp_relaxation(
     n = instance.n
     # the pricing's tables by request and block, and the candidates priced at once
     check_horizon(horizon, "time-indexed LP", budget, 4 * 8 * (n * nblocks + _CHUNK_ENTRIES))
-    output = instance.output
-    arrival = instance.arrival
-    trivial = float(output.sum())
-
-    highs = _silent_highs()
-    highs.setOptionValue("threads", 1)
-    inf = highspy.kHighsInf
-    rhs = instance.kv_tokens * np.diff(bounds).astype(float)
-    highs.addRows(
-        nblocks, np.full(nblocks, -inf), rhs, 0, np.zeros(1, np.int32), np.zeros(0, np.int32), []
-    )
-    highs.addRows(n, np.ones(n), np.ones(n), 0, np.zeros(1, np.int32), np.zeros(0, np.int32), [])
-
-    col_req: list[np.ndarray] = []
-    col_tau: list[np.ndarray] = []
-    known: set[tuple[int, int]] = set()
-
-    def add(req: np.ndarray, tau: np.ndarray) -> int:
-        keep = [(int(i), int(t)) not in known for i, t in zip(req, tau, strict=True)]
-        req, tau = req[keep], tau[keep]
-        if not len(req):
-            return 0
-        known.update(zip(req.tolist(), tau.tolist(), strict=True))
-        starts, rows, values = column_rows(instance, bounds, req, tau)
-        # convexity row of request i is row nblocks + i; append it to every column
-        count = np.diff(starts)
-        all_starts = (starts[:-1] + np.arange(len(req))).astype(np.int32)
-        total = len(rows) + len(req)
-        all_rows = np.empty(total, np.int32)
-        all_vals = np.empty(total)
-        mask = np.ones(total, bool)
-        mask[all_starts + count] = False
-        all_rows[mask], all_vals[mask] = rows, values
-        all_rows[~mask], all_vals[~mask] = nblocks + req, 1.0
-        cost = (tau + output[req] - arrival[req]).astype(float)
-        highs.addCols(
-            len(req),
-            cost,
-            np.zeros(len(req)),
-            np.full(len(req), inf),
-            len(all_rows),
-            all_starts,
-            all_rows,
-            all_vals,
-        )
-        col_req.append(req)
-        col_tau.append(tau)
-        return len(req)
-
+    trivial = float(instance.output.sum())
+    master = RestrictedMaster(instance, bounds)
     every = np.arange(n)
     # start-at-T columns carry no memory row: the master is feasible for any horizon
-    add(every, np.maximum(np.full(n, horizon), arrival))
-    add(every, seed_starts.astype(np.int64))
-
-    best_value = trivial
-    history: list[float] = []
-    status = "stopped"
-    master = math.nan
-    iterations = 0
-    center = np.zeros(nblocks)
-    primal: np.ndarray | None = None  # the last optimal master's x, over its columns
-    try:  # a pricing cut by the cap is dropped (one takes seconds at n = 10^5)
-        while not stop():
-            if budget.limited:  # HiGHS's clock runs on across calls of run()
-                highs.setOptionValue("time_limit", highs.getRunTime() + budget.remaining())
-            highs.run()
-            if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-                stop.reason = "time_limit"
-                break
-            iterations += 1
-            solution = highs.getSolution()
-            primal = np.asarray(solution.col_value)
-            duals = np.asarray(solution.row_dual)
-            master = highs.getInfo().objective_function_value
-            mu = np.maximum(-duals[:nblocks], 0.0)
-            pi = duals[nblocks:]
-            value, minima, argmin = lagrangian_bound(instance, bounds, mu, budget, engine)
-            if value > best_value:
-                best_value, center = value, mu
-            history.append(value)
-            reduced = minima - pi
-            scale = max(1.0, abs(master))
-            if master - best_value <= tolerance * scale:
-                status = "optimal"
-                break
-            negative = reduced < -1e-9 * scale
-            # also price halfway between the best prices and the master's (Wentges
-            # smoothing), keeping columns that price out at the master's duals too
-            _, smooth = price_starts(instance, bounds, 0.5 * (center + mu), budget, engine)
-            useful = start_costs(instance, bounds, mu, smooth) - pi < -1e-9 * scale
-            added = add(every[negative], argmin[negative]) + add(every[useful], smooth[useful])
-            if added == 0:
-                status = "optimal"
-                break
-    except Expired:
-        stop.reason = "time_limit"
-
-    req_all = np.concatenate(col_req)
-    tau_all = np.concatenate(col_tau).astype(float)
-    if primal is None:
+    master.add(every, np.maximum(np.full(n, horizon), instance.arrival))
+    master.add(every, seed_starts.astype(np.int64))
+    allowance = (
+        math.inf if max_rounds is None else master_allowance(n, horizon, nblocks, max_rounds)
+    )
+    run = _ColumnGeneration(instance, bounds, master, budget, engine)
+    status = run.iterate(stop, allowance, tolerance)
+    req_all = np.concatenate(master.req)
+    tau_all = np.concatenate(master.tau).astype(float)
+    if run.primal is None:
         mean_start = seed_starts.astype(float)
     else:
         mean_start = np.zeros(n)
-        used = len(primal)  # columns added after the last solve have weight 0
-        np.add.at(mean_start, req_all[:used], primal * tau_all[:used])
+        used = len(run.primal)  # columns added after the last solve have weight 0
+        np.add.at(mean_start, req_all[:used], run.primal * tau_all[:used])
+    pricing = run.pricings * n * pricing_width(horizon, nblocks) + run.iterations * n
     return LPRelaxation(
-        value=max(best_value - _SAFETY * abs(best_value), trivial),
+        value=max(run.best - _SAFETY * abs(run.best), trivial),
         mean_start=mean_start,
         status=status,
         runtime=time.perf_counter() - began,
-        lp_value=master,
+        lp_value=run.master_value,
         horizon=horizon,
         block=int(bounds[1] - bounds[0]),
         stats={
-            "iterations": iterations,
+            "iterations": run.iterations,
             "columns": len(req_all),
             "rows": nblocks,
-            "history": history,
+            "history": run.history,
+            "work": pricing + master.work,
+            "pricing_work": pricing,
+            "master_work": master.work,
             "stopped_by": None if status == "optimal" else stop.reason,
         },
         bounds=bounds,
-        prices=center,
+        prices=run.center,
     )
+
+
+class _ColumnGeneration:
+    """The rounds of :func:`lp_relaxation` on a :class:`RestrictedMaster`: solve the
+    master, price its duals (the certified ``L(μ)``), add the columns of negative reduced
+    cost; the best ``L`` and its prices, the last primal solution and the counts."""
+
+    def __init__(
+        self,
+        instance: Instance,
+        bounds: np.ndarray,
+        master: RestrictedMaster,
+        budget: Budget,
+        engine: str,
+    ) -> None:
+        self.instance, self.bounds, self.master = instance, bounds, master
+        self.budget, self.engine = budget, engine
+        self.best = float(instance.output.sum())
+        self.center = np.zeros(len(bounds) - 1)
+        self.history: list[float] = []
+        self.iterations = 0
+        self.pricings = 0
+        self.master_value = math.nan
+        self.primal: np.ndarray | None = None  # the last optimal master's x
+
+    def iterate(self, stop: Stop, allowance: float, tolerance: float) -> str:
+        """Run rounds until convergence (``"optimal"``) or ``stop``, the master's work
+        ``allowance`` or the cap ends them (``"stopped"``, ``stop.reason`` set)."""
+        instance, bounds, master, budget = self.instance, self.bounds, self.master, self.budget
+        nblocks = len(bounds) - 1
+        every = np.arange(instance.n)
+        try:  # a pricing cut by the cap is dropped (one takes seconds at n = 10^5)
+            while not stop():
+                reason = master.solve(budget, allowance - master.work)
+                if reason is not None:
+                    stop.reason = reason
+                    return "stopped"
+                self.iterations += 1
+                solution = master.highs.getSolution()
+                self.primal = np.asarray(solution.col_value)
+                duals = np.asarray(solution.row_dual)
+                self.master_value = master.highs.getInfo().objective_function_value
+                mu = np.maximum(-duals[:nblocks], 0.0)
+                value, minima, argmin = lagrangian_bound(instance, bounds, mu, budget, self.engine)
+                self.pricings += 1
+                if value > self.best:
+                    self.best, self.center = value, mu
+                self.history.append(value)
+                reduced = minima - duals[nblocks:]
+                scale = max(1.0, abs(self.master_value))
+                if self.master_value - self.best <= tolerance * scale:
+                    return "optimal"
+                negative = reduced < -1e-9 * scale
+                # also price halfway between the best prices and the master's (Wentges
+                # smoothing), keeping columns that price out at the master's duals too
+                _, smooth = price_starts(
+                    instance, bounds, 0.5 * (self.center + mu), budget, self.engine
+                )
+                self.pricings += 1
+                useful = (
+                    start_costs(instance, bounds, mu, smooth) - duals[nblocks:] < -1e-9 * scale
+                )
+                added = master.add(every[negative], argmin[negative])
+                if added + master.add(every[useful], smooth[useful]) == 0:
+                    return "optimal"
+        except Expired:
+            stop.reason = "time_limit"
+        return "stopped"
 
 
 def lp_bound(instance: Instance, *, budget: Budget = UNLIMITED) -> Bound:

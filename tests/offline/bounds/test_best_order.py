@@ -15,7 +15,7 @@ from hypothesis import given, settings
 
 from schedlab.errors import HorizonError, InputError, InputTypeError
 from schedlab.offline.backlogs import mixed_backlog
-from schedlab.offline.bounds import BOUNDS, BUILTIN_BOUNDS, lower_bound, plan
+from schedlab.offline.bounds import BEST_WORK, BOUNDS, BUILTIN_BOUNDS, lower_bound, plan
 from schedlab.offline.bounds.tall_chain import tall_chain_bound, tall_chain_ceiling
 from schedlab.offline.instance import Instance
 from schedlab.offline.instance_io import read_instance
@@ -101,7 +101,7 @@ def test_best_on_a_large_mixed_backlog_keeps_its_value() -> None:
 def test_the_plan_runs_the_cheapest_first_and_charges_each_its_estimate() -> None:
     inst = read_instance(INSTANCES / "mixed-n200.json")
     chosen = [m for m in BUILTIN_BOUNDS if m.chosen_for(inst)]
-    planned, out, charged = plan(inst, chosen, 1e9)
+    planned, out, charged = plan(inst, chosen, BEST_WORK)
     estimates = [m.work(inst) for m in planned if m.work is not None]
     assert estimates == sorted(estimates)
     assert out == []
