@@ -5,7 +5,9 @@
 (:data:`MAX_FILE_BYTES`; :func:`check_size` for readers that stream a file line by line)
 and read standard input for ``-`` and ``/dev/stdin``; :func:`read_json` parses strict JSON
 naming the line and column of an error; :func:`check_keys` refuses unknown keys of an
-object by name; :func:`write_text` writes a file with the same typed errors.
+object by name; :func:`json_number`, :func:`json_numbers` and :func:`json_integer` take
+the numbers of a parsed file (finite, no bool or numeric string, integers in range);
+:func:`write_text` writes a file with the same typed errors.
 :func:`nan_to_null` prepares results for JSON, which has no NaN, and :func:`plain` writes
 NumPy's numbers as the JSON values they stand for.
 """
@@ -30,6 +32,9 @@ __all__ = [
     "check_keys",
     "check_size",
     "is_stdin",
+    "json_integer",
+    "json_number",
+    "json_numbers",
     "nan_to_null",
     "parse_json",
     "plain",
@@ -182,6 +187,56 @@ def text_field(data: Mapping[str, Any], key: str, default: str, where: str) -> s
     value = data.get(key, default)
     if not isinstance(value, str):
         raise FormatError(f"{where}: {key}: expected text, got {value!r}")
+    return value
+
+
+def json_number(value: Any, where: str) -> float:
+    """``value`` as a float if it is a finite JSON number: an ``int`` or ``float`` as the
+    parser gives one. A bool (``true``), text (``"1e-3"``, ``"1/3"``: ``float`` would take
+    the first) and ``null`` are no number; an integer beyond the float range is not finite.
+
+    Raises
+    ------
+    FormatError
+        ``"{where}: expected a finite number, got ..."``.
+    """
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except OverflowError:  # an integer of more than 308 digits
+            number = math.inf
+        if math.isfinite(number):
+            return number
+    raise FormatError(f"{where}: expected a finite number, got {value!r:.60}")
+
+
+def json_numbers(values: Any, where: str) -> tuple[float, ...]:
+    """A JSON list of finite numbers (:func:`json_number`); an error names the index,
+    ``{where}[k]``.
+
+    Raises
+    ------
+    FormatError
+        If ``values`` is not a list, or an item is not a finite number.
+    """
+    if not isinstance(values, list | tuple):
+        raise FormatError(f"{where}: expected a list of numbers, got {values!r:.60}")
+    return tuple(json_number(value, f"{where}[{k}]") for k, value in enumerate(values))
+
+
+def json_integer(value: Any, where: str, minimum: int, maximum: int) -> int:
+    """``value`` if it is a JSON integer (not a bool, not ``4.0``) from ``minimum`` to
+    ``maximum``: every integer a file gives is bounded before it reaches NumPy or C.
+
+    Raises
+    ------
+    FormatError
+        ``"{where}: expected an integer from ... to ..., got ..."``.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+        raise FormatError(
+            f"{where}: expected an integer from {minimum:,} to {maximum:,}, got {value!r:.60}"
+        )
     return value
 
 

@@ -28,8 +28,15 @@ spec, lengths and seed give the same intervals. A file of predictions, one inter
 request id, is read by :func:`read_predictions`. Bad specs and predictions raise a
 one-line :class:`~schedlab.errors.PredictionError` naming the place.
 
+Every public function checks its arguments at the door
+(:mod:`schedlab.arguments_check`): a wrong type raises
+:class:`~schedlab.errors.InputTypeError`, a length, ratio or seed out of its domain (a
+seed is an integer in ``[0, MAX_SEED]``, in the spec or not) a
+:class:`~schedlab.errors.PredictionError`.
+
 This module imports nothing of schedlab but the ground (:mod:`schedlab.errors`,
-:mod:`schedlab.json_files`): both the offline half and the serving simulator use it.
+:mod:`schedlab.arguments_check`, :mod:`schedlab.json_files`): both the offline half and
+the serving simulator use it.
 """
 
 from __future__ import annotations
@@ -44,7 +51,14 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from schedlab.errors import FormatError, PredictionError
+from schedlab.arguments_check import (
+    MAX_SEED,
+    check_int_array,
+    check_real,
+    check_seed,
+    check_type,
+)
+from schedlab.errors import FormatError, InputTypeError, PredictionError
 from schedlab.json_files import check_keys, parse_json, read_text
 
 #: Largest predicted length accepted or made, ``2**40``: the bound every token count of an
@@ -64,6 +78,10 @@ __all__ = [
     "ratio_intervals",
     "read_predictions",
 ]
+
+# Largest end of an interval in size: a class of ``buckets`` may end above MAX_LENGTH
+# (2**41 - 1 for a length near 2**40), and a View hides an end as -1.
+_ENDS = 2**62
 
 #: The prediction models, by the first field of their spec.
 MODELS: tuple[str, ...] = ("perfect", "interval", "buckets", "lognormal")
@@ -94,6 +112,13 @@ class Intervals:
         they were read from.
     exact
         Whether the model promises that every interval contains the true length.
+
+    Raises
+    ------
+    InputTypeError, PredictionError
+        For ends that are not sequences of integers up to ``2**62`` in size, a
+        ``model`` that is no string, an ``exact`` that is no ``bool`` (the ends are
+        checked against the true lengths by :meth:`check`).
     """
 
     lower: np.ndarray
@@ -102,8 +127,13 @@ class Intervals:
     exact: bool
 
     def __post_init__(self) -> None:
+        check_type(self.model, (str,), "intervals.model")
+        check_type(self.exact, (bool,), "intervals.exact")
         for name in ("lower", "upper"):
-            array = np.array(getattr(self, name), dtype=np.int64)
+            where = f"intervals.{name}"
+            array = check_int_array(
+                getattr(self, name), where, -_ENDS, _ENDS, error=PredictionError
+            )
             array.setflags(write=False)
             object.__setattr__(self, name, array)
 
@@ -153,15 +183,37 @@ def geometric_mean(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
     r"""The point estimate :math:`\mathrm{round}(\sqrt{\ell_i u_i})` of each interval,
     clipped to it: off from any length in the interval by a factor
     :math:`\sqrt{u_i/\ell_i}` at most, whichever end the length is at (the arithmetic
-    mean can be off by :math:`(u_i/\ell_i + 1)/2`)."""
+    mean can be off by :math:`(u_i/\ell_i + 1)/2`).
+
+    Raises
+    ------
+    InputTypeError
+        For ends that are not sequences of integers.
+    PredictionError
+        For ends of different lengths, or beyond ``2**62`` in size.
+    """
+    where = "geometric_mean: "
+    lower = check_int_array(lower, where + "lower", -_ENDS, _ENDS, error=PredictionError)
+    upper = check_int_array(upper, where + "upper", -_ENDS, _ENDS, error=PredictionError)
+    if lower.shape != upper.shape:
+        raise PredictionError(f"{where}{lower.size} lower ends for {upper.size} upper ends")
     middle = np.rint(np.sqrt(np.asarray(lower, dtype=np.float64) * upper))
     return np.clip(middle.astype(np.int64), lower, upper)
 
 
 def _seed(text: str, where: str) -> int:
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):
         raise PredictionError(f"{where}: seed must be an integer >= 0, got {text!r}")
+    if int(text) > MAX_SEED:
+        raise PredictionError(
+            f"{where}: seed must be at most 2**63 - 1, got a number of {len(text)} digits"
+        )
     return int(text)
+
+
+def _outputs(outputs: Any, where: str) -> np.ndarray:
+    """The true lengths ``outputs`` as an ``int64`` array, checked."""
+    return check_int_array(outputs, where, 1, MAX_LENGTH, error=PredictionError)
 
 
 def _number(text: str, name: str, where: str) -> float:
@@ -189,8 +241,16 @@ def ratio_intervals(outputs: np.ndarray, alpha: float, seed: int) -> Intervals:
     choice (we could read the paper's abstract and summaries, not its experimental
     section): uniform on a log scale, so that no end is favoured and an algorithm that
     trusts either end is tested. :math:`\alpha = 1` gives the perfect prediction.
+
+    Raises
+    ------
+    InputTypeError, PredictionError
+        For lengths that are not integers from 1 to ``MAX_LENGTH``, ``alpha`` outside
+        ``(0, 1]`` (or NaN), a seed that is not an integer from 0 to ``MAX_SEED``.
     """
-    true = np.asarray(outputs, dtype=np.int64)
+    true = _outputs(outputs, "ratio_intervals: outputs")
+    alpha = check_real(alpha, "ratio_intervals: alpha", 0, 1, error=PredictionError, above=True)
+    seed = check_seed(seed, "ratio_intervals: seed", error=PredictionError)
     theta = np.random.default_rng([_STREAMS["interval"], seed]).random(true.size)
     lower = np.maximum(1, np.floor(true * alpha**theta + 1e-9)).astype(np.int64)
     lower = np.minimum(lower, true)
@@ -209,8 +269,16 @@ def bucket_intervals(outputs: np.ndarray, accuracy: float, seed: int) -> Interva
     equal probability (above for class 0). Chen, Ye and Zhou (arXiv 2508.14544) take
     predictions as such an interval classification; the class edges and the error model
     are our choice, documented in ``docs/design.md``.
+
+    Raises
+    ------
+    InputTypeError, PredictionError
+        For lengths that are not integers from 1 to ``MAX_LENGTH``, ``accuracy`` outside
+        ``[0, 1]`` (or NaN), a seed that is not an integer from 0 to ``MAX_SEED``.
     """
-    true = np.asarray(outputs, dtype=np.int64)
+    true = _outputs(outputs, "bucket_intervals: outputs")
+    accuracy = check_real(accuracy, "bucket_intervals: accuracy", 0, 1, error=PredictionError)
+    seed = check_seed(seed, "bucket_intervals: seed", error=PredictionError)
     rng = np.random.default_rng([_STREAMS["buckets"], seed])
     right = rng.random(true.size) < accuracy
     up = rng.random(true.size) < 0.5
@@ -228,8 +296,17 @@ def lognormal_points(outputs: np.ndarray, cv: float, seed: int) -> np.ndarray:
     r"""Point predictions :math:`\hat o_i = \max(1, \mathrm{round}(o_i X_i))` with
     :math:`\ln X_i \sim \mathcal N(-\sigma^2/2, \sigma^2)`, :math:`\sigma^2 = \ln(1+v^2)`:
     a multiplicative error of mean 1 and coefficient of variation :math:`v` = ``cv``
-    (the serving simulator's model, ``schedlab/serving/prediction.py``, same stream)."""
-    true = np.asarray(outputs, dtype=np.int64)
+    (the serving simulator's model, ``schedlab/serving/prediction.py``, same stream).
+
+    Raises
+    ------
+    InputTypeError, PredictionError
+        For lengths that are not integers from 1 to ``MAX_LENGTH``, ``cv`` outside
+        ``[0, MAX_CV]`` (or NaN), a seed that is not an integer from 0 to ``MAX_SEED``.
+    """
+    true = _outputs(outputs, "lognormal_points: outputs")
+    cv = check_real(cv, "lognormal_points: cv", 0, MAX_CV, error=PredictionError)
+    seed = check_seed(seed, "lognormal_points: seed", error=PredictionError)
     if cv == 0:
         return true.copy()
     sigma = math.sqrt(math.log1p(cv * cv))
@@ -258,15 +335,19 @@ def predict(
 
     Raises
     ------
+    InputTypeError
+        (a ``TypeError``) for a ``spec`` or ``where`` that is no string, ``outputs`` that
+        are not a sequence of integers, a ``seed`` that is no integer.
     PredictionError
         ``"{where}: ..."`` for an unknown model, a malformed field, ``ALPHA`` outside
-        ``(0, 1]``, ``ACCURACY`` outside ``[0, 1]``, ``CV`` outside ``[0, MAX_CV]``.
+        ``(0, 1]``, ``ACCURACY`` outside ``[0, 1]``, ``CV`` outside ``[0, MAX_CV]``, a
+        seed in the spec above ``MAX_SEED``; ``"predict: ..."`` for a length outside
+        ``[1, MAX_LENGTH]`` or a ``seed`` outside ``[0, MAX_SEED]``.
     """
-    if not isinstance(spec, str):
-        raise PredictionError(f"{where}: expected a spec string, got {spec!r}")
-    true = np.asarray(outputs, dtype=np.int64)
-    if true.ndim != 1 or (true.size and int(true.min()) < 1):
-        raise PredictionError(f"{where}: true lengths must be integers >= 1, one per request")
+    check_type(where, (str,), "predict: where")
+    check_type(spec, (str,), f"{where}: spec")
+    true = _outputs(outputs, "predict: outputs")
+    seed = check_seed(seed, "predict: seed", error=PredictionError)
     name, *fields = spec.split(":")
     if name not in MODELS:
         raise PredictionError(
@@ -380,7 +461,16 @@ def read_predictions(path: str | Path, instance: _Requests) -> Intervals:
         file: requests left without a prediction.
     FormatError, DataNotFoundError, FileAccessError
         For a file that is malformed or cannot be read.
+    InputTypeError
+        (a ``TypeError``) for an ``instance`` without a sequence of ``requests`` that have
+        an ``id`` (a path, a number).
     """
+    requests = getattr(instance, "requests", None)
+    if not isinstance(requests, Sequence) or not all(hasattr(r, "id") for r in requests):
+        raise InputTypeError(
+            "read_predictions: instance: expected an instance (requests with ids), got "
+            f"{type(instance).__name__} {instance!r:.60}"
+        )
     ids = {
         (str(i) if request.id is None else request.id): i
         for i, request in enumerate(instance.requests)

@@ -23,6 +23,15 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA_DIR = Path(os.environ.get("SCHEDLAB_DATA") or ROOT.parent / "shared" / "data")
 INSTANCES = ROOT / "instances"
 
+#: The environment variable that multiplies the examples each fuzzing test draws: unset
+#: in CI (the short run), set by ``benchmarks/fuzz.py --bad-inputs SCALE`` (the long one).
+FUZZ_SCALE_ENV = "SCHEDLAB_FUZZ_SCALE"
+
+
+def fuzz_examples(count: int) -> int:
+    """The examples a fuzzing test draws: its own ``count``, times ``$SCHEDLAB_FUZZ_SCALE``."""
+    return count * int(os.environ.get(FUZZ_SCALE_ENV) or 1)
+
 
 def pytest_configure(config: pytest.Config) -> None:
     """Point the library at the real data (``SCHEDLAB_DATA``) for the whole run, and

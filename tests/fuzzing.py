@@ -15,6 +15,8 @@ and counts in a :class:`Tally`:
   by :func:`schedlab.testing.check_bound` (bound above objective),
 * each ``OPTIMAL`` status against the best verified objective of the instance (false
   certificate: a claimed optimum another solver beat),
+* runs past their budget: a solver or bound that its wall-clock cap
+  (:data:`TIME_LIMIT_S`, an outer safety) stopped instead of its work budget,
 * refusals (a :class:`~schedlab.errors.SchedlabError` other than ``SolverError``: a
   solver's or bound's documented limit, e.g. ``dp`` above ``max_requests``), and errors
   that are not ``SchedlabError`` (a broken invariant: bad input must give a typed error).
@@ -57,7 +59,14 @@ TIME_LIMIT_S = 20.0
 SHAPES = ("backlog", "releases", "degenerate", "tight", "far-release")
 
 #: Invariant counters of a :class:`Tally`: each must stay 0.
-BROKEN = ("infeasible", "wrong_objectives", "bounds_above", "false_optima", "errors")
+BROKEN = (
+    "infeasible",
+    "wrong_objectives",
+    "bounds_above",
+    "false_optima",
+    "past_budget",
+    "errors",
+)
 
 
 @dataclasses.dataclass
@@ -68,7 +77,7 @@ class Tally:
     runs: int = 0
     bound_runs: int = 0
     refusals: int = 0
-    time_capped: int = 0
+    past_budget: int = 0
     infeasible: int = 0
     wrong_objectives: int = 0
     bounds_above: int = 0
@@ -157,7 +166,8 @@ def fuzz_instance(
         except Exception as exc:  # counted: bad input must give a typed error
             tally._broke("errors", f"{name} seed={seed} on {here}: {type(exc).__name__}: {exc}")
             continue
-        tally.time_capped += result.stats.get("stopped_by") == "time_limit"
+        if result.stats.get("stopped_by") == "time_limit":
+            tally._broke("past_budget", f"{name} seed={seed} on {here}: {TIME_LIMIT_S} s cap")
         try:
             objective = check_schedule(instance, result.starts)
         except ScheduleViolation as exc:
@@ -194,7 +204,8 @@ def fuzz_instance(
         except Exception as exc:  # counted likewise
             tally._broke("errors", f"bound {method} on {here}: {type(exc).__name__}: {exc}")
             continue
-        tally.time_capped += bound.stats.get("stopped_by") == "time_limit"
+        if bound.stats.get("stopped_by") == "time_limit":
+            tally._broke("past_budget", f"bound {method} on {here}: {TIME_LIMIT_S} s cap")
         try:
             check_bound(instance, bound, best)
         except BoundViolation as exc:

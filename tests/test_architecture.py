@@ -17,6 +17,7 @@ PACKAGE = ROOT / "schedlab"
 #: Layer of each part, from the bottom; a module may import its own layer and below.
 LAYERS = {
     "schedlab.errors": 0,
+    "schedlab.arguments_check": 0,
     "schedlab.deprecation": 0,
     "schedlab.budget": 0,
     "schedlab.progress": 0,

@@ -4,6 +4,8 @@ FileNotFoundError for a missing file (issue 43, "Errors outside the hierarchy").
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 import schedlab
@@ -12,13 +14,19 @@ from schedlab.errors import (
     DataNotFoundError,
     InputError,
     InputTypeError,
+    PredictionError,
     SchedlabError,
+    ServingError,
 )
 from schedlab.offline.bounds import Bound
+from schedlab.predictions import predict
+from schedlab.serving.cluster import Cluster
 from schedlab.serving.simulator import simulate
+from schedlab.serving.sloweave import SLOWeaveState, choose_chunk
 from tests.conftest import INSTANCES
 
 TINY = schedlab.read_instance(INSTANCES / "tiny-1.json")
+STATE = SLOWeaveState(0.0, 0.05, 4, 1000, 500)
 
 
 @pytest.mark.parametrize(
@@ -39,6 +47,11 @@ TINY = schedlab.read_instance(INSTANCES / "tiny-1.json")
         (lambda: simulate("chat", "sloweave"), TypeError, InputTypeError),
         (lambda: simulate(5), TypeError, InputTypeError),
         (lambda: simulate("chat", rate="5"), TypeError, InputTypeError),
+        (lambda: simulate("chat", rate=math.nan), ValueError, ServingError),
+        (lambda: Cluster(nodes="2P2D"), TypeError, InputTypeError),
+        (lambda: choose_chunk(STATE, "sloweave-default"), TypeError, InputTypeError),
+        (lambda: predict("perfect", [3], seed="1"), TypeError, InputTypeError),
+        (lambda: predict("interval:0.5:" + "9" * 50, [3]), ValueError, PredictionError),
     ],
 )
 def test_a_user_error_is_ours_and_the_builtin_one(call, builtin, ours):

@@ -233,7 +233,7 @@ def test_calibrate_output_through_a_link_to_the_profile_is_refused(tmp_path: Pat
     link = tmp_path / "m.json"
     link.symlink_to(profile / "meta.yaml")  # outside the profile, naming its file
     before = (profile / "meta.yaml").read_text()
-    one_error_line(capped("calibrate", str(profile), "-o", str(link)), "is the profile")
+    one_error_line(capped("calibrate", str(profile), "-o", str(link)), "is the input PROFILE_DIR")
     assert (profile / "meta.yaml").read_text() == before
 
 
@@ -244,7 +244,7 @@ def test_replay_plot_naming_a_file_of_the_run_is_refused(tmp_path: Path) -> None
     figure = run / "fig.png"
     figure.write_bytes(b"not a figure")  # a file of the run, named .png
     done = capped("replay", str(run), "--plot", str(figure))
-    one_error_line(done, "is the recorded run")
+    one_error_line(done, "is the input RUN")
     assert figure.read_bytes() == b"not a figure"
 
 

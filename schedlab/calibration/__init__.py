@@ -1,11 +1,13 @@
 """Calibration of iteration-cost models from real GPU profiles, and replay of real runs.
 
-Modules: :mod:`~schedlab.calibration.profiles` (readers of profile formats),
+Modules: :mod:`~schedlab.calibration.profiles` (the reader of LLMServingSim profiles),
+:mod:`~.foreign_profiles` (Vidur's and Splitwise's, for comparison),
 :mod:`~.curves` (monotone 1-D fits), :mod:`~.attention_grid` (the 4-D attention table),
 :mod:`~.profile_model` (the calibrated cost model, kind ``profile-grid``),
 :mod:`~.fit` (:func:`calibrate`), :mod:`~.run_model` (a run's cost model: shipped, or
 its profile calibrated and cached), :mod:`~.replay` (a recorded run on the simulator) and
-:mod:`~.profile_table` (one CSV of per-op timings to and from a profile directory).
+:mod:`~.profile_table` (one CSV of per-op timings to and from a profile directory,
+checked by :mod:`~.table_checks`).
 scipy is imported when a fit runs, so importing this package stays cheap.
 """
 
@@ -14,12 +16,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from schedlab.calibration.fit import calibrate
+from schedlab.calibration.foreign_profiles import read_splitwise_perf_model, read_vidur_mlp
 from schedlab.calibration.profile_model import KIND, ProfileCostModel
-from schedlab.calibration.profiles import (
-    read_llmservingsim_profile,
-    read_splitwise_perf_model,
-    read_vidur_mlp,
-)
+from schedlab.calibration.profiles import read_llmservingsim_profile
 from schedlab.calibration.recorded_run import read_recorded_run
 from schedlab.calibration.replay import replay
 from schedlab.errors import UnknownNameError

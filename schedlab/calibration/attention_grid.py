@@ -51,6 +51,7 @@ import numpy as np
 
 from schedlab.calibration.profiles import AttentionRows
 from schedlab.errors import FormatError
+from schedlab.json_files import json_number, json_numbers
 
 __all__ = [
     "EXTRAPOLATION_TERMS",
@@ -120,6 +121,8 @@ def parse_grid_spec(spec: str, where: str = "grid") -> list[float]:
 def select_grid(
     rows: AttentionRows,
     declared: tuple[Sequence[float], Sequence[float], Sequence[float]] | None = None,
+    *,
+    holes_below: float = 0.0,
 ) -> tuple[list[float], list[float], list[float], list[float]]:
     """Axes ``(chunks, contexts, decodes, kvs)`` of the largest complete tensor (step 1).
 
@@ -127,6 +130,16 @@ def select_grid(
     profile declares (LLMServingSim's ``meta.yaml`` ``attention_grid``; its KV axis serves
     both the prefill context and the decode KV). ``chunks`` and ``decodes`` start with 0;
     ``kvs`` are positive.
+
+    A level is dropped when it lacks points of the grid. One that lacks fewer than the
+    share ``holes_below`` of its points is a grid with holes, not a level measured apart
+    (the shared profiles' dropped levels lack three quarters or more): with
+    ``holes_below > 0`` it is refused, naming a missing point.
+
+    Raises
+    ------
+    FormatError
+        If no complete grid is left, or for a grid with holes.
     """
     pc, kp, n, kv = rows.prefill_chunk, rows.kv_prefill, rows.n_decode, rows.kv_decode
     chunked = pc > 0
@@ -172,13 +185,33 @@ def select_grid(
             j = int(np.argmax(missing))
             if missing[j] > worst[0]:
                 worst = (float(missing[j]), axis, j)
-        _, axis, j = worst
+        share, axis, j = worst
+        if share < holes_below:
+            raise FormatError(
+                _hole(ok, axis, j, [a[m] for a, m in zip((P, K, N, V), keep, strict=True)])
+            )
         positions = np.flatnonzero(keep[axis])
         keep[axis][positions[j]] = False
         if keep[axis].sum() == 0:
             raise FormatError("attention profile: no complete grid of measurements")
     P, K, N, V = (a[m] for a, m in zip((P, K, N, V), keep, strict=True))
     return [0.0, *P.tolist()], K.tolist(), [0.0, *N.tolist()], V.tolist()
+
+
+def _hole(ok: np.ndarray, axis: int, j: int, axes: list[np.ndarray]) -> str:
+    """The refusal of a grid with holes: the first point missing in level ``j`` of
+    ``axis`` of the grid ``axes`` (``ok``: which points have all their rows)."""
+    point = [int(i) for i in np.argwhere(~ok.take([j], axis=axis))[0]]
+    point[axis] = j
+    c, p, n, k = (float(a[i]) for a, i in zip(axes, point, strict=True))
+    names = ("prefill_chunk", "kv_prefill", "n_decode", "kv_decode")
+    level = ok.take(j, axis=axis)
+    return (
+        f"attention profile: a hole in the grid at prefill_chunk {c:g}, kv_prefill {p:g}, "
+        f"n_decode {n:g}, kv_decode {k:g} (its mixed, prefill-only or decode-only row is "
+        f"missing); {names[axis]} {axes[axis][j]:g} lacks only {int((~level).sum())} of its "
+        f"{level.size} points: measure them or leave the level out"
+    )
 
 
 def _axis_weights(axis: Sequence[float], value: float) -> tuple[tuple[int, float], ...]:
@@ -371,7 +404,9 @@ class AttentionGrid:
 
     @classmethod
     def from_dict(cls, data: Any, where: str) -> AttentionGrid:
-        """Validate and build from :meth:`to_dict`'s form; errors name ``where``."""
+        """Validate and build from :meth:`to_dict`'s form; errors name ``where`` and the
+        key (``{where}.time_us[7]``), every value a finite number
+        (:func:`~schedlab.json_files.json_number`)."""
         if not isinstance(data, Mapping):
             raise FormatError(f"{where}: expected an object")
         try:
@@ -380,13 +415,22 @@ class AttentionGrid:
             unknown = sorted(set(coef) - set(EXTRAPOLATION_TERMS))
             if unknown:
                 raise ValueError(f"unknown extrapolation term(s) {', '.join(unknown)}")
+            chunks, contexts, decodes, kvs = (
+                json_numbers(axes[axis], f"{where}.axes.{axis}")
+                for axis in ("prefill_chunk", "kv_prefill", "n_decode", "kv_decode")
+            )
             return cls(
-                tuple(float(v) for v in axes["prefill_chunk"]),
-                tuple(float(v) for v in axes["kv_prefill"]),
-                tuple(float(v) for v in axes["n_decode"]),
-                tuple(float(v) for v in axes["kv_decode"]),
-                tuple(float(v) for v in data["time_us"]),
-                tuple(float(coef[t]) for t in EXTRAPOLATION_TERMS),
+                chunks,
+                contexts,
+                decodes,
+                kvs,
+                json_numbers(data["time_us"], f"{where}.time_us"),
+                tuple(
+                    json_number(coef[t], f"{where}.extrapolation_us.{t}")
+                    for t in EXTRAPOLATION_TERMS
+                ),
             )
         except (KeyError, TypeError, ValueError) as exc:
+            if isinstance(exc, FormatError):  # names its place already
+                raise
             raise FormatError(f"{where}: {exc}") from None

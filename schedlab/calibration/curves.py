@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from schedlab.errors import FormatError
+from schedlab.json_files import json_number, json_numbers
 
 __all__ = ["MonotoneCurve"]
 
@@ -125,12 +126,15 @@ class MonotoneCurve:
 
     @classmethod
     def from_dict(cls, data: Any, where: str) -> MonotoneCurve:
-        """Validate and build from :meth:`to_dict`'s form; errors name ``where``."""
+        """Validate and build from :meth:`to_dict`'s form; errors name ``where`` and the
+        key (``{where}.x[3]``), every value a finite number
+        (:func:`~schedlab.json_files.json_number`)."""
         if not isinstance(data, Mapping):
             raise FormatError(f"{where}: expected an object with x, y, tail_slope")
         try:
-            x = [float(v) for v in data["x"]]
-            y = [float(v) for v in data["y"]]
-            return cls(tuple(x), tuple(y), float(data.get("tail_slope", 0.0)))
+            x, y = (json_numbers(data[key], f"{where}.{key}") for key in ("x", "y"))
+            return cls(x, y, json_number(data.get("tail_slope", 0.0), f"{where}.tail_slope"))
         except (KeyError, TypeError, ValueError) as exc:
+            if isinstance(exc, FormatError):  # names its place already
+                raise
             raise FormatError(f"{where}: {exc}") from None

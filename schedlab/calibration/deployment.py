@@ -60,11 +60,12 @@ from typing import Any
 from schedlab.calibration.profiles import LLMServingSimProfile
 from schedlab.calibration.recorded_run import RecordedRun
 from schedlab.errors import FormatError
-from schedlab.llm.gpu_deployment import GpuDeployment
+from schedlab.llm.gpu_deployment import MAX_GPU_MEMORY_BYTES, GpuDeployment
 from schedlab.llm.gpus import find_gpu
 from schedlab.llm.interconnect import Link
 from schedlab.llm.link_evidence import LinkEvidence, link_for
 from schedlab.llm.models import GIB, get_model_shape
+from schedlab.llm.traces import MAX_TOKENS
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.scenario import MAX_REPLICAS
 
@@ -552,8 +553,10 @@ def deployment_of(
     records = _Records(run)
     setting = records.setting
     vllm = "vLLM's default"
-    seqs = setting("max_num_seqs", max_num_seqs, int, minimum=1)
-    budget = setting("max_num_batched_tokens", max_num_batched_tokens, int, minimum=1)
+    seqs = setting("max_num_seqs", max_num_seqs, int, minimum=1, maximum=MAX_TOKENS)
+    budget = setting(
+        "max_num_batched_tokens", max_num_batched_tokens, int, minimum=1, maximum=MAX_TOKENS
+    )
     tp = setting(
         "tensor_parallel_size", tp, int, (1, vllm), minimum=1, maximum=MAX_TENSOR_PARALLEL
     )
@@ -561,7 +564,7 @@ def deployment_of(
     expert = setting("enable_expert_parallel", None, bool, (False, vllm))
     caching = setting("enable_prefix_caching", prefix_caching, bool, (True, vllm))
     utilization = setting(
-        "gpu_memory_utilization", None, float, (DEFAULT_UTILIZATION, vllm), minimum=1e-9
+        "gpu_memory_utilization", None, float, (DEFAULT_UTILIZATION, vllm), minimum=1e-9, maximum=1
     )
     recorded = run.meta.get("vllm_version")
     version = _version(recorded)
@@ -577,7 +580,7 @@ def deployment_of(
         ),
     )
     reserve = setting("scheduler_reserve_full_isl", None, bool, (True, vllm))
-    block_size = setting("block_size", None, int, (16, vllm), minimum=1)
+    block_size = setting("block_size", None, int, (16, vllm), minimum=1, maximum=MAX_TOKENS)
     dtype = setting("kv_cache_dtype", None, str, ("auto", vllm))
     if dtype not in KV_CACHE_DTYPE_BYTES:
         raise FormatError(
@@ -629,8 +632,8 @@ def profile_deployment(profile: LLMServingSimProfile) -> GpuDeployment | None:
     engine = meta.get("engine_effective")
     engine = engine if isinstance(engine, dict) else {}
     checks = (
-        ("gpu_memory_bytes", meta.get("gpu_memory_bytes"), int, 1, None),
-        ("engine_effective.block_size", engine.get("block_size", 16), int, 1, None),
+        ("gpu_memory_bytes", meta.get("gpu_memory_bytes"), int, 1, MAX_GPU_MEMORY_BYTES),
+        ("engine_effective.block_size", engine.get("block_size", 16), int, 1, MAX_TOKENS),
         (
             "engine_effective.gpu_memory_utilization",
             engine.get("gpu_memory_utilization", DEFAULT_UTILIZATION),

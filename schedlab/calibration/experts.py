@@ -35,8 +35,13 @@ import numpy as np
 
 from schedlab.calibration.profiles import MoERows
 from schedlab.errors import FormatError
+from schedlab.json_files import json_integer, json_number, json_numbers
 
-__all__ = ["ExpertTable", "expected_experts"]
+__all__ = ["MAX_EXPERTS", "ExpertTable", "expected_experts"]
+
+#: The most routed experts (and experts per token) a cost model's table may name: eight
+#: times the largest published count (512, Qwen3-Next), so only a wrong value passes it.
+MAX_EXPERTS = 4096
 
 
 def expected_experts(tokens: float, experts: int, top_k: int) -> float:
@@ -146,17 +151,23 @@ class ExpertTable:
             raise FormatError(f"{where}: expected an object")
         try:
             rows = data["rows"]
+            places = [f"{where}.rows[{k}]" for k in range(len(rows))]
             return cls(
-                int(data["experts"]),
-                int(data["top_k"]),
-                tuple(float(r["tokens"]) for r in rows),
+                json_integer(data["experts"], f"{where}.experts", 1, MAX_EXPERTS),
+                json_integer(data["top_k"], f"{where}.top_k", 1, MAX_EXPERTS),
+                tuple(
+                    json_number(r["tokens"], f"{p}.tokens")
+                    for r, p in zip(rows, places, strict=True)
+                ),
                 tuple(
                     (
-                        tuple(float(v) for v in r["activated"]),
-                        tuple(float(v) for v in r["time_us"]),
+                        json_numbers(r["activated"], f"{p}.activated"),
+                        json_numbers(r["time_us"], f"{p}.time_us"),
                     )
-                    for r in rows
+                    for r, p in zip(rows, places, strict=True)
                 ),
             )
         except (KeyError, TypeError, ValueError) as exc:
+            if isinstance(exc, FormatError):  # names its place already
+                raise
             raise FormatError(f"{where}: {exc}") from None

@@ -76,11 +76,12 @@ from typing import Any
 
 from schedlab.calibration.attention_grid import AttentionGrid
 from schedlab.calibration.curves import MonotoneCurve
-from schedlab.calibration.experts import ExpertTable
+from schedlab.calibration.deployment import MAX_TENSOR_PARALLEL
+from schedlab.calibration.experts import MAX_EXPERTS, ExpertTable
 from schedlab.calibration.profiles import SourceFile
 from schedlab.calibration.skew import SkewTable
 from schedlab.errors import FormatError
-from schedlab.json_files import check_keys, text_field
+from schedlab.json_files import check_keys, json_integer, json_number, text_field
 from schedlab.llm.gpu_deployment import GpuDeployment
 from schedlab.llm.interconnect import Link
 from schedlab.serving.cost_model import BatchShape, Chunk
@@ -366,13 +367,42 @@ def _parallelism(data: Any, where: str) -> Parallelism:
     check_keys(data, _PARALLELISM_KEYS, where)
     link = data.get("link")
     return Parallelism(
-        int(_get(data, "tp", where, int)),
-        int(data.get("hidden", 0)),
-        int(data.get("dtype_bytes", 2)),
-        None if link is None else Link.from_dict(link, f"{where}: link"),
-        int(data.get("ep", 1)),
+        json_integer(_get(data, "tp", where, int), f"{where}.tp", 1, MAX_TENSOR_PARALLEL),
+        json_integer(data.get("hidden", 0), f"{where}.hidden", 0, MAX_HIDDEN),
+        json_integer(data.get("dtype_bytes", 2), f"{where}.dtype_bytes", 1, 8),
+        None if link is None else Link.from_dict(link, f"{where}.link"),
+        json_integer(data.get("ep", 1), f"{where}.ep", 1, MAX_EXPERTS),
     )
 
+
+def _report(data: Any, where: str) -> dict[str, float | None]:
+    """The fit's report figures: an object of finite numbers or ``null`` (not fitted)."""
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise FormatError(f"{where}: expected an object")
+    return {
+        str(key): None if value is None else json_number(value, f"{where}.{key}")
+        for key, value in data.items()
+    }
+
+
+def _sources(data: Any, where: str) -> tuple[SourceFile, ...]:
+    """The files the model was fitted from: ``[{"file": ..., "sha256": ...}, ...]``."""
+    if not isinstance(data, list):
+        raise FormatError(f"{where}: expected a list")
+    return tuple(
+        SourceFile(
+            text_field(item, "file", "", f"{where}[{k}]"),
+            text_field(item, "sha256", "", f"{where}[{k}]"),
+        )
+        for k, item in enumerate(data)
+    )
+
+
+#: The widest hidden size read (elements): 16 times the widest of a published model
+#: (Llama-3.1-405B, 16,384), so only a wrong value passes it.
+MAX_HIDDEN = 2**18
 
 #: The keys of a ``profile-grid`` cost model's JSON form, and of its ``model`` and
 #: ``parallelism`` objects.
@@ -408,24 +438,36 @@ def load_profile_cost_model(data: Mapping[str, Any], where: str) -> ProfileCostM
         layer_ops = tuple(
             (
                 op,
-                float(_get(body, "runs_per_layer", f"{where}: ops.per_layer.{op}", (int, float))),
+                json_number(
+                    body.get("runs_per_layer"), f"{where}: ops.per_layer.{op}.runs_per_layer"
+                ),
                 MonotoneCurve.from_dict(
-                    body.get("time_us_vs_tokens"), f"{where}: ops.per_layer.{op}"
+                    body.get("time_us_vs_tokens"), f"{where}: ops.per_layer.{op}.time_us_vs_tokens"
                 ),
             )
             for op, body in _get(ops, "per_layer", f"{where}: ops", Mapping).items()
         )
         forward_ops = tuple(
-            (op, MonotoneCurve.from_dict(body.get("time_us_vs_tokens"), f"{where}: {op}"))
+            (
+                op,
+                MonotoneCurve.from_dict(
+                    body.get("time_us_vs_tokens"),
+                    f"{where}: ops.per_forward.{op}.time_us_vs_tokens",
+                ),
+            )
             for op, body in _get(ops, "per_forward", f"{where}: ops", Mapping).items()
         )
         head_ops = tuple(
-            (op, MonotoneCurve.from_dict(body.get("time_us_vs_sequences"), f"{where}: {op}"))
+            (
+                op,
+                MonotoneCurve.from_dict(
+                    body.get("time_us_vs_sequences"),
+                    f"{where}: ops.per_sequence.{op}.time_us_vs_sequences",
+                ),
+            )
             for op, body in _get(ops, "per_sequence", f"{where}: ops", Mapping).items()
         )
-        sources = tuple(
-            SourceFile(str(s["file"]), str(s["sha256"])) for s in data.get("sources", [])
-        )
+        sources = _sources(data.get("sources", []), f"{where}: sources")
         skew, experts, hosted = data.get("skew"), data.get("experts"), data.get("deployment")
         expert_table = (
             None if experts is None else ExpertTable.from_dict(experts, f"{where}: experts")
@@ -442,12 +484,12 @@ def load_profile_cost_model(data: Mapping[str, Any], where: str) -> ProfileCostM
             skew=None if skew is None else SkewTable.from_dict(skew, f"{where}: skew"),
             experts=expert_table,
             parallelism=_parallelism(data.get("parallelism"), f"{where}: parallelism"),
-            margin_s=float(_get(data, "margin_s", where, (int, float))),
+            margin_s=json_number(data.get("margin_s"), f"{where}: margin_s"),
             hardware=text_field(data, "hardware", "", where),
             source=text_field(data, "source", "", where),
             license=text_field(data, "license", "", where),
             sources=sources,
-            report=dict(data.get("report") or {}),
+            report=_report(data.get("report"), f"{where}: report"),
             deployment=(
                 None if hosted is None else GpuDeployment.from_dict(hosted, f"{where}: deployment")
             ),

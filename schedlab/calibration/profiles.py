@@ -1,6 +1,8 @@
-"""Readers of real GPU timing profiles: LLMServingSim, Vidur and Splitwise formats.
+"""Readers of real GPU timing profiles in LLMServingSim's format, and the parts every
+profile reader shares (checked CSV rows and fields, file hashes).
 
-Three public formats (``../shared/data/README.md`` describes the shared copies):
+``../shared/data/README.md`` describes the shared copies; the Vidur and Splitwise formats
+are read by :mod:`schedlab.calibration.foreign_profiles`.
 
 * **LLMServingSim** (casys-kaist/LLMServingSim, MIT) per-layer profiles, one directory per
   hardware / model / dtype holding ``meta.yaml`` and ``tp<N>/``:
@@ -29,12 +31,6 @@ Three public formats (``../shared/data/README.md`` describes the shared copies):
   The profiler runs the model with ``hf_overrides.num_hidden_layers`` decoder layers
   (1), so per-layer times are later multiplied by the real layer count of the model's
   config (:mod:`schedlab.llm.models`).
-* **Vidur** (microsoft/vidur, MIT) ``mlp.csv``: ``time_stats.<op>.{min,max,mean,median,std}``
-  in milliseconds per op of one layer, against ``num_tokens`` and
-  ``num_tensor_parallel_workers``.
-* **Splitwise** (Mutinifni/splitwise-sim, MIT) ``perf_model.csv``: iteration-level times
-  in ms (``prompt_time``, ``token_time``, ``e2e_time``) per ``model, hardware,
-  prompt_size, batch_size, token_size, tensor_parallel``.
 
 Every reader checks columns and values and raises :class:`~schedlab.errors.FormatError`
 naming the file and line (``path:17: time_us: expected a number, got 'abc'``), also for a
@@ -50,7 +46,7 @@ import csv
 import dataclasses
 import hashlib
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,8 +55,10 @@ import numpy as np
 
 from schedlab.errors import DataNotFoundError, FormatError
 from schedlab.json_files import check_size, read_bytes, read_text
+from schedlab.llm.traces import MAX_TOKENS
 
 __all__ = [
+    "MAX_COUNT",
     "MAX_TIME_S",
     "AttentionRows",
     "LLMServingSimProfile",
@@ -69,15 +67,11 @@ __all__ = [
     "SkewRows",
     "SkewSamples",
     "SourceFile",
-    "SplitwisePerfModel",
-    "VidurMLPProfile",
     "check_attention_row",
     "number_field",
     "read_csv_rows",
     "read_llmservingsim_profile",
     "read_skew_samples",
-    "read_splitwise_perf_model",
-    "read_vidur_mlp",
     "sha256_of",
     "time_field",
 ]
@@ -254,6 +248,10 @@ class LLMServingSimProfile:
 #: a model of 1e304-second iterations.
 MAX_TIME_S = 3600.0
 
+#: The largest count a profile may record (tokens, sequences, decodes, GPUs): no batch of
+#: a real engine holds more than the longest request (:data:`~schedlab.llm.traces.MAX_TOKENS`).
+MAX_COUNT = MAX_TOKENS
+
 
 def read_csv_rows(
     path: Path, required: Iterable[str]
@@ -298,8 +296,8 @@ def _csv_rows(
 
 
 def number_field(text: str, column: str, where: str, *, integer: bool = False) -> float:
-    """A CSV field as a finite number ``>= 0`` (an integer if ``integer``); errors name
-    ``where`` (file and line) and ``column``."""
+    """A CSV field as a finite number ``>= 0`` (if ``integer``, a count: an integer of at
+    most :data:`MAX_COUNT`); errors name ``where`` (file and line) and ``column``."""
     try:
         value = float(text)
     except ValueError:
@@ -310,6 +308,8 @@ def number_field(text: str, column: str, where: str, *, integer: bool = False) -
         raise FormatError(f"{where}: {column}: must be >= 0, got {text!r}")
     if integer and value != int(value):
         raise FormatError(f"{where}: {column}: expected an integer, got {text!r}")
+    if integer and value > MAX_COUNT:
+        raise FormatError(f"{where}: {column}: must be at most {MAX_COUNT:g}, got {text!r}")
     return value
 
 
@@ -622,173 +622,4 @@ def read_llmservingsim_profile(path: str | Path, tp: int = 1) -> LLMServingSimPr
         moe=moe,
         skew=skew,
         skew_samples=samples,
-    )
-
-
-# -- Vidur ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class VidurMLPProfile:
-    """A Vidur ``mlp.csv``: per-op statistics (ms) against tokens and TP degree.
-
-    Attributes
-    ----------
-    ops
-        Op names (``attn_pre_proj``, ``mlp_up_proj``...).
-    num_tokens, tp
-        Per row.
-    stats
-        ``stats[(op, stat)]`` per row, in milliseconds (stat: min, max, mean, median, std).
-    shape
-        Model-shape columns of the first row (``n_head``, ``n_embd``...).
-    source
-        The file read.
-    """
-
-    ops: tuple[str, ...]
-    num_tokens: np.ndarray
-    tp: np.ndarray
-    stats: Mapping[tuple[str, str], np.ndarray]
-    shape: Mapping[str, str]
-    source: SourceFile
-
-    def op_table(self, op: str, *, tp: int = 1, stat: str = "median") -> OpTable:
-        """Times of ``op`` at TP degree ``tp`` against tokens, converted to microseconds.
-
-        Vidur's files repeat some ``(num_tokens, tp)`` rows (the shared Llama-2-7B file
-        does); repeated measurements are averaged.
-        """
-        if (op, stat) not in self.stats:
-            raise FormatError(
-                f"{self.source.name}: no column time_stats.{op}.{stat}; ops: {', '.join(self.ops)}"
-            )
-        rows = self.tp == tp
-        if not rows.any():
-            raise FormatError(f"{self.source.name}: no rows with num_tensor_parallel_workers={tp}")
-        sizes, inverse = np.unique(self.num_tokens[rows], return_inverse=True)
-        totals = np.bincount(inverse, weights=self.stats[(op, stat)][rows])
-        counts = np.bincount(inverse)
-        return OpTable(op, sizes, totals / counts * 1e3)
-
-
-_VIDUR_STATS = ("min", "max", "mean", "median", "std")
-
-
-def read_vidur_mlp(path: str | Path) -> VidurMLPProfile:
-    """Read a Vidur ``mlp.csv`` profile (times in ms per op of one layer)."""
-    path = Path(path)
-    header, rows = read_csv_rows(path, ("num_tokens", "num_tensor_parallel_workers"))
-    ops = tuple(
-        dict.fromkeys(
-            name.split(".")[1]
-            for name in header
-            if name.startswith("time_stats.") and name.count(".") == 2
-        )
-    )
-    if not ops:
-        raise FormatError(f"{path}:1: no time_stats.<op>.<stat> columns")
-    stat_cols = {
-        (op, stat): header.index(f"time_stats.{op}.{stat}")
-        for op in ops
-        for stat in _VIDUR_STATS
-        if f"time_stats.{op}.{stat}" in header
-    }
-    i_tokens = header.index("num_tokens")
-    i_tp = header.index("num_tensor_parallel_workers")
-    values = {key: np.empty(len(rows)) for key in stat_cols}
-    tokens = np.empty(len(rows))
-    tps = np.empty(len(rows))
-    for k, (line, fields_) in enumerate(rows):
-        where = f"{path}:{line}"
-        tokens[k] = number_field(fields_[i_tokens], "num_tokens", where, integer=True)
-        tps[k] = number_field(fields_[i_tp], "num_tensor_parallel_workers", where, integer=True)
-        if tokens[k] < 1 or tps[k] < 1:
-            raise FormatError(f"{where}: num_tokens and num_tensor_parallel_workers must be >= 1")
-        for (op, stat), i in stat_cols.items():
-            values[(op, stat)][k] = time_field(fields_[i], f"time_stats.{op}.{stat}", where, 1e-3)
-    shape_cols = [c for c in header if not c.startswith("time_stats.")]
-    shape = {c: rows[0][1][header.index(c)] for c in shape_cols}
-    return VidurMLPProfile(ops, tokens, tps, values, shape, SourceFile(path.name, sha256_of(path)))
-
-
-# -- Splitwise -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SplitwisePerfModel:
-    """Splitwise's iteration-level ``perf_model.csv`` (times in ms).
-
-    ``model`` and ``hardware`` are per-row string arrays; the numeric columns are float
-    arrays of the same length.
-    """
-
-    model: np.ndarray
-    hardware: np.ndarray
-    prompt_size: np.ndarray
-    batch_size: np.ndarray
-    token_size: np.ndarray
-    prompt_time_ms: np.ndarray
-    token_time_ms: np.ndarray
-    e2e_time_ms: np.ndarray
-    tensor_parallel: np.ndarray
-    source: SourceFile
-
-    def __len__(self) -> int:
-        return int(self.model.size)
-
-    def select(self, model: str, hardware: str, tensor_parallel: int) -> np.ndarray:
-        """Indices of the rows for ``model`` on ``hardware`` at that TP degree."""
-        return np.flatnonzero(
-            (self.model == model)
-            & (self.hardware == hardware)
-            & (self.tensor_parallel == tensor_parallel)
-        )
-
-
-_SPLITWISE_NUMERIC = (
-    "prompt_size",
-    "batch_size",
-    "token_size",
-    "prompt_time",
-    "token_time",
-    "e2e_time",
-    "tensor_parallel",
-)
-
-
-def read_splitwise_perf_model(path: str | Path) -> SplitwisePerfModel:
-    """Read Splitwise's ``perf_model.csv`` (iteration-level measurements)."""
-    path = Path(path)
-    header, rows = read_csv_rows(path, ("model", "hardware", *_SPLITWISE_NUMERIC))
-    i_model, i_hw = header.index("model"), header.index("hardware")
-    numeric = {c: np.empty(len(rows)) for c in _SPLITWISE_NUMERIC}
-    models, hardware = [], []
-    for k, (line, fields_) in enumerate(rows):
-        where = f"{path}:{line}"
-        for column in ("model", "hardware"):
-            if not fields_[header.index(column)].strip():
-                raise FormatError(f"{where}: {column}: empty")
-        models.append(fields_[i_model].strip())
-        hardware.append(fields_[i_hw].strip())
-        for column in _SPLITWISE_NUMERIC:
-            text = fields_[header.index(column)]
-            numeric[column][k] = (
-                time_field(text, column, where, 1e-3)
-                if column.endswith("_time")
-                else number_field(text, column, where, integer=True)
-            )
-        if numeric["batch_size"][k] < 1 or numeric["tensor_parallel"][k] < 1:
-            raise FormatError(f"{where}: batch_size and tensor_parallel must be >= 1")
-    return SplitwisePerfModel(
-        np.array(models),
-        np.array(hardware),
-        numeric["prompt_size"],
-        numeric["batch_size"],
-        numeric["token_size"],
-        numeric["prompt_time"],
-        numeric["token_time"],
-        numeric["e2e_time"],
-        numeric["tensor_parallel"],
-        SourceFile(path.name, sha256_of(path)),
     )

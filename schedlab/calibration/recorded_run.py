@@ -46,9 +46,16 @@ from typing import Any
 
 import numpy as np
 
+from schedlab.calibration.profiles import number_field
 from schedlab.errors import DataNotFoundError, FormatError, SchedlabNote
 from schedlab.json_files import check_size, read_json
-from schedlab.llm.traces import MAX_TOKENS, jsonl_rows, read_trace
+from schedlab.llm.traces import (
+    MAX_TOKENS,
+    check_request_times,
+    jsonl_rows,
+    read_trace,
+    time_field,
+)
 from schedlab.serving.workloads import MAX_WINDOW_S, RequestStream
 
 __all__ = ["MeasuredSeries", "RecordedRun", "read_recorded_run", "read_vllm_bench_result"]
@@ -58,6 +65,9 @@ __all__ = ["MeasuredSeries", "RecordedRun", "read_recorded_run", "read_vllm_benc
 MAX_SPAN_S = MAX_WINDOW_S
 
 _FIELDS = ("input_toks", "output_toks", "queued_ts", "first_token_ts", "last_token_ts")
+#: Timestamps of a request that the run does not need but a file may give: the client's
+#: ``arrival_time`` (epoch seconds) and when the engine first ``scheduled_ts`` it.
+_OPTIONAL_TIMES = ("arrival_time", "scheduled_ts")
 _SERIES = ("t", "prompt_throughput", "gen_throughput", "running", "waiting")
 
 
@@ -157,12 +167,10 @@ def _series_rows(path: Path) -> MeasuredSeries | None:
             raise FormatError(f"{path}:1: missing column(s) {', '.join(missing)}")
         rows = []
         for row in reader:
-            try:
-                values = [float(row[c]) for c in _SERIES]
-                kv = float(row["kv_cache_pct"]) if row.get("kv_cache_pct") else math.nan
-            except (TypeError, ValueError):
-                raise FormatError(f"{path}:{reader.line_num}: expected numbers") from None
-            rows.append((*values, kv))
+            where = f"{path}:{reader.line_num}"
+            values = [number_field(row[c] or "", c, where) for c in _SERIES]
+            kv = row.get("kv_cache_pct")
+            rows.append((*values, number_field(kv, "kv_cache_pct", where) if kv else math.nan))
     if not rows:
         return None
     data = np.array(rows)
@@ -220,9 +228,11 @@ def read_recorded_run(path: str | Path) -> RecordedRun:
         If nothing is there.
     FormatError
         On a malformed line (named ``path:line``): invalid JSON, a missing field, a
-        non-integer or non-positive token count, a non-finite or negative timestamp, or
-        timestamps out of order (``first_token_ts < queued_ts`` or ``last_token_ts <
-        first_token_ts``).
+        non-integer or non-positive token count, a timestamp (``arrival_time`` and
+        ``scheduled_ts`` included, where given) that is not a finite number from 0 to
+        :data:`~schedlab.llm.traces.MAX_TIMESTAMP_S`, or a request's timestamps out of
+        order (``queued_ts <= scheduled_ts <= first_token_ts <= last_token_ts``, naming
+        the pair).
     """
     path = Path(path)
     if path.is_dir():
@@ -233,39 +243,43 @@ def read_recorded_run(path: str | Path) -> RecordedRun:
         raise DataNotFoundError(f"{path}: no such run directory or requests file")
     if path.suffix == ".json":
         return read_vllm_bench_result(path)
-    records: list[tuple[float, float, float, float, float]] = []
     try:
         rows = list(jsonl_rows(path, _FIELDS))
     except UnicodeDecodeError:
         raise FormatError(f"{path}: not UTF-8 text") from None
-    for where, item in rows:
-        values = []
-        for name in _FIELDS:
-            value = item.get(name)
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise FormatError(f"{where}: {name}: expected a number, got {value!r}")
-            try:
-                number = float(value)
-            except OverflowError:
-                number = math.inf
-            if not math.isfinite(number):
-                raise FormatError(f"{where}: {name}: must be finite")
-            if number < 0:  # token counts are checked below, with their own message
-                raise FormatError(f"{where}: {name}: must be >= 0, got {value!r}")
-            values.append(number)
-        prompt, output, queued, first, last = values
-        for name, count in (("input_toks", prompt), ("output_toks", output)):
-            if count != int(count) or not 1 <= count <= MAX_TOKENS:
-                raise FormatError(
-                    f"{where}: {name}: expected an integer from 1 to {MAX_TOKENS:g}, got {count:g}"
-                )
-        if not queued <= first <= last:
+    return _run(path, [_request(item, where) for where, item in rows])
+
+
+def _request(item: dict[str, Any], where: str) -> tuple[float, float, float, float, float]:
+    """``(queued, prompt, output, first, last)`` of one line of ``requests.jsonl``, its
+    values checked (:func:`read_recorded_run`); ``arrival_time`` and ``scheduled_ts``,
+    which the run does not need, are checked where present."""
+    values = []
+    for name in _FIELDS:
+        value = item.get(name)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise FormatError(f"{where}: {name}: expected a number, got {value!r}")
+        try:
+            number = float(value)
+        except OverflowError:
+            number = math.inf
+        if not math.isfinite(number):
+            raise FormatError(f"{where}: {name}: must be finite")
+        if number < 0:  # token counts are checked below, with their own message
+            raise FormatError(f"{where}: {name}: must be >= 0, got {value!r}")
+        values.append(number)
+    prompt, output, queued, first, last = values
+    for name, count in (("input_toks", prompt), ("output_toks", output)):
+        if count != int(count) or not 1 <= count <= MAX_TOKENS:
             raise FormatError(
-                f"{where}: timestamps out of order (need queued_ts <= first_token_ts "
-                "<= last_token_ts)"
+                f"{where}: {name}: expected an integer from 1 to {MAX_TOKENS:g}, got {count:g}"
             )
-        records.append((queued, prompt, output, first, last))
-    return _run(path, records)
+    times = {"queued_ts": queued, "first_token_ts": first, "last_token_ts": last}
+    for name in _OPTIONAL_TIMES:  # on their own clocks; in range where given
+        if item.get(name) is not None:
+            times[name] = time_field(item[name], where, name)
+    check_request_times(times, where)
+    return queued, prompt, output, first, last
 
 
 def read_vllm_bench_result(path: str | Path) -> RecordedRun:

@@ -43,6 +43,7 @@ import numpy as np
 
 from schedlab.calibration.profiles import SkewRows, SkewSamples
 from schedlab.errors import FormatError
+from schedlab.json_files import json_number, json_numbers
 
 __all__ = ["DEFAULT_AXES", "SkewTable"]
 
@@ -225,19 +226,48 @@ class SkewTable:
 
     @classmethod
     def from_dict(cls, data: Any, where: str) -> SkewTable:
-        """Validate and build from :meth:`to_dict`'s form (or an older ``{"alpha": a}``)."""
+        """Validate and build from :meth:`to_dict`'s form (or an older ``{"alpha": a}``);
+        errors name ``where`` and the key (``{where}.buckets[3][5]``), every number finite
+        (:func:`~schedlab.json_files.json_number`), every label text."""
         if not isinstance(data, Mapping):
             raise FormatError(f"{where}: expected an object")
         try:
             if "alpha_default" not in data:  # the single pooled alpha of older files
-                return cls(float(data["alpha"]))
-            buckets = {
-                (float(pc), str(n), str(sr), str(kv), str(kp)): float(a)
-                for pc, n, sr, kv, kp, a in data.get("buckets", [])
-            }
+                return cls(json_number(data["alpha"], f"{where}.alpha"))
+            buckets = dict(
+                _bucket(item, f"{where}.buckets[{k}]")
+                for k, item in enumerate(data.get("buckets", []))
+            )
             axes = data.get("axes") or DEFAULT_AXES
             if not isinstance(axes, Mapping):
                 raise ValueError("axes: expected an object")
-            return cls(float(data["alpha_default"]), buckets, dict(axes))
+            for axis in _AXES:
+                json_numbers(axes.get(f"{axis}_bins"), f"{where}.axes.{axis}_bins")
+                labels = axes.get(f"{axis}_labels")
+                for k, label in enumerate(labels if isinstance(labels, list) else []):
+                    _text_label(label, f"{where}.axes.{axis}_labels[{k}]")
+            return cls(
+                json_number(data["alpha_default"], f"{where}.alpha_default"), buckets, dict(axes)
+            )
         except (KeyError, TypeError, ValueError) as exc:
+            if isinstance(exc, FormatError):  # names its place already
+                raise
             raise FormatError(f"{where}: {exc}") from None
+
+
+def _bucket(item: Any, where: str) -> tuple[tuple[float, str, str, str, str], float]:
+    """One ``[pc, n label, skew-rate label, kv_big label, kp label, alpha]`` of a
+    :class:`SkewTable`'s JSON form, as a key and its alpha."""
+    if not isinstance(item, list) or len(item) != 6:
+        raise FormatError(f"{where}: expected [pc, 4 labels, alpha], got {item!r:.60}")
+    n, rate, kv, kp = (_text_label(item[k], f"{where}[{k}]") for k in range(1, 5))
+    return (json_number(item[0], f"{where}[0]"), n, rate, kv, kp), json_number(
+        item[5], f"{where}[5]"
+    )
+
+
+def _text_label(value: Any, where: str) -> str:
+    """``value`` if it is a bucket's label (text)."""
+    if not isinstance(value, str):
+        raise FormatError(f"{where}: expected a label (text), got {value!r:.60}")
+    return value

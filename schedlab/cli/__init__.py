@@ -5,8 +5,10 @@ Subcommands come from five modules, one per part of the package:
 ``export``), :mod:`schedlab.cli.serving` (``simulate``, ``capacity``, ``sweep``),
 :mod:`schedlab.cli.cluster` (``cluster``), :mod:`schedlab.cli.calibration`
 (``calibrate``, ``replay``) and :mod:`schedlab.cli.profiles` (``profile import``,
-``profile export``). What they share is in three more: :mod:`schedlab.cli.arguments`
-(value types, option groups, ``-`` for standard input), :mod:`schedlab.cli.durations`
+``profile export``). What they share is in four more: :mod:`schedlab.cli.arguments`
+(value types, option groups, ``-`` for standard input), :mod:`schedlab.cli.files` (the
+files each command reads and writes: no output overwrites an input),
+:mod:`schedlab.cli.durations`
 (the one reading of a duration) and :mod:`schedlab.cli.outputs` (``--format``, ``-`` for
 standard output, the ``wrote FILE`` lines). Every
 :class:`~schedlab.errors.SchedlabError` (and unreadable
@@ -31,6 +33,7 @@ from typing import NoReturn, TextIO
 from schedlab import __version__
 from schedlab.cli import calibration, cluster, offline, profiles, serving
 from schedlab.cli.arguments import spool_stdin
+from schedlab.cli.files import check_files
 from schedlab.errors import SchedlabError, SchedlabNote
 
 __all__ = ["build_parser", "main"]
@@ -146,6 +149,7 @@ def _command(args: argparse.Namespace) -> int:
     try:
         with contextlib.ExitStack() as stack:
             spool_stdin(args, stack)
+            check_files(args)
             return int(args.func(args))
     except SchedlabError as exc:
         print(f"schedlab: error: {_one_line(str(exc))}", file=sys.stderr)

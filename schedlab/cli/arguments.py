@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import tempfile
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from schedlab.errors import InputError
@@ -15,13 +13,11 @@ from schedlab.json_files import read_bytes
 
 __all__ = [
     "add_executor_options",
-    "check_outputs",
     "comma_list",
     "executor_from",
     "non_negative_int",
     "positive_int",
     "read_from_stdin",
-    "refuse_overwriting",
     "single_or_grid",
     "spool_stdin",
 ]
@@ -130,44 +126,3 @@ def single_or_grid(args: argparse.Namespace, *pairs: tuple[str, str]) -> None:
     for single, grid in pairs:
         if getattr(args, grid) and getattr(args, single) is not None:
             raise InputError(f"--{single} and --{grid}: give one (a grid's {grid} are --{grid})")
-
-
-def refuse_overwriting(
-    args: argparse.Namespace, outputs: Sequence[str], inputs: Mapping[str, Path | str | None]
-) -> None:
-    """Refuse an output option (``--records``) naming a file the command reads:
-    :func:`check_outputs` of the options ``outputs`` of ``args`` (those not given are
-    skipped)."""
-    check_outputs(
-        {out: getattr(args, out.lstrip("-").replace("-", "_"), None) for out in outputs}, inputs
-    )
-
-
-def check_outputs(
-    outputs: Mapping[str, Path | str | None], inputs: Mapping[str, Path | str | None]
-) -> None:
-    """Refuse an output that is one of the files the command reads: the one check of
-    every command that writes a file.
-
-    Parameters
-    ----------
-    outputs
-        The files written, by the option (or ``--out DIR``'s file) that names them;
-        ``None``: not written.
-    inputs
-        The files read, by the option or argument that names them (``None``: that input
-        is no file, e.g. a built-in workload or standard input).
-
-    Raises
-    ------
-    InputError
-        If an output and an input are the same existing file, by any spelling of its
-        path, through symbolic links or hard links (:func:`os.path.samefile`): the run
-        would destroy its own input.
-    """
-    for out, target in outputs.items():
-        if not target or not Path(target).is_file():
-            continue
-        for flag, source in inputs.items():
-            if source is not None and Path(source).is_file() and os.path.samefile(target, source):
-                raise InputError(f"{out}: {target} is the {flag} file; it would be overwritten")

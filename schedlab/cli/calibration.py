@@ -26,7 +26,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from schedlab.cli.arguments import check_outputs, positive_int
+from schedlab.cli.arguments import positive_int
+from schedlab.cli.files import cost_model_files, data_dir_files, declare_files
 from schedlab.cli.outputs import STDOUT, add_format_option, table_aside, wrote
 from schedlab.errors import CalibrationError
 from schedlab.tables import rows_to_csv
@@ -70,21 +71,13 @@ def _data_parallel(text: str) -> int:
     return _at_most(text, MAX_REPLICAS)
 
 
-def _files_of(path: Path, what: str) -> dict[str, Path]:
-    """The files a command reads at ``path``, by name for :func:`check_outputs`: the file
-    itself, or every file under a directory."""
-    files = sorted(path.rglob("*")) if path.is_dir() else [path]
-    return {f"{what} {file}": file for file in files if file.is_file()}
-
-
-def _check_output(output: Path, root: Path) -> None:
-    """Refuse, before fitting, an output that cannot be written or would overwrite a
-    file of the profile (:func:`check_outputs`: through links too)."""
+def _check_output(output: Path) -> None:
+    """Refuse, before fitting, an output that cannot be written (that it overwrites no
+    input, :func:`~schedlab.cli.files.check_files` checked)."""
     if not output.parent.is_dir():
         raise CalibrationError(f"-o {output}: no such directory {output.parent}")
     if output.is_dir():
         raise CalibrationError(f"-o {output}: is a directory")
-    check_outputs({"-o": output}, _files_of(root, "profile"))
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
@@ -95,7 +88,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
     root = _profile_dir(args.profile_dir)
     if args.output != STDOUT:
-        _check_output(Path(args.output), root)
+        _check_output(Path(args.output))
     link = None if args.link is None else link_given(args.link)
     model_name = args.model
     if model_name is None:
@@ -138,11 +131,6 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
     if args.plot:
         check_figure_path(args.plot, "--plot")
-        model = args.cost_model
-        inputs = _files_of(Path(args.run), "recorded run")
-        if model is not None and Path(model).is_file():
-            inputs[f"--cost-model {model}"] = Path(model)
-        check_outputs({"--plot": args.plot}, inputs)
     run = read_recorded_run(args.run)
     deployment = deployment_of(
         run,
@@ -199,8 +187,9 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 _LINK_HELP = (
     "measured link between the GPUs of one engine, for the collectives of tensor and "
     "expert parallelism: the output of nccl-tests' all_reduce_perf on them, or BW,LATENCY "
-    "such as 54GB/s,4us (default: the published measurement for the GPU, else an "
-    "assumption that the output names)"
+    "such as 54GB/s,4us, both parts required (0us for none; 1MB/s to 10TB/s, latency at "
+    "most 1s) (default: the published measurement for the GPU, else an assumption that the "
+    "output names)"
 )
 
 
@@ -251,6 +240,7 @@ def register(subparsers: Any) -> None:
     cal.add_argument("--name", default=None, help="name of the fitted model")
     add_format_option(cal)
     cal.set_defaults(func=_cmd_calibrate)
+    declare_files(cal, reads=["profile_dir", "link"], writes=["output"])
 
     rep = subparsers.add_parser(
         "replay",
@@ -327,3 +317,9 @@ def register(subparsers: Any) -> None:
     )
     add_format_option(rep)
     rep.set_defaults(func=_cmd_replay)
+    declare_files(
+        rep,
+        reads=["run", "cost_model", "data_dir", "link", "vllm_model"],
+        writes=["plot"],
+        resolve={"cost_model": cost_model_files, "data_dir": data_dir_files},
+    )

@@ -15,15 +15,15 @@ import argparse
 import json
 from typing import Any
 
-from schedlab.cli.arguments import comma_list, positive_int, refuse_overwriting, single_or_grid
+from schedlab.cli.arguments import comma_list, positive_int, single_or_grid
 from schedlab.cli.durations import parse_duration
 from schedlab.cli.outputs import wrote
 from schedlab.cli.serving import (
     _common,
-    _input_files,
     _ms,
     _positive_number,
     _scenario,
+    declare_serving_files,
     kv_json,
     print_csv,
     say_kv,
@@ -52,7 +52,6 @@ def _cluster(args: argparse.Namespace) -> int:
     from schedlab.serving.scenario import DEFAULT_POLICY
 
     single_or_grid(args, ("router", "routers"), ("rate", "rates"))
-    refuse_overwriting(args, ["--plot"], _input_files(args))
     nodes = parse_nodes(args.nodes)
     routers = args.routers or [_DEFAULT_ROUTER if args.router is None else args.router]
     for name in routers:
@@ -77,7 +76,8 @@ def _cluster(args: argparse.Namespace) -> int:
     args.policy = DEFAULT_POLICY if args.policy is None else args.policy
     rate_texts = args.rates or ([args.rate] if args.rate is not None else [None])
     rates = [None if r is None else _positive_number(r, "--rates/--rate") for r in rate_texts]
-    link = kv_link(args.link or DEFAULT_LINK, args.model or DEFAULT_MODEL, args.pipelined)
+    link_text = DEFAULT_LINK if args.link is None else args.link  # '' is refused, not default
+    link = kv_link(link_text, args.model or DEFAULT_MODEL, args.pipelined)
     duration = parse_duration(args.duration, "--duration")
     if args.plot:
         check_figure_path(args.plot, "--plot")
@@ -213,7 +213,8 @@ def register(subparsers: Any) -> None:
     cmd.add_argument(
         "--link",
         default=None,
-        help=f"each prefill node's KV link, BANDWIDTH,LATENCY (default {DEFAULT_LINK})",
+        help=f"each prefill node's KV link, BANDWIDTH,LATENCY, both parts required (0us for "
+        f"none; 1MB/s to 10TB/s, latency at most 1s) (default {DEFAULT_LINK})",
     )
     cmd.add_argument(
         "--model",
@@ -249,3 +250,4 @@ def register(subparsers: Any) -> None:
         help=f"refuse a stream of more requests than this (default {MAX_REQUESTS:,})",
     )
     cmd.set_defaults(func=_cluster)
+    declare_serving_files(cmd, writes=["plot"])

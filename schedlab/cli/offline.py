@@ -16,15 +16,14 @@ from typing import Any
 
 from schedlab.cli.arguments import (
     add_executor_options,
-    check_outputs,
     comma_list,
     executor_from,
     non_negative_int,
     positive_int,
     read_from_stdin,
-    refuse_overwriting,
 )
 from schedlab.cli.durations import optional_duration
+from schedlab.cli.files import declare_files
 from schedlab.cli.outputs import (
     STDOUT,
     add_format_option,
@@ -166,7 +165,6 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         target = Path(args.schedule_csv)
         if target.suffix.lower() != ".csv":
             raise InputError(f"--schedule-csv: {target} must end in .csv (verify reads it so)")
-        check_outputs({"--schedule-csv": target}, {"instance": args.file})
     instance = read_instance(args.file)
     options = _solver_options(args.solver, _key_values(args.option, "--option"))
     if args.predictions is not None:
@@ -289,14 +287,6 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if args.plot:
         check_figure_path(args.plot, "--plot")
     _plot_schedule(args, names)
-    out = {} if args.output is None else {f"--output {args.output}": Path(args.output)}
-    written = {
-        f"{flag} ({name})": path / name for flag, path in out.items() for name in REPORT_FILES
-    }
-    check_outputs(
-        {**written, "--plot": args.plot, "--results": args.results},
-        {f"instance {path}": path for path in _instance_files(args.paths)},
-    )
     report = run_report(
         args.paths,
         names,
@@ -372,6 +362,13 @@ def _instance_files(paths: list[str]) -> list[Path]:
     return files
 
 
+def _report_files(folder: Path) -> list[Path]:
+    """The files ``compare -o FOLDER`` writes."""
+    from schedlab.offline.report import REPORT_FILES
+
+    return [folder / name for name in REPORT_FILES]
+
+
 def _compare_json(report: Any, *, starts: bool) -> list[dict[str, Any]]:
     """One object a (instance, solver): the report's columns, and each result's
     statistics (and start rounds, if asked) where the solver gave a schedule."""
@@ -403,8 +400,11 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         for line in problems:
             print(f"  - {line}")
         return 1
-    pairs = starts if starts and isinstance(starts[0], tuple) else list(enumerate(starts))
-    schedule = Schedule(instance, [int(p) for _, p in sorted(pairs)])
+    rounds: dict[int, int] = {}
+    for k, entry in enumerate(starts):
+        request, start = entry if isinstance(entry, tuple) else (k, entry)
+        rounds[request] = start
+    schedule = Schedule(instance, [rounds[i] for i in range(instance.n)])
     print(
         f"FEASIBLE: objective {schedule.objective:,}, makespan {schedule.makespan:,}, "
         f"peak memory {schedule.peak_memory:,} of {instance.kv_tokens:,} tokens"
@@ -452,7 +452,6 @@ def _cmd_export(args: argparse.Namespace) -> int:
     from schedlab import read_instance
     from schedlab.offline.export import export_model
 
-    check_outputs({"--output": args.output}, {"instance": args.file})
     instance = read_instance(args.file)
     limits = {"max_nonzeros": args.max_nonzeros, "max_memory": args.max_memory}
     if args.output != STDOUT:
@@ -497,7 +496,6 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
             source = read_trace(source)
         inst = sample_backlog(n, args.kv_tokens, source, args.seed, name=args.name, **limit)
-    refuse_overwriting(args, ["--output"], {"--source": Path(args.source or "")})
     write_instance(inst, args.output)
     if args.output != STDOUT:
         wrote(args.output, f"n = {inst.n}, M = {inst.kv_tokens:,}")
@@ -603,6 +601,7 @@ def register(sub: Any) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     common(p)
     p.set_defaults(func=_cmd_solve)
+    declare_files(p, reads=["file", "predictions"], writes=["schedule_csv"])
 
     p = sub.add_parser("solvers", help="list the solvers with their options, types and defaults")
     add_format_option(p)
@@ -656,6 +655,13 @@ def register(sub: Any) -> None:
     add_executor_options(p)
     common(p)
     p.set_defaults(func=_cmd_compare)
+    declare_files(
+        p,
+        reads=["paths", "predictions", "results"],
+        writes=["output", "plot", "results"],
+        resolve={"paths": lambda value, args: _instance_files([value] if value else [])},
+        folders={"output": _report_files},
+    )
 
     p = sub.add_parser("verify", help="check a schedule with the independent verifier")
     p.add_argument("file", help="instance file (- for stdin)")
@@ -666,6 +672,7 @@ def register(sub: Any) -> None:
         "(solve --json), or [{'request': i, 'start': p}, ...]",
     )
     p.set_defaults(func=_cmd_verify)
+    declare_files(p, reads=["file", "starts"])
 
     p = sub.add_parser("bound", help="compute a lower bound on the optimum")
     p.add_argument("file", help="instance file (- for stdin)")
@@ -690,6 +697,7 @@ def register(sub: Any) -> None:
     add_format_option(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     p.set_defaults(func=_cmd_bound)
+    declare_files(p, reads=["file"])
 
     p = sub.add_parser("generate", help="generate an instance")
     p.add_argument(
@@ -742,6 +750,7 @@ def register(sub: Any) -> None:
         help=f"refuse more requests than this (default {MAX_REQUESTS:,})",
     )
     p.set_defaults(func=_cmd_generate)
+    declare_files(p, reads=["source"], writes=["output"])
 
     p = sub.add_parser("export", help="write the exact time-indexed model as LP or MPS")
     p.add_argument("file", help="instance file (- for stdin)")
@@ -763,3 +772,4 @@ def register(sub: Any) -> None:
     )
     _add_max_memory(p, "for the model, built in memory before it is written")
     p.set_defaults(func=_cmd_export)
+    declare_files(p, reads=["file"], writes=["output"])

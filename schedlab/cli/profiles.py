@@ -17,7 +17,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from schedlab.cli.arguments import check_outputs, positive_int, read_from_stdin
+from schedlab.cli.arguments import positive_int, read_from_stdin
+from schedlab.cli.files import declare_files
 from schedlab.cli.outputs import STDOUT, refuse_stdout, table_aside, wrote
 from schedlab.errors import InputError
 
@@ -73,9 +74,6 @@ def _cmd_export(args: argparse.Namespace) -> int:
     from schedlab.calibration.profile_table import export_timing_table
 
     root = Path(args.profile_dir)
-    if root.is_dir():
-        read = {f"profile file {p}": p for p in sorted(root.rglob("*")) if p.is_file()}
-        check_outputs({"--output": args.output}, read)
     summary = export_timing_table(root, args.output, tp=args.tp)
     if args.output != STDOUT:
         wrote(summary.output)
@@ -103,6 +101,12 @@ def _skew_alpha(text: str) -> float:
     if not 0 <= value <= 1:
         raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}")
     return value
+
+
+def _files_under(folder: Path) -> list[Path]:
+    """The files an import could overwrite in its output folder: every file there (it
+    refuses a folder that is not empty, so none once this check has passed)."""
+    return sorted(path for path in folder.rglob("*") if path.is_file())
 
 
 def register(subparsers: Any) -> None:
@@ -181,6 +185,12 @@ def register(subparsers: Any) -> None:
         "held-out error",
     )
     imp.set_defaults(func=_cmd_import)
+    declare_files(
+        imp,
+        reads=["table", "skew_measurements"],
+        writes=["output"],
+        folders={"output": _files_under},
+    )
 
     exp = commands.add_parser(
         "export",
@@ -200,3 +210,4 @@ def register(subparsers: Any) -> None:
         "--tp", type=positive_int, default=None, help="this degree only (default: all)"
     )
     exp.set_defaults(func=_cmd_export)
+    declare_files(exp, reads=["profile_dir"], writes=["output"])

@@ -24,10 +24,10 @@ from schedlab.cli.arguments import (
     non_negative_int,
     positive_int,
     read_from_stdin,
-    refuse_overwriting,
     single_or_grid,
 )
 from schedlab.cli.durations import parse_duration
+from schedlab.cli.files import cost_model_files, data_dir_files, declare_files
 from schedlab.cli.outputs import add_format_option, hidden_alias, open_output, table_aside, wrote
 from schedlab.errors import SchedlabError, ServingError
 from schedlab.jobs import DEFAULT_BACKEND
@@ -79,30 +79,40 @@ def _cost_model_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _input_files(args: argparse.Namespace) -> dict[str, Path | None]:
-    """The files a serving command reads, by option: the ``--workload`` trace (a path, or
-    a named trace under the data directory) and ``--cost-model`` /
-    ``--actual-cost-model`` files (a path, or a shipped model's file); ``None`` for
-    built-in names and for names that do not resolve (the command reports those)."""
-    from schedlab.serving.cost_model import shipped_cost_models
+def _workload_files(value: str | None, args: argparse.Namespace) -> list[Path]:
+    """The trace ``--workload`` reads: a path, or a named trace under the data directory
+    (none for a built-in workload, or a name that does not resolve: the command reports
+    that)."""
     from schedlab.serving.workloads import make_workload, workload_names
 
-    files: dict[str, Path | None] = {}
-    if args.workload in workload_names():  # a name, even where a file of that name lies here
-        try:
-            files["--workload"] = getattr(
-                make_workload(args.workload, data_dir=args.data_dir), "path", None
-            )
-        except SchedlabError:
-            files["--workload"] = None
-    else:
-        files["--workload"] = Path(args.workload)
-    shipped = shipped_cost_models()
-    for flag in ("--cost-model", "--actual-cost-model"):
-        spec = getattr(args, flag[2:].replace("-", "_"), None)
-        if isinstance(spec, str):
-            files[flag] = shipped.get(spec) or (Path(spec) if Path(spec).is_file() else None)
-    return files
+    if value is None:
+        return []
+    if value not in workload_names():
+        return [Path(value)]
+    try:  # a name, even where a file of that name lies here
+        path = getattr(make_workload(value, data_dir=args.data_dir), "path", None)
+    except SchedlabError:
+        return []
+    return [] if path is None else [Path(path)]
+
+
+def declare_serving_files(
+    parser: argparse.ArgumentParser, reads: Sequence[str] = (), writes: Sequence[str] = ()
+) -> None:
+    """:func:`~schedlab.cli.files.declare_files` of a command with the options of
+    :func:`_common`: ``--workload``, ``--cost-model`` and ``--data-dir`` (and ``reads``)
+    read, ``writes`` written."""
+    declare_files(
+        parser,
+        reads=["workload", "cost_model", "data_dir", *reads],
+        writes=writes,
+        resolve={
+            "workload": _workload_files,
+            "cost_model": cost_model_files,
+            "actual_cost_model": cost_model_files,
+            "data_dir": data_dir_files,
+        },
+    )
 
 
 def _common(
@@ -435,7 +445,6 @@ def _ms(seconds: float | None) -> str:
 def _simulate(args: argparse.Namespace) -> int:
     from schedlab.serving.simulator import simulate
 
-    refuse_overwriting(args, ["--records"], _input_files(args))
     rate = None if args.rate is None else _positive_number(args.rate, "--rate")
     result = simulate(
         args.workload,
@@ -482,8 +491,6 @@ def _simulate_report(args: argparse.Namespace, result: Any) -> None:
 
 def _capacity(args: argparse.Namespace) -> int:
     from schedlab.serving.capacity import MIN_REL_TOL, capacity
-
-    refuse_overwriting(args, ["--results"], _input_files(args))
 
     search = {
         "duration_s": parse_duration(args.duration, "--duration"),
@@ -659,7 +666,6 @@ def _sweep(args: argparse.Namespace) -> int:
     from schedlab.plotting.figures import check_figure_path, check_output_path
     from schedlab.serving.capacity import GridError, sweep
 
-    refuse_overwriting(args, ["--csv", "--plot", "--results"], _input_files(args))
     policies = args.policies
     rates = [_positive_number(r, "--rates") for r in args.rates]
     if args.csv:
@@ -775,6 +781,7 @@ def register(subparsers: Any) -> None:
         help=f"refuse a stream of more requests than this (default {MAX_REQUESTS:,})",
     )
     sim.set_defaults(func=_simulate)
+    declare_serving_files(sim, ["actual_cost_model", "vllm_model"], ["records"])
 
     given = inspect.signature(capacity).parameters
     cap = subparsers.add_parser("capacity", help="highest rate with SLO attainment >= target")
@@ -803,6 +810,7 @@ def register(subparsers: Any) -> None:
     add_executor_options(cap)
     cap.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     cap.set_defaults(func=_capacity)
+    declare_serving_files(cap, ["vllm_model", "results"], ["results"])
 
     head = subparsers.add_parser(
         "headroom", help="fluid capacities of SLOWeave and fixed chunks (linear cost model)"
@@ -830,6 +838,7 @@ def register(subparsers: Any) -> None:
     head.set_defaults(
         func=_headroom, block_size=None, max_num_seqs=None, max_num_batched_tokens=None
     )
+    declare_serving_files(head)
 
     swp = subparsers.add_parser("sweep", help="compare policies over arrival rates")
     _common(swp, policy=False, duration=DEFAULT_WINDOW_S)
@@ -851,3 +860,4 @@ def register(subparsers: Any) -> None:
     )
     swp.add_argument("--quiet", action="store_true", help="no progress on stderr")
     swp.set_defaults(func=_sweep)
+    declare_serving_files(swp, ["vllm_model", "results"], ["csv", "plot", "results"])

@@ -24,11 +24,26 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from schedlab.errors import FormatError, InstanceError
+from schedlab.json_files import json_integer
 from schedlab.llm.models import NON_TORCH_MEASURED_BYTES, KvBudget, get_model_shape, kv_budget
 
-__all__ = ["GpuDeployment"]
+__all__ = ["MAX_GPU_MEMORY_BYTES", "GpuDeployment"]
 
-_INTS = ("gpu_memory_bytes", "tp", "ep", "kv_dtype_bytes", "block_size")
+#: The most memory a GPU may be given (bytes): 16 TiB, 55 times the 288 GB of the largest
+#: GPU (B300), so only a wrong value passes it.
+MAX_GPU_MEMORY_BYTES = 2**44
+
+#: The integers of the JSON form and the most each may be: :data:`MAX_GPU_MEMORY_BYTES`,
+#: 1,024 GPUs of tensor or expert parallelism, 8 bytes a KV element, 65,536 tokens a
+#: block or SMs a GPU: only a wrong value passes one.
+_INTS = {
+    "gpu_memory_bytes": MAX_GPU_MEMORY_BYTES,
+    "tp": 1024,
+    "ep": 1024,
+    "kv_dtype_bytes": 8,
+    "block_size": 2**16,
+    "sms": 2**16,
+}
 
 
 @dataclass(frozen=True)
@@ -153,12 +168,10 @@ class GpuDeployment:
         for key in ("model", "gpu", "memory_source"):
             if not isinstance(data[key], str):
                 raise FormatError(f"{where}: {key}: expected a string, got {data[key]!r}")
-        for key in (*_INTS, "sms"):
+        for key, most in _INTS.items():
             value = data.get(key, 1)
-            if key == "sms" and value is None:
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise FormatError(f"{where}: {key}: expected an integer >= 1, got {value!r}")
+            if key != "sms" or value is not None:
+                json_integer(value, f"{where}: {key}", 1, most)
         utilization = data.get("gpu_memory_utilization", 0.9)
         if not (
             isinstance(utilization, int | float)

@@ -22,8 +22,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from schedlab.errors import FormatError, ServingError
+from schedlab.json_files import json_number
 
-__all__ = ["Link", "parse_link"]
+__all__ = ["MAX_BANDWIDTH_BPS", "MAX_LATENCY_S", "MIN_BANDWIDTH_BPS", "Link", "parse_link"]
+
+#: The range of a link's bandwidth (bytes per second). The fastest link between GPUs
+#: today moves 1.8 TB/s (NVLink 5, per GPU, both directions), so 10 TB/s is a generous
+#: ceiling; the slowest network a serving cluster uses, 1 Gb/s Ethernet, moves 125 MB/s,
+#: so 1 MB/s is a generous floor. A figure outside is a unit slip, not a link.
+MIN_BANDWIDTH_BPS = 1e6
+MAX_BANDWIDTH_BPS = 1e13
+
+#: The largest latency of one message (seconds): a link between machines on two
+#: continents answers in about 0.3 s, so a second is beyond any link a cluster has.
+MAX_LATENCY_S = 1.0
 
 _BANDWIDTH = {"GB/s": 1e9, "GiB/s": 2**30, "MB/s": 1e6, "Gb/s": 1e9 / 8, "TB/s": 1e12}
 _LATENCY = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
@@ -39,8 +51,19 @@ class Link:
     def __post_init__(self) -> None:
         if not (math.isfinite(self.bandwidth_Bps) and self.bandwidth_Bps > 0):
             raise ServingError(f"link: bandwidth must be positive, got {self.bandwidth_Bps}")
+        if not MIN_BANDWIDTH_BPS <= self.bandwidth_Bps <= MAX_BANDWIDTH_BPS:
+            raise ServingError(
+                f"link: bandwidth must be from {MIN_BANDWIDTH_BPS / 1e6:g} MB/s to "
+                f"{MAX_BANDWIDTH_BPS / 1e12:g} TB/s (MIN_BANDWIDTH_BPS, MAX_BANDWIDTH_BPS), "
+                f"got {self.bandwidth_Bps:.3g} bytes/s"
+            )
         if not (math.isfinite(self.latency_s) and self.latency_s >= 0):
             raise ServingError(f"link: latency must be >= 0, got {self.latency_s}")
+        if self.latency_s > MAX_LATENCY_S:
+            raise ServingError(
+                f"link: latency must be at most {MAX_LATENCY_S:g} s (MAX_LATENCY_S), "
+                f"got {self.latency_s:g} s"
+            )
 
     def transfer_s(self, size: float) -> float:
         """Seconds to move ``size`` bytes point to point."""
@@ -61,20 +84,38 @@ class Link:
 
     @classmethod
     def from_dict(cls, data: Any, where: str) -> Link:
+        """A link of :meth:`to_dict`'s form; errors name ``where`` and the key.
+
+        Raises
+        ------
+        FormatError
+            If it is not an object with both figures (none is assumed), or a figure is not
+            a finite number or out of range.
+        """
+        if not isinstance(data, dict) or not {"bandwidth_Bps", "latency_s"} <= set(data):
+            raise FormatError(f"{where}: expected an object with bandwidth_Bps and latency_s")
+        bandwidth = json_number(data["bandwidth_Bps"], f"{where}.bandwidth_Bps")
+        latency = json_number(data["latency_s"], f"{where}.latency_s")
         try:
-            return cls(float(data["bandwidth_Bps"]), float(data.get("latency_s", 0.0)))
-        except (KeyError, TypeError, ValueError, ServingError) as exc:
+            return cls(bandwidth, latency)
+        except ServingError as exc:
             raise FormatError(f"{where}: {exc}") from None
 
 
 def parse_link(text: str, flag: str = "--link") -> Link:
-    """A link from ``BANDWIDTH,LATENCY`` text such as ``54GB/s,4us``.
+    """A link from ``BANDWIDTH,LATENCY`` text such as ``54GB/s,4us``: both parts are
+    required (a link without latency is written ``...,0us``; none is assumed) and must be
+    in range (:data:`MIN_BANDWIDTH_BPS` to :data:`MAX_BANDWIDTH_BPS`, 0 to
+    :data:`MAX_LATENCY_S`).
 
     Raises
     ------
     ServingError
-        Naming ``flag``, for text of another shape or a unit not known.
+        Naming ``flag``, for empty text, text of another shape, no latency, a unit not
+        known or a figure out of range.
     """
+    if not text.strip():
+        raise ServingError(f"{flag}: empty; give BANDWIDTH,LATENCY, e.g. 25GB/s,20us")
     match = re.fullmatch(
         r"\s*([0-9.eE+-]+)\s*([A-Za-z/]+)\s*(?:,\s*([0-9.eE+-]+)\s*([a-zµ]+))?\s*", text
     )
@@ -83,17 +124,21 @@ def parse_link(text: str, flag: str = "--link") -> Link:
             f"{flag}: cannot read link {text!r}; use e.g. 25GB/s,20us (units "
             f"{', '.join(_BANDWIDTH)}; latency {', '.join(_LATENCY)})"
         )
-    if match.group(3) is not None and match.group(4) not in _LATENCY:
+    try:
+        bandwidth = float(match.group(1)) * _BANDWIDTH[match.group(2)]
+        latency = None if match.group(3) is None else float(match.group(3))
+    except ValueError:
+        raise ServingError(f"{flag}: cannot read link {text!r}") from None
+    if latency is None:
+        raise ServingError(
+            f"{flag}: {text.strip()!r} gives no latency; write BANDWIDTH,LATENCY, e.g. "
+            f"{text.strip()},20us (0us for none: no latency is assumed)"
+        )
+    if match.group(4) not in _LATENCY:
         raise ServingError(
             f"{flag}: unknown latency unit {match.group(4)!r} (known: {', '.join(_LATENCY)})"
         )
-    try:
-        bandwidth = float(match.group(1)) * _BANDWIDTH[match.group(2)]
-        latency = (
-            0.0 if match.group(3) is None else float(match.group(3)) * _LATENCY[match.group(4)]
-        )
-    except ValueError:
-        raise ServingError(f"{flag}: cannot read link {text!r}") from None
+    latency *= _LATENCY[match.group(4)]
     try:
         return Link(bandwidth, latency)
     except ServingError as exc:

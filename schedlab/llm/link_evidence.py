@@ -43,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-from schedlab.errors import FormatError
+from schedlab.errors import FormatError, ServingError
 from schedlab.json_files import read_text
 from schedlab.llm.interconnect import Link, parse_link
 
@@ -120,7 +120,8 @@ def read_nccl_tests(path: str | Path) -> LinkEvidence:
     ------
     FormatError
         Naming the file, if it has no ``# Rank`` lines, fewer than two data rows of
-        distinct sizes, or times that are not positive.
+        distinct sizes, times that are not positive, or a fitted link out of the range
+        of :class:`~schedlab.llm.interconnect.Link`.
     """
     path = Path(path)
     text = read_text(path, "nccl-tests output", 2**24)
@@ -151,7 +152,10 @@ def read_nccl_tests(path: str | Path) -> LinkEvidence:
             f"{path}: the times do not grow with the message size as an all-reduce's do"
         )
     steps = 2 * (ranks - 1)
-    link = Link(steps / (ranks * b), a / steps)
+    try:
+        link = Link(steps / (ranks * b), a / steps)
+    except ServingError as exc:  # a fit out of the physical range
+        raise FormatError(f"{path}: the fitted {exc}") from None
     fitted = a + b * s
     worst = float(np.max(np.abs(fitted - t) / t) * 100)
     return LinkEvidence(

@@ -16,7 +16,10 @@ Four shapes are understood (see ``../shared/data/README.md``):
     :attr:`Trace.hash_ids` (:mod:`schedlab.serving.prefix` says what they mean). If any
     line has them, every line must: :math:`\\lceil L / 512 \rceil` non-negative integers
     for ``input_length`` :math:`L`, each id at the same block position and after the
-    same id wherever it appears (an id names the whole prefix up to its block).
+    same id wherever it appears (an id names the whole prefix up to its block), each at
+    most :data:`MAX_HASH_ID`: Mooncake's ids are "remapped block hash[es]"
+    (``FAST25-release/README.md``), numbered from 0 (the shared synthetic trace's run
+    from 0 to 43,923), so a larger one is no id of the format.
 ``vllm-bench``
     A recorded vLLM run's ``requests.jsonl`` (LLMServingSim's ``bench`` format):
     ``input_toks, output_toks, arrival_time`` (epoch seconds) and, where measured,
@@ -35,7 +38,12 @@ Four shapes are understood (see ``../shared/data/README.md``):
 Every reader returns a :class:`Trace` with arrival times in seconds relative to the
 first request, and raises :class:`~schedlab.errors.FormatError` naming the file and
 line of the first malformed value. Timestamps must be finite, ``>= 0`` and at most
-:data:`MAX_TIMESTAMP_S`; files are read under the size cap of
+:data:`MAX_TIMESTAMP_S`; an arrival log (``azure``, ``mooncake``) lists its requests in
+time order, so a timestamp before the one of the line before is refused (a log out of
+order is a wrong file or column; sorting it would hide that, and a replay never re-sorts);
+a vLLM run's timestamps of one request must follow each other, ``queued_ts <=
+scheduled_ts <= first_token_ts <= last_token_ts`` (:func:`check_request_times`), though
+its requests may be listed in any order. Files are read under the size cap of
 :func:`schedlab.json_files.check_size`.
 """
 
@@ -46,24 +54,28 @@ import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
 
 from schedlab.errors import FormatError, UnknownNameError
-from schedlab.json_files import check_size, parse_json, read_json
+from schedlab.json_files import check_size, json_integer, parse_json, read_json
 
 __all__ = [
+    "MAX_HASH_ID",
     "MAX_TIMESTAMP_S",
     "MAX_TOKENS",
     "MOONCAKE_BLOCK_TOKENS",
     "TRACE_KINDS",
     "Trace",
     "check_lengths",
+    "check_request_times",
     "check_time_order",
     "detect_kind",
     "jsonl_rows",
     "read_trace",
+    "time_field",
 ]
 
 
@@ -128,9 +140,16 @@ def _number(value: object, where: str, column: str, what: str, text: bool) -> fl
 MAX_TIMESTAMP_S = 1e10
 
 
-def _time_field(value: object, where: str, column: str, *, unit_s: float = 1.0) -> float:
+def time_field(value: object, where: str, column: str, *, unit_s: float = 1.0) -> float:
     """A timestamp or duration in units of ``unit_s``, as seconds: finite, from 0 to
-    :data:`MAX_TIMESTAMP_S`."""
+    :data:`MAX_TIMESTAMP_S`; errors name ``where`` and ``column``.
+
+    Raises
+    ------
+    FormatError
+        For a value that is not a number (a JSON string or bool), not finite or out of
+        range.
+    """
     seconds = _number(value, where, column, "a number", False) * unit_s
     if not 0 <= seconds <= MAX_TIMESTAMP_S:
         raise FormatError(
@@ -210,6 +229,38 @@ def _empty_check(path: Path, prompt: list[int]) -> None:
         raise FormatError(f"{path}: no requests")
 
 
+def _arrival(stamps: list[float], seconds: float, place: str, column: str) -> None:
+    """Append the arrival ``seconds`` to ``stamps``, refusing it if it is before the
+    arrival of the request before (an arrival log lists its requests in time order)."""
+    if stamps and seconds < stamps[-1]:
+        raise FormatError(
+            f"{place}: {column}: {stamps[-1] - seconds:.6g} s before the request on the line "
+            f"before; an arrival log lists its requests in time order: sort it by {column}"
+        )
+    stamps.append(seconds)
+
+
+_VLLM_TIMES = ("queued_ts", "scheduled_ts", "first_token_ts", "last_token_ts")
+
+
+def check_request_times(times: dict[str, float], where: str) -> None:
+    """Refuse one request's measured timestamps of a vLLM run (``queued_ts``,
+    ``scheduled_ts``, ``first_token_ts``, ``last_token_ts``, those present in ``times``)
+    unless each is at or after the one before it, naming the pair.
+
+    Raises
+    ------
+    FormatError
+        ``"{where}: timestamps out of order: scheduled_ts 3.2 before queued_ts 4.0"``.
+    """
+    present = [(key, times[key]) for key in _VLLM_TIMES if key in times]
+    for (before, early), (key, late) in pairwise(present):
+        if late < early:
+            raise FormatError(
+                f"{where}: timestamps out of order: {key} {late!r} before {before} {early!r}"
+            )
+
+
 def _read_azure(path: Path) -> Trace:
     prompt: list[int] = []
     output: list[int] = []
@@ -222,7 +273,7 @@ def _read_azure(path: Path) -> Trace:
             raise FormatError(
                 f"{place}: TIMESTAMP: expected a date-time, got {row['TIMESTAMP']!r}"
             ) from None
-        stamps.append(_time_field(stamp, place, "TIMESTAMP"))
+        _arrival(stamps, time_field(stamp, place, "TIMESTAMP"), place, "TIMESTAMP")
         prompt.append(_int_field(row["ContextTokens"], place, "ContextTokens", 0, text=True))
         output.append(_int_field(row["GeneratedTokens"], place, "GeneratedTokens", 0, text=True))
     _empty_check(path, prompt)
@@ -247,6 +298,11 @@ def _read_length_stats(path: Path) -> Trace:
 #: ``FAST25-release/traces``: blocks of 512 tokens).
 MOONCAKE_BLOCK_TOKENS = 512
 
+#: The largest block id read from ``hash_ids`` (:math:`2^{63} - 1`, the largest ``int64``
+#: the ids are kept in): Mooncake's ids are remapped block numbers from 0 (module
+#: docstring), so nothing near it is one.
+MAX_HASH_ID = 2**63 - 1
+
 
 def _hash_ids(
     value: object, place: str, tokens: int, seen: dict[int, tuple[int, int]]
@@ -265,10 +321,7 @@ def _hash_ids(
         )
     before = -1
     for k, item in enumerate(value):
-        if isinstance(item, bool) or not isinstance(item, int) or item < 0:
-            raise FormatError(
-                f"{place}: hash_ids[{k}]: expected a non-negative integer, got {item!r:.60}"
-            )
+        json_integer(item, f"{place}: hash_ids[{k}]", 0, MAX_HASH_ID)
         known = seen.setdefault(item, (k, before))
         if known != (k, before):
             raise FormatError(
@@ -286,7 +339,8 @@ def _read_mooncake(path: Path) -> Trace:
     hashes: list[np.ndarray] = []
     seen: dict[int, tuple[int, int]] = {}
     for place, row in jsonl_rows(path, ("timestamp", "input_length", "output_length")):
-        stamps.append(_time_field(row["timestamp"], place, "timestamp", unit_s=1e-3))  # ms
+        seconds = time_field(row["timestamp"], place, "timestamp", unit_s=1e-3)  # ms
+        _arrival(stamps, seconds, place, "timestamp")
         prompt.append(_int_field(row["input_length"], place, "input_length", 0))
         output.append(_int_field(row["output_length"], place, "output_length", 0))
         if "hash_ids" in row or hashes:
@@ -300,9 +354,6 @@ def _read_mooncake(path: Path) -> Trace:
     return trace
 
 
-_VLLM_TIMES = ("queued_ts", "scheduled_ts", "first_token_ts", "last_token_ts")
-
-
 def _read_vllm_bench(path: Path) -> Trace:
     prompt: list[int] = []
     output: list[int] = []
@@ -311,10 +362,11 @@ def _read_vllm_bench(path: Path) -> Trace:
     for place, row in jsonl_rows(path, ("input_toks", "output_toks", "arrival_time")):
         prompt.append(_int_field(row["input_toks"], place, "input_toks", 0))
         output.append(_int_field(row["output_toks"], place, "output_toks", 0))
-        stamps.append(_time_field(row["arrival_time"], place, "arrival_time"))
+        stamps.append(time_field(row["arrival_time"], place, "arrival_time"))
+        times = {k: time_field(row[k], place, k) for k in _VLLM_TIMES if row.get(k) is not None}
+        check_request_times(times, place)
         for key in _VLLM_TIMES:
-            value = row.get(key)
-            measured[key].append(math.nan if value is None else _time_field(value, place, key))
+            measured[key].append(times.get(key, math.nan))
     _empty_check(path, prompt)
     extra = {k: np.array(v) for k, v in measured.items() if not np.isnan(v).all()}
     return Trace(path.stem, _ints(prompt), _ints(output), _relative(stamps), extra)
@@ -354,7 +406,7 @@ def _read_vllm_bench_serve(path: Path) -> Trace:
         prompt.append(_int_field(inputs[i], place, "input_lens", 1))
         output.append(_int_field(outputs[i], place, "output_lens", 1))
         if timed:
-            timing["start"].append(_time_field(columns["start_times"][i], place, "start_times"))
+            timing["start"].append(time_field(columns["start_times"][i], place, "start_times"))
         if detailed:
             gaps = columns["itls"][i]
             if not isinstance(gaps, list):

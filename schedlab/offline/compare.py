@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from schedlab.arguments_check import check_seed
 from schedlab.budget import check_max_memory, check_time_limit
 from schedlab.errors import (
     BoundError,
@@ -30,7 +31,7 @@ from schedlab.offline.bounds import Bound, lower_bound
 from schedlab.offline.instance import Instance, check_instance
 from schedlab.offline.instance_io import instance_from_dict, instance_to_dict
 from schedlab.offline.result import Result, Status, relative_gap
-from schedlab.offline.solve import available_solvers, check_seed, solve, with_bound
+from schedlab.offline.solve import available_solvers, solve, with_bound
 from schedlab.offline.solvers import get_solver
 from schedlab.offline.solvers.contract import normalize_options
 from schedlab.offline.verify import verify
@@ -336,7 +337,7 @@ def compare_all(
     # a job's parameters name a memory budget only when one is given, so that results
     # files written without one still match
     memory = {} if max_memory is None else {"max_memory": check_max_memory(max_memory)}
-    check_seed(seed)
+    check_seed(seed, "seed")
     _try_options(own, time_limit)
     jobs = []
     for instance in instances:

@@ -18,13 +18,17 @@ Two forms, told apart by the file's suffix:
     ``{"request": i, "start": p}`` objects (``solve --json`` writes the object form).
 
 Either reader returns what :func:`schedlab.offline.verify.verify` takes; it reports
-duplicate and missing requests itself. Errors name the file and the row.
+duplicate, missing and unknown requests and infeasible starts itself (a schedule that does
+not fit). An entry that is no integer (text, a float, a boolean, ``null``, a list) makes
+the file no schedule at all: a :class:`~schedlab.errors.FormatError` naming the file and
+the row.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +63,7 @@ def write_schedule_csv(schedule: Schedule, path: str | Path) -> Path:
     return write_text(path, buffer.getvalue(), "schedule file")
 
 
-def read_starts(path: str | Path, instance: Instance) -> list[tuple[Any, Any]] | list[Any]:
+def read_starts(path: str | Path, instance: Instance) -> list[tuple[int, int]] | list[int]:
     """The start rounds in the schedule file ``path`` (module docs), for ``instance``.
 
     Raises
@@ -76,9 +80,9 @@ def read_starts(path: str | Path, instance: Instance) -> list[tuple[Any, Any]] |
     return _read_json(path)
 
 
-def _read_csv(path: Path, instance: Instance) -> list[tuple[Any, Any]]:
+def _read_csv(path: Path, instance: Instance) -> list[tuple[int, int]]:
     check_size(path, "schedule file")
-    pairs: list[tuple[Any, Any]] = []
+    pairs: list[tuple[int, int]] = []
     try:
         with path.open(newline="", encoding="utf-8-sig") as handle:  # as Excel saves it
             reader = csv.DictReader(handle)
@@ -93,8 +97,9 @@ def _read_csv(path: Path, instance: Instance) -> list[tuple[Any, Any]]:
                 place = f"{path}:{reader.line_num}"
                 if None in row or None in row.values():
                     raise FormatError(f"{place}: expected {len(reader.fieldnames or [])} fields")
-                request, start = _int(row["request"]), _int(row["start"])
-                if isinstance(request, int) and 0 <= request < instance.n:
+                request = _int(row["request"], place, "request")
+                start = _int(row["start"], place, "start")
+                if 0 <= request < instance.n:
                     _check_row(row, request, start, instance, place)
                 pairs.append((request, start))
     except UnicodeDecodeError:
@@ -104,36 +109,45 @@ def _read_csv(path: Path, instance: Instance) -> list[tuple[Any, Any]]:
     return pairs
 
 
-def _int(text: str) -> int | str:
-    """``text`` as an integer; other text is returned for the verifier to report."""
+def _int(text: str, place: str, column: str) -> int:
+    """``text``, the ``column`` of the row at ``place``, as an integer.
+
+    Raises
+    ------
+    FormatError
+        If it is not one (a float such as ``3.0`` neither: a round is an integer).
+    """
     try:
         return int(text.strip())
     except ValueError:
-        return text
+        raise FormatError(f"{place}: {column}: expected an integer, got {text!r}") from None
 
 
-def _check_row(row: dict[str, str], i: int, start: int | str, inst: Instance, place: str) -> None:
+def _integer(value: Any, place: str) -> int:
+    """A JSON value that must be an integer (``true`` and ``3.0`` are not)."""
+    if type(value) is not int:
+        raise FormatError(f"{place}: expected an integer, got {json.dumps(value)[:40]}")
+    return value
+
+
+def _check_row(row: dict[str, str], i: int, start: int, inst: Instance, place: str) -> None:
     request = inst.requests[i]
     for column, value in (("prompt", request.prompt), ("output", request.output)):
         given = row.get(column)
-        if given not in (None, "") and _int(given) != value:
+        if given not in (None, "") and _int(given, place, column) != value:
             raise FormatError(
                 f"{place}: request {i}: {column} {given.strip()} differs from the instance's "
                 f"{value}; is this the schedule of another instance?"
             )
     given = row.get("completion")
-    if (
-        isinstance(start, int)
-        and given not in (None, "")
-        and _int(given) != start + request.output
-    ):
+    if given not in (None, "") and _int(given, place, "completion") != start + request.output:
         raise FormatError(
             f"{place}: request {i}: completion {given.strip()} is not start + output "
             f"({start} + {request.output}); was the start or the completion edited?"
         )
 
 
-def _read_json(path: Path) -> list[Any]:
+def _read_json(path: Path) -> list[tuple[int, int]] | list[int]:
     data = read_json(path, "schedule file")
     if isinstance(data, dict):
         if "starts" not in data:
@@ -146,8 +160,17 @@ def _read_json(path: Path) -> list[Any]:
         for k, entry in enumerate(data):
             if "request" not in entry or "start" not in entry:
                 raise FormatError(f"{path}: starts[{k}]: expected keys 'request' and 'start'")
-            pairs.append((entry["request"], entry["start"]))
+            place = f"{path}: starts[{k}]"
+            pairs.append(
+                (
+                    _integer(entry["request"], f"{place}.request"),
+                    _integer(entry["start"], f"{place}.start"),
+                )
+            )
         return pairs
     if data and all(isinstance(x, list) and len(x) == 2 for x in data):
-        return [(i, p) for i, p in data]
-    return data
+        return [
+            (_integer(i, f"{path}: starts[{k}][0]"), _integer(p, f"{path}: starts[{k}][1]"))
+            for k, (i, p) in enumerate(data)
+        ]
+    return [_integer(p, f"{path}: starts[{k}]") for k, p in enumerate(data)]

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
-import operator
 import time
 from typing import Any
 
+from schedlab.arguments_check import check_seed
 from schedlab.budget import Budget, memory_guard
-from schedlab.errors import BoundError, InputError, InputTypeError, SolverError
+from schedlab.errors import BoundError, InputTypeError, SolverError
 from schedlab.interrupts import held_interrupts
 from schedlab.offline.bounds import Bound, bound_steps, bound_within
 from schedlab.offline.instance import Instance, check_instance
@@ -21,7 +20,7 @@ from schedlab.offline.solvers.contract import normalize_options
 from schedlab.offline.verify import verify
 from schedlab.progress import Progress, progress_for
 
-__all__ = ["BOUND_TOLERANCE", "available_solvers", "check_seed", "solve", "with_bound"]
+__all__ = ["BOUND_TOLERANCE", "available_solvers", "solve", "with_bound"]
 
 
 #: How far (relative to the objective, at least 1e-6 absolute) a lower bound computed in
@@ -118,7 +117,7 @@ def solve(
     check_instance(instance, "solve")
     info = get_solver(solver)
     options = normalize_options(solver, info.fn, options)
-    check_seed(seed)
+    check_seed(seed, "seed")
     if bound is not None and not isinstance(bound, str | Bound):
         raise InputTypeError(
             f"bound: expected a method name, a Bound or None, got {type(bound).__name__}"
@@ -154,21 +153,6 @@ def solve(
                 instance, bound, Budget(time_limit, max_memory), progress=bar, counted=True
             )
     return with_bound(own, bound)
-
-
-def check_seed(seed: Any) -> int:
-    """``seed`` as an integer ``>= 0`` (NumPy integers too), or a one-line error: an
-    :class:`~schedlab.errors.InputTypeError` for a non-integer, an
-    :class:`~schedlab.errors.InputError` for a negative one."""
-    value = None
-    if not isinstance(seed, bool):
-        with contextlib.suppress(TypeError):
-            value = operator.index(seed)
-    if value is None:
-        raise InputTypeError(f"seed: must be an integer >= 0, got {seed!r}")
-    if value < 0:
-        raise InputError(f"seed: must be an integer >= 0, got {seed!r}")
-    return value
 
 
 def with_bound(result: Result, bound: Bound | None) -> Result:

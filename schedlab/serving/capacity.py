@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from schedlab.arguments_check import check_real, check_type, check_types
 from schedlab.errors import FormatError, ServingError
 from schedlab.jobs import Executor, Job, Outcome, executor_of, run_jobs
 from schedlab.progress import Progress, progress_for
@@ -227,15 +228,26 @@ def capacity(
 
     Raises
     ------
+    InputTypeError
+        (a ``TypeError``) for an argument of the wrong type.
     ServingError
-        On a target outside (0, 1], a tolerance below :data:`MIN_REL_TOL`, non-positive
-        rate bounds, or a policy object in the scenario; and when the highest rate that
-        met the target drew no request in ``duration_s`` (an empty run meets nothing).
+        On a target outside (0, 1], a tolerance below :data:`MIN_REL_TOL`, rate bounds or
+        a window that are not finite and positive, or a policy object in the scenario;
+        and when the highest rate that met the target drew no request in ``duration_s``
+        (an empty run meets nothing).
     """
+    check_types(
+        "capacity",
+        workload=(workload, (str, Workload)),
+        scenario=(scenario, (Scenario, type(None))),
+        data_dir=(data_dir, (str, Path, type(None))),
+        progress=(progress, (bool, Progress)),
+    )
     scenario = scenario or Scenario()
     if not isinstance(scenario.policy, str):
         raise ServingError("capacity: give the policy by name (each rate needs a fresh one)")
     _check_search(target, rel_tol, start_rps, max_rps)
+    check_real(duration_s, "capacity: duration_s", 0, error=ServingError, above=True)
     model = scenario.predicted()
     scenario = scenario.with_(cost_model=model)  # loaded once for every probe
     load = make_workload(workload, data_dir=data_dir) if isinstance(workload, str) else workload
@@ -284,10 +296,15 @@ def _check_search(target: float, rel_tol: float, start_rps: float, max_rps: floa
 
     Raises
     ------
+    InputTypeError
+        For a parameter that is no number.
     ServingError
         On a target outside (0, 1], a tolerance below :data:`MIN_REL_TOL`, or rate
-        bounds that are not ``0 < start_rps <= max_rps``.
+        bounds that are not ``0 < start_rps <= max_rps``, finite.
     """
+    for name, value in (("target", target), ("rel_tol", rel_tol), ("start_rps", start_rps)):
+        check_real(value, f"capacity: {name}", error=ServingError)
+    check_real(max_rps, "capacity: max_rps", error=ServingError)
     if not 0 < target <= 1:
         raise ServingError(f"capacity: target attainment must be in (0, 1], got {target}")
     if not rel_tol >= MIN_REL_TOL:
@@ -540,10 +557,28 @@ def sweep(
 
     Raises
     ------
+    InputTypeError
+        (a ``TypeError``) for an argument of the wrong type (a policy name where a list
+        of them belongs).
+    ServingError
+        For no policy or rate, a rate or window that is not finite and positive.
     GridError
         After every point ran, if some failed (the others in ``error.done``).
     """
     executor = executor_of("sweep", executor, old)
+    check_types(
+        "sweep",
+        workload=(workload, (str,)),
+        policies=(policies, (list, tuple)),
+        rates=(rates, (list, tuple)),
+        scenario=(scenario, (Scenario, type(None))),
+        data_dir=(data_dir, (str, Path, type(None))),
+    )
+    for k, policy in enumerate(policies):
+        check_type(policy, (str,), f"sweep: policies[{k}]")
+    for k, rate in enumerate(rates):
+        check_real(rate, f"sweep: rates[{k}]", 0, error=ServingError, above=True)
+    check_real(duration_s, "sweep: duration_s", 0, error=ServingError, above=True)
     if not policies or not rates:
         raise ServingError("sweep: give at least one policy and one rate")
     base = scenario or Scenario()

@@ -61,6 +61,7 @@ from typing import Any
 
 import numpy as np
 
+from schedlab.arguments_check import check_type, check_types
 from schedlab.errors import ServingError
 from schedlab.llm.interconnect import parse_link
 from schedlab.llm.models import get_model_shape, kv_bytes_per_token
@@ -83,6 +84,7 @@ from schedlab.serving.prediction import predict_outputs
 from schedlab.serving.request_state import RequestState
 from schedlab.serving.routers import ROLES, Arrival, Route, Router, get_router
 from schedlab.serving.scenario import Scenario
+from schedlab.serving.simulator import check_stops, check_window
 from schedlab.serving.workloads import MAX_REQUESTS, RequestStream, make_workload
 from schedlab.tables import to_pandas
 
@@ -155,6 +157,13 @@ class Node:
     cost_model: str | CostModel | None = None
 
     def __post_init__(self) -> None:
+        check_types(
+            "node",
+            role=(self.role, (str,)),
+            policy=(self.policy, (str, type(None))),
+            engine=(self.engine, (EngineConfig, type(None))),
+            cost_model=(self.cost_model, (str, CostModel, type(None))),
+        )
         if self.role not in ROLES:
             raise ServingError(f"node role: expected one of {', '.join(ROLES)}, got {self.role!r}")
 
@@ -176,7 +185,10 @@ def parse_nodes(spec: str, flag: str = "--nodes") -> tuple[Node, ...]:
         Naming ``flag``, for another shape, zero or too many nodes, or a cluster that is
         both colocated and prefill/decode, or has prefill nodes without decode nodes (or
         the other way round).
+    InputTypeError
+        (a ``TypeError``) for a ``spec`` or ``flag`` that is no string.
     """
+    check_types("parse_nodes", spec=(spec, (str,)), flag=(flag, (str,)))
     text = spec.strip().upper()
     if not re.fullmatch(r"(?:\d+[CPD])+", text):
         raise ServingError(
@@ -200,7 +212,14 @@ def parse_nodes(spec: str, flag: str = "--nodes") -> tuple[Node, ...]:
 
 def kv_link(link: str = DEFAULT_LINK, model: str = DEFAULT_MODEL, layers: bool = False) -> KVLink:
     """The KV link of ``link`` text (``25GB/s,20us``) for ``model``'s KV bytes per token,
-    pipelined over its layers if ``layers``."""
+    pipelined over its layers if ``layers``.
+
+    Raises
+    ------
+    InputTypeError
+        (a ``TypeError``) for an argument of the wrong type.
+    """
+    check_types("kv_link", link=(link, (str,)), model=(model, (str,)), layers=(layers, (bool,)))
     shape = get_model_shape(model)
     return KVLink(parse_link(link), kv_bytes_per_token(shape), shape.layers if layers else None)
 
@@ -233,6 +252,17 @@ class Cluster:
     decode_policy: str | None = None
 
     def __post_init__(self) -> None:
+        check_types(
+            "cluster",
+            nodes=(self.nodes, (tuple, list)),
+            router=(self.router, (str,)),
+            scenario=(self.scenario, (Scenario,)),
+            link=(self.link, (KVLink, type(None))),
+            prefill_policy=(self.prefill_policy, (str,)),
+            decode_policy=(self.decode_policy, (str, type(None))),
+        )
+        for k, node in enumerate(self.nodes):
+            check_type(node, (Node,), f"cluster: nodes[{k}]")
         if not self.nodes:
             raise ServingError("cluster: needs at least one node")
         spec = get_router(self.router)
@@ -797,9 +827,20 @@ def run_cluster(
 
     Raises
     ------
+    InputTypeError
+        (a ``TypeError``) for an argument of the wrong type.
     ServingError
-        For a request larger than a node's KV cache, or a router that routes wrongly.
+        For a request larger than a node's KV cache, or a router that routes wrongly; a
+        stop time that is not finite and ``>= 0``.
     """
+    check_types(
+        "run_cluster",
+        stream=(stream, (RequestStream,)),
+        cluster=(cluster, (Cluster,)),
+        record_batches=(record_batches, (bool,)),
+        time_routing=(time_routing, (bool,)),
+    )
+    check_stops("run_cluster", stop_at_s, None)
     scenario = cluster.scenario
     link = cluster.link
     roles = [node.role for node in cluster.nodes]
@@ -996,8 +1037,24 @@ def simulate_cluster(
     record_batches: bool = False,
 ) -> ClusterResult:
     """Draw a workload (as :func:`~schedlab.serving.simulator.simulate` does), run it on
-    ``cluster`` and summarise it with its TTFT breakdown."""
+    ``cluster`` and summarise it with its TTFT breakdown.
+
+    Raises
+    ------
+    InputTypeError
+        (a ``TypeError``) for an argument of the wrong type (``nodes`` text where a
+        :class:`Cluster` belongs: :func:`parse_nodes` reads it).
+    ServingError
+        As :func:`~schedlab.serving.simulator.simulate` and :func:`run_cluster`.
+    """
     started = time.perf_counter()
+    check_types(
+        "simulate_cluster",
+        workload=(workload, (str, RequestStream)),
+        cluster=(cluster, (Cluster,)),
+        data_dir=(data_dir, (str, Path, type(None))),
+    )
+    check_window("simulate_cluster", rate, duration_s, max_requests)
     if isinstance(workload, RequestStream):
         stream = workload
     else:

@@ -38,7 +38,14 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from schedlab.errors import FormatError, NonMonotoneCostModelError, ServingError, UnknownNameError
+from schedlab.arguments_check import check_int, check_type, check_types
+from schedlab.errors import (
+    FormatError,
+    InputTypeError,
+    NonMonotoneCostModelError,
+    ServingError,
+    UnknownNameError,
+)
 from schedlab.json_files import check_keys, read_json, text_field, write_text
 from schedlab.plugins import declared
 
@@ -346,7 +353,17 @@ def load_cost_model(path: str | Path) -> CostModel:
 
 def save_cost_model(model: CostModel, path: str | Path) -> None:
     """Write ``model.to_dict()`` as JSON to ``path`` (strict JSON: no ``NaN``; ``-``:
-    standard output)."""
+    standard output).
+
+    Raises
+    ------
+    InputTypeError
+        If ``model`` has no ``to_dict`` or ``path`` is no path.
+    """
+    check_types("save_cost_model", path=(path, (str, Path)))
+    if not callable(getattr(model, "to_dict", None)):
+        check_type(model, (CostModel,), "save_cost_model: model")  # names its type
+        raise InputTypeError(f"save_cost_model: model: {type(model).__name__} has no to_dict()")
     text = json.dumps(model.to_dict(), indent=2, allow_nan=False)
     write_text(path, text + "\n", "cost-model file")
 
@@ -434,7 +451,35 @@ def check_monotone(
     -------
     list of str
         Up to ``limit`` descriptions of violations; empty when none was found.
+
+    Raises
+    ------
+    InputTypeError, ServingError
+        If ``model`` is no :class:`CostModel`, or a count is no integer in its range
+        (``c_max`` at most :data:`MAX_CHECKED_CHUNK`: the check costs ``c_max`` calls a
+        slice).
     """
+    _check_monotone_arguments("check_monotone", model, c_max)
+    for name, values in (("n_decodes", n_decodes), ("priors", priors)):
+        for k, value in enumerate(check_type(values, (Sequence,), f"check_monotone: {name}")):
+            check_int(
+                value, f"check_monotone: {name}[{k}]", 0, MAX_CHECKED_CHUNK, error=ServingError
+            )
+    check_int(
+        kv_per_decode, "check_monotone: kv_per_decode", 0, MAX_CHECKED_CHUNK, error=ServingError
+    )
+    check_int(limit, "check_monotone: limit", 1, error=ServingError)
+    for k, chunks in enumerate(
+        check_type(other_chunks, (list, tuple), "check_monotone: other_chunks")
+    ):
+        for j, chunk in enumerate(
+            check_type(chunks, (list, tuple), f"check_monotone: other_chunks[{k}]")
+        ):
+            where = f"check_monotone: other_chunks[{k}][{j}]"
+            if len(check_type(chunk, (list, tuple), where)) != 2:
+                raise ServingError(f"{where}: expected (chunk, prior), got {chunk!r}")
+            for value in chunk:
+                check_int(value, where, 0, MAX_CHECKED_CHUNK, error=ServingError)
     problems: list[str] = []
     for n in n_decodes:
         kv = n * kv_per_decode
@@ -457,6 +502,17 @@ def check_monotone(
     return problems
 
 
+#: The largest chunk :func:`check_monotone` checks up to (it calls the model ``c_max + 1``
+#: times a slice).
+MAX_CHECKED_CHUNK = 2**20
+
+
+def _check_monotone_arguments(entry: str, model: Any, c_max: Any) -> None:
+    """The door checks of :func:`check_monotone` and :func:`require_monotone`."""
+    check_type(model, (CostModel,), f"{entry}: model")
+    check_int(c_max, f"{entry}: c_max", 0, MAX_CHECKED_CHUNK, error=ServingError)
+
+
 def _assert_monotone(model: CostModel, c_max: int, user: str) -> None:
     problems = check_monotone(model, c_max=c_max)
     if problems:
@@ -472,7 +528,14 @@ def require_monotone(model: CostModel, *, c_max: int = 4096, user: str = "SLOWea
 
     The result is cached for hashable models (frozen dataclasses), so repeated policy
     construction in a capacity search checks a model once.
+
+    Raises
+    ------
+    InputTypeError, ServingError
+        As :func:`check_monotone` for ``model`` and ``c_max``.
     """
+    _check_monotone_arguments("require_monotone", model, c_max)
+    check_type(user, (str,), "require_monotone: user")
     if isinstance(model, Hashable):
         try:
             hash(model)

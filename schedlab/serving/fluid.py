@@ -55,6 +55,7 @@ from typing import Any
 
 import numpy as np
 
+from schedlab.arguments_check import MAX_COUNT, check_int, check_real, check_types
 from schedlab.deprecation import renamed
 from schedlab.errors import ServingError
 from schedlab.json_files import nan_to_null
@@ -80,12 +81,22 @@ class FluidLoad:
         :math:`m_2 = \mathbb{E}[(o - 1) p + o (o - 1) / 2]`, KV token-iterations per request.
     n_requests
         The size of the sample they come from.
+
+    Raises
+    ------
+    InputTypeError, ServingError
+        For a moment that is no finite number ``>= 0``, a size that is no integer ``>= 1``.
     """
 
     mean_prompt: float
     mean_output: float
     kv_moment: float
     n_requests: int
+
+    def __post_init__(self) -> None:
+        for name in ("mean_prompt", "mean_output", "kv_moment"):
+            check_real(getattr(self, name), f"fluid load: {name}", 0, error=ServingError)
+        check_int(self.n_requests, "fluid load: n_requests", 1, error=ServingError)
 
     @classmethod
     def of(
@@ -319,14 +330,27 @@ def headroom(
     ServingError
         For a model that is not linear without attention terms, a margin not below the
         TPOT (:func:`~schedlab.serving.sloweave.check_margin`), or a deadline that its
-        fixed cost :math:`F` (plus the margin) already uses up.
+        fixed cost :math:`F` (plus the margin) already uses up; a TPOT that is not finite
+        and positive, a chunk size or KV budget that is no integer ``>= 1``.
+    InputTypeError
+        (a ``TypeError``) for an argument of the wrong type.
     """
+    check_types(
+        "headroom",
+        model=(model, (CostModel,)),
+        load=(load, (FluidLoad,)),
+        workload=(workload, (str,)),
+        chunks=(chunks, (tuple, list)),
+    )
+    check_real(tpot_s, "headroom: tpot_s", 0, error=ServingError, above=True)
+    for k, chunk in enumerate(chunks):
+        check_int(chunk, f"headroom: chunks[{k}]", 1, MAX_COUNT, error=ServingError)
     kv_tokens = renamed(
         "headroom", "kv_capacity_tokens", "kv_tokens", kv_capacity_tokens, kv_tokens
     )
+    if kv_tokens is not None:
+        check_int(kv_tokens, "headroom: kv_tokens", 1, MAX_COUNT, error=ServingError)
     linear = _linear_terms(model)
-    if not (math.isfinite(tpot_s) and tpot_s > 0):
-        raise ServingError(f"fluid headroom: bad TPOT {tpot_s!r}")
     margin = check_margin(
         linear.margin_s if margin_s is None else margin_s, tpot_s, "fluid headroom: margin"
     )
@@ -349,14 +373,10 @@ def headroom(
     chunk_star = rate_star * p * deadline
     rows = []
     for chunk in chunks:
-        if chunk < 1:
-            raise ServingError(f"fluid headroom: chunk sizes must be >= 1, got {chunk}")
         rows.append(_fixed_chunk(linear, load, deadline, chunk, kv_tokens))
     best_rps, best_share = _best_rate(linear, load, deadline, None)
     kv_rate = kv_share = math.nan
     if kv_tokens is not None:
-        if isinstance(kv_tokens, bool) or kv_tokens < 1:
-            raise ServingError(f"fluid headroom: kv_tokens must be >= 1, got {kv_tokens!r}")
         kv_rate, kv_share = _best_rate(linear, load, deadline, kv_tokens)
     return Headroom(
         hardware=hardware_of(model),

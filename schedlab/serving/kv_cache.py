@@ -61,6 +61,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+from schedlab.arguments_check import MAX_COUNT, check_int, check_type
 from schedlab.errors import ServingError
 
 __all__ = ["KVCache"]
@@ -104,9 +105,18 @@ class KVCache:
     prefix_caching
         Whether full blocks are cached for later hits (vLLM's ``enable_prefix_caching``,
         on by default in v1).
+
+    Raises
+    ------
+    InputTypeError, ServingError
+        For counts that are not integers from 1 to ``2**40``, a ``prefix_caching`` that is
+        no ``bool``.
     """
 
     def __init__(self, total_blocks: int, block_size: int, *, prefix_caching: bool = True) -> None:
+        check_int(total_blocks, "KV cache: total_blocks", None, MAX_COUNT, error=ServingError)
+        check_int(block_size, "KV cache: block_size", None, MAX_COUNT, error=ServingError)
+        check_type(prefix_caching, (bool,), "KV cache: prefix_caching")
         if total_blocks < 1 or block_size < 1:
             raise ServingError(
                 f"KV cache: need at least one block of at least one token, got {total_blocks} "

@@ -41,12 +41,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from schedlab.arguments_check import check_real, check_type, check_types
 from schedlab.errors import ServingError, UnknownNameError
 from schedlab.plugins import installed_names, load_installed
 from schedlab.serving.cost_model import Chunk, CostModel, require_monotone
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.prediction import ESTIMATES, Estimate
-from schedlab.serving.sloweave import SLOWeaveState, check_margin, choose_chunk
+from schedlab.serving.sloweave import SLOWeaveState, check_margin, deadline_safe_chunk
 from schedlab.serving.view import EngineView, Plan, RequestView, reserved_tokens
 
 __all__ = [
@@ -101,12 +102,26 @@ class PolicyContext:
         TPOT target :math:`D` (seconds), used by ``sarathi``, ``sloweave``, ``sangam``.
     margin_s
         SLOWeave margin :math:`\delta`; ``None`` takes ``model.margin_s``.
+
+    Raises
+    ------
+    InputTypeError, ServingError
+        For a field of the wrong type, a TPOT that is not finite and positive (the
+        policies that read the margin check it: :func:`~.sloweave.check_margin`).
     """
 
     model: CostModel
     config: EngineConfig
     tpot_s: float
     margin_s: float | None = None
+
+    def __post_init__(self) -> None:
+        check_types(
+            "policy context",
+            model=(self.model, (CostModel,)),
+            config=(self.config, (EngineConfig,)),
+        )
+        check_real(self.tpot_s, "policy context: tpot_s", 0, error=ServingError, above=True)
 
 
 def _fill(view: EngineView, quota: int, *, whole: bool, head_limit: int | None = None) -> Plan:
@@ -291,7 +306,7 @@ class SLOWeavePolicy:
                 view.decode_kv_min,
             )
             cap = min(tokens_left, view.max_chunk(req, free))
-            decision = choose_chunk(
+            decision = deadline_safe_chunk(
                 state, self._model, c_max=chunks_left, margin_s=self._margin_s, cap=cap
             )
             if decision.deadline_miss:
@@ -658,7 +673,18 @@ def register_policy(
     ------
     ServingError
         If the name is taken or contains ``':'``.
+    InputTypeError
+        (a ``TypeError``) for an argument of the wrong type.
     """
+    check_types(
+        "register_policy",
+        name=(name, (str,)),
+        factory=(factory, (Callable,)),
+        argument=(argument, (str,)),
+        reads_margin=(reads_margin, (bool,)),
+        reads_predictions=(reads_predictions, (bool,)),
+        deadline_safe=(deadline_safe, (bool,)),
+    )
     if name in POLICIES or ":" in name or not name:
         raise ServingError(f"register_policy: cannot register policy name {name!r}")
     POLICIES[name] = PolicySpec(factory, argument, reads_margin, reads_predictions, deadline_safe)
@@ -678,9 +704,10 @@ def get_policy(spec: str) -> PolicySpec:
     UnknownNameError
         If no policy is named ``NAME`` (the message lists the spellings).
     InputTypeError
-        For an installed entry that is not a :class:`PolicySpec`.
+        For an installed entry that is not a :class:`PolicySpec`, a ``spec`` that is no
+        string.
     """
-    name = spec.partition(":")[0]
+    name = check_type(spec, (str,), "policy").partition(":")[0]
     found = POLICIES.get(name) or load_installed(ENTRY_POINTS, name, PolicySpec)
     if found is None:
         raise UnknownNameError("policy", spec, policy_names())
@@ -696,6 +723,11 @@ def make_policy(spec: str, ctx: PolicyContext) -> Policy:
         If no policy is named ``NAME`` (:func:`get_policy`).
     ServingError
         On a bad argument, or a non-monotone cost model for ``sloweave``/``sarathi``/``sangam``.
+    InputTypeError
+        (a ``TypeError``) for a ``spec`` that is no string, a ``ctx`` that is no
+        :class:`PolicyContext`.
     """
+    found = get_policy(spec)
+    check_type(ctx, (PolicyContext,), "make_policy: ctx")
     _, sep, arg = spec.partition(":")
-    return get_policy(spec).factory(spec, arg if sep else None, ctx)
+    return found.factory(spec, arg if sep else None, ctx)

@@ -136,12 +136,13 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from schedlab.arguments_check import check_types
 from schedlab.errors import ServingError, UnknownNameError
 from schedlab.plugins import installed_names, load_installed
 from schedlab.serving.cost_model import BatchShape, CostModel, batch_time
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.policies import get_policy
-from schedlab.serving.sloweave import SLOWeaveState, choose_chunk
+from schedlab.serving.sloweave import SLOWeaveState, deadline_safe_chunk
 
 __all__ = [
     "ENTRY_POINTS",
@@ -469,7 +470,7 @@ def deflect_chunk(node: NodeView, cluster: ClusterView) -> tuple[int, float]:
     else:
         t = max(cluster.now_s, node.busy_until_s)
         state = SLOWeaveState(t, t + node.tpot_s, n, kv, cap)
-        decision = choose_chunk(state, model, c_max=_C_MAX, margin_s=node.margin_s)
+        decision = deadline_safe_chunk(state, model, c_max=_C_MAX, margin_s=node.margin_s)
         result = (decision.chunk, decision.predicted_s) if decision.chunk else (0, math.inf)
     cluster.memo[key] = (node.iteration, result)
     return result
@@ -557,7 +558,9 @@ def prefill_end_s(prompt: int, node: NodeView, start_s: float) -> float:
         joined: list[int] = []
         for k, (rest, prior) in enumerate(queue):
             state = SLOWeaveState(t, t + tpot, n, kv, rest, prior, fixed, high, low)
-            decision = choose_chunk(state, model, c_max=chunks_left, margin_s=margin, cap=left)
+            decision = deadline_safe_chunk(
+                state, model, c_max=chunks_left, margin_s=margin, cap=left
+            )
             c = decision.chunk
             if c == 0:
                 break
@@ -778,7 +781,11 @@ def register_router(name: str, spec: RouterSpec) -> None:
     ------
     ServingError
         If the name is taken or empty.
+    InputTypeError
+        (a ``TypeError``) for a ``name`` that is no string, a ``spec`` that is no
+        :class:`RouterSpec`.
     """
+    check_types("register_router", name=(name, (str,)), spec=(spec, (RouterSpec,)))
     if not name or name in ROUTERS:
         raise ServingError(f"register_router: cannot register router name {name!r}")
     ROUTERS[name] = spec

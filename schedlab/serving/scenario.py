@@ -11,9 +11,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from numbers import Real
 from typing import Any
 
-from schedlab.errors import ServingError, UnknownNameError
+from schedlab.arguments_check import MAX_SEED, check_real, check_type
+from schedlab.errors import InputTypeError, ServingError, UnknownNameError
 from schedlab.serving.cost_model import CostModel, cost_model_from_dict, get_cost_model
 from schedlab.serving.engine_config import EngineConfig, engine_for
 from schedlab.serving.engine_kinds import BUILTIN_KIND, engine_kind_names
@@ -78,7 +80,8 @@ class Scenario:
     margin_s
         SLOWeave's margin (``None``: the cost model's).
     seed
-        Seed of every random draw (the workload's and the noise's).
+        Seed of every random draw (the workload's and the noise's), from 0 to ``MAX_SEED``
+        (``2**63 - 1``, :mod:`schedlab.arguments_check`).
     replicas
         Data-parallel replicas, each an engine of ``engine``'s limits behind vLLM's load
         balancer (:mod:`schedlab.serving.engine`).
@@ -103,6 +106,17 @@ class Scenario:
         positive ``prediction_cv``.
     kv_source
         Where the engine's KV capacity came from (set when the scenario is made).
+
+    Raises
+    ------
+    InputTypeError
+        (a ``TypeError``) for a field of the wrong type (an engine that is no
+        :class:`~schedlab.serving.engine_config.EngineConfig`; a policy that is neither a
+        name nor a :class:`~schedlab.serving.policies.Policy`, when a run builds it).
+    ServingError
+        For a value out of its domain: a seed above ``MAX_SEED``, a margin or prediction
+        CV that is NaN or negative, fields that contradict each other (the noise's range
+        is checked when a run starts).
     """
 
     policy: str | Policy = DEFAULT_POLICY
@@ -122,6 +136,7 @@ class Scenario:
     kv_source: str = field(default="", init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
+        self._check_types()
         self._resolve_engine()
         for name in ("seed", "replicas"):
             value = getattr(self, name)
@@ -130,6 +145,10 @@ class Scenario:
                 raise ServingError(
                     f"scenario.{name}: must be an integer >= {least}, got {value!r}"
                 )
+        if self.seed > MAX_SEED:
+            raise ServingError(
+                f"scenario.seed: at most 2**63 - 1, got {len(str(self.seed))} digits"
+            )
         if self.replicas > MAX_REPLICAS:
             raise ServingError(
                 f"scenario.replicas: at most {MAX_REPLICAS:,}, got {self.replicas:,}"
@@ -164,6 +183,25 @@ class Scenario:
                 f"(e.g. vllm), not by {BUILTIN_KIND}"
             )
 
+    def _check_types(self) -> None:
+        """Refuse a field of the wrong type (an engine that is no :class:`EngineConfig`),
+        and a margin that is NaN or negative: an
+        :class:`~schedlab.errors.InputTypeError`, a :class:`ServingError`."""
+        types = {
+            "cost_model": (str, CostModel),
+            "slo": (SLO,),
+            "engine": (EngineConfig,),
+            "actual_cost_model": (str, CostModel, type(None)),
+            "noise_cv": (Real,),
+            "lockstep": (bool,),
+            "engine_kind": (str,),
+            "engine_model": (str, type(None)),
+        }
+        for name, expected in types.items():
+            check_type(getattr(self, name), expected, f"scenario.{name}")
+        if self.margin_s is not None:  # the noise's range: IterationTime's
+            check_real(self.margin_s, "scenario.margin_s", 0, error=ServingError)
+
     def _resolve_engine(self) -> None:
         """Replace :data:`DEPLOYED_ENGINE` by the cost model's engine; note the source."""
         if self.engine is not DEPLOYED_ENGINE:
@@ -190,8 +228,20 @@ class Scenario:
         return None if self.actual_cost_model is None else get_cost_model(self.actual_cost_model)
 
     def build_policy(self, model: CostModel | None = None) -> Policy:
-        """A fresh policy for one run (or the policy object itself)."""
+        """A fresh policy for one run (or the policy object itself).
+
+        Raises
+        ------
+        InputTypeError
+            (a ``TypeError``) for a policy that is neither a name nor a
+            :class:`~schedlab.serving.policies.Policy` (no ``plan`` method).
+        """
         if not isinstance(self.policy, str):
+            if not callable(getattr(self.policy, "plan", None)):
+                raise InputTypeError(
+                    "scenario.policy: expected a policy name or a Policy, got "
+                    f"{type(self.policy).__name__} {self.policy!r:.60}"
+                )
             return self.policy
         context = PolicyContext(
             model or self.predicted(), self.engine, self.slo.tpot_s, self.margin_s

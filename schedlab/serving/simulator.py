@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
 
-from schedlab.errors import InputTypeError, ServingError
+from schedlab.arguments_check import check_int, check_real, check_types
+from schedlab.errors import ServingError
 from schedlab.serving.driver import Driver, EngineRun
 from schedlab.serving.engine import Engine
 from schedlab.serving.engine_kinds import BUILTIN_KIND, Replica, replica_factory
@@ -36,12 +36,47 @@ __all__ = [
     "BatchRecord",
     "EngineRun",
     "SimulationResult",
+    "check_stops",
+    "check_window",
     "run_engine",
     "simulate",
 ]
 
 #: The arrival window (seconds) of :func:`simulate` and of each point of a sweep.
 DEFAULT_WINDOW_S = 60.0
+
+
+def check_window(entry: str, rate: Any, duration_s: Any, max_requests: Any) -> None:
+    """Refuse, at the door of ``entry``, the arguments that draw a stream: a ``rate``
+    (``None``: the workload's) and a window ``duration_s`` that are not finite and
+    positive, a request cap ``max_requests`` that is no integer ``>= 1``.
+
+    Raises
+    ------
+    InputTypeError
+        (a ``TypeError``) for a value that is no number.
+    ServingError
+        For one out of its domain, NaN included.
+    """
+    if rate is not None:
+        check_real(rate, f"{entry}: rate", 0, error=ServingError, above=True)
+    check_real(duration_s, f"{entry}: duration_s", 0, error=ServingError, above=True)
+    check_int(max_requests, f"{entry}: max_requests", 1, error=ServingError)
+
+
+def check_stops(entry: str, stop_at_s: Any, max_violations: Any) -> None:
+    """Refuse, at the door of ``entry``, a stop time that is not finite and ``>= 0`` or
+    a count of violations that is no integer ``>= 0`` (``None``: no such stop).
+
+    Raises
+    ------
+    InputTypeError, ServingError
+        As :func:`check_window`.
+    """
+    if stop_at_s is not None:
+        check_real(stop_at_s, f"{entry}: stop_at_s", 0, error=ServingError)
+    if max_violations is not None:
+        check_int(max_violations, f"{entry}: max_violations", 0, error=ServingError)
 
 
 def run_engine(
@@ -66,15 +101,21 @@ def run_engine(
         Stop as soon as more than this many requests are known to miss the SLO.
     record_batches
         Keep a :class:`~schedlab.serving.iteration.BatchRecord` per iteration.
+
+    Raises
+    ------
+    InputTypeError
+        (a ``TypeError``) for an argument of the wrong type.
+    ServingError
+        For a stop time that is not finite and ``>= 0``, a negative ``max_violations``.
     """
-    _check_types(
+    check_types(
         "run_engine",
         stream=(stream, (RequestStream,)),
         scenario=(scenario, (Scenario,)),
-        stop_at_s=(stop_at_s, (Real, type(None))),
-        max_violations=(max_violations, (Integral, type(None))),
         record_batches=(record_batches, (bool,)),
     )
+    check_stops("run_engine", stop_at_s, max_violations)
     model = scenario.predicted()
     timing = IterationTime(model, scenario.actual(), scenario.noise_cv, scenario.seed)
     engines: list[Replica]
@@ -105,28 +146,6 @@ def run_engine(
         predictions=predict_outputs(scenario.prediction_spec, stream.output, scenario.seed),
     )
     return driver.result(driver.run())
-
-
-_TYPE_NAMES = {type(None): "None", Real: "a number", Integral: "an integer"}
-
-
-def _check_types(entry: str, **arguments: tuple[Any, tuple[type, ...]]) -> None:
-    """Refuse, at the door of ``entry``, an argument whose value is none of its types
-    (a bool is no number): ``simulate("chat", "sloweave")`` would fail deep inside with
-    an ``AttributeError``.
-
-    Raises
-    ------
-    InputTypeError
-        (a ``TypeError``) naming the argument, the types expected and the one given.
-    """
-    for name, (value, types) in arguments.items():
-        wrong_bool = isinstance(value, bool) and bool not in types
-        if wrong_bool or not isinstance(value, types):
-            expected = " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in types)
-            raise InputTypeError(
-                f"{entry}: {name}: expected {expected}, got {type(value).__name__} {value!r:.60}"
-            )
 
 
 @dataclass(frozen=True)
@@ -184,21 +203,20 @@ def simulate(
         (a ``TypeError``) for an argument of the wrong type, e.g. a policy name where a
         :class:`Scenario` belongs.
     ServingError
-        On a stream without requests (the rate and window give none) or one too large.
+        On a stream without requests (the rate and window give none) or one too large;
+        for a rate or window that is not finite and positive, a stop time that is not
+        finite and ``>= 0`` (:func:`check_window`, :func:`check_stops`).
     """
     started = time.perf_counter()
-    _check_types(
+    check_types(
         "simulate",
         workload=(workload, (str, RequestStream)),
         scenario=(scenario, (Scenario, type(None))),
-        rate=(rate, (Real, type(None))),
-        duration_s=(duration_s, (Real,)),
         data_dir=(data_dir, (str, Path, type(None))),
-        stop_at_s=(stop_at_s, (Real, type(None))),
-        max_violations=(max_violations, (Integral, type(None))),
         record_batches=(record_batches, (bool,)),
-        max_requests=(max_requests, (Integral,)),
     )
+    check_window("simulate", rate, duration_s, max_requests)
+    check_stops("simulate", stop_at_s, max_violations)
     scenario = scenario or Scenario()
     if isinstance(workload, RequestStream):
         stream = workload

@@ -15,8 +15,10 @@ a one-sided margin for a learned predictor. Edge cases: no decodes (no deadline)
 (:math:`\hat T(n,0) + \delta > B`) gives :math:`c^* = 0` and a recorded deadline miss.
 
 :func:`choose_chunk` is a pure function (state in, decision out) a real runtime can
-call. It needs at most :math:`1 + \lceil \log_2(U+1) \rceil` cost evaluations and, for a
-cost model non-decreasing in ``c``, returns exactly :func:`linear_scan_chunk`'s answer;
+call; it checks its arguments at the door, and the simulator's own policies call
+:func:`deadline_safe_chunk`, the same search without the checks, once per iteration.
+It needs at most :math:`1 + \lceil \log_2(U+1) \rceil` cost evaluations and, for a cost
+model non-decreasing in ``c``, returns exactly :func:`linear_scan_chunk`'s answer;
 ``proofs/sloweave.md`` proves both.
 """
 
@@ -25,7 +27,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from schedlab.errors import ServingError
+from schedlab.arguments_check import MAX_COUNT, check_int, check_real, check_type
+from schedlab.errors import InputTypeError, ServingError
 from schedlab.serving.cost_model import BatchShape, Chunk, CostModel, batch_time
 
 __all__ = [
@@ -33,6 +36,7 @@ __all__ = [
     "SLOWeaveState",
     "check_margin",
     "choose_chunk",
+    "deadline_safe_chunk",
     "linear_scan_chunk",
 ]
 
@@ -135,6 +139,27 @@ def _predict(model: CostModel, state: SLOWeaveState, c: int) -> float:
     return batch_time(model, shape)
 
 
+def _check_state(state: SLOWeaveState, where: str) -> None:
+    """Refuse a state whose times are not finite or whose counts are not integers
+    ``>= 0`` (a NaN deadline would be no deadline at all)."""
+    check_type(state, (SLOWeaveState,), where)
+    for name in ("now_s", "next_deadline_s"):
+        check_real(getattr(state, name), f"{where}.{name}", error=ServingError)
+    counts = ("n_decode", "decode_kv", "remaining", "prior", "decode_kv_max", "decode_kv_min")
+    for name in counts:
+        value = getattr(state, name)
+        if value is not None or not name.startswith("decode_kv_"):  # those two: optional
+            check_int(value, f"{where}.{name}", 0, MAX_COUNT, error=ServingError)
+    chunks = check_type(state.fixed_chunks, (tuple, list), f"{where}.fixed_chunks")
+    for k, chunk in enumerate(chunks):
+        if not isinstance(chunk, tuple | list) or len(chunk) != 2:
+            raise InputTypeError(
+                f"{where}.fixed_chunks[{k}]: expected (tokens, prior), got {chunk!r:.60}"
+            )
+        for part in chunk:
+            check_int(part, f"{where}.fixed_chunks[{k}]", 0, MAX_COUNT, error=ServingError)
+
+
 def choose_chunk(
     state: SLOWeaveState,
     model: CostModel,
@@ -143,7 +168,8 @@ def choose_chunk(
     margin_s: float | None = None,
     cap: int | None = None,
 ) -> ChunkDecision:
-    """SLOWeave's chunk :math:`c^*` by binary search (see the module docstring).
+    """SLOWeave's chunk :math:`c^*` by binary search (see the module docstring), its
+    arguments checked first (:func:`deadline_safe_chunk` is the search alone).
 
     Parameters
     ----------
@@ -158,6 +184,37 @@ def choose_chunk(
         :math:`\\delta \\ge 0`; ``None`` takes ``model.margin_s``.
     cap
         Further engine cap on the chunk (token budget, KV room); ``None`` for none.
+
+    Raises
+    ------
+    InputTypeError
+        (a ``TypeError``) for an argument or a field of ``state`` of the wrong type (a
+        model name where a :class:`~schedlab.serving.cost_model.CostModel` belongs).
+    ServingError
+        For a time of ``state`` that is NaN or infinite, a negative count, ``c_max < 1``,
+        a negative or NaN margin: ``choose_chunk: state.next_deadline_s: must be a finite
+        number, got nan``.
+    """
+    check_type(model, (CostModel,), "choose_chunk: model")
+    _check_state(state, "choose_chunk: state")
+    c_max = check_int(c_max, "choose_chunk: c_max", 1, MAX_COUNT, error=ServingError)
+    if margin_s is not None:
+        check_real(margin_s, "choose_chunk: margin_s", 0, error=ServingError)
+    if cap is not None:
+        check_int(cap, "choose_chunk: cap", 0, MAX_COUNT, error=ServingError)
+    return deadline_safe_chunk(state, model, c_max=c_max, margin_s=margin_s, cap=cap)
+
+
+def deadline_safe_chunk(
+    state: SLOWeaveState,
+    model: CostModel,
+    *,
+    c_max: int = 4096,
+    margin_s: float | None = None,
+    cap: int | None = None,
+) -> ChunkDecision:
+    """The binary search of :func:`choose_chunk`, trusting its arguments: the call of the
+    simulator's policies and routers, which make the state themselves, once per iteration.
 
     Notes
     -----

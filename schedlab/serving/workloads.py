@@ -54,6 +54,7 @@ from typing import Protocol
 
 import numpy as np
 
+from schedlab.arguments_check import check_types
 from schedlab.errors import DataNotFoundError, ServingError, UnknownNameError
 from schedlab.llm.lengths import builtin_table
 from schedlab.llm.traces import Trace, check_lengths, check_time_order, read_trace
@@ -462,9 +463,19 @@ def register_workload(
 
     Raises
     ------
+    InputTypeError
+        If ``name`` or ``description`` is no string, or ``factory`` is not callable.
     ServingError
-        If the name is taken.
+        If the name is empty or taken.
     """
+    check_types(
+        "register_workload",
+        name=(name, (str,)),
+        description=(description, (str,)),
+        factory=(factory, (Callable,)),
+    )
+    if not name.strip():
+        raise ServingError("register_workload: name: empty")
     if name in WORKLOADS:
         raise ServingError(f"register_workload: workload {name!r} is already registered")
     WORKLOADS[name] = WorkloadSpec(description, factory)
@@ -495,11 +506,14 @@ def make_workload(name: str, *, data_dir: str | Path | None = None) -> Workload:
 
     Raises
     ------
+    InputTypeError
+        If ``name`` is no string or ``data_dir`` no path.
     UnknownNameError
         For an unknown name that is not an existing file.
     DataNotFoundError
         When a replayed trace is not under the data directory.
     """
+    check_types("make_workload", name=(name, (str,)), data_dir=(data_dir, (str, Path, type(None))))
     spec = get_workload(name)
     if spec is not None:
         return spec.factory(None if data_dir is None else Path(data_dir))

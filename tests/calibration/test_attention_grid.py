@@ -36,6 +36,23 @@ def test_select_grid_drops_off_grid_rows(synthetic_profile):
     assert select_grid(rows, DECLARED) == select_grid(rows)
 
 
+def test_a_grid_with_a_hole_is_refused_where_asked(synthetic_profile):
+    rows = read_llmservingsim_profile(synthetic_profile).attention
+    point = (rows.prefill_chunk, rows.kv_prefill, rows.n_decode, rows.kv_decode)
+    hole = ~np.logical_and.reduce([a == v for a, v in zip(point, (32, 16, 2, 32), strict=True)])
+    assert (~hole).sum() == 1  # one mixed row of the grid left out
+    holed = type(rows)(*(np.asarray(a)[hole] for a in dataclasses.astuple(rows)))
+    # calibrate keeps the largest complete grid; an import refuses the hole, naming it
+    assert select_grid(holed, DECLARED) != select_grid(rows, DECLARED)
+    with pytest.raises(
+        FormatError,
+        match=r"a hole in the grid at prefill_chunk 32, kv_prefill 16, n_decode 2, kv_decode 32",
+    ):
+        select_grid(holed, DECLARED, holes_below=0.5)
+    # levels mostly unmeasured (the 24/48 chunks, 8 decodes) are left out, not holes
+    assert select_grid(rows, holes_below=0.5) == select_grid(rows)
+
+
 def test_grid_is_exact_on_grid_points(synthetic_profile):
     rows = read_llmservingsim_profile(synthetic_profile).attention
     grid, used = AttentionGrid.fit(rows, DECLARED)

@@ -77,7 +77,7 @@ def test_limits_must_be_recorded_or_given(tmp_path):
     assert "max_num_seqs = 4 (given)" in d.notes
     meta = {"engine_kwargs": {**LIMITS, "max_num_seqs": "8"}}
     with pytest.raises(
-        FormatError, match=r"engine_kwargs\.max_num_seqs: expected an integer >= 1"
+        FormatError, match=r"engine_kwargs\.max_num_seqs: expected an integer from 1 to 1e\+08"
     ):
         deployment(tmp_path, meta, gpu_config())
     with pytest.raises(FormatError, match="engine_kwargs: expected an object"):
@@ -211,7 +211,12 @@ def test_an_fp8_kv_cache_holds_twice_the_tokens(tmp_path):
         (
             {"kv_cache": {"block_size": "abc"}},
             "gpu",
-            r"kv_cache\.block_size: expected an integer >= 1",
+            r"kv_cache\.block_size: expected an integer from 1 to 1e\+08, got 'abc'",
+        ),
+        (  # beyond what any engine holds (reached the KV sizing before, issue 54)
+            {"engine_kwargs": {**LIMITS, "max_num_batched_tokens": 10**30}},
+            "gpu",
+            r"max_num_batched_tokens: expected an integer from 1 to 1e\+08, got 10{30}",
         ),
         (
             {"engine_kwargs": {"tensor_parallel_size": 0}},

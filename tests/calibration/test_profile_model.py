@@ -199,6 +199,51 @@ def test_loader_errors_name_the_place(synthetic_model):
         cost_model_from_dict(data, "here")
 
 
+def _set(data, path, value):
+    inner = data
+    for key in path[:-1]:
+        inner = inner[key]
+    inner[path[-1]] = value
+    return data
+
+
+#: Numbers of a profile-grid model's JSON form written as text, an expression, a bool, a
+#: list or null: each ran before, read by ``float`` (issue 54); now refused by key path.
+_NOT_NUMBERS = [
+    (("margin_s",), "0.002", "here: margin_s: expected a finite number, got '0.002'"),
+    (("ops", "per_layer", "qkv_proj", "runs_per_layer"), True, "qkv_proj.runs_per_layer: exp"),
+    (("ops", "per_layer", "qkv_proj", "time_us_vs_tokens", "x", 0), "1", r"tokens\.x\[0\]: "),
+    (("ops", "per_layer", "qkv_proj", "time_us_vs_tokens", "tail_slope"), "1/3", "tail_slope"),
+    (("ops", "per_sequence", "lm_head", "time_us_vs_sequences", "y", 1), None, r"y\[1\]: exp"),
+    (("attention", "axes", "n_decode", 1), True, r"attention\.axes\.n_decode\[1\]: expected"),
+    (("attention", "time_us", 3), [1.0], r"attention\.time_us\[3\]: expected a finite"),
+    (("attention", "extrapolation_us", "const"), "7.5", r"extrapolation_us\.const: expected"),
+    (("skew", "alpha_default"), "0.04", r"skew\.alpha_default: expected a finite number"),
+    (("skew", "axes", "n_bins", 1), True, r"skew\.axes\.n_bins\[1\]: expected a finite number"),
+    (("skew", "axes", "n_labels", 0), 2, r"skew\.axes\.n_labels\[0\]: expected a label"),
+    (("parallelism", "tp"), True, r"here: parallelism: tp: unexpected value"),
+    (("parallelism", "hidden"), 4096.0, r"parallelism\.hidden: expected an integer from 0"),
+    (("parallelism", "dtype_bytes"), 2**70, r"parallelism\.dtype_bytes: expected an integer"),
+    (("parallelism", "ep"), "1", r"parallelism\.ep: expected an integer from 1 to 4,096"),
+    (("report", "margin_quantile"), "0.95", r"report\.margin_quantile: expected a finite"),
+    (("sources",), [{"file": 1, "sha256": "x"}], r"sources\[0\]: file: expected text"),
+]
+
+
+@pytest.mark.parametrize(("path", "value", "message"), _NOT_NUMBERS)
+def test_a_value_that_is_no_number_is_refused_by_key_path(synthetic_model, path, value, message):
+    data = _set(json.loads(json.dumps(synthetic_model.to_dict())), path, value)  # a copy
+    with pytest.raises(FormatError, match=message):
+        cost_model_from_dict(data, "here")
+
+
+def test_a_null_report_figure_and_no_sources_are_read():
+    data = json.loads(shipped_model_path("rtxpro6000_llama-3.1-8b").read_text())
+    data["report"]["iteration_p90_pct"] = None
+    model = cost_model_from_dict(data, "here")
+    assert isinstance(model, ProfileCostModel) and model.report["iteration_p90_pct"] is None
+
+
 def test_shipped_model_records_sources_and_license(shipped):
     data = shipped.to_dict()
     assert "MIT" in data["license"] and "LLMServingSim" in data["license"]

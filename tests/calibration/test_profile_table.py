@@ -153,6 +153,23 @@ def test_read_checks_rows(tmp_path):
         read_timing_table(tmp_path / "t.csv", tp=129)
 
 
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ("dense,qkv_proj,1e15,,,,,,3.0", r":2: tokens: must be at most 1e\+08, got '1e15'"),
+        ("dense,qkv_proj,100000001,,,,,,3.0", r":2: tokens: must be at most 1e\+08"),
+        ("per_sequence,lm_head,,1e9,,,,,3.0", r":2: sequences: must be at most 1e\+08"),
+        ("attention,,,,16,0,1,1e15,3.0", r":2: kv_decode: must be at most 1e\+08"),
+        ("attention,,,,16,-16,0,0,3.0", r":2: kv_prefill: must be >= 0, got '-16'"),
+    ],
+)
+def test_a_count_out_of_range_is_refused_by_line(tmp_path, row, message):
+    lines = table_lines()
+    with pytest.raises(FormatError, match=rf"t\.csv{message}"):
+        read_timing_table(write_table(tmp_path / "t.csv", [lines[0], row, *lines[1:]]))
+    assert read_timing_table(write_table(tmp_path / "t.csv", [lines[0], *lines[1:]]))
+
+
 def test_import_refuses_bad_options(tmp_path):
     table = write_table(tmp_path / "t.csv")
     with pytest.raises(InputError, match="skew alpha"):

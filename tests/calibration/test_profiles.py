@@ -7,11 +7,8 @@ import hashlib
 import numpy as np
 import pytest
 
-from schedlab.calibration.profiles import (
-    read_llmservingsim_profile,
-    read_splitwise_perf_model,
-    read_vidur_mlp,
-)
+from schedlab.calibration.foreign_profiles import read_splitwise_perf_model, read_vidur_mlp
+from schedlab.calibration.profiles import read_llmservingsim_profile
 from schedlab.errors import DataNotFoundError, FormatError
 from tests.conftest import DATA_DIR
 

@@ -105,6 +105,37 @@ def test_malformed_requests_name_the_line(tmp_path, line, fragment):
         read_recorded_run(path)
 
 
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"arrival_time": -5.0}, r"arrival_time: must be from 0 to 1e\+10 .*, got -5\.0"),
+        ({"arrival_time": 1e300}, r"arrival_time: must be from 0 to 1e\+10 .*, got 1e\+300"),
+        ({"arrival_time": "5"}, r"arrival_time: expected a number, got '5'"),
+        ({"scheduled_ts": -1.0}, r"scheduled_ts: must be from 0 to"),
+        (
+            {"scheduled_ts": 3.2, "queued_ts": 4.0},
+            r"timestamps out of order: scheduled_ts 3\.2 before queued_ts 4\.0",
+        ),
+        (
+            {"scheduled_ts": 7.0},
+            r"timestamps out of order: first_token_ts 5\.0 before scheduled_ts 7\.0",
+        ),
+    ],
+)
+def test_the_times_a_replay_does_not_use_are_checked_too(tmp_path, change, message):
+    # each was read without a word before (issue 54): arrival_time and scheduled_ts
+    rows = [{**req(3, 2, 4.0, 5.0, 6.0), "scheduled_ts": 4.5}]
+    path = write_run(tmp_path, [rows[0], {**rows[0], **change}])
+    with pytest.raises(FormatError, match=rf"requests\.jsonl:2: {message}"):
+        read_recorded_run(path)
+
+
+def test_times_given_as_null_or_left_out_are_not_measured(tmp_path):
+    row = req(3, 2, 4.0, 5.0, 6.0)
+    path = write_run(tmp_path, [{**row, "arrival_time": None, "scheduled_ts": None}, row])
+    assert read_recorded_run(path).arrival_s.tolist() == [0.0, 0.0]
+
+
 def test_missing_and_empty_files(tmp_path):
     with pytest.raises(DataNotFoundError, match="no such run"):
         read_recorded_run(tmp_path / "none.jsonl")
@@ -154,8 +185,20 @@ def test_timeseries_is_read(tmp_path):
     (tmp_path / "timeseries.csv").write_text(
         "t,prompt_throughput,gen_throughput,running,waiting\n1,x,2,3,4\n"
     )
-    with pytest.raises(FormatError, match=r"timeseries\.csv:2: expected numbers"):
+    with pytest.raises(
+        FormatError, match=r"timeseries\.csv:2: prompt_throughput: expected a number, got 'x'"
+    ):
         read_recorded_run(tmp_path)
+    for bad, message in (
+        ("nan", "must be finite"),
+        ("inf", "must be finite"),
+        ("-3", "must be >= 0"),
+    ):
+        (tmp_path / "timeseries.csv").write_text(
+            f"t,prompt_throughput,gen_throughput,running,waiting,kv_cache_pct\n1,1,2,3,4,{bad}\n"
+        )
+        with pytest.raises(FormatError, match=rf"timeseries\.csv:2: kv_cache_pct: {message}"):
+            read_recorded_run(tmp_path)
 
 
 def bench_result(**changes):

@@ -198,15 +198,15 @@ def _instance(path):  # type: ignore[no-untyped-def]
 
 def test_an_output_naming_an_input_is_refused_and_the_input_kept(tmp_path):
     lp = _instance(tmp_path / "inst.lp")  # an instance named .lp
-    _one_error_line(_schedlab("export", str(lp), "-o", str(lp)), "is the instance file")
+    _one_error_line(_schedlab("export", str(lp), "-o", str(lp)), "is the input FILE")
     png = _instance(tmp_path / "inst.png")
     done = _schedlab("compare", str(png), "--solvers", "fcfs", "--plot", str(png), "--quiet")
-    _one_error_line(done, f"--plot: {png} is the instance {png} file")
+    _one_error_line(done, f"--plot {png}: is the input PATH {png};")
     inst = _instance(tmp_path / "inst.json")
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "report.csv").symlink_to(inst)  # through a link
     done = _schedlab("compare", str(inst), "--solvers", "fcfs", "--out", str(tmp_path / "out"))
-    _one_error_line(done, "report.csv is the instance")
+    _one_error_line(done, "(report.csv): is the input PATH")
     done = _schedlab("solve", str(inst), "--schedule-csv", str(tmp_path / "out" / "report.csv"))
     _one_error_line(done, "--schedule-csv")
     done = _schedlab("compare", str(inst), "--solvers", "fcfs", "--results", str(inst))

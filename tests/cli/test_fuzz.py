@@ -35,11 +35,12 @@ from schedlab.offline.solvers import available_solvers
 from schedlab.serving.cost_model import cost_model_names
 from schedlab.serving.policies import POLICIES
 from schedlab.serving.workloads import WORKLOADS
-from tests.conftest import DATA_DIR, INSTANCES
+from tests.conftest import DATA_DIR, INSTANCES, fuzz_examples
 
-#: Derandomized: CI draws the same examples on every run.
+#: Derandomized: CI draws the same examples on every run (more in the long run,
+#: ``benchmarks/fuzz.py --bad-inputs``).
 FUZZ = settings(
-    max_examples=100,
+    max_examples=fuzz_examples(100),
     derandomize=True,
     deadline=None,
     suppress_health_check=[
@@ -434,7 +435,7 @@ def test_an_unknown_option_is_one_line(command: str) -> None:
 
 # --- valid files with one mutation -------------------------------------------------------
 
-MUTATE = settings(FUZZ, max_examples=60)
+MUTATE = settings(FUZZ, max_examples=fuzz_examples(60))
 
 #: Replacement values: the wrong type, a huge number, NaN, a negative one. ``NAN`` and
 #: ``INF`` stand for the bare JSON-like constants ``NaN`` and ``Infinity``.

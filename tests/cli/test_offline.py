@@ -316,7 +316,7 @@ def test_generate_does_not_overwrite_its_source(tmp_path, capsys):
     source.write_text("num_prefill_tokens,num_decode_tokens\n5,2\n7,3\n")
     argv = ["generate", "backlog", "-n", "3", "--source", str(source), "-o", str(source)]
     assert main(argv) == 2
-    assert "is the --source file; it would be overwritten" in capsys.readouterr().err
+    assert "is the input --source" in capsys.readouterr().err
     assert source.read_text().startswith("num_prefill_tokens")
 
 

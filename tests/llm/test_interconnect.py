@@ -34,7 +34,7 @@ def test_all_reduce_grows_with_size_and_ranks():
     [
         ("16GB/s,20us", 16e9, 20e-6),
         (" 25 GB/s , 5 us ", 25e9, 5e-6),
-        ("100Gb/s", 12.5e9, 0.0),
+        ("100Gb/s,0us", 12.5e9, 0.0),
         ("1TB/s,1000ns", 1e12, 1e-6),
         ("2GiB/s,1ms", 2 * 2**30, 1e-3),
     ],
@@ -51,8 +51,14 @@ def test_parse_link(text, bandwidth, latency):
         ("fast", "--link: cannot read link 'fast'"),
         ("16GB,20us", "cannot read link"),
         ("16GB/s,20days", "unknown latency unit 'days'"),
-        ("0GB/s", "bandwidth must be positive"),
+        ("0GB/s,1us", "bandwidth must be positive"),
         ("1.2.3GB/s", "cannot read link"),
+        ("", "--link: empty"),
+        ("  ", "--link: empty"),
+        ("25GB/s", r"'25GB/s' gives no latency; .*\(0us for none"),
+        ("1e-30GB/s,1us", r"bandwidth must be from 1 MB/s to 10 TB/s"),
+        ("11TB/s,1us", r"bandwidth must be from 1 MB/s to 10 TB/s"),
+        ("25GB/s,2s", r"latency must be at most 1 s"),
     ],
 )
 def test_parse_link_errors_name_the_flag(text, message):
@@ -69,3 +75,21 @@ def test_round_trip_and_bad_dict():
         Link.from_dict({}, "model.json")
     with pytest.raises(ServingError, match="latency must be >= 0"):
         Link(1e9, -1.0)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"bandwidth_Bps": 1e9}, "link: expected an object with bandwidth_Bps and latency_s"),
+        ({"bandwidth_Bps": "1e9", "latency_s": 0}, r"link\.bandwidth_Bps: expected a finite"),
+        ({"bandwidth_Bps": 1e9, "latency_s": True}, r"link\.latency_s: expected a finite"),
+        ({"bandwidth_Bps": 1e-30, "latency_s": 0}, "link: link: bandwidth must be from"),
+    ],
+)
+def test_a_link_of_a_file_names_the_key(data, message):
+    with pytest.raises(FormatError, match=rf"^model\.json: {message}"):
+        Link.from_dict(data, "model.json: link")
+
+
+def test_the_physical_range_is_inclusive():
+    assert Link(1e6, 1.0).bandwidth_Bps == 1e6 and Link(1e13).latency_s == 0.0

@@ -182,9 +182,12 @@ def test_the_measured_memory_outside_pytorch_is_the_runs(data_dir):
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"gpu_memory_bytes": 0}, r"here: gpu_memory_bytes: expected an integer >= 1"),
-        ({"tp": 1.5}, r"here: tp: expected an integer >= 1"),
-        ({"sms": True}, r"here: sms: expected an integer >= 1"),
+        ({"gpu_memory_bytes": 0}, r"here: gpu_memory_bytes: expected an integer from 1 to"),
+        ({"tp": 1.5}, r"here: tp: expected an integer from 1 to 1,024, got 1\.5"),
+        ({"sms": True}, r"here: sms: expected an integer from 1 to 65,536, got True"),
+        # beyond the float range: an OverflowError in the KV sizing before (issue 54)
+        ({"gpu_memory_bytes": 10**400}, r"here: gpu_memory_bytes: expected an integer from 1"),
+        ({"block_size": 10**30}, r"here: block_size: expected an integer from 1 to 65,536"),
         ({"gpu_memory_utilization": 1.2}, r"gpu_memory_utilization: expected a number"),
         ({"model": 7}, r"here: model: expected a string"),
         ({"gpus": 2}, r"here: unknown key 'gpus'"),

@@ -250,6 +250,10 @@ def test_a_trace_above_the_size_cap_is_refused_unread(tmp_path, monkeypatch):
         read_trace(path)
 
 
+#: The range a block id must be in, as the refusal says it.
+_ID_RANGE = r"expected an integer from 0 to 9,223,372,036,854,775,807"
+
+
 def _hashed(path, rows):
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
@@ -282,10 +286,13 @@ def test_mooncake_hash_ids_are_kept(tmp_path):
             r":2: hash_ids on this line but not on the lines before",
         ),
         # not integers
-        ([_row(0, 10, [1.5])], r":1: hash_ids\[0\]: expected a non-negative integer, got 1\.5"),
-        ([_row(0, 10, ["7"])], r":1: hash_ids\[0\]: expected a non-negative integer, got '7'"),
-        ([_row(0, 10, [True])], r":1: hash_ids\[0\]: expected a non-negative integer, got True"),
-        ([_row(0, 10, [-1])], r":1: hash_ids\[0\]: expected a non-negative integer, got -1"),
+        ([_row(0, 10, [1.5])], rf":1: hash_ids\[0\]: {_ID_RANGE}, got 1\.5"),
+        ([_row(0, 10, ["7"])], rf":1: hash_ids\[0\]: {_ID_RANGE}, got '7'"),
+        ([_row(0, 10, [True])], rf":1: hash_ids\[0\]: {_ID_RANGE}, got True"),
+        ([_row(0, 10, [-1])], rf":1: hash_ids\[0\]: {_ID_RANGE}, got -1"),
+        # beyond int64 (an OverflowError in NumPy before), and the largest one read
+        ([_row(0, 10, [2**63])], rf":1: hash_ids\[0\]: {_ID_RANGE}, got {2**63}"),
+        ([_row(0, 10, [2**100])], rf":1: hash_ids\[0\]: {_ID_RANGE}, got {2**100}"),
         ([_row(0, 10, "x")], r":1: hash_ids: expected a list of 1 block ids, got 'x'"),
         # an id that names two different prefixes
         (
@@ -301,6 +308,54 @@ def test_mooncake_hash_ids_are_kept(tmp_path):
 def test_mooncake_hash_ids_that_contradict_the_trace_are_refused(tmp_path, rows, message):
     with pytest.raises(FormatError, match=message):
         read_trace(_hashed(tmp_path / "mc.jsonl", rows))
+
+
+def test_the_largest_hash_id_is_read(tmp_path):
+    top = 2**63 - 1
+    trace = read_trace(_hashed(tmp_path / "mc.jsonl", [_row(0, 600, [top, 5])]))
+    assert trace.hash_ids is not None and trace.hash_ids[0].tolist() == [top, 5]
+
+
+@pytest.mark.parametrize("kind", ["mooncake", "azure"])
+def test_an_arrival_log_going_back_in_time_is_refused_by_line(tmp_path, kind):
+    if kind == "mooncake":
+        path = _mooncake(tmp_path / "mc.jsonl", [0, 100, 10])
+        message = r"mc\.jsonl:3: timestamp: 0\.09 s before the request on the line before"
+    else:
+        path = tmp_path / "azure.csv"
+        path.write_text(
+            "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+            "2023-11-16 18:15:46.6805900,374,44\n"
+            "2023-11-16 18:15:50.9951690,396,109\n"
+            "2023-11-16 18:15:48.0000000,879,143\n"
+        )
+        message = r"azure\.csv:4: TIMESTAMP: 2\.99517 s before the request on the line before"
+    with pytest.raises(FormatError, match=message + "; an arrival log lists its requests in"):
+        read_trace(path)
+
+
+def test_equal_timestamps_are_in_order(tmp_path):
+    trace = read_trace(_mooncake(tmp_path / "mc.jsonl", [0, 5, 5, 7]))
+    assert trace.arrival_s is not None and trace.arrival_s.tolist() == [0, 0.005, 0.005, 0.007]
+
+
+@pytest.mark.parametrize(
+    ("times", "message"),
+    [
+        ({"queued_ts": 4.0, "scheduled_ts": 3.2}, "scheduled_ts 3.2 before queued_ts 4.0"),
+        ({"scheduled_ts": 5.0, "first_token_ts": 4.5}, "first_token_ts 4.5 before scheduled_ts"),
+        ({"queued_ts": 5.0, "first_token_ts": 4.5}, "first_token_ts 4.5 before queued_ts 5.0"),
+        ({"first_token_ts": 5.0, "last_token_ts": 4.0}, "last_token_ts 4.0 before first_token"),
+    ],
+)
+def test_a_vllm_request_whose_times_go_back_is_refused(tmp_path, times, message):
+    row = {"input_toks": 3, "output_toks": 2, "arrival_time": 1.0}
+    path = tmp_path / "requests.jsonl"
+    path.write_text(json.dumps(row) + "\n" + json.dumps({**row, **times}) + "\n")
+    with pytest.raises(
+        FormatError, match=rf"requests\.jsonl:2: timestamps out of order: {message}"
+    ):
+        read_trace(path, "vllm-bench")
 
 
 def test_real_mooncake_trace_shares_prefixes(data_dir):

@@ -92,7 +92,7 @@ def test_certifying_against_a_separate_bound_is_solving_with_it():
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda inst: solve(inst, "local-search", seed=-1), r"^seed: must be an integer >= 0"),
+        (lambda inst: solve(inst, "local-search", seed=-1), r"^seed: must be >= 0, got -1"),
         (lambda inst: solve(inst, "local-search", seed=1.5), r"^seed: "),
         (lambda inst: solve(inst, "mc-sf", seed="x"), r"^seed: "),
         (lambda inst: solve(inst, "mc-sf", bound=5), r"^bound: expected a method name"),

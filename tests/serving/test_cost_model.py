@@ -187,6 +187,36 @@ def test_coefficients_validated():
         LinearAttentionCostModel(base_s="1")  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    ("kind", "value", "message"),
+    [
+        ("linear-attention", "5.5e-05", "coefficients.decode_per_seq_s: expected a number"),
+        ("linear-attention", "1/3", "coefficients.decode_per_seq_s: expected a number"),
+        ("linear-attention", True, "coefficients.decode_per_seq_s: expected a number"),
+        ("linear-attention", "1e400", "decode_per_seq_s: must be finite"),
+        ("profile-grid", "0.58", "extrapolation_us.decode_seq: expected a finite number"),
+        ("profile-grid", "2*0.29", "extrapolation_us.decode_seq: expected a finite number"),
+        ("profile-grid", False, "extrapolation_us.decode_seq: expected a finite number"),
+        ("profile-grid", "1e400", "extrapolation_us.decode_seq: expected a finite number"),
+    ],
+)
+def test_a_coefficient_that_is_no_finite_number_is_refused_by_file_and_key(
+    tmp_path, kind, value, message
+):
+    # text, an expression or a bool ran as a number in a profile-grid model (issue 54)
+    if kind == "linear-attention":
+        data = SLOWEAVE_DEFAULT.to_dict()
+        data["coefficients"]["decode_per_seq_s"] = value
+    else:
+        data = json.loads(shipped_cost_models()["rtxpro6000_llama-3.1-8b"].read_text())
+        data["attention"]["extrapolation_us"]["decode_seq"] = value
+    path = tmp_path / "model.json"
+    text = json.dumps(data)
+    path.write_text(text.replace('"1e400"', "1e400"))  # a JSON number Python reads as inf
+    with pytest.raises(FormatError, match=rf"^{tmp_path}/model\.json: .*{message}"):
+        load_cost_model(path)
+
+
 def test_every_model_names_its_hardware():
     assert hardware_of(SLOWEAVE_DEFAULT) == "illustrative, no GPU"
     assert hardware_of(get_cost_model("rtx4090_llama-3.1-8b")) == "RTX4090"

@@ -15,7 +15,12 @@ from schedlab.errors import NonMonotoneCostModelError, ServingError
 from schedlab.serving.cost_model import SLOWEAVE_DEFAULT, LinearAttentionCostModel
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.policies import PolicyContext, make_policy
-from schedlab.serving.sloweave import SLOWeaveState, choose_chunk, linear_scan_chunk
+from schedlab.serving.sloweave import (
+    SLOWeaveState,
+    choose_chunk,
+    deadline_safe_chunk,
+    linear_scan_chunk,
+)
 
 MS = 1e-3
 
@@ -69,8 +74,8 @@ def test_evaluation_bound_is_reached():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"c_max": 0}, "c_max must be >= 1"),
-        ({"margin_s": -1e-3}, "margin must be >= 0"),
+        ({"c_max": 0}, r"c_max:? must be >= 1"),
+        ({"margin_s": -1e-3}, r"margin(_s:)? must be >= 0"),
     ],
 )
 def test_bad_arguments(kwargs, message):
@@ -81,8 +86,10 @@ def test_bad_arguments(kwargs, message):
 
 
 def test_negative_remaining_is_refused():
-    with pytest.raises(ServingError, match="remaining prompt"):
+    with pytest.raises(ServingError, match=r"^choose_chunk: state.remaining: must be >= 0"):
         choose_chunk(state(remaining=-1), SLOWEAVE_DEFAULT)
+    with pytest.raises(ServingError, match="remaining prompt"):
+        deadline_safe_chunk(state(remaining=-1), SLOWEAVE_DEFAULT)
 
 
 @dataclass(frozen=True)

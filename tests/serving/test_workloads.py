@@ -105,9 +105,21 @@ def _mooncake(path, rows):
 
 
 def test_a_replay_out_of_time_order_is_refused_not_sorted(tmp_path):
+    # an arrival log is refused as it is read, naming the line
     path = _mooncake(tmp_path / "trace.jsonl", [(0, 10, 3), (4000, 30, 2), (1000, 20, 1)])
-    with pytest.raises(FormatError, match=r"request 2 \(in file order\) arrives before request 1"):
+    with pytest.raises(FormatError, match=r"trace\.jsonl:3: timestamp: 3 s before the request"):
         make_workload(path).generate(None, None, seed=0)
+    # a recorded vLLM run may list its requests in any order; a replay of it needs time order
+    rows = [(0.0, 10, 3), (4.0, 30, 2), (1.0, 20, 1)]
+    run = tmp_path / "requests.jsonl"
+    run.write_text(
+        "".join(
+            json.dumps({"input_toks": p, "output_toks": o, "arrival_time": t}) + "\n"
+            for t, p, o in rows
+        )
+    )
+    with pytest.raises(FormatError, match=r"request 2 \(in file order\) arrives before request 1"):
+        make_workload(str(run)).generate(None, None, seed=0)
 
 
 def test_a_missing_trace_file_is_named_as_such():

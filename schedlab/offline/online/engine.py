@@ -39,7 +39,8 @@ from typing import Protocol
 
 import numpy as np
 
-from schedlab.errors import SolverError
+from schedlab.arguments_check import check_type
+from schedlab.errors import InputTypeError, SolverError
 from schedlab.offline.instance import Instance, check_instance
 from schedlab.offline.online.runs import Runs
 from schedlab.predictions import Intervals
@@ -134,6 +135,23 @@ class Policy(Protocol):
         ...
 
 
+def _check_arguments(instance: Instance, intervals: Intervals, policy: Policy) -> None:
+    """The door check of :func:`run_online`: its arguments' types.
+
+    Raises
+    ------
+    InputTypeError
+        Naming the first argument of the wrong type.
+    """
+    check_instance(instance, "run_online: instance")
+    check_type(intervals, (Intervals,), "run_online: intervals")
+    if not callable(getattr(policy, "decide", None)):
+        raise InputTypeError(
+            f"run_online: policy: expected a Policy (with a decide method), got "
+            f"{type(policy).__name__} {policy!r:.60}"
+        )
+
+
 def run_online(instance: Instance, intervals: Intervals, policy: Policy) -> Runs:
     """Play ``instance`` against ``policy``, which sees ``intervals`` but no true length
     before its request finishes (module docs).
@@ -155,12 +173,16 @@ def run_online(instance: Instance, intervals: Intervals, policy: Policy) -> Runs
 
     Raises
     ------
+    InputTypeError
+        (a ``TypeError``) for an ``instance`` that is no :class:`Instance`, ``intervals``
+        that are no :class:`~schedlab.predictions.Intervals`, a ``policy`` without a
+        ``decide`` method.
     PredictionError
         If the intervals do not fit the instance.
     SolverError
         If the policy breaks the rules (module docs), naming it and the round.
     """
-    check_instance(instance, "run_online")
+    _check_arguments(instance, intervals, policy)
     intervals.check(instance.output, "predictions")
     n, memory = instance.n, instance.kv_tokens
     prompt, output, arrival = instance.prompt, instance.output, instance.arrival

@@ -26,14 +26,15 @@ from typing import Any
 
 import numpy as np
 
-from schedlab.errors import ScheduleError
-from schedlab.offline.instance import Instance, Request, check_instance
+from schedlab.errors import InputTypeError, ScheduleError
+from schedlab.offline.instance import MAX_PRODUCT, Instance, Request, check_instance
 from schedlab.offline.schedule import Schedule, total_latency
 from schedlab.offline.verify import verify
 
 __all__ = [
     "Runs",
     "assert_runs_feasible",
+    "check_runs",
     "evictions",
     "last_starts",
     "objective",
@@ -48,30 +49,95 @@ __all__ = [
 Runs = tuple[tuple[tuple[int, int], ...], ...]
 
 
+def check_runs(runs: Any, where: str, n: int | None = None) -> Runs:
+    """``runs`` as :data:`Runs` if it is a sequence, per request, of a non-empty sequence
+    of integer ``(start, rounds)`` pairs (``n`` of them when given); the door check of
+    this module's functions, which otherwise trust their argument.
+
+    Raises
+    ------
+    InputTypeError
+        (a ``TypeError``) naming ``where`` and the first malformed request.
+    ScheduleError
+        For another number of entries than ``n``.
+    """
+    if isinstance(runs, str | bytes) or not isinstance(runs, Sequence):
+        raise InputTypeError(
+            f"{where}: runs: expected one sequence of runs per request, got "
+            f"{type(runs).__name__} {runs!r:.60}"
+        )
+    checked = []
+    for i, entry in enumerate(runs):
+        pairs = _pairs(entry)
+        if isinstance(pairs, str):
+            raise InputTypeError(f"{where}: runs: request {i}: {pairs}")
+        checked.append(tuple(pairs))
+    if n is not None and len(checked) != n:
+        raise ScheduleError(f"{where}: runs: {len(checked)} entries for {n} requests")
+    return tuple(checked)
+
+
 def last_starts(runs: Runs) -> np.ndarray:
-    """The start round of each request's last (completing) run."""
+    """The start round of each request's last (completing) run.
+
+    Raises
+    ------
+    InputTypeError
+        For malformed runs (:func:`check_runs`).
+    """
+    runs = check_runs(runs, "last_starts")
     return np.array([request[-1][0] for request in runs], dtype=np.int64)
 
 
 def objective(instance: Instance, runs: Runs) -> int:
-    r"""Total end-to-end latency :math:`\sum_i (p_{ik} + o_i - a_i)` of the last runs."""
-    return total_latency(instance, last_starts(runs))
+    r"""Total end-to-end latency :math:`\sum_i (p_{ik} + o_i - a_i)` of the last runs.
+
+    Raises
+    ------
+    InputTypeError, ScheduleError
+        For a non-instance, malformed runs or runs of another instance
+        (:func:`check_runs`).
+    """
+    check_instance(instance, "objective: instance")
+    return total_latency(instance, last_starts(check_runs(runs, "objective", instance.n)))
 
 
 def evictions(runs: Runs) -> int:
-    """The number of evicted runs: every run but each request's last."""
-    return sum(len(request) - 1 for request in runs)
+    """The number of evicted runs: every run but each request's last.
+
+    Raises
+    ------
+    InputTypeError
+        For malformed runs (:func:`check_runs`).
+    """
+    return sum(len(request) - 1 for request in check_runs(runs, "evictions"))
 
 
 def wasted_rounds(runs: Runs) -> int:
-    """Rounds spent in evicted runs, summed over requests."""
-    return sum(rounds for request in runs for _, rounds in request[:-1])
+    """Rounds spent in evicted runs, summed over requests.
+
+    Raises
+    ------
+    InputTypeError
+        For malformed runs (:func:`check_runs`).
+    """
+    return sum(
+        rounds for request in check_runs(runs, "wasted_rounds") for _, rounds in request[:-1]
+    )
 
 
 def wasted_token_rounds(instance: Instance, runs: Runs) -> int:
     r"""Tokens held by evicted runs, summed over their rounds: an evicted run of
     :math:`r` rounds of request :math:`i` held :math:`\sum_{q=1}^{r} (s_i + q) = r s_i +
-    r(r+1)/2` token-rounds of KV cache for nothing."""
+    r(r+1)/2` token-rounds of KV cache for nothing.
+
+    Raises
+    ------
+    InputTypeError, ScheduleError
+        As :func:`objective`.
+    """
+    check_instance(instance, "wasted_token_rounds: instance")
+    runs = check_runs(runs, "wasted_token_rounds", instance.n)
     return sum(
         rounds * instance.requests[i].prompt + rounds * (rounds + 1) // 2
         for i, request in enumerate(runs)
@@ -95,14 +161,22 @@ def run_schedule(instance: Instance, runs: Runs) -> Schedule:
 
 
 def runs_to_lists(runs: Runs) -> list[list[list[int]]]:
-    """``runs`` as JSON-ready lists: ``[[[start, rounds], ...], ...]``."""
-    return [[[int(p), int(r)] for p, r in request] for request in runs]
+    """``runs`` as JSON-ready lists: ``[[[start, rounds], ...], ...]``.
+
+    Raises
+    ------
+    InputTypeError
+        For malformed runs (:func:`check_runs`).
+    """
+    return [[[p, r] for p, r in request] for request in check_runs(runs, "runs_to_lists")]
 
 
 def _integer(value: Any) -> int | None:
+    """``value`` as an ``int`` if it is an integer of at most ``MAX_PRODUCT`` in size."""
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
         return None
-    return int(value)
+    number = int(value)
+    return number if abs(number) <= MAX_PRODUCT else None
 
 
 def _pairs(entry: Any) -> list[tuple[int, int]] | str:
@@ -115,7 +189,10 @@ def _pairs(entry: Any) -> list[tuple[int, int]] | str:
             return f"run {j}: expected (start, rounds), got {run!r}"
         start, rounds = _integer(run[0]), _integer(run[1])
         if start is None or rounds is None:
-            return f"run {j}: start and rounds must be integers, got {tuple(run)!r}"
+            return (
+                f"run {j}: start and rounds must be integers of at most 2**62 in size, "
+                f"got {tuple(run)!r:.60}"
+            )
         pairs.append((start, rounds))
     return pairs
 
