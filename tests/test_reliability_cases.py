@@ -241,8 +241,8 @@ def test_replay_plot_naming_a_file_of_the_run_is_refused(tmp_path: Path) -> None
     run = tmp_path / "run"
     run.mkdir()
     (run / "requests.jsonl").write_text("{}\n")
-    figure = run / "fig.png"
-    figure.write_bytes(b"not a figure")  # a file of the run, named .png
+    figure = run / "timeseries.csv"
+    figure.write_bytes(b"not a figure")  # a file the run reader reads
     done = capped("replay", str(run), "--plot", str(figure))
     one_error_line(done, "is the input RUN")
     assert figure.read_bytes() == b"not a figure"

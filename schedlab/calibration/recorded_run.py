@@ -58,7 +58,13 @@ from schedlab.llm.traces import (
 )
 from schedlab.serving.workloads import MAX_WINDOW_S, RequestStream
 
-__all__ = ["MeasuredSeries", "RecordedRun", "read_recorded_run", "read_vllm_bench_result"]
+__all__ = [
+    "MeasuredSeries",
+    "RecordedRun",
+    "read_recorded_run",
+    "read_vllm_bench_result",
+    "run_files",
+]
 
 #: The longest span of arrivals and tokens read (seconds): the longest window a simulated
 #: stream takes (:data:`~schedlab.serving.workloads.MAX_WINDOW_S`, 11.6 days).
@@ -211,9 +217,9 @@ def _run(
         first - queued,
         tpot,
         last - queued,
-        _read_object(path.parent / "meta.json"),
-        _read_object(path.parent / "config.json"),
-        _read_series(path.parent / "timeseries.csv"),
+        _read_object(path.parent / BESIDE_REQUESTS[0]),
+        _read_object(path.parent / BESIDE_REQUESTS[1]),
+        _read_series(path.parent / BESIDE_REQUESTS[2]),
         clock,
     )
 
@@ -280,6 +286,19 @@ def _request(item: dict[str, Any], where: str) -> tuple[float, float, float, flo
             times[name] = time_field(item[name], where, name)
     check_request_times(times, where)
     return queued, prompt, output, first, last
+
+
+#: The files of a run beside its requests file, each read if present.
+BESIDE_REQUESTS = ("meta.json", "config.json", "timeseries.csv")
+
+
+def run_files(path: Path) -> list[Path]:
+    """The files :func:`read_recorded_run` reads for ``path`` (a run folder, its
+    ``requests.jsonl``, or a ``vllm bench`` result ``.json``), whether they exist or not."""
+    requests = path / "requests.jsonl" if path.is_dir() else path
+    if requests.suffix == ".json":
+        return [requests]
+    return [requests, *(requests.parent / name for name in BESIDE_REQUESTS)]
 
 
 def read_vllm_bench_result(path: str | Path) -> RecordedRun:

@@ -7,6 +7,7 @@ import contextlib
 import tempfile
 from pathlib import Path
 
+from schedlab.cli.files import stdin_identity
 from schedlab.errors import InputError
 from schedlab.jobs import BACKENDS, DEFAULT_BACKEND, Executor
 from schedlab.json_files import read_bytes
@@ -65,13 +66,16 @@ def read_from_stdin(parser: argparse.ArgumentParser, *inputs: tuple[str, str]) -
 def spool_stdin(args: argparse.Namespace, stack: contextlib.ExitStack) -> None:
     """Read standard input (at most :data:`~schedlab.json_files.MAX_FILE_BYTES`) into a
     temporary file for the input of ``args`` given as ``-`` (:func:`read_from_stdin`),
-    and name that file in its place; ``stack`` removes it once the command ends.
+    and name that file in its place; ``stack`` removes it once the command ends. Where
+    standard input is a file, its identity is kept as ``args.stdin_identity``, so that no
+    output may overwrite it (:mod:`schedlab.cli.files`).
 
     Readers that read a file twice (a checksum, then rows) or detect its format from
     its first line then take standard input as they take a file.
     """
     for attr, name in getattr(args, "stdin_inputs", ()):
         if getattr(args, attr, None) == "-":
+            args.stdin_identity = stdin_identity()
             folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="schedlab-")))
             copy = folder / name
             copy.write_bytes(read_bytes("-", "standard input"))

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.cli.arguments import positive_int
-from schedlab.cli.files import cost_model_files, data_dir_files, declare_files
+from schedlab.cli.files import cost_model_files, declare_files, profiles_of_data_dir
 from schedlab.cli.outputs import STDOUT, add_format_option, table_aside, wrote
 from schedlab.errors import CalibrationError
 from schedlab.tables import rows_to_csv
@@ -69,6 +69,13 @@ def _data_parallel(text: str) -> int:
     from schedlab.serving.scenario import MAX_REPLICAS
 
     return _at_most(text, MAX_REPLICAS)
+
+
+def _run_files(value: str | None, args: argparse.Namespace) -> list[Path]:
+    """The files ``replay RUN`` reads (:func:`~schedlab.calibration.recorded_run.run_files`)."""
+    from schedlab.calibration.recorded_run import run_files
+
+    return [] if value is None else run_files(Path(value))
 
 
 def _check_output(output: Path) -> None:
@@ -321,5 +328,9 @@ def register(subparsers: Any) -> None:
         rep,
         reads=["run", "cost_model", "data_dir", "link", "vllm_model"],
         writes=["plot"],
-        resolve={"cost_model": cost_model_files, "data_dir": data_dir_files},
+        resolve={
+            "run": _run_files,
+            "cost_model": cost_model_files,
+            "data_dir": profiles_of_data_dir,
+        },
     )

@@ -27,7 +27,7 @@ from schedlab.cli.arguments import (
     single_or_grid,
 )
 from schedlab.cli.durations import parse_duration
-from schedlab.cli.files import cost_model_files, data_dir_files, declare_files
+from schedlab.cli.files import cost_model_files, declare_files
 from schedlab.cli.outputs import add_format_option, hidden_alias, open_output, table_aside, wrote
 from schedlab.errors import SchedlabError, ServingError
 from schedlab.jobs import DEFAULT_BACKEND
@@ -100,17 +100,17 @@ def declare_serving_files(
     parser: argparse.ArgumentParser, reads: Sequence[str] = (), writes: Sequence[str] = ()
 ) -> None:
     """:func:`~schedlab.cli.files.declare_files` of a command with the options of
-    :func:`_common`: ``--workload``, ``--cost-model`` and ``--data-dir`` (and ``reads``)
-    read, ``writes`` written."""
+    :func:`_common`: ``--workload`` and ``--cost-model`` (and ``reads``) read, ``writes``
+    written. ``--data-dir`` is read only through ``--workload``'s named trace, which names
+    its file."""
     declare_files(
         parser,
-        reads=["workload", "cost_model", "data_dir", *reads],
+        reads=["workload", "cost_model", *reads],
         writes=writes,
         resolve={
             "workload": _workload_files,
             "cost_model": cost_model_files,
             "actual_cost_model": cost_model_files,
-            "data_dir": data_dir_files,
         },
     )
 
