@@ -109,6 +109,18 @@ def _files_under(folder: Path) -> list[Path]:
     return sorted(path for path in folder.rglob("*") if path.is_file())
 
 
+def _declare_files(imp: argparse.ArgumentParser, exp: argparse.ArgumentParser) -> None:
+    """The files ``profile import`` (``imp``) and ``profile export`` (``exp``) read and
+    write (:func:`~schedlab.cli.files.declare_files`)."""
+    declare_files(
+        imp,
+        reads=["table", "skew_measurements"],
+        writes=["output"],
+        folders={"output": _files_under},
+    )
+    declare_files(exp, reads=["profile_dir"], writes=["output"])
+
+
 def register(subparsers: Any) -> None:
     """Add ``profile import`` and ``profile export`` to the ``schedlab`` command line."""
     from schedlab.calibration.profile_table import DEFAULT_READER, profile_reader_names
@@ -185,12 +197,6 @@ def register(subparsers: Any) -> None:
         "held-out error",
     )
     imp.set_defaults(func=_cmd_import)
-    declare_files(
-        imp,
-        reads=["table", "skew_measurements"],
-        writes=["output"],
-        folders={"output": _files_under},
-    )
 
     exp = commands.add_parser(
         "export",
@@ -210,4 +216,4 @@ def register(subparsers: Any) -> None:
         "--tp", type=positive_int, default=None, help="this degree only (default: all)"
     )
     exp.set_defaults(func=_cmd_export)
-    declare_files(exp, reads=["profile_dir"], writes=["output"])
+    _declare_files(imp, exp)
