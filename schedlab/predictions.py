@@ -117,8 +117,9 @@ class Intervals:
     ------
     InputTypeError, PredictionError
         For ends that are not sequences of integers up to ``2**62`` in size, a
-        ``model`` that is no string, an ``exact`` that is no ``bool`` (the ends are
-        checked against the true lengths by :meth:`check`).
+        ``model`` that is no string, an ``exact`` that is no ``bool``, or not as many
+        lower ends as upper ends (the ends are checked against the true lengths by
+        :meth:`check`).
     """
 
     lower: np.ndarray
@@ -136,6 +137,10 @@ class Intervals:
             )
             array.setflags(write=False)
             object.__setattr__(self, name, array)
+        if self.lower.shape != self.upper.shape:
+            raise PredictionError(
+                f"intervals: {self.lower.size} lower ends for {self.upper.size} upper ends"
+            )
 
     def __len__(self) -> int:
         return len(self.lower)
@@ -190,13 +195,17 @@ def geometric_mean(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
     InputTypeError
         For ends that are not sequences of integers.
     PredictionError
-        For ends of different lengths, or beyond ``2**62`` in size.
+        For ends of different lengths, below 1 or above ``2**62``, or a lower end above
+        its upper end.
     """
     where = "geometric_mean: "
-    lower = check_int_array(lower, where + "lower", -_ENDS, _ENDS, error=PredictionError)
-    upper = check_int_array(upper, where + "upper", -_ENDS, _ENDS, error=PredictionError)
+    lower = check_int_array(lower, where + "lower", 1, _ENDS, error=PredictionError)
+    upper = check_int_array(upper, where + "upper", 1, _ENDS, error=PredictionError)
     if lower.shape != upper.shape:
         raise PredictionError(f"{where}{lower.size} lower ends for {upper.size} upper ends")
+    if (lower > upper).any():
+        i = int(np.argmax(lower > upper))
+        raise PredictionError(f"{where}interval {i}: lower end {lower[i]} above {upper[i]}")
     middle = np.rint(np.sqrt(np.asarray(lower, dtype=np.float64) * upper))
     return np.clip(middle.astype(np.int64), lower, upper)
 

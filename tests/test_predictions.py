@@ -123,7 +123,7 @@ def test_a_bad_spec_is_one_line_naming_the_place(spec: str, message: str) -> Non
 @pytest.mark.parametrize(
     ("lower", "upper", "exact", "message"),
     [
-        ([1, 2], [1, 2, 3], False, r"^p: 2 predictions for 3 requests$"),
+        ([1, 2], [1, 2], False, r"^p: 2 predictions for 3 requests$"),
         ([1, 0, 3], [1, 2, 3], False, r"^p: request 1: interval \[0, 2\] has its lower end below"),
         ([1, 3, 3], [1, 2, 3], False, r"^p: request 1: interval \[3, 2\] has its lower end above"),
         ([1, 2, 4], [1, 2, 5], True, r"^p: request 2: interval \[4, 5\] excludes the true len"),

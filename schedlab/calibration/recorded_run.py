@@ -71,6 +71,10 @@ __all__ = [
 MAX_SPAN_S = MAX_WINDOW_S
 
 _FIELDS = ("input_toks", "output_toks", "queued_ts", "first_token_ts", "last_token_ts")
+
+#: The token counts among them: integers from 1 to :data:`MAX_TOKENS`.
+_COUNTS = _FIELDS[:2]
+
 #: Timestamps of a request that the run does not need but a file may give: the client's
 #: ``arrival_time`` (epoch seconds) and when the engine first ``scheduled_ts`` it.
 _OPTIONAL_TIMES = ("arrival_time", "scheduled_ts")
@@ -271,11 +275,11 @@ def _request(item: dict[str, Any], where: str) -> tuple[float, float, float, flo
             number = math.inf
         if not math.isfinite(number):
             raise FormatError(f"{where}: {name}: must be finite")
-        if number < 0:  # token counts are checked below, with their own message
+        if number < 0 and name not in _COUNTS:  # counts: checked below, from 1
             raise FormatError(f"{where}: {name}: must be >= 0, got {value!r}")
         values.append(number)
     prompt, output, queued, first, last = values
-    for name, count in (("input_toks", prompt), ("output_toks", output)):
+    for name, count in zip(_COUNTS, (prompt, output), strict=True):
         if count != int(count) or not 1 <= count <= MAX_TOKENS:
             raise FormatError(
                 f"{where}: {name}: expected an integer from 1 to {MAX_TOKENS:g}, got {count:g}"

@@ -90,6 +90,11 @@ class SkewTable:
     def __post_init__(self) -> None:
         if not 0 <= self.default <= 1:
             raise ValueError(f"SkewTable: default alpha must be in [0, 1], got {self.default}")
+        for key, alpha in self.buckets.items():
+            if not 0 <= alpha <= 1:
+                raise ValueError(
+                    f"SkewTable: bucket {list(key)}: alpha must be in [0, 1], got {alpha}"
+                )
         for axis in _AXES:
             bins, labels = self.axes.get(f"{axis}_bins"), self.axes.get(f"{axis}_labels")
             ok = isinstance(bins, list | tuple) and isinstance(labels, list | tuple)

@@ -20,6 +20,7 @@ from schedlab.cli.arguments import (
     executor_from,
     non_negative_int,
     positive_int,
+    positive_number,
     read_from_stdin,
 )
 from schedlab.cli.durations import optional_duration
@@ -688,11 +689,11 @@ def register(sub: Any) -> None:
     _add_max_memory(p, "of each method")
     p.add_argument(
         "--work",
-        type=float,
+        type=positive_number,
         default=None,
         metavar="START_COSTS",
         help="best's work budget: methods whose estimated work does not fit are left out "
-        "(default 1e9)",
+        "(default 2e9)",
     )
     add_format_option(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")

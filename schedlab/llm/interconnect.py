@@ -50,7 +50,9 @@ class Link:
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.bandwidth_Bps) and self.bandwidth_Bps > 0):
-            raise ServingError(f"link: bandwidth must be positive, got {self.bandwidth_Bps}")
+            raise ServingError(
+                f"link: bandwidth must be a finite number > 0, got {self.bandwidth_Bps}"
+            )
         if not MIN_BANDWIDTH_BPS <= self.bandwidth_Bps <= MAX_BANDWIDTH_BPS:
             raise ServingError(
                 f"link: bandwidth must be from {MIN_BANDWIDTH_BPS / 1e6:g} MB/s to "
@@ -58,7 +60,7 @@ class Link:
                 f"got {self.bandwidth_Bps:.3g} bytes/s"
             )
         if not (math.isfinite(self.latency_s) and self.latency_s >= 0):
-            raise ServingError(f"link: latency must be >= 0, got {self.latency_s}")
+            raise ServingError(f"link: latency must be a finite number >= 0, got {self.latency_s}")
         if self.latency_s > MAX_LATENCY_S:
             raise ServingError(
                 f"link: latency must be at most {MAX_LATENCY_S:g} s (MAX_LATENCY_S), "
@@ -141,5 +143,5 @@ def parse_link(text: str, flag: str = "--link") -> Link:
     latency *= _LATENCY[match.group(4)]
     try:
         return Link(bandwidth, latency)
-    except ServingError as exc:
-        raise ServingError(f"{flag}: {exc}") from None
+    except ServingError as exc:  # "link: ..." named by the flag instead
+        raise ServingError(f"{flag}: {str(exc).removeprefix('link: ')}") from None

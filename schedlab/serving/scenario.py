@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from numbers import Real
 from typing import Any
 
-from schedlab.arguments_check import MAX_SEED, check_real, check_type
+from schedlab.arguments_check import check_int, check_real, check_seed, check_type
 from schedlab.errors import InputTypeError, ServingError, UnknownNameError
 from schedlab.serving.cost_model import CostModel, cost_model_from_dict, get_cost_model
 from schedlab.serving.engine_config import EngineConfig, engine_for
@@ -112,7 +112,8 @@ class Scenario:
     InputTypeError
         (a ``TypeError``) for a field of the wrong type (an engine that is no
         :class:`~schedlab.serving.engine_config.EngineConfig`; a policy that is neither a
-        name nor a :class:`~schedlab.serving.policies.Policy`, when a run builds it).
+        name nor a :class:`~schedlab.serving.policies.Policy`, when a run builds it; a seed
+        or replica count that is no integer, NumPy's integers accepted).
     ServingError
         For a value out of its domain: a seed above ``MAX_SEED``, a margin or prediction
         CV that is NaN or negative, fields that contradict each other (the noise's range
@@ -138,21 +139,12 @@ class Scenario:
     def __post_init__(self) -> None:
         self._check_types()
         self._resolve_engine()
-        for name in ("seed", "replicas"):
-            value = getattr(self, name)
-            least = 1 if name == "replicas" else 0
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                raise ServingError(
-                    f"scenario.{name}: must be an integer >= {least}, got {value!r}"
-                )
-        if self.seed > MAX_SEED:
-            raise ServingError(
-                f"scenario.seed: at most 2**63 - 1, got {len(str(self.seed))} digits"
-            )
-        if self.replicas > MAX_REPLICAS:
-            raise ServingError(
-                f"scenario.replicas: at most {MAX_REPLICAS:,}, got {self.replicas:,}"
-            )
+        seed = check_seed(self.seed, "scenario.seed", error=ServingError)
+        replicas = check_int(
+            self.replicas, "scenario.replicas", 1, MAX_REPLICAS, error=ServingError
+        )
+        object.__setattr__(self, "seed", seed)  # NumPy's integers as int
+        object.__setattr__(self, "replicas", replicas)
         if self.predictions is not None and not isinstance(self.predictions, str):
             raise ServingError(
                 f"scenario.predictions: expected a model spelling, got {self.predictions!r}"

@@ -523,3 +523,49 @@ def test_a_door_error_is_ours_and_the_builtin_one():
     assert issubclass(InputTypeError, TypeError) and issubclass(InputTypeError, SchedlabError)
     for error in (InputError, PredictionError, ServingError):
         assert issubclass(error, ValueError) and issubclass(error, SchedlabError)
+
+
+# --- the review's findings after the first pass ---------------------------------------
+
+
+def test_a_scenario_takes_numpys_integers_and_refuses_a_fractional_seed():
+    scenario = Scenario(policy="sloweave", seed=np.int64(3), replicas=np.int32(2))
+    assert (scenario.seed, scenario.replicas) == (3, 2)
+    assert type(scenario.seed) is int and type(scenario.replicas) is int
+    _raises(
+        InputTypeError,
+        TypeError,
+        lambda: Scenario(seed=1.5),
+        r"^scenario\.seed: expected an integer, got float 1\.5$",
+    )
+    _raises(ServingError, ValueError, lambda: Scenario(seed=-1), r"^scenario\.seed: must be >= 0")
+    _raises(
+        ServingError,
+        ValueError,
+        lambda: Scenario(replicas=0),
+        r"^scenario\.replicas: must be >= 1, got 0$",
+    )
+
+
+def test_a_geometric_mean_of_ends_that_are_no_interval_is_refused():
+    from schedlab.predictions import Intervals, geometric_mean
+
+    assert geometric_mean(np.array([1, 4]), np.array([4, 9])).tolist() == [2, 6]
+    _raises(
+        PredictionError,
+        ValueError,
+        lambda: geometric_mean(np.array([-4, 1]), np.array([9, 2])),
+        r"^geometric_mean: lower\[0\]: must be >= 1, got -4$",
+    )
+    _raises(
+        PredictionError,
+        ValueError,
+        lambda: geometric_mean(np.array([1, 5]), np.array([2, 3])),
+        r"^geometric_mean: interval 1: lower end 5 above 3$",
+    )
+    _raises(
+        PredictionError,
+        ValueError,
+        lambda: Intervals(np.array([1, 2]), np.array([3]), "m", False),
+        r"^intervals: 2 lower ends for 1 upper ends$",
+    )

@@ -176,6 +176,10 @@ def _profile_grid(path: tuple[str | int, ...], value: Any) -> dict[str, Any]:
             "skew.buckets[0][5]: expected a finite number, got '0.1'",
         ),
         (
+            _profile_grid(("skew", "buckets", 0, 5), 5.0),
+            "skew: SkewTable: bucket [",
+        ),
+        (
             _profile_grid(("parallelism", "hidden"), "4096"),
             "parallelism.hidden: expected an integer from 0 to 262,144, got '4096'",
         ),
@@ -202,9 +206,10 @@ def test_a_cost_model_coefficient_that_is_no_number_is_one_line(
 _LINKS = [
     ("25GB/s", "--link: '25GB/s' gives no latency"),
     ("", "--link: empty"),
-    ("1e-30GB/s,1us", "--link: link: bandwidth must be from 1 MB/s to 10 TB/s"),
-    ("1e9TB/s,1us", "--link: link: bandwidth must be from 1 MB/s to 10 TB/s"),
-    ("25GB/s,1e9s", "--link: link: latency must be at most 1 s"),
+    ("1e-30GB/s,1us", "--link: bandwidth must be from 1 MB/s to 10 TB/s"),
+    ("1e9TB/s,1us", "--link: bandwidth must be from 1 MB/s to 10 TB/s"),
+    ("25GB/s,1e9s", "--link: latency must be at most 1 s"),
+    ("54GB/s,1e400us", "--link: latency must be a finite number >= 0, got inf"),
 ]
 
 

@@ -96,6 +96,16 @@ def test_a_negative_timestamp_is_refused_by_line(tmp_path, field):
             '"last_token_ts": 3}',
             r"output_toks: expected an integer from 1 to 1e\+08",
         ),
+        (  # negative and zero counts get one message
+            '{"input_toks": -3, "output_toks": 2, "queued_ts": 1, "first_token_ts": 2, '
+            '"last_token_ts": 3}',
+            r"input_toks: expected an integer from 1 to 1e\+08, got -3",
+        ),
+        (
+            '{"input_toks": 0, "output_toks": 2, "queued_ts": 1, "first_token_ts": 2, '
+            '"last_token_ts": 3}',
+            r"input_toks: expected an integer from 1 to 1e\+08, got 0",
+        ),
     ],
 )
 def test_malformed_requests_name_the_line(tmp_path, line, fragment):

@@ -46,6 +46,8 @@ def _schedlab(*argv: str) -> subprocess.CompletedProcess[str]:
         (["compare", TINY, "--address", "auto"], "--address: only with --backend ray"),
         (["sweep", "--rates", "1", "--backend", "cloud"], "invalid choice: 'cloud'"),
         (["generate", "mixed", "--kv-tokens", "0"], "expected an integer >= 1, got '0'"),
+        (["bound", TINY, "--work", "0"], "argument --work: expected a finite number > 0"),
+        (["bound", TINY, "--work", "nan"], "argument --work: expected a finite number > 0"),
         (["sweep", "--policies", "vllm,vllm", "--rates", "1"], "vllm given twice"),
         (["simulate", "--tpot", "0"], "--tpot: duration must be positive"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),

@@ -8,7 +8,7 @@ import pytest
 
 from schedlab import read_instance
 from schedlab.cli import main
-from schedlab.offline.bounds import BOUNDS
+from schedlab.offline.bounds import BEST_WORK, BOUNDS
 from tests.conftest import INSTANCES
 
 DEFAULT = str(INSTANCES / "mixed-n50.json")
@@ -123,7 +123,6 @@ def test_generate(capsys, tmp_path):
         (["compare", DEFAULT, "--solvers", "fcfs,nope"], "unknown solver 'nope'"),
         (["generate", "backlog", "--source", "nope"], "unknown length table 'nope'"),
         (["bound", DEFAULT, "--method", "nope"], "unknown bound 'nope'"),
-        (["bound", DEFAULT, "--work", "0"], "work: must be a positive number of start costs"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
@@ -404,3 +403,10 @@ def test_solvers_as_csv_has_a_row_per_option(capsys):
     assert code == 0 and rows[0].keys() == {"solver", "exact", "option", "types", "default"}
     (row,) = [r for r in rows if (r["solver"], r["option"]) == ("local-search", "work")]
     assert row == {**row, "types": "int or None", "default": "60000", "exact": "False"}
+
+
+def test_bound_help_gives_bests_own_work_budget(capsys):
+    with pytest.raises(SystemExit):
+        main(["bound", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert f"(default {BEST_WORK:.0e})".replace("e+0", "e") in shown

@@ -51,7 +51,7 @@ def test_parse_link(text, bandwidth, latency):
         ("fast", "--link: cannot read link 'fast'"),
         ("16GB,20us", "cannot read link"),
         ("16GB/s,20days", "unknown latency unit 'days'"),
-        ("0GB/s,1us", "bandwidth must be positive"),
+        ("0GB/s,1us", "bandwidth must be a finite number > 0"),
         ("1.2.3GB/s", "cannot read link"),
         ("", "--link: empty"),
         ("  ", "--link: empty"),
@@ -73,7 +73,7 @@ def test_round_trip_and_bad_dict():
         Link.from_dict({"bandwidth_Bps": -1}, "model.json: link")
     with pytest.raises(FormatError, match=r"model\.json"):
         Link.from_dict({}, "model.json")
-    with pytest.raises(ServingError, match="latency must be >= 0"):
+    with pytest.raises(ServingError, match="latency must be a finite number >= 0"):
         Link(1e9, -1.0)
 
 

@@ -24,9 +24,11 @@ its steps shrink):
     start blocks of three start costs (``T`` the price horizon).
 ``lp``
     :data:`~schedlab.offline.bounds.time_indexed.LP_ROUNDS` rounds of two pricings of
-    every request over :func:`pricing_width` candidates, ``K`` = 300 blocks, and ``n``
-    start costs each for its smoothed columns; and the master LP's simplex work, which
-    the LP stops at as much again (:func:`~schedlab.offline.bounds.master.master_allowance`:
+    each of the ``C`` classes of identical requests
+    (:mod:`~schedlab.offline.bounds.request_classes`) over :func:`pricing_width`
+    candidates, ``K`` = 300 blocks, and ``C`` start costs each for its smoothed columns;
+    and the master LP's simplex work, which the LP stops at as much as the pricings of
+    all ``n`` requests would take (:func:`~schedlab.offline.bounds.master.master_allowance`:
     ``2 LP_ROUNDS n w`` visits of a column or row by a simplex iteration).
 ``completion-spacing``
     The LP's work and 16 evaluations of ``n (T + 1)`` start costs.
@@ -51,6 +53,7 @@ import math
 
 from schedlab.offline.bounds import completion_spacing, fluid_spacing, lagrangian, tall_chain
 from schedlab.offline.bounds.master import master_allowance, pricing_width
+from schedlab.offline.bounds.request_classes import request_classes
 from schedlab.offline.bounds.time_indexed import (
     DEFAULT_MAX_BLOCKS,
     LP_ROUNDS,
@@ -115,12 +118,12 @@ def fluid_spacing_work(instance: Instance) -> float:
 
 
 def lp_work(instance: Instance) -> float:
-    """``LP_ROUNDS n (2 w + 1)`` for the pricings and as much as
+    """``LP_ROUNDS C (2 w + 1)`` for the pricings of the ``C`` classes and as much as
     :func:`~schedlab.offline.bounds.master.master_allowance` for the master (``lp``)."""
     horizon = lp_horizon(instance)
     blocks = len(uniform_blocks(horizon, DEFAULT_MAX_BLOCKS)) - 1
     width = pricing_width(horizon, blocks)
-    pricing = LP_ROUNDS * instance.n * (2.0 * width + 1.0)
+    pricing = LP_ROUNDS * request_classes(instance).n * (2.0 * width + 1.0)
     return pricing + master_allowance(instance.n, horizon, blocks, LP_ROUNDS)
 
 

@@ -2,7 +2,8 @@
 
 :func:`~schedlab.offline.bounds.time_indexed.lp_relaxation` keeps here the columns
 ``(i, τ)`` it has generated: one block row per aggregated memory row (at most
-``M (b_{k+1} - b_k)``) and one convexity row per request (``sum_τ x_{i,τ} = 1``).
+``M (b_{k+1} - b_k)``) and one convexity row per class of identical requests
+(``sum_τ x_{c,τ} = 1``, :mod:`~schedlab.offline.bounds.request_classes`).
 
 Simplex
 -------
@@ -10,9 +11,9 @@ Column generation only ever *adds* columns, so the last optimal basis stays prim
 feasible and the primal simplex goes on from it; the dual simplex would first have to
 restore dual feasibility, which the new columns (priced because their reduced costs are
 negative) break. On symmetric instances, whose master LPs are highly degenerate, that
-restart is costly: on 105 identical requests (``tests/offline/bounds/test_bound_budget.py``)
-the dual simplex took 332,599 iterations over 225 master solves, the primal 3,972, for
-the same certified value. So the master is solved by the primal simplex.
+restart is costly, so the master is solved by the primal simplex
+(``benchmarks/bound_budget.py`` compares the two: solves, iterations and value, on the
+results page ``docs/bound-budget.md``).
 
 Work
 ----
@@ -22,8 +23,8 @@ solve's work is counted as its simplex iterations times ``columns + rows``
 HiGHS's iteration counts are deterministic, so the count depends only on the instance.
 A solve given a work limit stops within it (HiGHS's ``simplex_iteration_limit``);
 :func:`master_allowance` is the limit the LP bounds give it. A unit of it takes longer
-than a start cost of the pricing (20 to 45 ns against 7 to 11 ns measured here,
-``benchmarks/bound_budget.py``), so the LP's work budget is a count, not a clock.
+than a start cost of the pricing (nanoseconds per unit on the same page), so the LP's
+work budget is a count, not a clock.
 """
 
 from __future__ import annotations
@@ -120,15 +121,23 @@ class RestrictedMaster:
     Parameters
     ----------
     instance
-        The instance.
+        The instance (of request classes: see ``count``).
     bounds
         Block boundaries ``b_0 = 0 < ... < b_K = T``: one memory row a block.
+    count
+        How many identical requests each request of ``instance`` stands for
+        (:mod:`~schedlab.offline.bounds.request_classes`): a column of request ``c``
+        is the share of its class that starts at ``τ``, so its cost and memory
+        coefficients are ``count[c]`` times a request's; default one each.
     """
 
-    def __init__(self, instance: Instance, bounds: np.ndarray) -> None:
+    def __init__(
+        self, instance: Instance, bounds: np.ndarray, count: np.ndarray | None = None
+    ) -> None:
         import highspy
 
         self.instance = instance
+        self.count = np.ones(instance.n) if count is None else np.asarray(count, dtype=float)
         self.blocks = len(bounds) - 1
         self._bounds = bounds
         self.highs = silent_highs()
@@ -154,6 +163,7 @@ class RestrictedMaster:
             return 0
         self._known.update(zip(req.tolist(), tau.tolist(), strict=True))
         starts, rows, values = column_rows(self.instance, self._bounds, req, tau)
+        values *= np.repeat(self.count[req], np.diff(starts))
         # convexity row of request i is row blocks + i; append it to every column
         count = np.diff(starts)
         all_starts = (starts[:-1] + np.arange(len(req))).astype(np.int32)
@@ -165,7 +175,7 @@ class RestrictedMaster:
         all_rows[mask], all_vals[mask] = rows, values
         all_rows[~mask], all_vals[~mask] = self.blocks + req, 1.0
         inst = self.instance
-        cost = (tau + inst.output[req] - inst.arrival[req]).astype(float)
+        cost = (tau + inst.output[req] - inst.arrival[req]) * self.count[req]
         lower, upper = np.zeros(len(req)), np.full(len(req), self._inf)
         self.highs.addCols(len(req), cost, lower, upper, total, all_starts, all_rows, all_vals)
         self.req.append(req)

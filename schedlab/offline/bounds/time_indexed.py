@@ -35,6 +35,9 @@ start-time columns, the master solved by HiGHS's primal simplex,
 memory-row duals of the restricted master are priced over all starts, the most negative
 reduced-cost column of each request is added, and ``L`` of those duals is recorded; the
 best ``L`` seen is the certified value. At convergence it equals the LP optimum.
+Identical requests (same prompt, output and release) are one class in the master and the
+pricing, with their multiplicity (:mod:`schedlab.offline.bounds.request_classes`): the
+same LP optimum and the same ``L``, for fewer rows and columns.
 
 The pricing runs compiled (:mod:`schedlab.offline.bounds.compiled_pricing`, numba) or as
 the NumPy reference here (``engine="python"``); both evaluate the same candidates in the
@@ -65,6 +68,7 @@ from schedlab.offline.bounds.master import (
     master_allowance,
     pricing_width,
 )
+from schedlab.offline.bounds.request_classes import RequestClasses, request_classes
 from schedlab.offline.instance import Instance
 from schedlab.offline.priority import rule_schedule
 
@@ -475,13 +479,17 @@ def lagrangian_bound(
     mu: np.ndarray,
     budget: Budget = UNLIMITED,
     engine: str = "compiled",
+    count: np.ndarray | None = None,
 ) -> tuple[float, np.ndarray, np.ndarray]:
     """``L(μ)`` (see module docs), the per-request minima and their minimising starts
     (:func:`price_starts` with ``engine``; it raises :class:`~schedlab.budget.Expired` if
-    ``budget`` cuts it)."""
+    ``budget`` cuts it). With ``count``, request ``i`` stands for ``count[i]`` identical
+    requests and its minimum counts that often
+    (:mod:`~schedlab.offline.bounds.request_classes`)."""
     mu = np.maximum(np.asarray(mu, dtype=float), 0.0)
     best, arg = price_starts(instance, bounds, mu, budget, engine)
-    value = float(best.sum() - instance.kv_tokens * float(mu @ np.diff(bounds)))
+    total = best.sum() if count is None else (best * count).sum()
+    value = float(total - instance.kv_tokens * float(mu @ np.diff(bounds)))
     return value, best, arg
 
 
@@ -543,8 +551,9 @@ def lp_relaxation(
     -------
     LPRelaxation
         ``value`` is certified for the integer problem whatever ``T`` (see module docs).
-        ``stats["work"]``: the work done, in start costs: ``n w`` a pricing
-        (:func:`~schedlab.offline.bounds.master.pricing_width`), ``n`` a round for the
+        ``stats["work"]``: the work done, in start costs: ``C w`` a pricing of the ``C``
+        classes of identical requests
+        (:func:`~schedlab.offline.bounds.master.pricing_width`), ``C`` a round for the
         smoothed columns' costs, and the master's (:class:`RestrictedMaster`).
     """
     began = time.perf_counter()
@@ -556,28 +565,31 @@ def lp_relaxation(
         raise ValueError(f"horizon: must be >= 1, got {horizon}")
     bounds = uniform_blocks(horizon, max_blocks)
     nblocks = len(bounds) - 1
-    n = instance.n
-    # the pricing's tables by request and block, and the candidates priced at once
+    classes = request_classes(instance)
+    n = classes.n
+    # the pricing's tables by class and block, and the candidates priced at once
     check_horizon(horizon, "time-indexed LP", budget, 4 * 8 * (n * nblocks + _CHUNK_ENTRIES))
     trivial = float(instance.output.sum())
-    master = RestrictedMaster(instance, bounds)
+    master = RestrictedMaster(classes.instance, bounds, classes.count)
     every = np.arange(n)
     # start-at-T columns carry no memory row: the master is feasible for any horizon
-    master.add(every, np.maximum(np.full(n, horizon), instance.arrival))
-    master.add(every, seed_starts.astype(np.int64))
-    allowance = (
-        math.inf if max_rounds is None else master_allowance(n, horizon, nblocks, max_rounds)
-    )
-    run = _ColumnGeneration(instance, bounds, master, budget, engine)
+    master.add(every, np.maximum(np.full(n, horizon), classes.instance.arrival))
+    master.add(classes.of, seed_starts.astype(np.int64))
+    # the master may take as much as the pricings of every request would
+    allowance = math.inf
+    if max_rounds is not None:
+        allowance = master_allowance(instance.n, horizon, nblocks, max_rounds)
+    run = _ColumnGeneration(classes, bounds, master, budget, engine)
     status = run.iterate(stop, allowance, tolerance)
     req_all = np.concatenate(master.req)
     tau_all = np.concatenate(master.tau).astype(float)
     if run.primal is None:
         mean_start = seed_starts.astype(float)
     else:
-        mean_start = np.zeros(n)
+        total = np.zeros(n)
         used = len(run.primal)  # columns added after the last solve have weight 0
-        np.add.at(mean_start, req_all[:used], run.primal * tau_all[:used])
+        np.add.at(total, req_all[:used], run.primal * tau_all[:used])
+        mean_start = classes.per_request(total)
     pricing = run.pricings * n * pricing_width(horizon, nblocks) + run.iterations * n
     return LPRelaxation(
         value=max(run.best - _SAFETY * abs(run.best), trivial),
@@ -609,15 +621,15 @@ class _ColumnGeneration:
 
     def __init__(
         self,
-        instance: Instance,
+        classes: RequestClasses,
         bounds: np.ndarray,
         master: RestrictedMaster,
         budget: Budget,
         engine: str,
     ) -> None:
-        self.instance, self.bounds, self.master = instance, bounds, master
-        self.budget, self.engine = budget, engine
-        self.best = float(instance.output.sum())
+        self.instance, self.count = classes.instance, classes.count
+        self.bounds, self.master, self.budget, self.engine = bounds, master, budget, engine
+        self.best = float((self.instance.output * self.count).sum())
         self.center = np.zeros(len(bounds) - 1)
         self.history: list[float] = []
         self.iterations = 0
@@ -643,12 +655,14 @@ class _ColumnGeneration:
                 duals = np.asarray(solution.row_dual)
                 self.master_value = master.highs.getInfo().objective_function_value
                 mu = np.maximum(-duals[:nblocks], 0.0)
-                value, minima, argmin = lagrangian_bound(instance, bounds, mu, budget, self.engine)
+                value, minima, argmin = lagrangian_bound(
+                    instance, bounds, mu, budget, self.engine, self.count
+                )
                 self.pricings += 1
                 if value > self.best:
                     self.best, self.center = value, mu
                 self.history.append(value)
-                reduced = minima - duals[nblocks:]
+                reduced = self.count * minima - duals[nblocks:]
                 scale = max(1.0, abs(self.master_value))
                 if self.master_value - self.best <= tolerance * scale:
                     return "optimal"
@@ -659,9 +673,8 @@ class _ColumnGeneration:
                     instance, bounds, 0.5 * (self.center + mu), budget, self.engine
                 )
                 self.pricings += 1
-                useful = (
-                    start_costs(instance, bounds, mu, smooth) - duals[nblocks:] < -1e-9 * scale
-                )
+                costs = self.count * start_costs(instance, bounds, mu, smooth)
+                useful = costs - duals[nblocks:] < -1e-9 * scale
                 added = master.add(every[negative], argmin[negative])
                 if added + master.add(every[useful], smooth[useful]) == 0:
                     return "optimal"

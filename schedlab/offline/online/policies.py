@@ -67,11 +67,11 @@ class EstimatePolicy:
     name
         Its name.
     initial
-        The first estimate of each released request from the view (its lower end, its
-        upper end, a point).
+        The first estimate of the requests ``new`` (a mask of the newly released) from the
+        view: their lower ends, upper ends, or a point of each interval.
     """
 
-    def __init__(self, name: str, initial: Callable[[View], np.ndarray]) -> None:
+    def __init__(self, name: str, initial: Callable[[View, np.ndarray], np.ndarray]) -> None:
         self.name = name
         self.initial = initial
         self.estimate = np.zeros(0, dtype=np.int64)
@@ -83,7 +83,7 @@ class EstimatePolicy:
             self.known = np.zeros(view.n, dtype=bool)
         new = view.released & ~self.known
         if new.any():
-            self.estimate[new] = self.initial(view)[new]
+            self.estimate[new] = self.initial(view, new)
             self.known |= new
         running = view.running
         learned = view.progress[running] + 1
@@ -129,19 +129,21 @@ class EstimatePolicy:
 
 def a_max() -> EstimatePolicy:
     """A_max: plans with each interval's upper end."""
-    return EstimatePolicy("a-max", lambda view: view.upper)
+    return EstimatePolicy("a-max", lambda view, new: view.upper[new])
 
 
 def a_min() -> EstimatePolicy:
     """A_min: plans with each interval's lower end, refined as requests run."""
-    return EstimatePolicy("a-min", lambda view: view.lower)
+    return EstimatePolicy("a-min", lambda view, new: view.lower[new])
 
 
 def mc_sf_predicted() -> EstimatePolicy:
     """MC-SF planning with a point prediction: the interval's geometric mean
     (:meth:`~schedlab.predictions.Intervals.point`; the prediction itself for a point
     model), refined as requests run."""
-    return EstimatePolicy("mc-sf-predicted", lambda view: geometric_mean(view.lower, view.upper))
+    return EstimatePolicy(
+        "mc-sf-predicted", lambda view, new: geometric_mean(view.lower[new], view.upper[new])
+    )
 
 
 class FcfsPreempt:

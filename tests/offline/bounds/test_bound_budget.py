@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from schedlab.budget import Budget
 from schedlab.offline.bounds import BEST_WORK, BOUNDS, lower_bound
 from schedlab.offline.bounds.master import RestrictedMaster, master_allowance, pricing_width
+from schedlab.offline.bounds.request_classes import request_classes
 from schedlab.offline.bounds.time_indexed import lp_relaxation, uniform_blocks
 from schedlab.offline.instance import Instance
 from schedlab.testing import check_bound
@@ -99,7 +100,7 @@ def test_the_lp_counts_its_work_and_stops_at_its_allowance() -> None:
         width = pricing_width(relax.horizon, blocks)
         assert relax.stats["stopped_by"] == "work"
         assert relax.stats["iterations"] == rounds
-        assert relax.stats["pricing_work"] <= rounds * inst.n * (2 * width + 1)
+        assert relax.stats["pricing_work"] <= rounds * request_classes(inst).n * (2 * width + 1)
         assert relax.stats["master_work"] <= master_allowance(
             inst.n, relax.horizon, blocks, rounds
         )
