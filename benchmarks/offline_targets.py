@@ -66,6 +66,14 @@ limit by ten for a smoke run (the targets then do not apply). Rows:
     compiled, median over :data:`REPEATS` pairs run in turn, at the LP's final prices on
     the shipped n = 1,000 backlog and at the fluid prices of ``lagrangian`` (1,000
     blocks) on ``mixed_backlog(10_000)``.
+``spacing``
+    One evaluation of the completion-spacing bound, compiled against the NumPy reference
+    (``engine="python"``), at the LP's prices on the shipped mixed n = 200 (at the
+    multiplier ``best`` settles on) and n = 1,000 backlogs: the same value, and the paired
+    speed ratio, reference over compiled (median of :data:`REPEATS` pairs). Then
+    ``schedlab bound`` and ``schedlab compare`` of ``instances/mixed-n200.json`` as a user
+    runs them, warm (median of :data:`REPEATS`). Targets: ``bound`` <= 3 s, ``compare``
+    <= 5 s.
 
 The gap of a row is ``objective / B - 1`` with ``B`` the larger of the instance's
 ``best`` lower bound (computed once, without a time limit) and the solver's own.
@@ -74,6 +82,7 @@ The gap of a row is ``objective / B - 1`` with ``B`` the larger of the instance'
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import subprocess
 import sys
@@ -86,6 +95,7 @@ from schedlab import read_instance, solve
 from schedlab.budget import Budget
 from schedlab.offline.backlogs import jaillet_instance, mixed_backlog
 from schedlab.offline.bounds import lower_bound
+from schedlab.offline.bounds.completion_spacing import spacing_value
 from schedlab.offline.bounds.lagrangian import DEFAULT_BLOCKS, fluid_prices
 from schedlab.offline.bounds.time_indexed import (
     LP_ROUNDS,
@@ -475,6 +485,50 @@ def pricing(scale: float) -> None:
         )
 
 
+def _command_seconds(argv: list[str], repeats: int) -> float:
+    """Median wall seconds of ``schedlab ARGV`` as a user runs it (start-up included),
+    after one unmeasured run (warm: numba's cache and the file system)."""
+    command = [sys.executable, "-m", "schedlab", *argv]
+    subprocess.run(command, check=True, capture_output=True)
+    took, _ = _median_time(
+        lambda: subprocess.run(command, check=True, capture_output=True), repeats
+    )
+    return took
+
+
+def spacing(scale: float) -> None:
+    del scale  # work budgets only
+    repeats = REPEATS
+    for inst in (_shipped(200), _shipped(1000)):
+        relax = lp_relaxation(inst, max_rounds=LP_ROUNDS)
+        step = max(1, math.ceil(relax.horizon / 32))
+        nu = lower_bound(inst, "completion-spacing").stats["nu"] if inst.n <= 200 else 1e-5
+        args = (inst, relax.bounds, relax.prices, nu, step)
+        spacing_value(*args)  # compiles or loads the kernel, outside the timing
+        ratios, same = [], True
+        for _ in range(repeats):
+            began = time.perf_counter()
+            reference = spacing_value(*args, engine="python")
+            slow = time.perf_counter() - began
+            began = time.perf_counter()
+            same &= spacing_value(*args) == reference
+            ratios.append(slow / (time.perf_counter() - began))
+        print(
+            f"spacing evaluation {inst.name} (nu {nu:.3g}, step {step}): reference / compiled "
+            f"{statistics.median(ratios):.1f}x (median of {repeats} pairs, "
+            f"{min(ratios):.1f}-{max(ratios):.1f}x), the same value: {same}",
+            flush=True,
+        )
+    shipped = str(ROOT / "instances" / "mixed-n200.json")
+    for argv, target in ((["bound", shipped], 3.0), (["compare", shipped], 5.0)):
+        took = _command_seconds(argv, repeats)
+        print(
+            f"schedlab {argv[0]} instances/mixed-n200.json: {took:.2f} s warm, start-up "
+            f"included (target <= {target:g} s; median of {repeats})",
+            flush=True,
+        )
+
+
 ROWS: dict[str, Callable[[float], None]] = {
     "gap200": gap200,
     "gap1000": gap1000,
@@ -487,6 +541,7 @@ ROWS: dict[str, Callable[[float], None]] = {
     "cpsat": cpsat,
     "best": best,
     "pricing": pricing,
+    "spacing": spacing,
 }
 
 

@@ -2,6 +2,7 @@
 
 Only the kernel modules (:mod:`schedlab.offline.compiled_decoder`,
 :mod:`schedlab.offline.bounds.compiled_pricing`,
+:mod:`schedlab.offline.bounds.compiled_spacing`,
 :mod:`schedlab.offline.solvers.compiled_sorted_f`,
 :mod:`schedlab.offline.solvers.compiled_left_shift`,
 :mod:`schedlab.offline.solvers.compiled_search`) import this module, and they are
@@ -62,6 +63,7 @@ KERNEL_FILES: tuple[Path, ...] = (
     _HERE / "jit.py",
     _HERE / "compiled_decoder.py",
     _HERE / "bounds" / "compiled_pricing.py",
+    _HERE / "bounds" / "compiled_spacing.py",
     _HERE / "solvers" / "compiled_left_shift.py",
     _HERE / "solvers" / "compiled_search.py",
     _HERE / "solvers" / "compiled_sorted_f.py",

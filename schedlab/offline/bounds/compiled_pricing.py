@@ -43,13 +43,13 @@ from numba import types
 
 from schedlab.offline.jit import FLOATS, INT, READ, READ_FLOATS, VECTOR, kernel
 
-__all__ = ["price_kernel"]
+__all__ = ["price_kernel", "start_cost"]
 
 _TABLES = (READ_FLOATS, READ_FLOATS, READ_FLOATS, INT)
 
 
 @kernel(types.float64(*_TABLES, INT, types.float64, INT, INT))
-def _start_cost(p0, p1, lam, horizon, tau, s, o, a):
+def start_cost(p0, p1, lam, horizon, tau, s, o, a):
     """``f_i(τ)`` of a request with prompt ``s``, output ``o`` and release ``a``."""
     x = min(tau, horizon)
     y = min(tau + o, horizon)
@@ -100,10 +100,10 @@ def price_kernel(
         top = max(a, horizon)
         if dense:
             pick = min(max(0, a), top)
-            least = _start_cost(p0, p1, lam, horizon, pick, s, o, a)
+            least = start_cost(p0, p1, lam, horizon, pick, s, o, a)
             for t in range(1, horizon + 1):
                 tau = min(max(t, a), top)
-                cost = _start_cost(p0, p1, lam, horizon, tau, s, o, a)
+                cost = start_cost(p0, p1, lam, horizon, tau, s, o, a)
                 if cost < least:
                     least, pick = cost, tau
             best[i], arg[i] = least, pick
@@ -124,25 +124,25 @@ def price_kernel(
             count += 1
         pieces = count - 1
         pick = points[0]
-        least = _start_cost(p0, p1, lam, horizon, pick, s, o, a)
+        least = start_cost(p0, p1, lam, horizon, pick, s, o, a)
         for q in range(1, pieces):  # the left ends
-            cost = _start_cost(p0, p1, lam, horizon, points[q], s, o, a)
+            cost = start_cost(p0, p1, lam, horizon, points[q], s, o, a)
             if cost < least:
                 least, pick = cost, points[q]
         for q in range(pieces):  # the last round of each piece
             tau = max(points[q + 1] - 1, points[q])
-            cost = _start_cost(p0, p1, lam, horizon, tau, s, o, a)
+            cost = start_cost(p0, p1, lam, horizon, tau, s, o, a)
             if cost < least:
                 least, pick = cost, tau
             base[q] = _vertex_base(p0, p1, lam, horizon, points[q], s, o, a, tau)
-        cost = _start_cost(p0, p1, lam, horizon, points[pieces], s, o, a)
+        cost = start_cost(p0, p1, lam, horizon, points[pieces], s, o, a)
         if cost < least:
             least, pick = cost, points[pieces]
         for d in range(-1, 3):  # the vertex neighbours, offset by offset
             for q in range(pieces):
                 right = max(points[q + 1] - 1, points[q])
                 tau = min(max(base[q] + d, points[q]), right)
-                cost = _start_cost(p0, p1, lam, horizon, tau, s, o, a)
+                cost = start_cost(p0, p1, lam, horizon, tau, s, o, a)
                 if cost < least:
                     least, pick = cost, tau
         best[i], arg[i] = least, pick

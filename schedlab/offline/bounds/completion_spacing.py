@@ -31,8 +31,10 @@ With ``ν = 0`` the inner minimum is ``0`` (``m = ℓ``) and ``L^+ = L(μ)``; so
 prices and the best ``ν`` (``L^+`` is concave in ``ν``; golden-section search) the bound is
 never below the LP's certificate. The minimum over ``τ`` is taken over every start in
 ``[a_i, max(a_i, T)]`` (later starts only cost more), so this bound is meant for up to
-about a thousand requests (``n (T + 1)`` start costs per evaluation: 6 s an evaluation
-on the shipped mixed n = 1,000, ``T = 20,662``).
+about a thousand requests (``n (T + 1)`` start costs per evaluation). An evaluation runs
+compiled (:mod:`schedlab.offline.bounds.compiled_spacing`) or as the NumPy reference here
+(``engine="python"``), with the same value bit for bit
+(``benchmarks/offline_targets.py --rows best`` times ``best`` and its methods).
 
 Proof and tests: ``proofs/completion_spacing.md``. The Lagrangian is that of the
 time-indexed relaxation (Sousa & Wolsey 1992; van den Akker, Hurkens & Savelsbergh 2000);
@@ -51,7 +53,13 @@ import numpy as np
 from schedlab.budget import UNLIMITED, Budget
 from schedlab.errors import InputError
 from schedlab.offline.bounds.bound import Bound, integer_bound
-from schedlab.offline.bounds.time_indexed import LP_ROUNDS, lp_relaxation, start_costs
+from schedlab.offline.bounds.time_indexed import (
+    ENGINES,
+    LP_ROUNDS,
+    RoundPrices,
+    lp_relaxation,
+    start_costs,
+)
 from schedlab.offline.instance import Instance
 
 __all__ = [
@@ -171,25 +179,41 @@ def start_brackets(
 
 
 def spacing_value(
-    instance: Instance, bounds: np.ndarray, mu: np.ndarray, nu: float, step: int
+    instance: Instance,
+    bounds: np.ndarray,
+    mu: np.ndarray,
+    nu: float,
+    step: int,
+    *,
+    engine: str = "compiled",
 ) -> float:
     """``L^+(μ, ν)`` with grid step ``step`` (see module docs), before any safety margin.
 
     Valid for every ``μ >= 0``, ``ν >= 0`` and ``step >= 1`` (negative prices and
-    multipliers are raised to ``0``).
+    multipliers are raised to ``0``). ``engine``: ``"compiled"``, the kernel of
+    :mod:`schedlab.offline.bounds.compiled_spacing`, or ``"python"``, the NumPy reference
+    here; both give the same value bit for bit.
 
     Raises
     ------
     InputError
-        If ``step < 1``.
+        If ``step < 1``, or on an unknown engine.
     """
     if step < 1:
         raise InputError(f"spacing_value: step must be >= 1, got {step}")
-    return _spacing_value(instance, bounds, mu, nu, step, math.inf)
+    if engine not in ENGINES:
+        raise InputError(f"engine: must be one of {', '.join(ENGINES)}, got {engine!r}")
+    return _spacing_value(instance, bounds, mu, nu, step, math.inf, engine)
 
 
 def _spacing_value(
-    instance: Instance, bounds: np.ndarray, mu: np.ndarray, nu: float, step: int, deadline: float
+    instance: Instance,
+    bounds: np.ndarray,
+    mu: np.ndarray,
+    nu: float,
+    step: int,
+    deadline: float,
+    engine: str = "compiled",
 ) -> float:
     """:func:`spacing_value`, in chunks of at most ``n / _MIN_CHUNKS`` requests.
 
@@ -202,19 +226,64 @@ def _spacing_value(
     nu = max(float(nu), 0.0)
     horizon = int(bounds[-1])
     n = instance.n
-    top = np.maximum(instance.arrival, horizon)
     width = horizon + 1
     rows = max(1, min(_CHUNK_ENTRIES // width, -(-n // _MIN_CHUNKS)))
+    minima = _CompiledMinima(instance, bounds, mu, nu, step) if engine == "compiled" else None
     total = 0.0
     for lo in range(0, n, rows):
         hi = min(n, lo + rows)
-        req = np.arange(lo, hi)
-        tau = np.clip(np.arange(width)[None, :], instance.arrival[req][:, None], top[req][:, None])
-        total += float(_brackets(instance, bounds, mu, nu, step, req, tau).min(axis=1).sum())
+        if minima is None:
+            total += float(_chunk_minima(instance, bounds, mu, nu, step, lo, hi).sum())
+        else:
+            total += float(minima(lo, hi).sum())
         now = time.perf_counter()
         if hi < n and now + (now - began) * (n - hi) / hi > deadline:
             raise TimeoutError
     return total - instance.kv_tokens * float(mu @ np.diff(bounds)) - nu * instance.kv_tokens * n
+
+
+def _chunk_minima(
+    instance: Instance, bounds: np.ndarray, mu: np.ndarray, nu: float, step: int, lo: int, hi: int
+) -> np.ndarray:
+    """The least bracket of each request ``lo <= i < hi`` over every start (reference)."""
+    horizon = int(bounds[-1])
+    req = np.arange(lo, hi)
+    top = np.maximum(instance.arrival[req], horizon)
+    tau = np.clip(np.arange(horizon + 1)[None, :], instance.arrival[req][:, None], top[:, None])
+    return _brackets(instance, bounds, mu, nu, step, req, tau).min(axis=1)
+
+
+class _CompiledMinima:
+    """:func:`_chunk_minima` by :func:`~schedlab.offline.bounds.compiled_spacing.
+    spacing_kernel`, its tables built once for an evaluation."""
+
+    def __init__(
+        self, instance: Instance, bounds: np.ndarray, mu: np.ndarray, nu: float, step: int
+    ) -> None:
+        from schedlab.offline.bounds.compiled_spacing import spacing_kernel  # loads numba
+
+        horizon = int(bounds[-1])
+        prices = RoundPrices(bounds, mu)
+        reach = int((np.maximum(instance.arrival, horizon) + instance.output).max()) + 2 * step
+        self._kernel = spacing_kernel
+        self._tables = np.stack([prices.p0, prices.p1, prices.lam])
+        self._cells = grid_minima(bounds, mu, step, max(reach, horizon))
+        self._step, self._nu, self._horizon = step, nu, horizon
+        self._requests = np.stack([instance.prompt, instance.output, instance.arrival], axis=1)
+        self._minima = np.empty(instance.n, dtype=float)
+
+    def __call__(self, lo: int, hi: int) -> np.ndarray:
+        minima = self._minima[lo:hi]
+        self._kernel(
+            self._tables,
+            self._horizon,
+            self._cells,
+            self._step,
+            self._nu,
+            self._requests[lo:hi],
+            minima,
+        )
+        return minima
 
 
 class MultiplierSearch(NamedTuple):

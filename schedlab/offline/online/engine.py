@@ -79,7 +79,10 @@ class View:
 
     Arrays have one entry per request, are read-only, and hold ``-1`` for what the policy
     may not know yet: the prompt and interval of a request not released, the output
-    length of one not finished, the run start of one not running.
+    length of one not finished, the run start of one not running. The requests released
+    so far are also ``release_order[:released_count]``, in the order of release, and the
+    running ones :meth:`running_indices`: a policy that keeps its own state across
+    decisions reads those in time proportional to what changed, not to ``n``.
     """
 
     def __init__(
@@ -93,6 +96,8 @@ class View:
         running: np.ndarray,
         finished: np.ndarray,
         released: np.ndarray,
+        release_order: np.ndarray,
+        running_set: set[int],
     ) -> None:
         self.round = 0
         self.kv_tokens = kv_tokens
@@ -105,6 +110,13 @@ class View:
         self.running = _read_only(running)
         self.finished = _read_only(finished)
         self.released = _read_only(released)
+        self.release_order = _read_only(release_order)
+        self.released_count = 0
+        self._running_set = running_set
+
+    def running_indices(self) -> np.ndarray:
+        """The running requests, by increasing index (a new array)."""
+        return np.array(sorted(self._running_set), dtype=np.int64)
 
     @property
     def waiting(self) -> np.ndarray:
@@ -120,8 +132,8 @@ class View:
     def load(self, running: np.ndarray | None = None) -> int:
         """Tokens the running requests (or those of the mask ``running``) hold in the
         coming round if none is evicted."""
-        mask = self.running if running is None else running
-        return int((self.prompt[mask] + self.round - self.run_start[mask] + 1).sum())
+        which = self.running_indices() if running is None else running
+        return int((self.prompt[which] + self.round - self.run_start[which] + 1).sum())
 
 
 class Policy(Protocol):
@@ -192,12 +204,13 @@ def run_online(instance: Instance, intervals: Intervals, policy: Policy) -> Runs
     running = np.zeros(n, dtype=bool)
     finished = np.zeros(n, dtype=bool)
     released = np.zeros(n, dtype=bool)
+    by_release = np.argsort(arrival, kind="stable")
+    running_set: set[int] = set()
     view = View(
         memory, seen_prompt, seen_lower, seen_upper, revealed, run_start, running, finished,
-        released,
+        released, by_release, running_set,
     )  # fmt: skip
     runs: list[list[tuple[int, int]]] = [[] for _ in range(n)]
-    by_release = np.argsort(arrival, kind="stable")
     next_release = 0
     ends: list[tuple[int, int, int]] = []  # (true completion, request, run start)
     weight = count = 0  # load in round t is weight + count * t
@@ -216,6 +229,7 @@ def run_online(instance: Instance, intervals: Intervals, policy: Policy) -> Runs
             if not running[i] or run_start[i] != start:
                 continue  # that run was evicted
             running[i], finished[i] = False, True
+            running_set.discard(int(i))
             revealed[i], run_start[i] = output[i], -1
             runs[i].append((start, int(output[i])))
             weight -= int(prompt[i]) - start + 1
@@ -229,6 +243,7 @@ def run_online(instance: Instance, intervals: Intervals, policy: Policy) -> Runs
                 prompt[i], intervals.lower[i], intervals.upper[i],
             )  # fmt: skip
             next_release += 1
+            view.released_count = next_release
             event = True
         if done == n:
             break
@@ -241,6 +256,7 @@ def run_online(instance: Instance, intervals: Intervals, policy: Policy) -> Runs
                 start = int(run_start[i])  # before t: one decision a round
                 runs[i].append((start, t - start))
                 running[i], run_start[i] = False, -1
+                running_set.discard(i)
                 weight -= int(prompt[i]) - start + 1
                 count -= 1
             for i in _indices(decision.start, n, refuse, "starts"):
@@ -250,6 +266,7 @@ def run_online(instance: Instance, intervals: Intervals, policy: Policy) -> Runs
                     )
                     raise refuse(f"starts request {i}, which is {state}")
                 running[i], run_start[i] = True, t
+                running_set.add(i)
                 heapq.heappush(ends, (t + int(output[i]), int(i), t))
                 weight += int(prompt[i]) - t + 1
                 count += 1

@@ -47,6 +47,7 @@ place in release order); and no request starts in a round that preempted one (li
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 
 import numpy as np
@@ -67,47 +68,55 @@ class EstimatePolicy:
     name
         Its name.
     initial
-        The first estimate of the requests ``new`` (a mask of the newly released) from the
-        view: their lower ends, upper ends, or a point of each interval.
+        The first estimate of the requests ``new`` (the indices of the newly released)
+        from the view: their lower ends, upper ends, or a point of each interval.
     """
 
     def __init__(self, name: str, initial: Callable[[View, np.ndarray], np.ndarray]) -> None:
         self.name = name
         self.initial = initial
         self.estimate = np.zeros(0, dtype=np.int64)
-        self.known = np.zeros(0, dtype=bool)
+        self.seen = 0  # requests of ``view.release_order`` seen released
+        #: The waiting requests as a heap of ``(estimate, index)``: a waiting request's
+        #: estimate does not change, so one heap kept across decisions gives the order
+        #: of MC-SF's admission without sorting the waiting set at every decision.
+        self.waiting: list[tuple[int, int]] = []
 
-    def _refresh(self, view: View) -> None:
-        if not self.known.size:
+    def _refresh(self, view: View, running: np.ndarray) -> None:
+        """Estimate the newly released requests and raise those of the ``running`` ones to
+        what they have shown; only these change (module docs), so only these are capped
+        and the new ones queued."""
+        if not self.estimate.size:
             self.estimate = np.zeros(view.n, dtype=np.int64)
-            self.known = np.zeros(view.n, dtype=bool)
-        new = view.released & ~self.known
-        if new.any():
-            self.estimate[new] = self.initial(view, new)
-            self.known |= new
-        running = view.running
-        learned = view.progress[running] + 1
+        new = view.release_order[self.seen : view.released_count]
+        self.seen = view.released_count
+        self.estimate[new] = self.initial(view, new)
+        learned = view.round - view.run_start[running] + 1
         self.estimate[running] = np.maximum(self.estimate[running], learned)
-        released = view.released
-        cap = view.kv_tokens - view.prompt[released]
-        self.estimate[released] = np.minimum(self.estimate[released], cap)
+        for changed in (new, running):
+            cap = view.kv_tokens - view.prompt[changed]
+            self.estimate[changed] = np.minimum(self.estimate[changed], cap)
+        for i in new.tolist():
+            heapq.heappush(self.waiting, (int(self.estimate[i]), i))
 
     def decide(self, view: View) -> Decision:
         """Evict by least estimate if the running requests would overflow, else start
         waiting requests by MC-SF's rule; wake when the first that does not fit might."""
-        self._refresh(view)
         t, memory = view.round, view.kv_tokens
-        running = np.flatnonzero(view.running)
+        running = view.running_indices()
+        self._refresh(view, running)
         prompt, start, estimate = view.prompt, view.run_start, self.estimate
-        if view.load() > memory:
+        held = prompt[running] + t - start[running] + 1  # tokens in the coming round
+        load = int(held.sum())
+        if load > memory:
             progress = t - start[running]
-            order = running[np.lexsort((-running, -start[running], progress, estimate[running]))]
-            keep = view.running.copy()
+            by = np.lexsort((-running, -start[running], progress, estimate[running]))
             evict = []
-            for i in order:
-                keep[i] = False
-                evict.append(int(i))
-                if view.load(keep) <= memory:
+            for i, tokens in zip(running[by].tolist(), held[by].tolist(), strict=True):
+                evict.append(i)
+                heapq.heappush(self.waiting, (int(estimate[i]), i))
+                load -= tokens
+                if load <= memory:
                     break
             return Decision(evict=evict, wake=t + 1)
         # the running set with estimated completions, sorted by (completion, weight)
@@ -116,13 +125,14 @@ class EstimatePolicy:
         by_end = np.lexsort((weight, completion))
         plan = RunningSet(memory)
         plan.restore(completion[by_end].tolist(), weight[by_end].tolist())
-        waiting = np.flatnonzero(view.waiting)
         starts: list[int] = []
-        for k in waiting[np.lexsort((waiting, estimate[waiting]))].tolist():
-            deficit = int(prompt[k]) - plan.slack(t, int(estimate[k]))
+        while self.waiting:  # by increasing estimate, ties by index
+            length, k = self.waiting[0]
+            deficit = int(prompt[k]) - plan.slack(t, length)
             if deficit > 0:  # the slack grows by at most one a round (decoder docs)
                 return Decision(start=starts, wake=t + deficit)
-            plan.add(t, int(prompt[k]), int(estimate[k]))
+            heapq.heappop(self.waiting)
+            plan.add(t, int(prompt[k]), length)
             starts.append(k)
         return Decision(start=starts)
 
@@ -153,7 +163,9 @@ class FcfsPreempt:
 
     def __init__(self) -> None:
         self.arrival = np.zeros(0, dtype=np.int64)
-        self.order = np.zeros(0, dtype=np.int64)
+        self.seen = 0  # requests of ``view.release_order`` seen released
+        #: The waiting requests as a heap of ``(round seen released, index)``.
+        self.waiting: list[tuple[int, int]] = []
 
     def decide(self, view: View) -> Decision:
         """Preempt the most recently started while memory would overflow, else start
@@ -161,26 +173,32 @@ class FcfsPreempt:
         t, memory = view.round, view.kv_tokens
         if not self.arrival.size:
             self.arrival = np.full(view.n, -1, dtype=np.int64)
-        self.arrival[view.released & (self.arrival < 0)] = t  # seen released at round t
-        load = view.load()
+        new = view.release_order[self.seen : view.released_count]
+        self.seen = view.released_count
+        self.arrival[new] = t  # seen released at round t
+        for i in new.tolist():
+            heapq.heappush(self.waiting, (t, i))
+        running = view.running_indices()
+        held = view.prompt[running] + t - view.run_start[running] + 1
+        load = int(held.sum())
         if load > memory:
-            running = np.flatnonzero(view.running)
             arrival = self.arrival[running]
-            newest_first = running[np.lexsort((-running, -arrival, -view.run_start[running]))]
-            keep = view.running.copy()
+            by = np.lexsort((-running, -arrival, -view.run_start[running]))
             evict = []
-            for i in newest_first:
-                keep[i] = False
-                evict.append(int(i))
-                if view.load(keep) <= memory:
+            for i, tokens in zip(running[by].tolist(), held[by].tolist(), strict=True):
+                evict.append(i)
+                heapq.heappush(self.waiting, (int(self.arrival[i]), i))
+                load -= tokens
+                if load <= memory:
                     break
             return Decision(evict=evict, wake=t + 1)
-        waiting = np.flatnonzero(view.waiting)
         starts: list[int] = []
-        for k in waiting[np.lexsort((waiting, self.arrival[waiting]))].tolist():
+        while self.waiting:  # in release order, ties by index
+            k = self.waiting[0][1]
             need = int(view.prompt[k]) + 1
             if load + need > memory:
                 break
+            heapq.heappop(self.waiting)
             load += need
             starts.append(k)
         return Decision(start=starts)

@@ -23,7 +23,7 @@ from schedlab.offline.bounds.completion_spacing import (
     spacing_value,
     start_brackets,
 )
-from schedlab.offline.bounds.time_indexed import lagrangian_bound, uniform_blocks
+from schedlab.offline.bounds.time_indexed import lagrangian_bound, lp_relaxation, uniform_blocks
 from schedlab.offline.instance import Instance
 from schedlab.offline.schedule import Schedule
 from schedlab.offline.solve import solve
@@ -236,6 +236,48 @@ def test_never_exceeds_optimum_for_any_prices(
     result = solve(inst, "brute-force", bound=None)
     assert verify(inst, result.starts) == []
     assert spacing_value(inst, bounds, mu, nu, step) <= result.objective + 1e-9
+
+
+def _random_case(
+    rng: np.random.Generator,
+) -> tuple[Instance, np.ndarray, np.ndarray, float, int]:
+    """An instance, blocks, prices, a multiplier and a grid step; the multiplier
+    log-uniform, so that the pieces' least waste falls inside its range, not at an end."""
+    n = int(rng.integers(1, 13))
+    memory = int(rng.integers(20, 60))
+    output = rng.integers(1, 20, n)
+    prompt = np.array([rng.integers(0, memory - o) for o in output])
+    inst = Instance.from_arrays(memory, prompt, output, rng.integers(0, 30, n))
+    bounds = uniform_blocks(int(rng.integers(1, 80)), int(rng.integers(1, 12)))
+    mu = rng.uniform(0.0, 5.0, len(bounds) - 1) * (rng.random(len(bounds) - 1) < 0.9)
+    nu = 0.0 if rng.random() < 0.1 else float(10.0 ** rng.uniform(-6, 2))
+    return inst, bounds, mu, nu, int(rng.integers(1, 10))
+
+
+def test_engines_agree_bit_for_bit() -> None:
+    # releases past the horizon, empty pieces, zero prices and multipliers included
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        inst, bounds, mu, nu, step = _random_case(rng)
+        reference = spacing_value(inst, bounds, mu, nu, step, engine="python")
+        assert spacing_value(inst, bounds, mu, nu, step, engine="compiled") == reference
+
+
+def test_engines_agree_on_a_mixed_backlog_at_the_lps_prices() -> None:
+    inst = mixed_backlog(60, seed=2)
+    relax = lp_relaxation(inst, max_rounds=20)
+    for nu in (0.0, 1e-5, 1e-3):
+        values = {
+            engine: spacing_value(inst, relax.bounds, relax.prices, nu, 11, engine=engine)
+            for engine in ("python", "compiled")
+        }
+        assert values["compiled"] == values["python"]
+
+
+def test_an_unknown_engine_is_refused() -> None:
+    inst = Instance.from_arrays(10, [1], [2])
+    with pytest.raises(SchedlabError, match="engine: must be one of compiled, python"):
+        spacing_value(inst, uniform_blocks(5, 5), np.zeros(5), 0.0, 1, engine="fortran")
 
 
 @settings(max_examples=20, deadline=None)
