@@ -100,8 +100,8 @@ class Link:
         latency = json_number(data["latency_s"], f"{where}.latency_s")
         try:
             return cls(bandwidth, latency)
-        except ServingError as exc:
-            raise FormatError(f"{where}: {exc}") from None
+        except ServingError as exc:  # "link: ..." named by its place instead
+            raise FormatError(f"{where}: {str(exc).removeprefix('link: ')}") from None
 
 
 def parse_link(text: str, flag: str = "--link") -> Link:

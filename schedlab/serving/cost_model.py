@@ -381,17 +381,45 @@ def cost_model_names() -> tuple[str, ...]:
 
 def get_cost_model(spec: str | CostModel) -> CostModel:
     """A built-in or shipped model by name, a model read from a ``.json`` path, or
-    ``spec`` itself."""
+    ``spec`` itself.
+
+    A file is read once per process and version: while its resolved path, size and
+    modification time stay the same, every call returns the same object (models are
+    frozen), so a run that names its model in several places parses it once, and checks
+    keyed on the model, such as monotonicity, run once.
+    """
     if not isinstance(spec, str):
         return spec
     if spec in BUILTIN_COST_MODELS:
         return BUILTIN_COST_MODELS[spec]
     shipped = shipped_cost_models()
     if spec in shipped:
-        return load_cost_model(shipped[spec])
+        return _read_once(shipped[spec])
     if spec.endswith(".json") or Path(spec).is_file():
-        return load_cost_model(spec)
+        return _read_once(spec)
     raise UnknownNameError("cost model (or a .json path)", spec, cost_model_names())
+
+
+#: Models read from files, by (resolved path, size, modification time in ns).
+_FILE_MODELS: dict[tuple[str, int, int], CostModel] = {}
+
+#: Most file versions :data:`_FILE_MODELS` keeps (the oldest read is dropped first).
+_MOST_FILE_MODELS = 16
+
+
+def _read_once(path: str | Path) -> CostModel:
+    """:func:`load_cost_model` of ``path``, read once per version (:func:`get_cost_model`);
+    errors name ``path`` as given."""
+    try:
+        stat = Path(path).stat()
+        key = (str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
+    except OSError:
+        return load_cost_model(path)  # its own error, naming the path
+    if key not in _FILE_MODELS:
+        if len(_FILE_MODELS) >= _MOST_FILE_MODELS:
+            del _FILE_MODELS[next(iter(_FILE_MODELS))]
+        _FILE_MODELS[key] = load_cost_model(path)
+    return _FILE_MODELS[key]
 
 
 def hardware_of(model: CostModel) -> str:

@@ -83,7 +83,7 @@ def test_round_trip_and_bad_dict():
         ({"bandwidth_Bps": 1e9}, "link: expected an object with bandwidth_Bps and latency_s"),
         ({"bandwidth_Bps": "1e9", "latency_s": 0}, r"link\.bandwidth_Bps: expected a finite"),
         ({"bandwidth_Bps": 1e9, "latency_s": True}, r"link\.latency_s: expected a finite"),
-        ({"bandwidth_Bps": 1e-30, "latency_s": 0}, "link: link: bandwidth must be from"),
+        ({"bandwidth_Bps": 1e-30, "latency_s": 0}, "link: bandwidth must be from"),
     ],
 )
 def test_a_link_of_a_file_names_the_key(data, message):

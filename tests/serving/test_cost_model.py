@@ -239,3 +239,17 @@ def test_a_calibrated_model_with_an_unknown_key_names_it(place, key):
     where = "".join(f": {name}" for name in place)
     with pytest.raises(FormatError, match=rf"^m.json{where}: unknown key\(s\) {key}; known: "):
         cost_model_from_dict(shipped, "m.json")
+
+
+def test_a_model_file_is_read_once_per_version(tmp_path):
+    path = tmp_path / "m.json"
+    save_cost_model(LinearAttentionCostModel(base_s=1e-3, name="first"), path)
+    first = get_cost_model(str(path))
+    assert get_cost_model(str(path)) is first  # parsed once, checked once
+    assert get_cost_model(str(tmp_path / "." / "m.json")) is first  # one file, two spellings
+    name = next(iter(shipped_cost_models()))
+    assert get_cost_model(name) is get_cost_model(name)
+    # a rewritten file is read again
+    save_cost_model(LinearAttentionCostModel(base_s=2e-3, name="second, longer name"), path)
+    second = get_cost_model(str(path))
+    assert second is not first and second.name == "second, longer name"

@@ -83,6 +83,6 @@ def spacing_kernel(tables, horizon, cells, step, nu, requests, minima):
                 left = max(tau, cell * step)
                 length = max(min(end, (cell + 1) * step) - left, 0)
                 value += _piece_waste(cells[cell], length, prompt + (left - tau) + 1, nu)
-            if value < least:
-                least = value
+            if least == least and (value < least or value != value):
+                least = value  # a NaN stays, as NumPy's minimum keeps it
         minima[i] = least

@@ -3,13 +3,14 @@
 Requests with the same prompt, output and release have the same columns ``(i, τ)`` in the
 time-indexed LP of :mod:`~schedlab.offline.bounds.time_indexed`, the same costs and the
 same memory coefficients, so permuting them maps feasible solutions to feasible solutions
-of equal cost. Averaging an optimal solution over those permutations gives an optimal
-solution in which identical requests have identical ``x_{i,τ}``; adding up the columns of a
-class of ``m_c`` requests gives a solution of the *class LP*, whose convexity row reads
-``sum_τ y_{c,τ} = m_c``, and every solution of the class LP divided by ``m_c`` is one of
-the request LP. So the two LPs have the same optimum, and the Lagrangian dual of the
-memory rows is the same function: ``L(μ) = sum_c m_c min_τ f_c(τ) - M sum_k μ_k (b_{k+1}
-- b_k)`` (``proofs/time_indexed_lagrangian.md``, "Identical requests").
+of equal cost. The *class LP* has one column ``(c, τ)`` per class of ``m_c`` identical
+requests, with ``m_c`` times a request's cost and memory coefficients, and one convexity
+row ``sum_τ z_{c,τ} = 1``: ``z_{c,τ}`` is the share of the class that starts at ``τ``.
+Giving each request of a class its class's ``z`` maps class solutions to request
+solutions, and averaging a request solution over each class maps back, both at equal
+cost; so the two LPs have the same optimum, and the Lagrangian dual of the memory rows is
+the same function, ``L(μ) = sum_c m_c min_τ f_c(τ) - M sum_k μ_k (b_{k+1} - b_k)``
+(``proofs/time_indexed_lagrangian.md``, Claim 4).
 
 On an instance of ``n`` requests in ``C`` classes, column generation on the class LP prices
 ``C`` requests a round instead of ``n`` and keeps a master with ``C`` convexity rows

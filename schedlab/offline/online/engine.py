@@ -80,9 +80,9 @@ class View:
     Arrays have one entry per request, are read-only, and hold ``-1`` for what the policy
     may not know yet: the prompt and interval of a request not released, the output
     length of one not finished, the run start of one not running. The requests released
-    so far are also ``release_order[:released_count]``, in the order of release, and the
-    running ones :meth:`running_indices`: a policy that keeps its own state across
-    decisions reads those in time proportional to what changed, not to ``n``.
+    so far are also :meth:`released_in_order`, and the running ones
+    :meth:`running_indices`: a policy that keeps its own state across decisions reads
+    those in time proportional to what changed, not to ``n``.
     """
 
     def __init__(
@@ -110,9 +110,15 @@ class View:
         self.running = _read_only(running)
         self.finished = _read_only(finished)
         self.released = _read_only(released)
-        self.release_order = _read_only(release_order)
-        self.released_count = 0
+        self._release_order = _read_only(release_order)
+        self._released_count = 0
         self._running_set = running_set
+
+    def released_in_order(self) -> np.ndarray:
+        """The requests released so far, in the order of release (ties by index): a
+        read-only view, which grows by the requests released since a policy last read
+        it; the order of those still to come is not shown."""
+        return self._release_order[: self._released_count]
 
     def running_indices(self) -> np.ndarray:
         """The running requests, by increasing index (a new array)."""
@@ -243,7 +249,7 @@ def run_online(instance: Instance, intervals: Intervals, policy: Policy) -> Runs
                 prompt[i], intervals.lower[i], intervals.upper[i],
             )  # fmt: skip
             next_release += 1
-            view.released_count = next_release
+            view._released_count = next_release
             event = True
         if done == n:
             break

@@ -76,7 +76,7 @@ class EstimatePolicy:
         self.name = name
         self.initial = initial
         self.estimate = np.zeros(0, dtype=np.int64)
-        self.seen = 0  # requests of ``view.release_order`` seen released
+        self.seen = 0  # requests of ``view.released_in_order()`` seen
         #: The waiting requests as a heap of ``(estimate, index)``: a waiting request's
         #: estimate does not change, so one heap kept across decisions gives the order
         #: of MC-SF's admission without sorting the waiting set at every decision.
@@ -88,8 +88,8 @@ class EstimatePolicy:
         and the new ones queued."""
         if not self.estimate.size:
             self.estimate = np.zeros(view.n, dtype=np.int64)
-        new = view.release_order[self.seen : view.released_count]
-        self.seen = view.released_count
+        new = view.released_in_order()[self.seen :]
+        self.seen += len(new)
         self.estimate[new] = self.initial(view, new)
         learned = view.round - view.run_start[running] + 1
         self.estimate[running] = np.maximum(self.estimate[running], learned)
@@ -163,7 +163,7 @@ class FcfsPreempt:
 
     def __init__(self) -> None:
         self.arrival = np.zeros(0, dtype=np.int64)
-        self.seen = 0  # requests of ``view.release_order`` seen released
+        self.seen = 0  # requests of ``view.released_in_order()`` seen
         #: The waiting requests as a heap of ``(round seen released, index)``.
         self.waiting: list[tuple[int, int]] = []
 
@@ -173,8 +173,8 @@ class FcfsPreempt:
         t, memory = view.round, view.kv_tokens
         if not self.arrival.size:
             self.arrival = np.full(view.n, -1, dtype=np.int64)
-        new = view.release_order[self.seen : view.released_count]
-        self.seen = view.released_count
+        new = view.released_in_order()[self.seen :]
+        self.seen += len(new)
         self.arrival[new] = t  # seen released at round t
         for i in new.tolist():
             heapq.heappush(self.waiting, (t, i))

@@ -263,6 +263,16 @@ def test_engines_agree_bit_for_bit() -> None:
         assert spacing_value(inst, bounds, mu, nu, step, engine="compiled") == reference
 
 
+def test_engines_agree_when_prices_overflow() -> None:
+    # window sums past the float range make brackets NaN: both engines return NaN
+    inst = Instance.from_arrays(100, [3], [2], [0])
+    bounds = uniform_blocks(100, 100)
+    mu = np.zeros(100)
+    mu[50:] = 1e306
+    for engine in ("python", "compiled"):
+        assert np.isnan(spacing_value(inst, bounds, mu, 0.0, 1, engine=engine))
+
+
 def test_engines_agree_on_a_mixed_backlog_at_the_lps_prices() -> None:
     inst = mixed_backlog(60, seed=2)
     relax = lp_relaxation(inst, max_rounds=20)

@@ -152,3 +152,22 @@ def test_the_runs_on_a_mixed_backlog_are_those_of_the_plain_policies(name: str) 
     intervals = predict("interval:0.5", instance.output, 1)
     runs = run_online(instance, intervals, POLICIES[name]())
     assert runs == run_online(instance, intervals, PLAIN[name]())
+
+
+def test_the_view_shows_the_release_order_of_released_requests_only() -> None:
+    seen: list[tuple[int, list[int], list[int]]] = []
+
+    class Watcher:
+        name = "watcher"
+
+        def decide(self, view: View) -> Decision:
+            order = view.released_in_order().tolist()
+            seen.append((view.round, order, np.flatnonzero(view.released).tolist()))
+            waiting = np.flatnonzero(view.waiting).tolist()
+            return Decision(start=waiting[:1] if not view.running.any() else [])
+
+    instance = Instance.from_arrays(100, [3, 3, 3, 3], [2, 2, 2, 2], [9, 0, 5, 3])
+    run_online(instance, predict("perfect", instance.output), Watcher())
+    for _, order, released in seen:
+        assert sorted(order) == released  # nothing of the requests still to come
+    assert seen[-1][1] == [1, 3, 2, 0]  # by release round
