@@ -35,7 +35,7 @@ import sys
 from importlib.metadata import EntryPoints, entry_points
 from typing import Any, TypeVar
 
-from schedlab.errors import InputTypeError
+from schedlab.errors import InputError, InputTypeError
 
 __all__ = ["declared", "installed_names", "load_installed"]
 
@@ -69,11 +69,20 @@ def load_installed(group: str, name: str, kind: type[T]) -> T | None:
 
     Raises
     ------
+    InputError
+        Naming the entry point, if what it names cannot be imported (a missing module or
+        attribute, or an error raised while its module is imported).
     InputTypeError
         Naming the entry point, if what it names is not a ``kind``.
     """
     for point in declared(group=group, name=name):
-        found = point.load()
+        try:
+            found = point.load()
+        except Exception as error:  # the package's own import can raise anything
+            raise InputError(
+                f"entry point {name!r} of group {group} ({point.value}): cannot load it: "
+                f"{type(error).__name__}: {error}"
+            ) from None
         if not isinstance(found, kind):
             raise InputTypeError(
                 f"entry point {name!r} of group {group} ({point.value}): expected a "

@@ -148,6 +148,60 @@ def test_an_entry_point_of_the_wrong_kind_is_refused(monkeypatch: pytest.MonkeyP
         get_solver("example-longest-first")
 
 
+def _schedlab_beside(site: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """``schedlab ARGV`` in a fresh interpreter that also sees the packages of ``site``."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), *sys.path])}
+    command = [sys.executable, "-m", "schedlab", *argv]
+    return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env)
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        (
+            "schedlab_example_plugin:NO_SUCH_SOLVER",
+            "AttributeError: module 'schedlab_example_plugin' has no attribute",
+        ),
+        ("no_such_package:SOLVER", "ModuleNotFoundError: No module named 'no_such_package'"),
+        ("schedlab_example_plugin:ROUTER", "expected a SolverInfo, got RouterSpec"),
+    ],
+)
+def test_a_broken_entry_point_fails_politely(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str, message: str
+) -> None:
+    # a package declares a solver that cannot be loaded, or is not a solver: solving with
+    # it is one line and exit 2; listing the solvers lists the others and names it
+    write_dist_info(tmp_path, "schedlab-broken", "1.0", {"schedlab.solvers": {"broken": target}})
+    place = f"entry point 'broken' of group schedlab.solvers ({target})"
+    schedlab = functools.partial(_schedlab_beside, tmp_path)
+    solved = schedlab("solve", str(INSTANCES / "tiny-1.json"), "--solver", "broken")
+    assert solved.returncode == 2 and solved.stdout == ""
+    assert solved.stderr.count("\n") == 1 and place in solved.stderr and message in solved.stderr
+    listed = schedlab("solvers")
+    assert listed.returncode == 0 and "fcfs" in listed.stdout and "broken" not in listed.stdout
+    assert listed.stderr.startswith("schedlab: warning: solver 'broken' left out: " + place)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises((InputError, InputTypeError), match=message):
+        get_solver("broken")
+
+
+def test_broken_plug_ins_in_every_group_break_no_other_command(tmp_path: Path) -> None:
+    groups = {group: {f"broken-{k}": f"no_such_package:{k}"} for k, group in enumerate(DECLARED)}
+    write_dist_info(tmp_path, "schedlab-broken", "1.0", groups)
+    schedlab = functools.partial(_schedlab_beside, tmp_path)
+    for argv in (["cluster", "--help"], ["simulate", "--help"], ["profile", "import", "--help"]):
+        assert schedlab(*argv).returncode == 0, argv
+    bounded = schedlab("bound", str(INSTANCES / "tiny-1.json"))
+    assert bounded.returncode == 0 and "lower bound 80.0" in bounded.stdout
+    (note,) = bounded.stderr.splitlines()
+    bound = groups["schedlab.bounds"]
+    assert note.startswith(f"schedlab: note: best leaves out bound {next(iter(bound))!r}")
+    router = next(iter(groups["schedlab.routers"]))
+    routed = schedlab("cluster", "--router", router, "--duration", "1s")
+    assert routed.returncode == 2 and routed.stderr.count("\n") == 1
+    assert "ModuleNotFoundError: No module named 'no_such_package'" in routed.stderr
+
+
 def test_unknown_names_list_the_installed_ones() -> None:
     with pytest.raises(UnknownNameError, match="example-fewest-queued"):
         get_router("nonesuch")

@@ -28,6 +28,7 @@ from schedlab.cli.serving import (
     print_csv,
     say_kv,
 )
+from schedlab.errors import SchedlabError
 from schedlab.serving.workloads import MAX_REQUESTS
 
 __all__ = ["register"]
@@ -167,6 +168,15 @@ def _report(results: list[tuple[float | None, Any]], scenario: Any) -> None:
     )
 
 
+def _router_line(get_router: Any, name: str) -> str:
+    """``name: description`` for the help, or why an installed router cannot be shown
+    (a broken plug-in must not break every command: the parser is built for each)."""
+    try:
+        return f"{name}: {get_router(name).description}"
+    except SchedlabError as error:
+        return f"{name}: not usable ({error})"
+
+
 def register(subparsers: Any) -> None:
     """Add ``cluster`` to an argparse subparsers object."""
     from schedlab.llm.models import MODEL_SHAPES
@@ -175,7 +185,7 @@ def register(subparsers: Any) -> None:
     from schedlab.serving.simulator import DEFAULT_WINDOW_S
     from schedlab.serving.workloads import DEFAULT_RATE_RPS
 
-    routers = "; ".join(f"{name}: {get_router(name).description}" for name in router_names())
+    routers = "; ".join(_router_line(get_router, name) for name in router_names())
     cmd = subparsers.add_parser(
         "cluster",
         help="simulate a cluster of engines (colocated or prefill/decode) behind a router",

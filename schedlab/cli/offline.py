@@ -33,7 +33,7 @@ from schedlab.cli.outputs import (
     table_aside,
     wrote,
 )
-from schedlab.errors import InputError
+from schedlab.errors import InputError, SchedlabError
 from schedlab.tables import rows_to_csv
 
 __all__ = ["register"]
@@ -506,7 +506,12 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 def _cmd_solvers(args: argparse.Namespace) -> int:
     from schedlab.offline.solvers import available_solvers, get_solver
 
-    infos = [get_solver(name) for name in available_solvers()]
+    infos = []
+    for name in available_solvers():
+        try:
+            infos.append(get_solver(name))
+        except SchedlabError as error:  # a broken plug-in: the others are still listed
+            print(f"schedlab: warning: solver {name!r} left out: {error}", file=sys.stderr)
     if args.format == "csv":
         rows = [
             {

@@ -70,6 +70,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -79,6 +80,8 @@ from schedlab.errors import (
     InputError,
     InputTypeError,
     MemoryBudgetError,
+    SchedlabError,
+    SchedlabNote,
     UnknownNameError,
 )
 from schedlab.offline.bounds import (
@@ -279,9 +282,25 @@ def get_bound(name: str) -> BoundMethod:
 
 
 def _installed_in_best(instance: Instance) -> list[BoundMethod]:
-    """The installed methods ``best`` chooses for ``instance`` (after the others)."""
-    methods = (get_bound(name) for name in installed_names(ENTRY_POINTS) if name not in BOUNDS)
+    """The installed methods ``best`` chooses for ``instance`` (after the others); one
+    that cannot be loaded is left out with a :class:`~schedlab.errors.SchedlabNote`
+    (a broken plug-in must not stop every bound: asked for by name, it is an error)."""
+    methods = []
+    for name in installed_names(ENTRY_POINTS):
+        if name in BOUNDS:
+            continue
+        try:
+            methods.append(get_bound(name))
+        except SchedlabError as error:
+            if name not in _LEFT_OUT:  # said once a process
+                _LEFT_OUT.add(name)
+                note = f"best leaves out bound {name!r}: {error}"
+                warnings.warn(note, SchedlabNote, stacklevel=2)
     return [m for m in methods if m.chosen_for(instance)]
+
+
+#: Installed bounds ``best`` has left out as broken, and said so.
+_LEFT_OUT: set[str] = set()
 
 
 def lower_bound(
