@@ -68,11 +68,16 @@ cap is overrun by at most one such unit (``benchmarks/time_caps.py`` measures it
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import hashlib
 import math
 import time
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from schedlab.budget import UNLIMITED, Budget, memory_guard, stopped_by
 from schedlab.errors import (
@@ -321,7 +326,8 @@ def lower_bound(
         methods chosen for the instance, run cheapest first within a work budget.
     time_limit
         Wall-clock cap in seconds for the whole call (``None``: none; every method then
-        ends at its own work budget, and the value depends only on the instance).
+        ends at its own work budget, the value depends only on the instance, and it is
+        computed once a process: :func:`bound_within`).
     max_memory
         Memory budget in bytes of each method (``None``: a quarter of the machine's
         memory, :mod:`schedlab.budget`); ``best`` skips a method that would pass it.
@@ -385,19 +391,61 @@ def bound_within(
     """:func:`lower_bound` within ``budget`` (for methods that share theirs); ``counted``:
     the caller's ``progress`` bar already counts its :func:`bound_steps` (so its total is
     right from the start, as :func:`schedlab.solve` makes it); ``work``: ``best``'s work
-    budget (:func:`lower_bound`)."""
+    budget (:func:`lower_bound`).
+
+    Without a wall-clock cap the bound depends only on the instance's content, the method
+    (and the methods it runs), the work and memory budgets: it is computed once a process
+    and the same call again returns a copy of it, ``runtime`` included (the last 64 kept).
+    So :func:`schedlab.solve` of several solvers on one instance pays for it once.
+    """
     allowed = check_work(work)
     chosen = _chosen(instance, method)
+    key: tuple[Any, ...] | None = None
+    found = None
+    if not budget.limited:  # the value depends only on these: computed once a process
+        methods = tuple((m.name, id(m.fn)) for m in chosen)
+        key = (_content(instance), method, methods, allowed, budget.max_memory)
+        found = _COMPUTED.get(key, (None, ()))[0]
     with progress_for(progress, "lower bound") as bar:
         if not counted:
             bar.add(len(chosen))
+        if key is not None and found is not None:
+            _COMPUTED.move_to_end(key)
+            for entry in chosen:  # as they ran, at once
+                bar.doing(entry.name)
+                bar.step()
+            return dataclasses.replace(found, stats=copy.deepcopy(found.stats))
         if method != "best":
             bar.doing(method)
             with memory_guard(method):
                 bound = chosen[0].fn(instance, budget=budget)
             bar.step()
-            return bound
-        return _best(instance, chosen, budget, bar, allowed)
+        else:
+            bound = _best(instance, chosen, budget, bar, allowed)
+    if key is not None:  # with the functions, so that no other can take their ids
+        kept = dataclasses.replace(bound, stats=copy.deepcopy(bound.stats))
+        _COMPUTED[key] = (kept, tuple(m.fn for m in chosen))
+        if len(_COMPUTED) > _MOST_COMPUTED:
+            _COMPUTED.popitem(last=False)
+    return bound
+
+
+#: Bounds computed without a wall-clock cap, by instance content, method, the methods it
+#: ran (name and function), work and memory budgets: the same call again returns a copy.
+#: Each is kept with the functions of its methods, whose ids its key holds.
+_COMPUTED: OrderedDict[tuple[Any, ...], tuple[Bound, tuple[BoundFn, ...]]] = OrderedDict()
+
+#: Most bounds :data:`_COMPUTED` keeps (the least recently used is dropped first).
+_MOST_COMPUTED = 64
+
+
+def _content(instance: Instance) -> str:
+    """A digest of what the bounds read of ``instance``: ``M``, prompts, outputs and
+    releases."""
+    digest = hashlib.sha256(str(instance.kv_tokens).encode())
+    for array in (instance.prompt, instance.output, instance.arrival):
+        digest.update(array.tobytes())
+    return digest.hexdigest()
 
 
 def plan(
