@@ -6,7 +6,7 @@ A result that is a table or a summary (:class:`~schedlab.offline.report.Report`,
 values, with any unit in the column name (``ttft_p50_s``, ``rate_rps``); :func:`rows_to_csv`
 writes such rows with the standard csv module (plain numbers: no thousands separators, no
 units in cells; a missing or NaN value is an empty cell), and :func:`to_pandas` makes
-them a :class:`pandas.DataFrame`. pandas is optional (the ``pandas`` extra).
+them a :class:`pandas.DataFrame` (pandas is a dependency).
 """
 
 from __future__ import annotations
@@ -54,8 +54,7 @@ def require_pandas() -> Any:
         import pandas
     except ImportError:
         raise SchedlabError(
-            "to_pandas: pandas is not installed; pip install pandas (or the pandas extra: "
-            "pip install -e '.[pandas]')"
+            "to_pandas: pandas is not installed, though schedlab depends on it; pip install pandas"
         ) from None
     return pandas
 

@@ -24,7 +24,9 @@ name                                          what it is
 
 ``docs/testing.md`` shows a property test of a solver and of a policy. The checks need
 only schedlab; the strategies and property tests need hypothesis too (the ``test`` extra),
-and are imported when first used.
+and are imported when first used. With hypothesis installed, ``st.from_type(Instance)``
+and ``st.from_type(EngineConfig)`` draw these strategies
+(:mod:`~schedlab.testing.registration`).
 """
 
 from __future__ import annotations
@@ -83,7 +85,28 @@ _WITH_HYPOTHESIS = {
 
 
 def __getattr__(name: str) -> Any:
-    """The strategies and property tests, imported on first use (they need hypothesis)."""
+    """The strategies and property tests, imported on first use (they need hypothesis).
+
+    Raises
+    ------
+    ModuleNotFoundError
+        In one line saying how to install hypothesis, if it is not installed.
+    """
     if name not in _WITH_HYPOTHESIS:
         raise AttributeError(f"module 'schedlab.testing' has no attribute {name!r}")
-    return getattr(import_module(f"schedlab.testing.{_WITH_HYPOTHESIS[name]}"), name)
+    try:
+        module = import_module(f"schedlab.testing.{_WITH_HYPOTHESIS[name]}")
+    except ModuleNotFoundError as error:
+        if error.name != "hypothesis":
+            raise
+        raise ModuleNotFoundError(
+            f"schedlab.testing.{name} needs hypothesis, which is not installed: "
+            "pip install hypothesis (or schedlab's test extra)",
+            name="hypothesis",
+        ) from None
+    return getattr(module, name)
+
+
+def __dir__() -> list[str]:
+    """Every public name, those imported on first use included."""
+    return sorted({*globals(), *__all__})

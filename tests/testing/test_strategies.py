@@ -4,13 +4,19 @@ schedlab accepts, monotone cost models, and every degenerate case."""
 from __future__ import annotations
 
 import itertools
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 from hypothesis import find, given, settings
+from hypothesis import strategies as st
 
+from schedlab import testing
 from schedlab.errors import InputError
+from schedlab.offline.instance import Instance
 from schedlab.serving.cost_model import check_monotone
+from schedlab.serving.engine_config import EngineConfig
 from schedlab.testing import cost_models, engine_configs, instances, traces
 
 
@@ -77,3 +83,31 @@ def test_max_memory_is_a_deprecated_name_of_max_kv_tokens():
     with pytest.warns(DeprecationWarning, match=r"instances\(max_memory=\.\.\.\)"):
         drawn = find(instances(max_memory=3), lambda i: True)
     assert drawn.kv_tokens <= 3
+
+
+@given(st.from_type(Instance), st.from_type(EngineConfig))
+def test_from_type_draws_the_strategies(instance, config):
+    # registered by hypothesis's setup hook (schedlab.testing.registration)
+    assert isinstance(instance, Instance) and isinstance(config, EngineConfig)
+    assert (instance.prompt + instance.output).max() <= instance.kv_tokens
+
+
+def test_every_public_name_is_listed():
+    assert set(testing.__all__) <= set(dir(testing))
+
+
+def test_without_hypothesis_a_strategy_says_how_to_get_it():
+    code = (
+        "import sys; sys.modules['hypothesis'] = None\n"
+        "import schedlab.testing as t\n"
+        "t.check_schedule  # the checks need no hypothesis\n"
+        "try:\n"
+        "    t.instances\n"
+        "except ModuleNotFoundError as error:\n"
+        "    print(error.name, '|', error)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == (
+        "hypothesis | schedlab.testing.instances needs hypothesis, which is not installed: "
+        "pip install hypothesis (or schedlab's test extra)"
+    )
