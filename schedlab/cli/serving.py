@@ -29,7 +29,7 @@ from schedlab.cli.arguments import (
 from schedlab.cli.durations import parse_duration
 from schedlab.cli.files import cost_model_files, declare_files
 from schedlab.cli.outputs import add_format_option, hidden_alias, open_output, table_aside, wrote
-from schedlab.errors import SchedlabError, ServingError
+from schedlab.errors import InputError, SchedlabError, ServingError
 from schedlab.jobs import DEFAULT_BACKEND
 from schedlab.serving.workloads import MAX_REQUESTS
 from schedlab.tables import rows_to_csv
@@ -290,23 +290,20 @@ def say_kv(args: argparse.Namespace) -> None:
 def _slo(args: argparse.Namespace) -> SLO:
     from schedlab.serving.metrics import SLO
 
-    return SLO(
-        ttft_s=parse_duration(args.ttft, "--ttft"),
-        tpot_s=parse_duration(args.tpot, "--tpot"),
-        kind=args.tpot_slo,
-    )
+    tpot_s = parse_duration(args.tpot, "--tpot")
+    _refuse_bare_tpot(args.tpot, tpot_s)
+    return SLO(ttft_s=parse_duration(args.ttft, "--ttft"), tpot_s=tpot_s, kind=args.tpot_slo)
 
 
-def _note_bare_tpot(text: str, tpot_s: float) -> None:
-    """Say on standard error how a per-token target of a second or more written without
-    a unit was read: a bare number is seconds, and ``--tpot 25`` was most likely meant
-    as 25 ms."""
+def _refuse_bare_tpot(text: str, tpot_s: float) -> None:
+    """Refuse a per-token target of a second or more written without a unit: a bare
+    number is seconds, and ``--tpot 25`` is almost surely 25 ms (a unit written, ``25s``,
+    is taken as meant)."""
     bare = text.strip()
     if tpot_s >= 1 and bare.replace(".", "", 1).isdigit():
-        print(
-            f"schedlab: note: --tpot {bare} is {tpot_s:g} s per token (a bare number is "
-            f"seconds; write {bare}ms for milliseconds)",
-            file=sys.stderr,
+        raise InputError(
+            f"--tpot {bare}: a bare number is seconds, and {tpot_s:g} s per token is most "
+            f"likely a slip; write {bare}ms for milliseconds, or {bare}s if seconds are meant"
         )
 
 
@@ -332,7 +329,6 @@ def _scenario(args: argparse.Namespace, *, engine_policies: bool = True) -> Scen
     from schedlab.serving.scenario import DEFAULT_POLICY, Scenario
 
     slo = _slo(args)
-    _note_bare_tpot(args.tpot, slo.tpot_s)
     specs = _prediction_specs(args)
     kind = getattr(args, "engine", BUILTIN_KIND)
     default_policy = DEFAULT_POLICY if kind == BUILTIN_KIND else kind
@@ -614,7 +610,7 @@ def _headroom(args: argparse.Namespace) -> int:
     else:
         lengths = workload.generate(100.0, 1000.0, args.seed)
     tpot = parse_duration(args.tpot, "--tpot")
-    _note_bare_tpot(args.tpot, tpot)
+    _refuse_bare_tpot(args.tpot, tpot)
     _decode_alone(model, tpot)
     kv = _engine(args).kv_tokens
     result = headroom(

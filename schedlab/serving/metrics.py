@@ -32,13 +32,14 @@ gaps of all requests, is Sarathi-Serve's latency metric (Agrawal et al., OSDI 20
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
-from schedlab.errors import ServingError
+from schedlab.errors import SchedlabNote, ServingError
 from schedlab.json_files import nan_to_null
 from schedlab.tables import to_pandas
 
@@ -84,6 +85,15 @@ class SLO:
             raise ServingError(
                 f"slo.kind: expected one of {', '.join(SLO_KINDS)}, got {self.kind!r}"
             )
+        if self.tpot_s >= 1:  # seconds, as every time here: 10 ms is 0.010
+            note = f"slo.tpot_s: {self.tpot_s:g} s per token (seconds; 10 ms is 0.010)"
+            warnings.warn(note, SchedlabNote, stacklevel=3)
+        if self.ttft_s < self.tpot_s:  # the first token is one iteration at least
+            note = (
+                f"slo.ttft_s: {self.ttft_s:g} s is below tpot_s {self.tpot_s:g} s: the first "
+                "token takes an iteration at least, so few requests can meet it"
+            )
+            warnings.warn(note, SchedlabNote, stacklevel=3)
 
     @property
     def gap_limit_s(self) -> float:

@@ -220,13 +220,26 @@ def test_a_trace_from_stdin(capsys, monkeypatch):
     assert lengths <= {(100 + k, 5 + k) for k in range(20)}
 
 
-def test_a_bare_tpot_of_a_second_or_more_is_said_to_be_seconds(capsys):
-    code, _, err = run(
-        capsys, "headroom", "--workload", "chat", "--tpot", "25", "--format", "json"
-    )
+@pytest.mark.parametrize("command", ["headroom", "simulate"])
+def test_a_bare_tpot_of_a_second_or_more_is_refused_as_a_slip(capsys, command):
+    base = [command, "--workload", "chat", "--format", "json"]
+    if command == "simulate":
+        base += ["--duration", "1s"]
+    code, out, err = run(capsys, *base, "--tpot", "25")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith("schedlab: error: --tpot 25: a bare number is seconds, ")
+    assert "write 25ms for milliseconds, or 25s if seconds are meant" in err
+    code, _, err = run(capsys, *base, "--tpot", "0.025")
+    assert code == 0 and "--tpot" not in err
+    # a unit written is taken as meant (with the SLO's note on a second or more a token)
+    code, _, err = run(capsys, *base, "--tpot", "2s")
+    assert code == 0 and "error" not in err
+    if command == "simulate":
+        assert "schedlab: note: slo.tpot_s: 2 s per token" in err
+
+
+def test_a_ttft_below_the_tpot_is_noted(capsys):
+    argv = ["simulate", "--duration", "1s", "--ttft", "1ms", "--tpot", "25ms"]
+    code, _, err = run(capsys, *argv, "--format", "json")
     assert code == 0
-    assert "schedlab: note: --tpot 25 is 25 s per token (a bare number is seconds; " in err
-    code, _, err = run(
-        capsys, "headroom", "--workload", "chat", "--tpot", "0.025", "--format", "json"
-    )
-    assert code == 0 and "note: --tpot" not in err
+    assert "schedlab: note: slo.ttft_s: 0.001 s is below tpot_s 0.025 s" in err
