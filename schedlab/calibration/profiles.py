@@ -499,6 +499,54 @@ def read_skew_samples(path: Path) -> SkewSamples:
     return SkewSamples(*(data[:, j].copy() for j in range(data.shape[1])))
 
 
+#: How deep below a folder, and through how many folders in all, :func:`_no_profile_here`
+#: looks for profile folders (a tree of profiles is hardware/vendor/model/dtype deep; a
+#: mistyped ``/`` must not start a walk of the whole disk).
+_PROFILE_DEPTH = 4
+_MOST_FOLDERS = 2000
+
+
+def _profile_folders_below(root: Path) -> list[Path]:
+    """The folders holding a ``meta.yaml`` below ``root``, breadth first, within
+    :data:`_PROFILE_DEPTH` levels and :data:`_MOST_FOLDERS` folders visited."""
+    found: list[Path] = []
+    level, visited = [root], 0
+    for _ in range(_PROFILE_DEPTH):
+        below: list[Path] = []
+        for folder in level:
+            try:
+                children = sorted(p for p in folder.iterdir() if p.is_dir())
+            except OSError:  # unreadable: nothing to show there
+                continue
+            for child in children:
+                visited += 1
+                if visited > _MOST_FOLDERS:
+                    return found
+                if (child / "meta.yaml").is_file():
+                    found.append(child)
+                else:
+                    below.append(child)
+        level = below
+    return found
+
+
+def _no_profile_here(root: Path) -> str:
+    """Why ``root`` (a folder without ``meta.yaml``) is no profile folder, and where the
+    profile folders are: above it (a ``tp<N>`` folder of a profile) or below it (a
+    hardware or model folder of a tree of profiles)."""
+    if (root.parent / "meta.yaml").is_file() and root.name.startswith("tp"):
+        degree = root.name[2:]
+        return (
+            f"{root}: a tensor-parallel folder of the profile {root.parent}; give that "
+            f"folder (with --tp {degree})"
+        )
+    found = sorted(str(folder) for folder in _profile_folders_below(root))
+    if found:
+        shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+        return f"{root}: no meta.yaml, so no profile folder; profile folders below it: {shown}"
+    return f"{root}: no meta.yaml, so no profile folder (nor any below it)"
+
+
 #: The largest ``meta.yaml`` read (bytes): a profile's holds a few kilobytes of settings.
 MAX_META_BYTES = 2**20
 
@@ -549,8 +597,8 @@ def read_meta_yaml(path: Path) -> dict[Any, Any]:
         return dict(yaml.SafeLoader.construct_mapping(loader, node, deep=deep))
 
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
-    if not path.is_file():
-        raise DataNotFoundError(f"{path}: no such file")
+    if not path.is_file():  # a folder given that is not a profile's: say where they are
+        raise DataNotFoundError(_no_profile_here(path.parent))
     text = read_text(path, "profile meta.yaml", MAX_META_BYTES)
     try:
         data = yaml.load(text, Loader=Loader)

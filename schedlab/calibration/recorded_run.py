@@ -247,7 +247,9 @@ def read_recorded_run(path: str | Path) -> RecordedRun:
     path = Path(path)
     if path.is_dir():
         if not (path / "requests.jsonl").is_file():
-            raise DataNotFoundError(f"{path}: no requests.jsonl in this run directory")
+            below = sorted(str(p.parent) for p in path.glob("*/requests.jsonl"))
+            hint = f"; runs below it: {', '.join(below)}" if below else ""
+            raise DataNotFoundError(f"{path}: no requests.jsonl in this run directory{hint}")
         path = path / "requests.jsonl"
     if not path.is_file():
         raise DataNotFoundError(f"{path}: no such run directory or requests file")

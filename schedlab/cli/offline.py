@@ -468,6 +468,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 def _cmd_generate(args: argparse.Namespace) -> int:
     from schedlab import write_instance
+    from schedlab.llm.lengths import builtin_table_names
     from schedlab.offline.backlogs import (
         jaillet_instance,
         mixed_backlog,
@@ -496,6 +497,10 @@ def _cmd_generate(args: argparse.Namespace) -> int:
             from schedlab.llm.traces import read_trace
 
             source = read_trace(source)
+        elif source not in builtin_table_names() and (
+            Path(source).suffix or Path(source).parent != Path(".")
+        ):  # spelled as a path, not as a table's name
+            raise InputError(f"--source {source}: no such trace file")
         inst = sample_backlog(n, args.kv_tokens, source, args.seed, name=args.name, **limit)
     write_instance(inst, args.output)
     if args.output != STDOUT:

@@ -312,3 +312,45 @@ def test_a_mooncake_trace_with_contradicting_hash_ids_is_one_line(tmp_path):
         lines = done.stderr.strip().splitlines()
         assert done.returncode == 2 and len(lines) == 1, done.stderr
         assert "mc.jsonl:1: hash_ids: 3 block ids for input_length 600" in lines[0]
+
+
+def test_folder_mistakes_say_where_the_right_folder_is(tmp_path):
+    # a tree of profiles (hardware / vendor / model / dtype, each with tp1/) and of runs
+    profiles = tmp_path / "profiles"
+    for model in ("vendor/model-a/bf16", "vendor/model-b/bf16"):
+        (profiles / "GPU" / model / "tp1").mkdir(parents=True)
+        (profiles / "GPU" / model / "meta.yaml").write_text("model: m\n")
+    runs = tmp_path / "runs"
+    for run in ("run-1", "run-2"):
+        (runs / run).mkdir(parents=True)
+        (runs / run / "requests.jsonl").write_text("")
+    out = str(tmp_path / "m.json")
+    cases = [
+        (
+            ["calibrate", str(profiles / "GPU"), "-o", out],
+            f"{profiles / 'GPU'}: no meta.yaml, so no profile folder; profile folders below "
+            f"it: {profiles / 'GPU/vendor/model-a/bf16'}, {profiles / 'GPU/vendor/model-b/bf16'}",
+        ),
+        (
+            ["calibrate", str(profiles / "GPU/vendor/model-a/bf16/tp1"), "-o", out],
+            f"a tensor-parallel folder of the profile {profiles / 'GPU/vendor/model-a/bf16'}; "
+            "give that folder (with --tp 1)",
+        ),
+        (
+            ["calibrate", str(runs), "-o", out],
+            f"{runs}: no meta.yaml, so no profile folder (nor any below it)",
+        ),
+        (
+            ["replay", str(runs)],
+            f"{runs}: no requests.jsonl in this run directory; runs below it: "
+            f"{runs / 'run-1'}, {runs / 'run-2'}",
+        ),
+        (
+            ["generate", "backlog", "--source", str(tmp_path / "none.csv")],
+            f"--source {tmp_path / 'none.csv'}: no such trace file",
+        ),
+    ]
+    for argv, message in cases:
+        done = _schedlab(*argv)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, (argv, done.stderr)
+        assert message in done.stderr, (argv, done.stderr)
