@@ -33,7 +33,7 @@ LAYERS = {
     "schedlab.calibration": 3,
     "schedlab.integrations": 3,  # other systems' code in the loop (vLLM's scheduler)
     "schedlab.testing": 3,  # property testing of both halves, for users' CI
-    "schedlab": 4,  # the package's face: re-exports of the offline entry points
+    "schedlab": 4,  # the package's face: the offline entry points, imported on first use
     "schedlab.plotting": 5,
     "schedlab.cli": 6,
     "schedlab.__main__": 7,
@@ -143,3 +143,20 @@ def test_importing_the_package_loads_no_heavy_back_end():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_package_and_the_command_line_start_without_numpy():
+    # schedlab's names and subpackages load on first use; `schedlab --version` builds no
+    # subcommand's parser (a fresh interpreter, so nothing is cached)
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, schedlab, schedlab.cli; "
+        "assert schedlab.cli.main(['--version']) == 0; "
+        "print(sorted(m for m in ('numpy', 'schedlab.offline', 'schedlab.serving') "
+        "if m in sys.modules)); "
+        "print(schedlab.Instance.__name__, schedlab.serving.__name__, 'solve' in dir(schedlab))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == ["schedlab 0.1.0", "[]", "Instance schedlab.serving True"]

@@ -31,9 +31,6 @@ from collections.abc import Sequence
 from typing import NoReturn, TextIO
 
 from schedlab import __version__
-from schedlab.cli import calibration, cluster, offline, profiles, serving
-from schedlab.cli.arguments import spool_stdin
-from schedlab.cli.files import check_files
 from schedlab.errors import SchedlabError, SchedlabNote
 
 __all__ = ["build_parser", "main"]
@@ -49,7 +46,10 @@ class _OneLineParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every subcommand."""
+    """The argument parser with every subcommand (their modules imported here, so that
+    ``schedlab --version`` needs none of them)."""
+    from schedlab.cli import calibration, cluster, offline, profiles, serving
+
     parser = _OneLineParser(
         prog="schedlab",
         description="Scheduling theory of LLM serving: solve, bound and compare "
@@ -113,12 +113,16 @@ _DEPRECATED = r".* is deprecated; use "
 
 
 def _run(argv: Sequence[str] | None) -> int:
+    given = sys.argv[1:] if argv is None else list(argv)
+    if given == ["--version"]:  # at once: no subcommand's parser is built
+        print(f"schedlab {__version__}")
+        return 0
     try:
         parser = build_parser()
     except KeyboardInterrupt:  # before any command runs: the same one line
         print("schedlab: interrupted", file=sys.stderr)
         return 130
-    args = parser.parse_args(_attach_negative_values(sys.argv[1:] if argv is None else argv))
+    args = parser.parse_args(_attach_negative_values(given))
     with warnings.catch_warnings():
         warnings.simplefilter("always", SchedlabNote)
         # schedlab's own deprecations (schedlab.deprecation): one line each
@@ -146,6 +150,9 @@ def _run(argv: Sequence[str] | None) -> int:
 
 def _command(args: argparse.Namespace) -> int:
     """Run the parsed command: every error it raises on purpose becomes one line."""
+    from schedlab.cli.arguments import spool_stdin
+    from schedlab.cli.files import check_files
+
     try:
         with contextlib.ExitStack() as stack:
             spool_stdin(args, stack)
