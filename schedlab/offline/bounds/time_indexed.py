@@ -569,30 +569,27 @@ def lp_relaxation(
     n = classes.n
     # the pricing's tables by class and block, and the candidates priced at once
     check_horizon(horizon, "time-indexed LP", budget, 4 * 8 * (n * nblocks + _CHUNK_ENTRIES))
-    trivial = float(instance.output.sum())
     master = RestrictedMaster(classes.instance, bounds, classes.count)
     every = np.arange(n)
     # start-at-T columns carry no memory row: the master is feasible for any horizon
     master.add(every, np.maximum(np.full(n, horizon), classes.instance.arrival))
     master.add(classes.of, seed_starts.astype(np.int64))
-    # the master may take as much as the pricings of every request would
-    allowance = math.inf
+    allowance = math.inf  # else as much as the pricings of every request would take
     if max_rounds is not None:
         allowance = master_allowance(instance.n, horizon, nblocks, max_rounds)
     run = _ColumnGeneration(classes, bounds, master, budget, engine)
     status = run.iterate(stop, allowance, tolerance)
     req_all = np.concatenate(master.req)
     tau_all = np.concatenate(master.tau).astype(float)
-    if run.primal is None:
-        mean_start = seed_starts.astype(float)
-    else:
+    mean_start = seed_starts.astype(float)
+    if run.primal is not None:
         total = np.zeros(n)
         used = len(run.primal)  # columns added after the last solve have weight 0
         np.add.at(total, req_all[:used], run.primal * tau_all[:used])
         mean_start = classes.per_request(total)
     pricing = run.pricings * n * pricing_width(horizon, nblocks) + run.iterations * n
     return LPRelaxation(
-        value=max(run.best - _SAFETY * abs(run.best), trivial),
+        value=max(run.best - _SAFETY * abs(run.best), float(instance.output.sum())),
         mean_start=mean_start,
         status=status,
         runtime=time.perf_counter() - began,

@@ -96,8 +96,6 @@ class View:
         running: np.ndarray,
         finished: np.ndarray,
         released: np.ndarray,
-        release_order: np.ndarray,
-        running_set: set[int],
     ) -> None:
         self.round = 0
         self.kv_tokens = kv_tokens
@@ -110,9 +108,12 @@ class View:
         self.running = _read_only(running)
         self.finished = _read_only(finished)
         self.released = _read_only(released)
-        self._release_order = _read_only(release_order)
+        # the engine's: the release order (set when a run starts), how many are released,
+        # the running requests, and its writable arrays that _run and _stop change
+        self._release_order = np.zeros(0, dtype=np.int64)
         self._released_count = 0
-        self._running_set = running_set
+        self._running: set[int] = set()
+        self._states = (running, run_start)
 
     def released_in_order(self) -> np.ndarray:
         """The requests released so far, in the order of release (ties by index): a
@@ -122,7 +123,19 @@ class View:
 
     def running_indices(self) -> np.ndarray:
         """The running requests, by increasing index (a new array)."""
-        return np.array(sorted(self._running_set), dtype=np.int64)
+        return np.array(sorted(self._running), dtype=np.int64)
+
+    def _run(self, i: int, t: int) -> None:
+        """The engine starts request ``i`` in round ``t``."""
+        running, run_start = self._states
+        running[i], run_start[i] = True, t
+        self._running.add(i)
+
+    def _stop(self, i: int) -> None:
+        """Request ``i`` stops running (it finished or was evicted)."""
+        running, run_start = self._states
+        running[i], run_start[i] = False, -1
+        self._running.discard(i)
 
     @property
     def waiting(self) -> np.ndarray:
@@ -211,11 +224,11 @@ def run_online(instance: Instance, intervals: Intervals, policy: Policy) -> Runs
     finished = np.zeros(n, dtype=bool)
     released = np.zeros(n, dtype=bool)
     by_release = np.argsort(arrival, kind="stable")
-    running_set: set[int] = set()
     view = View(
         memory, seen_prompt, seen_lower, seen_upper, revealed, run_start, running, finished,
-        released, by_release, running_set,
+        released,
     )  # fmt: skip
+    view._release_order = _read_only(by_release)
     runs: list[list[tuple[int, int]]] = [[] for _ in range(n)]
     next_release = 0
     ends: list[tuple[int, int, int]] = []  # (true completion, request, run start)
@@ -234,9 +247,8 @@ def run_online(instance: Instance, intervals: Intervals, policy: Policy) -> Runs
             _, i, start = heapq.heappop(ends)
             if not running[i] or run_start[i] != start:
                 continue  # that run was evicted
-            running[i], finished[i] = False, True
-            running_set.discard(int(i))
-            revealed[i], run_start[i] = output[i], -1
+            view._stop(i)
+            finished[i], revealed[i] = True, output[i]
             runs[i].append((start, int(output[i])))
             weight -= int(prompt[i]) - start + 1
             count -= 1
@@ -248,8 +260,7 @@ def run_online(instance: Instance, intervals: Intervals, policy: Policy) -> Runs
             seen_prompt[i], seen_lower[i], seen_upper[i] = (
                 prompt[i], intervals.lower[i], intervals.upper[i],
             )  # fmt: skip
-            next_release += 1
-            view._released_count = next_release
+            next_release = view._released_count = next_release + 1
             event = True
         if done == n:
             break
@@ -261,8 +272,7 @@ def run_online(instance: Instance, intervals: Intervals, policy: Policy) -> Runs
                     raise refuse(f"evicts request {i}, which is not running")
                 start = int(run_start[i])  # before t: one decision a round
                 runs[i].append((start, t - start))
-                running[i], run_start[i] = False, -1
-                running_set.discard(i)
+                view._stop(i)
                 weight -= int(prompt[i]) - start + 1
                 count -= 1
             for i in _indices(decision.start, n, refuse, "starts"):
@@ -271,8 +281,7 @@ def run_online(instance: Instance, intervals: Intervals, policy: Policy) -> Runs
                         "running" if running[i] else "finished" if finished[i] else "unreleased"
                     )
                     raise refuse(f"starts request {i}, which is {state}")
-                running[i], run_start[i] = True, t
-                running_set.add(i)
+                view._run(i, t)
                 heapq.heappush(ends, (t + int(output[i]), int(i), t))
                 weight += int(prompt[i]) - t + 1
                 count += 1
