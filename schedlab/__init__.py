@@ -66,7 +66,8 @@ _HOMES = {
     "verify": "schedlab.offline.verify",
 }
 
-#: The subpackages, imported as attributes when first used.
+#: The subpackages, listed by ``dir(schedlab)`` (every module is imported as an attribute
+#: when first used).
 _SUBPACKAGES = (
     "calibration",
     "cli",
@@ -80,13 +81,17 @@ _SUBPACKAGES = (
 
 
 def __getattr__(name: str) -> Any:
-    """A public name or a subpackage, imported on first use and kept."""
+    """A public name or a module of the package (``schedlab.serving``,
+    ``schedlab.budget``), imported on first use and kept."""
     if name in _HOMES:
         value = getattr(import_module(_HOMES[name]), name)
-    elif name in _SUBPACKAGES:
-        value = import_module(f"schedlab.{name}")
     else:
-        raise AttributeError(f"module 'schedlab' has no attribute {name!r}")
+        try:
+            value = import_module(f"schedlab.{name}")
+        except ModuleNotFoundError as error:
+            if error.name != f"schedlab.{name}":
+                raise
+            raise AttributeError(f"module 'schedlab' has no attribute {name!r}") from None
     globals()[name] = value
     return value
 

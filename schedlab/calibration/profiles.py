@@ -516,13 +516,13 @@ def _profile_folders_below(root: Path) -> list[Path]:
         for folder in level:
             try:
                 children = sorted(p for p in folder.iterdir() if p.is_dir())
-            except OSError:  # unreadable: nothing to show there
+            except OSError:  # unreadable (no permission, a loop): nothing to show there
                 continue
             for child in children:
                 visited += 1
                 if visited > _MOST_FOLDERS:
                     return found
-                if (child / "meta.yaml").is_file():
+                if _is_file(child / "meta.yaml"):
                     found.append(child)
                 else:
                     below.append(child)
@@ -530,12 +530,22 @@ def _profile_folders_below(root: Path) -> list[Path]:
     return found
 
 
+def _is_file(path: Path) -> bool:
+    """Whether ``path`` is a file; ``False`` where it cannot be looked at (no permission)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 def _no_profile_here(root: Path) -> str:
     """Why ``root`` (a folder without ``meta.yaml``) is no profile folder, and where the
     profile folders are: above it (a ``tp<N>`` folder of a profile) or below it (a
     hardware or model folder of a tree of profiles)."""
-    if (root.parent / "meta.yaml").is_file() and root.name.startswith("tp"):
-        degree = root.name[2:]
+    if not root.is_dir():
+        return f"{root}: no such folder"
+    degree = root.name.removeprefix("tp")
+    if root.name.startswith("tp") and degree.isdigit() and _is_file(root.parent / "meta.yaml"):
         return (
             f"{root}: a tensor-parallel folder of the profile {root.parent}; give that "
             f"folder (with --tp {degree})"

@@ -248,7 +248,8 @@ def read_recorded_run(path: str | Path) -> RecordedRun:
     if path.is_dir():
         if not (path / "requests.jsonl").is_file():
             below = sorted(str(p.parent) for p in path.glob("*/requests.jsonl"))
-            hint = f"; runs below it: {', '.join(below)}" if below else ""
+            more = f" and {len(below) - 5} more" if len(below) > 5 else ""
+            hint = f"; runs below it: {', '.join(below[:5])}{more}" if below else ""
             raise DataNotFoundError(f"{path}: no requests.jsonl in this run directory{hint}")
         path = path / "requests.jsonl"
     if not path.is_file():

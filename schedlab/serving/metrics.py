@@ -106,6 +106,14 @@ class SLO:
         """The largest TTFT that meets ``ttft_s``, with the same tolerance."""
         return self.ttft_s + TIME_TOLERANCE_S
 
+    @classmethod
+    def restored(cls, data: dict[str, Any]) -> SLO:
+        """The SLO of a saved result or scenario (its fields as keywords), without the
+        notes a new one gives: they were said when it was first made."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SchedlabNote)
+            return cls(**data)
+
     def describe(self) -> str:
         """``'TTFT <= 5 s, TPOT (every-token) <= 25 ms'``."""
         return f"TTFT <= {self.ttft_s:g} s, TPOT ({self.kind}) <= {self.tpot_s * 1e3:g} ms"
@@ -345,7 +353,7 @@ class Summary:
             for name in ("ttft", "tpot", "itl", "latency")
         }
         rates = {k: number(data[k]) for k in ("attainment", "goodput_rps", "output_tokens_per_s")}
-        return cls(**{**data, **distributions, **rates, "slo": SLO(**data["slo"])})
+        return cls(**{**data, **distributions, **rates, "slo": SLO.restored(data["slo"])})
 
 
 def summarize(

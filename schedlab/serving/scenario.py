@@ -288,7 +288,7 @@ class Scenario:
                 **data,
                 "cost_model": model(data["cost_model"]),
                 "actual_cost_model": model(data["actual_cost_model"]),
-                "slo": SLO(**data["slo"]),
+                "slo": SLO.restored(data["slo"]),
                 "engine": EngineConfig(**data["engine"]),
             }
         )

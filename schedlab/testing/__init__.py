@@ -24,9 +24,9 @@ name                                          what it is
 
 ``docs/testing.md`` shows a property test of a solver and of a policy. The checks need
 only schedlab; the strategies and property tests need hypothesis too (the ``test`` extra),
-and are imported when first used. With hypothesis installed, ``st.from_type(Instance)``
-and ``st.from_type(EngineConfig)`` draw these strategies
-(:mod:`~schedlab.testing.registration`).
+and are imported when first used; from then on ``st.from_type(Instance)`` and
+``st.from_type(EngineConfig)`` draw them too (:mod:`~schedlab.testing.strategies`).
+Importing this package costs nothing: every name is imported when first used.
 """
 
 from __future__ import annotations
@@ -34,11 +34,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from schedlab.testing.conservation import check_cluster_conservation, check_conservation
-from schedlab.testing.deadlines import check_deadlines
-from schedlab.testing.runs import ServingRun, record_run
-from schedlab.testing.schedules import check_bound, check_schedule
-from schedlab.testing.violations import (
+from schedlab.testing.violations import (  # plain exceptions: nothing to wait for
     BoundViolation,
     ConservationViolation,
     DeadlineViolation,
@@ -48,7 +44,11 @@ from schedlab.testing.violations import (
 )
 
 if TYPE_CHECKING:
+    from schedlab.testing.conservation import check_cluster_conservation, check_conservation
+    from schedlab.testing.deadlines import check_deadlines
     from schedlab.testing.properties import check_policy_properties, check_solver_properties
+    from schedlab.testing.runs import ServingRun, record_run
+    from schedlab.testing.schedules import check_bound, check_schedule
     from schedlab.testing.strategies import cost_models, engine_configs, instances, traces
 
 __all__ = [
@@ -73,29 +73,30 @@ __all__ = [
     "traces",
 ]
 
-#: The names that need hypothesis, by the module that defines them.
-_WITH_HYPOTHESIS = {
-    "instances": "strategies",
-    "traces": "strategies",
-    "engine_configs": "strategies",
-    "cost_models": "strategies",
-    "check_solver_properties": "properties",
-    "check_policy_properties": "properties",
+#: The module of each public name, imported on first use.
+_HOMES = {
+    **dict.fromkeys(["check_cluster_conservation", "check_conservation"], "conservation"),
+    "check_deadlines": "deadlines",
+    **dict.fromkeys(["check_policy_properties", "check_solver_properties"], "properties"),
+    **dict.fromkeys(["ServingRun", "record_run"], "runs"),
+    **dict.fromkeys(["check_bound", "check_schedule"], "schedules"),
+    **dict.fromkeys(["cost_models", "engine_configs", "instances", "traces"], "strategies"),
 }
 
 
 def __getattr__(name: str) -> Any:
-    """The strategies and property tests, imported on first use (they need hypothesis).
+    """A public name, imported on first use (the strategies and property tests need
+    hypothesis).
 
     Raises
     ------
     ModuleNotFoundError
         In one line saying how to install hypothesis, if it is not installed.
     """
-    if name not in _WITH_HYPOTHESIS:
+    if name not in _HOMES:
         raise AttributeError(f"module 'schedlab.testing' has no attribute {name!r}")
     try:
-        module = import_module(f"schedlab.testing.{_WITH_HYPOTHESIS[name]}")
+        module = import_module(f"schedlab.testing.{_HOMES[name]}")
     except ModuleNotFoundError as error:
         if error.name != "hypothesis":
             raise
@@ -104,7 +105,9 @@ def __getattr__(name: str) -> Any:
             "pip install hypothesis (or schedlab's test extra)",
             name="hypothesis",
         ) from None
-    return getattr(module, name)
+    value = getattr(module, name)
+    globals()[name] = value
+    return value
 
 
 def __dir__() -> list[str]:

@@ -13,6 +13,11 @@ strategy                  draws
 Each draws degenerate cases too: one request, empty prompts and one-token outputs,
 identical requests, requests as large as the memory allows, all arriving at once, and
 a memory of one token. Hypothesis shrinks a failing example towards them.
+
+Once this module is imported (by any strategy's first use), ``st.from_type(Instance)``
+and ``st.from_type(EngineConfig)`` draw :func:`instances` and :func:`engine_configs`
+with their defaults. The registration waits for that import, so that having schedlab
+installed costs ``import hypothesis`` nothing.
 """
 
 from __future__ import annotations
@@ -226,3 +231,7 @@ def cost_models() -> st.SearchStrategy[LinearAttentionCostModel]:
         prefill_per_token_s=st.floats(0.0, 0.02).map(lambda x: x * _MS),
         prefill_attention_s=st.floats(0.0, 1e-6).map(lambda x: x * _MS),
     )
+
+
+st.register_type_strategy(Instance, st.deferred(instances))
+st.register_type_strategy(EngineConfig, st.deferred(engine_configs))

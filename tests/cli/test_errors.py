@@ -354,3 +354,27 @@ def test_folder_mistakes_say_where_the_right_folder_is(tmp_path):
         done = _schedlab(*argv)
         assert done.returncode == 2 and done.stderr.count("\n") == 1, (argv, done.stderr)
         assert message in done.stderr, (argv, done.stderr)
+
+
+def test_an_unreadable_folder_below_leaves_the_hint_to_the_others(tmp_path, monkeypatch):
+    # as a user without permission would find it (the tests may run as root)
+    from pathlib import Path
+
+    from schedlab.calibration.profiles import read_meta_yaml
+    from schedlab.errors import DataNotFoundError
+
+    (tmp_path / "locked").mkdir()
+    (tmp_path / "model" / "tp1").mkdir(parents=True)
+    (tmp_path / "model" / "meta.yaml").write_text("model: m\n")
+    is_file = Path.is_file
+
+    def guarded(path: Path) -> bool:
+        if "locked" in path.parts:
+            raise PermissionError(13, "Permission denied", str(path))
+        return is_file(path)
+
+    monkeypatch.setattr(Path, "is_file", guarded)
+    with pytest.raises(DataNotFoundError, match=r"profile folders below it: .*model$"):
+        read_meta_yaml(tmp_path / "meta.yaml")
+    with pytest.raises(DataNotFoundError, match=r"missing: no such folder$"):
+        read_meta_yaml(tmp_path / "missing" / "meta.yaml")

@@ -72,6 +72,7 @@ import copy
 import dataclasses
 import hashlib
 import math
+import threading
 import time
 import warnings
 from collections import OrderedDict
@@ -121,6 +122,7 @@ __all__ = [
     "bound_steps",
     "bound_within",
     "check_work",
+    "forget_bounds",
     "get_bound",
     "lower_bound",
     "plan",
@@ -394,27 +396,27 @@ def bound_within(
     budget (:func:`lower_bound`).
 
     Without a wall-clock cap the bound depends only on the instance's content, the method
-    (and the methods it runs), the work and memory budgets: it is computed once a process
-    and the same call again returns a copy of it, ``runtime`` included (the last 64 kept).
-    So :func:`schedlab.solve` of several solvers on one instance pays for it once.
+    (and the methods it runs, with their estimates), the work and memory budgets: it is
+    computed once a process and the same call again returns a copy of it, ``runtime``
+    included (the last 64 kept; :func:`forget_bounds` empties them). So
+    :func:`schedlab.solve` of several solvers on one instance pays for it once.
     """
     allowed = check_work(work)
     chosen = _chosen(instance, method)
-    key: tuple[Any, ...] | None = None
-    found = None
-    if not budget.limited:  # the value depends only on these: computed once a process
-        methods = tuple((m.name, id(m.fn)) for m in chosen)
-        key = (_content(instance), method, methods, allowed, budget.max_memory)
-        found = _COMPUTED.get(key, (None, ()))[0]
+    # without a cap the value depends only on these (the methods themselves, with their
+    # estimates and ceilings, which best's plan reads): computed once a process
+    key = None
+    if not budget.limited:
+        key = (_content(instance), method, tuple(chosen), allowed, budget.max_memory)
+    found = _COMPUTED.recall(key)
     with progress_for(progress, "lower bound") as bar:
         if not counted:
             bar.add(len(chosen))
-        if key is not None and found is not None:
-            _COMPUTED.move_to_end(key)
+        if found is not None:
             for entry in chosen:  # as they ran, at once
                 bar.doing(entry.name)
                 bar.step()
-            return dataclasses.replace(found, stats=copy.deepcopy(found.stats))
+            return found
         if method != "best":
             bar.doing(method)
             with memory_guard(method):
@@ -422,21 +424,61 @@ def bound_within(
             bar.step()
         else:
             bound = _best(instance, chosen, budget, bar, allowed)
-    if key is not None:  # with the functions, so that no other can take their ids
-        kept = dataclasses.replace(bound, stats=copy.deepcopy(bound.stats))
-        _COMPUTED[key] = (kept, tuple(m.fn for m in chosen))
-        if len(_COMPUTED) > _MOST_COMPUTED:
-            _COMPUTED.popitem(last=False)
+    _COMPUTED.keep(key, bound)
     return bound
 
 
-#: Bounds computed without a wall-clock cap, by instance content, method, the methods it
-#: ran (name and function), work and memory budgets: the same call again returns a copy.
-#: Each is kept with the functions of its methods, whose ids its key holds.
-_COMPUTED: OrderedDict[tuple[Any, ...], tuple[Bound, tuple[BoundFn, ...]]] = OrderedDict()
+class _Computed:
+    """Bounds computed without a wall-clock cap, by their key in :func:`bound_within`: the
+    last :data:`_MOST_COMPUTED` used, each given out as a copy. Safe across threads; a
+    bound whose statistics cannot be copied is not kept."""
 
-#: Most bounds :data:`_COMPUTED` keeps (the least recently used is dropped first).
+    def __init__(self) -> None:
+        self._kept: OrderedDict[tuple[Any, ...], Bound] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def recall(self, key: tuple[Any, ...] | None) -> Bound | None:
+        """A copy of the bound kept under ``key`` (``None``: none)."""
+        if key is None:
+            return None
+        with self._lock:
+            found = self._kept.get(key)
+            if found is None:
+                return None
+            self._kept.move_to_end(key)
+        return dataclasses.replace(found, stats=copy.deepcopy(found.stats))
+
+    def keep(self, key: tuple[Any, ...] | None, bound: Bound) -> None:
+        """Keep a copy of ``bound`` under ``key`` (nothing for ``None``)."""
+        if key is None:
+            return
+        try:
+            kept = dataclasses.replace(bound, stats=copy.deepcopy(bound.stats))
+        except Exception:  # a method's statistics that cannot be copied: not kept
+            return
+        with self._lock:
+            self._kept[key] = kept
+            if len(self._kept) > _MOST_COMPUTED:
+                self._kept.popitem(last=False)
+
+    def clear(self) -> None:
+        """Forget every bound (a benchmark that times the computation clears it first)."""
+        with self._lock:
+            self._kept.clear()
+
+
+#: Most bounds the cache keeps (the least recently used is dropped first).
 _MOST_COMPUTED = 64
+
+#: The cache of :func:`bound_within`; the key holds the methods, so none of them goes
+#: while its bound is kept.
+_COMPUTED = _Computed()
+
+
+def forget_bounds() -> None:
+    """Forget every bound computed so far, so that the next call computes it again (for
+    timing a bound: :func:`bound_within` returns a kept bound at once)."""
+    _COMPUTED.clear()
 
 
 def _content(instance: Instance) -> str:

@@ -108,11 +108,11 @@ class View:
         self.running = _read_only(running)
         self.finished = _read_only(finished)
         self.released = _read_only(released)
-        # the engine's: the release order (set when a run starts), how many are released,
-        # the running requests, and its writable arrays that _run and _stop change
-        self._release_order = np.zeros(0, dtype=np.int64)
-        self._released_count = 0
-        self._running: set[int] = set()
+        # the release order (by index for a view built by hand; the engine sets its own),
+        # how many are released, the running requests, and the arrays _run and _stop change
+        self._release_order = _read_only(np.flatnonzero(released))
+        self._released_count = len(self._release_order)
+        self._running = set(np.flatnonzero(running).tolist())
         self._states = (running, run_start)
 
     def released_in_order(self) -> np.ndarray:

@@ -97,7 +97,8 @@ class EstimatePolicy:
             cap = view.kv_tokens - view.prompt[changed]
             self.estimate[changed] = np.minimum(self.estimate[changed], cap)
         for i in new.tolist():
-            heapq.heappush(self.waiting, (int(self.estimate[i]), i))
+            if not (view.running[i] or view.finished[i]):  # a view may start mid-run
+                heapq.heappush(self.waiting, (int(self.estimate[i]), i))
 
     def decide(self, view: View) -> Decision:
         """Evict by least estimate if the running requests would overflow, else start
@@ -177,7 +178,8 @@ class FcfsPreempt:
         self.seen += len(new)
         self.arrival[new] = t  # seen released at round t
         for i in new.tolist():
-            heapq.heappush(self.waiting, (t, i))
+            if not (view.running[i] or view.finished[i]):  # a view may start mid-run
+                heapq.heappush(self.waiting, (t, i))
         running = view.running_indices()
         held = view.prompt[running] + t - view.run_start[running] + 1
         load = int(held.sum())

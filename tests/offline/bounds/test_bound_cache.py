@@ -5,13 +5,16 @@ changed, a cap) computes again."""
 
 from __future__ import annotations
 
+import concurrent.futures
+import dataclasses
+import threading
 from collections.abc import Iterator
 
 import pytest
 
 from schedlab import solve
 from schedlab.budget import UNLIMITED, Budget
-from schedlab.offline.bounds import BOUNDS, Bound, lower_bound, register_bound
+from schedlab.offline.bounds import BOUNDS, Bound, forget_bounds, lower_bound, register_bound
 from schedlab.offline.instance import Instance
 
 INSTANCE = Instance.from_arrays(12, [2, 0, 3, 1, 4], [3, 5, 2, 4, 1], [0, 1, 1, 3, 4])
@@ -72,3 +75,37 @@ def test_best_runs_again_when_its_methods_change(counted: list[int]) -> None:
     register_bound("counted", doubled, in_best=True)  # one name, another function
     assert lower_bound(INSTANCE).stats["values"]["counted"] == 0.0
     assert counted == [5]
+
+
+def test_a_method_with_another_estimate_is_computed_again(counted: list[int]) -> None:
+    lower_bound(INSTANCE)
+    BOUNDS["counted"] = dataclasses.replace(BOUNDS["counted"], work=lambda instance: 1e15)
+    again = lower_bound(INSTANCE)  # best's plan changed: counted is out of reach now
+    assert "counted" in again.stats["out_of_reach"] and counted == [5]
+
+
+def test_statistics_that_cannot_be_copied_are_not_kept() -> None:
+    def locked(instance: Instance, *, budget: Budget = UNLIMITED) -> Bound:
+        return Bound(1.0, "locked", stats={"lock": threading.Lock()})
+
+    register_bound("locked", locked)
+    try:
+        assert lower_bound(INSTANCE, "locked").value == 1.0  # computed, not kept
+        assert lower_bound(INSTANCE, "locked").value == 1.0
+    finally:
+        del BOUNDS["locked"]
+
+
+def test_threads_share_the_kept_bounds() -> None:
+    # more instances than are kept, so that threads also drop each other's entries
+    instances = [Instance.from_arrays(12, [1, k % 5], [2, 1 + k % 7], [0, k]) for k in range(100)]
+    forget_bounds()
+
+    def work(seed: int) -> list[float]:
+        return [lower_bound(instances[(seed + k) % 100], "trivial").value for k in range(400)]
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        runs = list(pool.map(work, range(4)))
+    expected = [float(inst.output.sum()) for inst in instances]
+    for seed, values in enumerate(runs):
+        assert values == [expected[(seed + k) % 100] for k in range(400)]

@@ -171,3 +171,18 @@ def test_the_view_shows_the_release_order_of_released_requests_only() -> None:
     for _, order, released in seen:
         assert sorted(order) == released  # nothing of the requests still to come
     assert seen[-1][1] == [1, 3, 2, 0]  # by release round
+
+
+@pytest.mark.parametrize("name", sorted(POLICIES))
+def test_a_view_built_by_hand_mid_run_is_read_as_its_arrays_say(name: str) -> None:
+    # request 0 runs since round 0, the others wait; a fresh policy sees the view as is
+    n = 3
+    view = View(
+        20, np.full(n, 3), np.full(n, 1), np.full(n, 5), np.full(n, -1),
+        np.array([0, -1, -1]), np.array([True, False, False]), np.zeros(n, bool),
+        np.ones(n, bool),
+    )  # fmt: skip
+    view.round = 2
+    assert view.load() == 6 and view.running_indices().tolist() == [0]
+    assert view.released_in_order().tolist() == [0, 1, 2]
+    assert POLICIES[name]().decide(view) == PLAIN[name]().decide(view)
