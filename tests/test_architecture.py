@@ -25,6 +25,7 @@ LAYERS = {
     "schedlab.json_files": 0,
     "schedlab.tables": 0,
     "schedlab.jobs": 0,
+    "schedlab.jit": 0,  # numba kernels: signatures, the on-disk cache
     "schedlab.plugins": 0,
     "schedlab.llm": 1,
     "schedlab.predictions": 1,  # output-length predictions, read by both halves

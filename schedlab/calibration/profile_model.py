@@ -72,7 +72,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
+
+import numpy as np
 
 from schedlab.calibration.attention_grid import AttentionGrid
 from schedlab.calibration.curves import MonotoneCurve
@@ -85,6 +88,8 @@ from schedlab.json_files import check_keys, json_integer, json_number, text_fiel
 from schedlab.llm.gpu_deployment import GpuDeployment
 from schedlab.llm.interconnect import Link
 from schedlab.serving.cost_model import BatchShape, Chunk
+from schedlab.serving.prefill_replay import PrefillReplay
+from schedlab.serving.sloweave import SLOWeaveState
 
 __all__ = ["KIND", "Parallelism", "ProfileCostModel", "load_profile_cost_model"]
 
@@ -284,7 +289,7 @@ class ProfileCostModel:
             seconds += 2 * self.layers * par.link.all_gather_s(size, dp)
         return seconds
 
-    def iteration_time(
+    def reference_time(
         self,
         n_decode: int,
         decode_kv: int,
@@ -293,9 +298,8 @@ class ProfileCostModel:
         decode_kv_max: int | None = None,
         decode_kv_min: int | None = None,
     ) -> float:
-        """Seconds for the batch (module docstring); ``decode_kv_max`` and
-        ``decode_kv_min`` are the longest and shortest decode's KV (``None``: decodes taken
-        as equal, no skew correction)."""
+        """Seconds for the batch (module docstring), in Python: the reference
+        :meth:`iteration_time`'s compiled form is checked against."""
         shape = BatchShape(n_decode, decode_kv, tuple(chunks), decode_kv_max, decode_kv_min)
         batch = shape.tokens
         sequences = n_decode + sum(1 for c, _ in chunks if c > 0)
@@ -306,6 +310,75 @@ class ProfileCostModel:
             + self._scale * layer  # type: ignore[attr-defined]
         )
         return micro * 1e-6 + self.parallelism.collectives_s(batch, self.layers)
+
+    def _compiled(self) -> tuple[Any, Any, Any, Any, Any]:
+        """The kernels of :mod:`schedlab.calibration.compiled_cost_model` and this model's
+        tables, packed on first use (which loads numba): ``(iteration_seconds,
+        largest_safe_chunk, replay_prefill_end, floats, ints)``."""
+        compiled = self.__dict__.get("_kernels")
+        if compiled is None:
+            from schedlab.calibration import compiled_cost_model as kernels
+
+            compiled = (
+                kernels.iteration_seconds,
+                kernels.largest_safe_chunk,
+                kernels.replay_prefill_end,
+                *kernels.pack(self),
+            )
+            object.__setattr__(self, "_kernels", compiled)
+        return compiled
+
+    def iteration_time(
+        self,
+        n_decode: int,
+        decode_kv: int,
+        chunks: Sequence[Chunk],
+        *,
+        decode_kv_max: int | None = None,
+        decode_kv_min: int | None = None,
+    ) -> float:
+        """Seconds for the batch (module docstring), compiled: :meth:`reference_time` to
+        rounding (:mod:`schedlab.calibration.compiled_cost_model`); ``decode_kv_max``
+        and ``decode_kv_min`` are the longest and shortest decode's KV (``None``:
+        decodes taken as equal, no skew correction)."""
+        seconds, _, _, floats, ints = self.__dict__.get("_kernels") or self._compiled()
+        return seconds(
+            floats, ints, _sums(n_decode, decode_kv, chunks, decode_kv_max, decode_kv_min)
+        )
+
+    def largest_safe_chunk(self, state: SLOWeaveState, upper: int, budget_s: float) -> SafeChunk:
+        """SLOWeave's search of :func:`~schedlab.serving.sloweave.deadline_safe_chunk`
+        for ``state`` (which has decodes), chunks up to ``upper`` and a budget of
+        ``budget_s`` seconds (margin taken off), compiled in one call: the search's
+        ``(chunk, evaluations, deadline miss, predicted seconds)`` with
+        :meth:`iteration_time`'s probes."""
+        _, search, _, floats, ints = self.__dict__.get("_kernels") or self._compiled()
+        batch = _sums(
+            state.n_decode,
+            state.decode_kv,
+            state.fixed_chunks,
+            state.decode_kv_max,
+            state.decode_kv_min,
+        )
+        return search(floats, ints, batch, state.prior, budget_s, upper)
+
+    def replay_prefill_s(self, job: PrefillReplay) -> float:
+        """:func:`~schedlab.serving.prefill_replay.sloweave_replay_s` of ``job`` with this
+        model, compiled in one call: the same end, probe for probe."""
+        _, _, replay, floats, ints = self.__dict__.get("_kernels") or self._compiled()
+        d = job.decodes
+        counts = (
+            d.n_decode,
+            d.decode_kv,
+            -1 if d.decode_kv_max is None else d.decode_kv_max,
+            -1 if d.decode_kv_min is None else d.decode_kv_min,
+            job.token_budget,
+            job.chunk_cap,
+        )
+        queue = _matrix(job.queue, 2)
+        releases = _matrix(job.releases, 3)
+        times = (job.start_s, job.tpot_s, job.margin_s, job.since_s, job.beat_s)
+        return replay(floats, ints, counts, queue, releases, times)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form, kind ``profile-grid``."""
@@ -348,6 +421,43 @@ class ProfileCostModel:
             "report": dict(self.report),
             "deployment": None if self.deployment is None else self.deployment.to_dict(),
         }
+
+
+#: :meth:`ProfileCostModel.largest_safe_chunk`'s answer: the chunk, the evaluations, whether
+#: even the decodes alone miss the budget, and the predicted seconds.
+SafeChunk = tuple[int, int, bool, float]
+
+
+def _matrix(rows: Sequence[tuple[int, ...]], width: int) -> Any:
+    """``rows`` of ``width`` integers as a C-ordered ``int64`` matrix (writable)."""
+    flat = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=width * len(rows))
+    return flat.reshape(-1, width)
+
+
+def _sums(
+    n_decode: int,
+    decode_kv: int,
+    chunks: Sequence[Chunk],
+    decode_kv_max: int | None,
+    decode_kv_min: int | None,
+) -> tuple[float, ...]:
+    """A batch as the sums the compiled model reads
+    (:data:`~schedlab.calibration.compiled_cost_model.BATCH`; -1: a KV not known)."""
+    tokens = context = counted = 0
+    for c, prior in chunks:
+        tokens += c
+        if c > 0:
+            context += prior
+            counted += 1
+    return (
+        n_decode,
+        decode_kv,
+        tokens,
+        context,
+        counted,
+        -1 if decode_kv_max is None else decode_kv_max,
+        -1 if decode_kv_min is None else decode_kv_min,
+    )
 
 
 def _get(data: Mapping[str, Any], key: str, where: str, kind: type | tuple[type, ...]) -> Any:

@@ -154,12 +154,13 @@ def _report(results: list[tuple[float | None, Any]], scenario: Any) -> None:
     for rate, r in results:
         s, d = r.summary, r.to_dict()
         shares = "/".join("-" if v is None else f"{v:.0%}" for v in d["tail_share"].values())
-        route = d["routing_median_s"]
+        route = d["routing_ms"]
+        route_us = "-" if route is None else f"{route['median'] * 1e3:.0f}"
         print(
             f"{r.label:<22}{'-' if rate is None else f'{rate:g}':>6}{s.attainment:>8.3f}"
             f"{_ms(s.ttft.mean):>8}{_ms(s.ttft.p95):>8}{_ms(s.latency.mean):>8}"
             + "".join(f"{_ms(r.breakdown[k].mean):>8}" for k in BREAKDOWN)
-            + f"  {shares:<20}{'-' if route is None else f'{route * 1e6:.0f}':>9}"
+            + f"  {shares:<20}{route_us:>9}"
             + f"{r.run.hit_rate:>6.2f}"
         )
     print(

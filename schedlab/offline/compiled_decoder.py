@@ -34,13 +34,13 @@ schedule for schedule by ``tests/offline/test_compiled_decoder.py`` (hypothesis,
 and without releases, both modes, and moves evaluated incrementally against full
 reference decodes).
 
-The kernels have explicit signatures and allocate nothing (:mod:`schedlab.offline.jit`),
+The kernels have explicit signatures and allocate nothing (:mod:`schedlab.jit`),
 so each helper is compiled once and no NumPy constructor is: they compile when this
 module is first imported (by the first compiled decode;
 ``benchmarks/list_scheduling_speed.py --compile`` times it), and later processes load
 them from numba's cache. They run without numba's runtime, so no reference is counted
 when a helper is called, and LLVM inlines the helpers
-(:func:`~schedlab.offline.jit.kernel`). numba wraps a negative index around (``a[-1]``
+(:func:`~schedlab.jit.kernel`). numba wraps a negative index around (``a[-1]``
 is the last element), a test and a fix-up at every access whose index it cannot prove
 non-negative; that also made the peaks' maximum a gather. So the loops over a stretch of
 the running set or of the saved states run over a view from index 0
@@ -55,7 +55,7 @@ from __future__ import annotations
 import numpy as np
 from numba import types
 
-from schedlab.offline.jit import INT, MATRIX, READ, READ_MATRIX, VECTOR, kernel
+from schedlab.jit import INT, MATRIX, READ, READ_MATRIX, VECTOR, kernel
 
 __all__ = ["INF", "accept_kernel", "evaluate_kernel", "new_running", "schedule"]
 

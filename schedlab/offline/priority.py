@@ -56,10 +56,13 @@ def priority_order(instance: Instance, rule: str) -> np.ndarray:
     return np.lexsort((np.arange(instance.n), key(instance)))
 
 
-def rule_schedule(instance: Instance, rule: str) -> np.ndarray:
-    """The starts of ``rule``'s list schedule, in its own mode (strict or backfilling)."""
+def rule_schedule(instance: Instance, rule: str, *, engine: str = "compiled") -> np.ndarray:
+    """The starts of ``rule``'s list schedule, in its own mode (strict or backfilling),
+    decoded by ``engine`` (:func:`~schedlab.offline.decoder.list_schedule`: the same
+    starts either way)."""
     _, backfill = RULES[rule]
-    return list_schedule(instance, priority_order(instance, rule), backfill=backfill)
+    order = priority_order(instance, rule)
+    return list_schedule(instance, order, backfill=backfill, engine=engine)
 
 
 def best_rule_schedule(instance: Instance, budget: Budget = UNLIMITED) -> tuple[np.ndarray, str]:

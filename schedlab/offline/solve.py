@@ -31,7 +31,7 @@ BOUND_TOLERANCE = 1e-6
 def _load_kernels() -> None:
     """Import the numba kernels before the clock starts.
 
-    They compile when imported, the first time on a machine (seconds: ``schedlab.offline.jit``),
+    They compile when imported, the first time on a machine (seconds: ``schedlab.jit``),
     and load from numba's cache after that; neither is the solver's time, nor may it eat
     the solver's time limit. Later calls in the process cost nothing. Ctrl-C or SIGTERM
     during a compile is held until it ends, then raised

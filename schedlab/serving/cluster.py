@@ -426,28 +426,29 @@ class _NodeState:
         if self._loads[0] == self._version:
             return self._loads[1]
         engine = self._engine
-        blocks = self.config.blocks
+        size = self.config.block_size  # blocks of t tokens: -(-t // size)
         i = engine.iteration
         queued = emit = growth = growth_blocks = 0
         releases: list[tuple[int, int, int]] = []
-        for req in engine.requests():
+        for req in engine.requests():  # RequestState.generated_by and kv_tokens, inlined
             queued += req.target - req.done
+            decoding = req.decoding
+            g = req.gen_at_join + (i - req.join_iter) if decoding else req.generated
             if req.hand_off:
                 final, left = req.prompt, 0
             else:
-                g = req.generated_by(i)
                 left = max(req.predicted_output - g, 1)
                 final = req.prompt + g + left - 1
             emit += left
-            held = req.kv_tokens(i)
+            held = (req.prompt + g - 1 if decoding else req.done) if req.admitted else 0
             growth += max(final - held, 0)
-            growth_blocks += max(blocks(final) - blocks(held), 0)
-            if req.decoding:
-                releases.append((left, blocks(final), final))
+            growth_blocks += max(-(-final // size) + (held // -size), 0)
+            if decoding:
+                releases.append((left, -(-final // size), final))
         for prompt, predicted, _ in self._bound.values():
             emit += 1 + predicted
             growth += prompt + predicted - 1
-            growth_blocks += blocks(prompt + predicted - 1)
+            growth_blocks += -(-(prompt + predicted - 1) // size)
         releases.sort()
         loads = (queued, queued + emit, growth, growth_blocks, tuple(releases))
         self._loads = (self._version, loads)
@@ -963,7 +964,7 @@ class ClusterResult:
                 },
                 "node_hit_tokens": list(self.run.node_hits),
             },
-            "routing_median_s": number(float(np.median(routing))) if routing.size else None,
+            "routing_ms": _routing_ms(routing),
             "summary": s.to_dict(),
             "wall_s": self.wall_s,
         }
@@ -978,8 +979,10 @@ class ClusterResult:
         for name, stats in data["breakdown"].items():
             row |= {f"{name}_mean_s": stats["mean"], f"{name}_p95_s": stats["p95"]}
         row |= {f"{name}_tail_share": share for name, share in data["tail_share"].items()}
+        routing = data["routing_ms"] or {}
         return row | {
-            "routing_median_s": data["routing_median_s"],
+            "routing_median_ms": routing.get("median"),
+            "routing_p99_ms": routing.get("p99"),
             "hit_rate": data["prefix_cache"]["hit_rate"],
             "transfers": data["transfers"],
             "deflected": data["deflected"],
@@ -989,6 +992,20 @@ class ClusterResult:
         """:meth:`row` as a pandas DataFrame of one row (pandas is optional:
         :func:`~schedlab.tables.require_pandas`)."""
         return to_pandas([self.row()])
+
+
+def _routing_ms(seconds: np.ndarray) -> dict[str, float | int] | None:
+    """The router's call times in milliseconds: median, P99, largest and the number of
+    calls (``None``: not timed)."""
+    if not seconds.size:
+        return None
+    ms = seconds * 1e3
+    return {
+        "median": float(np.median(ms)),
+        "p99": float(np.percentile(ms, 99)),
+        "max": float(ms.max()),
+        "calls": int(ms.size),
+    }
 
 
 def summarize_cluster(

@@ -118,6 +118,13 @@ class CostModel(Protocol):
     * a model with a method ``lockstep_time(shapes)`` times one step of data-parallel
       replicas that run in lockstep (:func:`lockstep_time`); without it, the step lasts as
       long as the slowest replica's batch alone.
+    * a model with a method ``largest_safe_chunk(state, upper, budget_s)`` runs SLOWeave's
+      binary search itself (a compiled model, in one call instead of one per probe):
+      :func:`~schedlab.serving.sloweave.deadline_safe_chunk` hands it the state (which
+      has decodes), the chunk's upper end :math:`U` and the budget with the margin taken
+      off, and takes its ``(chunk, evaluations, deadline miss, predicted seconds)`` as
+      the search's answer, which it must be, probe for probe, with the model's own
+      ``iteration_time``.
     """
 
     @property

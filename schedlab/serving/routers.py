@@ -142,6 +142,7 @@ from schedlab.plugins import installed_names, load_installed
 from schedlab.serving.cost_model import BatchShape, CostModel, batch_time
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.policies import get_policy
+from schedlab.serving.prefill_replay import PrefillReplay, replay_end_s
 from schedlab.serving.sloweave import SLOWeaveState, deadline_safe_chunk
 
 __all__ = [
@@ -480,19 +481,22 @@ def deflect_chunk(node: NodeView, cluster: ClusterView) -> tuple[int, float]:
 _C_MAX = 4096
 
 
-def deflected_ttft_s(request: Arrival, node: NodeView, cluster: ClusterView) -> float:
+def deflected_ttft_s(
+    request: Arrival, node: NodeView, cluster: ClusterView, beat_s: float = math.inf
+) -> float:
     r"""The estimated TTFT of ``request`` served whole on decode node ``node``
     (``deflect``, and ``hybrid``'s overflow; module docstring): the rest of the node's
     running iteration, then the iterations its policy runs the prompt in
     (:func:`prefill_end_s`), which must end by the earliest arrival of a request bound
     for the node (:attr:`NodeView.bound_arrival_s`); ``inf`` when they cannot, or when
-    the request is not :func:`harmless` there."""
+    the request is not :func:`harmless` there, or when the estimate would not be below
+    ``beat_s`` (the replay then stops as soon as that is known)."""
     if not harmless(request, node):
         return math.inf
     now = cluster.now_s
-    end = prefill_end_s(request.prompt, node, max(now, node.busy_until_s))
-    if end > node.bound_arrival_s:  # a transferred request would wait behind it
-        return math.inf
+    end = _prefill_end(request.prompt, node, max(now, node.busy_until_s), now, beat_s)
+    if end - now >= beat_s or end > node.bound_arrival_s:
+        return math.inf  # not better, or a transferred request would wait behind it
     return end - now
 
 
@@ -503,22 +507,26 @@ def prefill_end_s(prompt: int, node: NodeView, start_s: float) -> float:
     requests it holds that are not decoding (:attr:`NodeView.queued_chunks`) (``inf`` if
     its policy would not run the prompt):
 
-    * a SLOWeave policy (``sloweave:C``, ``sloweave-kv:C``), replayed: in each iteration
-      the queue, then the prompt, get SLOWeave's chunks in turn
-      (:func:`~schedlab.serving.sloweave.choose_chunk`, budget :math:`D - \delta` since
-      the decodes run back to back, the chunks before fixed, capped by :math:`C` and the
-      token budget less the decodes), until a chunk is partial or 0; a request whose
-      prompt completes decodes from the next iteration on, every decode is one token
-      longer per iteration (:attr:`NodeView.next_decodes` at first), and a running decode
-      leaves after its predicted tokens (:attr:`NodeView.decode_releases`; the longest
-      and shortest KV stay as they were, for want of the rest); ``inf`` if an iteration
-      gives the queue's head nothing;
+    * a SLOWeave policy (``sloweave:C``, ``sloweave-kv:C``), replayed
+      (:mod:`schedlab.serving.prefill_replay`) from its decodes as its next iteration
+      sees them (:attr:`NodeView.next_decodes`), its queue
+      (:attr:`NodeView.queued_chunks`) and its decodes' releases
+      (:attr:`NodeView.decode_releases`); ``inf`` if an iteration gives the queue's
+      head nothing;
     * ``sangam`` with quantum ``q``: everything queued is one token (a transferred
       request's last) and the prompt runs whole with them in the next iteration, which
       needs :math:`P + k \le q - n` for :math:`k` queued (one iteration's deficit)
       unless no decode runs, and that batch's :math:`\hat T + \delta \le D`;
     * any other policy: ``inf``.
     """
+    return _prefill_end(prompt, node, start_s, 0.0, math.inf)
+
+
+def _prefill_end(
+    prompt: int, node: NodeView, start_s: float, since_s: float, beat_s: float
+) -> float:
+    """:func:`prefill_end_s`, or ``inf`` as soon as the replay ends ``beat_s`` or more
+    after ``since_s`` (:class:`~schedlab.serving.prefill_replay.PrefillReplay`)."""
     name, _, cap = node.policy.partition(":")
     decodes = node.next_decodes
     queue = [*node.queued_chunks, (prompt, 0)]
@@ -536,57 +544,19 @@ def prefill_end_s(prompt: int, node: NodeView, start_s: float) -> float:
         return start_s + seconds if whole else math.inf
     if not get_policy(name).reads_margin:  # the SLOWeave policies: their cap is C_max
         return math.inf
-    kv, high, low = decodes.decode_kv, decodes.decode_kv_max, decodes.decode_kv_min
-    for rest, prior in queue:
-        if rest == 0:  # its prompt completes in the running iteration: it decodes next
-            kv += prior + 1
-            high = prior + 1 if high is None else max(high, prior + 1)
-            low = prior + 1 if low is None else min(low, prior + 1)
-            n += 1
-    queue = [item for item in queue if item[0]]
-    finishing = iter(node.decode_releases)
-    upcoming = next(finishing, None)
-    t = start_s  # as the engine's clock: each iteration starts where the last ended
-    m = 0  # iterations from the next one
-    while True:
-        while upcoming is not None and upcoming[0] <= m:  # it emitted its last token
-            n -= 1
-            kv -= upcoming[2] + m - upcoming[0] + 1
-            upcoming = next(finishing, None)
-        fixed: tuple[tuple[int, int], ...] = ()
-        left, chunks_left = tokens - n, int(cap)
-        joined: list[int] = []
-        for k, (rest, prior) in enumerate(queue):
-            state = SLOWeaveState(t, t + tpot, n, kv, rest, prior, fixed, high, low)
-            decision = deadline_safe_chunk(
-                state, model, c_max=chunks_left, margin_s=margin, cap=left
-            )
-            c = decision.chunk
-            if c == 0:
-                break
-            fixed = (*fixed, (c, prior))
-            queue[k] = (rest - c, prior + c)
-            left -= c
-            chunks_left -= c
-            if c == rest:
-                joined.append(prior + c)
-            if c < rest or chunks_left == 0 or left <= 0:
-                break
-        if not fixed:
-            return math.inf
-        t = t + batch_time(model, BatchShape(n, kv, fixed, high, low))
-        if queue[-1][0] == 0:
-            return t
-        queue = [item for item in queue if item[0]]
-        kv += n  # every decode is one token longer in the next iteration
-        high = None if high is None else high + 1
-        low = None if low is None else low + 1
-        for size in joined:  # a completed prompt decodes from the next iteration on
-            kv += size + 1
-            high = size + 1 if high is None else max(high, size + 1)
-            low = size + 1 if low is None else min(low, size + 1)
-        n += len(joined)
-        m += 1
+    job = PrefillReplay(
+        decodes,
+        tuple(queue),
+        tuple(node.decode_releases),
+        start_s,
+        tpot,
+        margin,
+        tokens,
+        int(cap),
+        since_s=since_s,
+        beat_s=beat_s,
+    )
+    return replay_end_s(job, model)
 
 
 def _split(cluster: ClusterView, name: str) -> tuple[Sequence[NodeView], Sequence[NodeView]]:
@@ -706,8 +676,19 @@ def deflect(request: Arrival, cluster: ClusterView) -> Route:
     if not all(node.queued_prefill_tokens for node in prefill_nodes):
         return route  # the prefill side has slack: moving work off it gains nothing
     for node in cluster.decode_nodes:
-        estimate = deflected_ttft_s(request, node, cluster)
+        estimate = deflected_ttft_s(request, node, cluster, best)
         if estimate < best:
+            best, route = estimate, Route(node.index)
+    return route  # the prefill side has slack: moving work off it gains nothing
+    # The least (estimate, index) below the disaggregated estimate wins, whatever the
+    # order the nodes are tried in; the least queued first, so the others' replays stop
+    # early. A node ties a decode node of a higher index and wins: it must only not
+    # exceed its estimate (the next float up, as a strict bound).
+    for node in sorted(cluster.decode_nodes, key=lambda node: node.queued_prefill_tokens):
+        ties = route.then is None and node.index < route.node
+        beat = math.nextafter(best, math.inf) if ties else best
+        estimate = deflected_ttft_s(request, node, cluster, beat)
+        if estimate < beat:
             best, route = estimate, Route(node.index)
     return route
 
@@ -722,7 +703,7 @@ def hybrid(request: Arrival, cluster: ClusterView) -> Route:
     route = Route(first.index, then.index)
     if all(n.queued_prefill_tokens >= n.config.max_num_batched_tokens for n in prefill):
         for node in sorted(decode, key=lambda node: node.outstanding_tokens):
-            if deflected_ttft_s(request, node, cluster) < best:
+            if deflected_ttft_s(request, node, cluster, best) < best:
                 return Route(node.index)
     return route
 

@@ -227,6 +227,9 @@ def deadline_safe_chunk(
     if state.n_decode == 0:
         return ChunkDecision(upper, 0, False, math.nan)
     budget = state.next_deadline_s - state.now_s - margin
+    own = getattr(model, "largest_safe_chunk", None)
+    if own is not None:  # the same search, run by the model (the cost model's protocol)
+        return ChunkDecision(*own(state, upper, budget))
     best = _predict(model, state, 0)
     if not best <= budget:  # even decode-only misses: record it (``docs/design.md``, "SLOWeave")
         return ChunkDecision(0, 1, True, best)

@@ -384,7 +384,7 @@ def test_deflect_ties_go_to_the_disaggregated_route_then_the_lowest_index(monkey
         monkeypatch.setattr(
             routers, "disaggregated_ttft_s", lambda r, c: (disaggregated_s, *_pd(c))
         )
-        monkeypatch.setattr(routers, "deflected_ttft_s", lambda r, n, c: deflected_s[n.index])
+        monkeypatch.setattr(routers, "deflected_ttft_s", lambda r, n, c, *_: deflected_s[n.index])
         return run_cluster(stream, spec).routes[1]
 
     def _pd(c):
@@ -538,7 +538,10 @@ def test_routing_is_timed_when_asked():
         time_routing=True,
     )
     assert result.run.routing_s.size == result.summary.n_requests
-    assert math.isfinite(result.to_dict()["routing_median_s"])
+    routing = result.to_dict()["routing_ms"]
+    assert routing["calls"] == result.summary.n_requests
+    assert 0 < routing["median"] <= routing["p99"] <= routing["max"]
+    assert routing["median"] == pytest.approx(float(np.median(result.run.routing_s)) * 1e3)
 
 
 # Bursts: many requests at once, so the prefill node queues and deflect may act.

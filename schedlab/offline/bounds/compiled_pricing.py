@@ -31,7 +31,7 @@ walks the same row without storing it:
 ``tests/offline/bounds/test_compiled_pricing.py`` checks the equality by hypothesis
 (random instances, prices and blocks, dense and sparse) and the LP bound on every
 shipped instance; ``benchmarks/pricing_speed.py`` measures the speed against the
-reference. The kernel allocates nothing (:mod:`schedlab.offline.jit`): its caller passes
+reference. The kernel allocates nothing (:mod:`schedlab.jit`): its caller passes
 the room for the merged breakpoints and the vertex neighbours.
 """
 
@@ -41,7 +41,7 @@ import math
 
 from numba import types
 
-from schedlab.offline.jit import FLOATS, INT, READ, READ_FLOATS, VECTOR, kernel
+from schedlab.jit import FLOATS, INT, READ, READ_FLOATS, VECTOR, kernel
 
 __all__ = ["price_kernel", "start_cost"]
 

@@ -31,8 +31,8 @@ import math
 
 from numba import types
 
+from schedlab.jit import FLOATS, INT, READ_FLOATS, READ_MATRIX, kernel
 from schedlab.offline.bounds.compiled_pricing import start_cost
-from schedlab.offline.jit import FLOATS, INT, READ_FLOATS, READ_MATRIX, kernel
 
 __all__ = ["spacing_kernel"]
 

@@ -37,8 +37,8 @@ import numba
 import numpy as np
 from numba import types
 
+from schedlab.jit import INT, MATRIX, READ_MATRIX, VECTOR, kernel
 from schedlab.offline.compiled_decoder import accept_kernel, evaluate_kernel
-from schedlab.offline.jit import INT, MATRIX, READ_MATRIX, VECTOR, kernel
 
 __all__ = [
     "DONE",

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 from numba import types
 
-from schedlab.offline.jit import INT, READ, VECTOR, kernel
+from schedlab.jit import INT, READ, VECTOR, kernel
 
 __all__ = ["select_batches"]
 

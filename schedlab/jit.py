@@ -5,7 +5,8 @@ Only the kernel modules (:mod:`schedlab.offline.compiled_decoder`,
 :mod:`schedlab.offline.bounds.compiled_spacing`,
 :mod:`schedlab.offline.solvers.compiled_sorted_f`,
 :mod:`schedlab.offline.solvers.compiled_left_shift`,
-:mod:`schedlab.offline.solvers.compiled_search`) import this module, and they are
+:mod:`schedlab.offline.solvers.compiled_search`,
+:mod:`schedlab.calibration.compiled_cost_model`) import this module, and they are
 imported inside the functions that run them, so ``import schedlab`` loads neither numba
 nor, through it, scipy.
 
@@ -24,7 +25,7 @@ of ``compiled_decoder.py`` alone, ``late_acceptance_kernel`` (in ``compiled_sear
 ran the old ``evaluate_kernel`` from its cache, and the two engines disagreed (a
 read-only review, 2026-12-03). :class:`KernelCache` therefore adds a digest of every
 kernel module's source and of this module's (:data:`KERNEL_FILES`) to each entry's key:
-an edit of any of them recompiles every kernel once. ``tests/offline/test_jit.py`` checks
+an edit of any of them recompiles every kernel once. ``tests/test_jit.py`` checks
 it with a caller and a callee in two files.
 """
 
@@ -57,16 +58,17 @@ __all__ = [
 _HERE = Path(__file__).resolve().parent
 
 #: The files whose source keys every kernel's cache entry: this module (its compile
-#: options) and every module that defines a kernel (``tests/offline/test_jit.py`` checks
+#: options) and every module that defines a kernel (``tests/test_jit.py`` checks
 #: that none is missing).
 KERNEL_FILES: tuple[Path, ...] = (
     _HERE / "jit.py",
-    _HERE / "compiled_decoder.py",
-    _HERE / "bounds" / "compiled_pricing.py",
-    _HERE / "bounds" / "compiled_spacing.py",
-    _HERE / "solvers" / "compiled_left_shift.py",
-    _HERE / "solvers" / "compiled_search.py",
-    _HERE / "solvers" / "compiled_sorted_f.py",
+    _HERE / "offline" / "compiled_decoder.py",
+    _HERE / "offline" / "bounds" / "compiled_pricing.py",
+    _HERE / "offline" / "bounds" / "compiled_spacing.py",
+    _HERE / "offline" / "solvers" / "compiled_left_shift.py",
+    _HERE / "offline" / "solvers" / "compiled_search.py",
+    _HERE / "offline" / "solvers" / "compiled_sorted_f.py",
+    _HERE / "calibration" / "compiled_cost_model.py",
 )
 
 #: A round, a count or a token load.

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from numba.core.errors import TypingError
 
-from schedlab.offline import jit
-from schedlab.offline.jit import INT, KERNEL_FILES, VECTOR, kernel
+from schedlab import jit
+from schedlab.jit import INT, KERNEL_FILES, VECTOR, kernel
 
 DOUBLED_SUM = """
 import numpy as np
@@ -65,7 +65,7 @@ def test_a_kernel_without_the_runtime_reads_views(tmp_path: Path) -> None:
 
 
 CALLEE = """
-from schedlab.offline.jit import INT, kernel
+from schedlab.jit import INT, kernel
 
 @kernel(INT())
 def value():
@@ -74,7 +74,7 @@ def value():
 
 CALLER = """
 from callee import value
-from schedlab.offline.jit import INT, kernel
+from schedlab.jit import INT, kernel
 
 @kernel(INT())
 def twice():
@@ -87,7 +87,7 @@ from pathlib import Path
 
 folder = Path(sys.argv[1])
 sys.path.insert(0, str(folder))
-from schedlab.offline import jit
+from schedlab import jit
 
 jit.KERNEL_FILES = (folder / "callee.py", folder / "caller.py")
 import caller
@@ -123,11 +123,11 @@ def test_a_kernel_compiles_again_when_a_kernel_it_calls_changes(tmp_path: Path) 
 
 
 def test_every_module_with_a_kernel_keys_the_cache() -> None:
-    package = Path(__file__).resolve().parents[2] / "schedlab"
+    package = Path(__file__).resolve().parents[1] / "schedlab"
     defining = {path for path in package.rglob("*.py") if "@kernel(" in path.read_text()}
     assert defining
     assert defining <= set(KERNEL_FILES)
-    assert package / "offline" / "jit.py" in KERNEL_FILES
+    assert package / "jit.py" in KERNEL_FILES
 
 
 def test_a_kernel_compiles_in_memory_where_the_sources_cannot_be_read(

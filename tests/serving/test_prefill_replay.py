@@ -1,0 +1,122 @@
+"""SLOWeave's prefill replay (``schedlab.serving.prefill_replay``): a compiled model's own
+replay is the reference's, step for step, on random replays and on every replay a
+``deflect`` run asks for; and ``deflect`` routes the same with it as without it."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from schedlab.calibration import shipped_model_path
+from schedlab.errors import ServingError
+from schedlab.serving import routers
+from schedlab.serving.cluster import Cluster, parse_nodes, run_cluster
+from schedlab.serving.cost_model import BatchShape, load_cost_model
+from schedlab.serving.engine_config import EngineConfig
+from schedlab.serving.metrics import SLO
+from schedlab.serving.prefill_replay import PrefillReplay, replay_end_s, sloweave_replay_s
+from schedlab.serving.scenario import Scenario
+from schedlab.serving.workloads import make_workload
+
+SHIPPED = ("rtxpro6000_llama-3.1-8b", "rtx4090_llama-3.1-8b")
+
+
+@pytest.fixture(scope="module")
+def models():
+    """The shipped calibrated models (skew by bucket) and one without skew."""
+    shipped = [load_cost_model(shipped_model_path(name)) for name in SHIPPED]
+    return [*shipped, dataclasses.replace(shipped[0], skew=None)]  # type: ignore[type-var]
+
+
+class _Plain:
+    """A calibrated model seen only through ``iteration_time``: SLOWeave's search and the
+    replay run in Python, one probe at a time."""
+
+    def __init__(self, model) -> None:
+        self.name, self.margin_s, self.decode_spread = model.name, model.margin_s, True
+        self.hardware, self.deployment = model.hardware, model.deployment
+        self._model = model
+
+    def iteration_time(self, n_decode, decode_kv, chunks, **spread):
+        return self._model.iteration_time(n_decode, decode_kv, chunks, **spread)
+
+    def to_dict(self):
+        return self._model.to_dict()
+
+
+@st.composite
+def replays(draw):
+    n = draw(st.integers(0, 120))
+    each = draw(st.integers(1, 6000))
+    spread = draw(st.booleans())
+    releases = sorted(
+        (left, -(-final // 16), final)
+        for left, final in draw(
+            st.lists(st.tuples(st.integers(0, 40), st.integers(1, each + 50)), max_size=min(n, 12))
+        )
+    )
+    queue = draw(st.lists(st.tuples(st.integers(0, 3000), st.integers(0, 12_000)), max_size=8))
+    return PrefillReplay(
+        BatchShape(
+            n, n * each, (), each + 200 if spread else None, max(1, each - 200) if spread else None
+        ),
+        (*queue, (draw(st.integers(1, 6000)), 0)),
+        tuple(releases),
+        draw(st.floats(0.0, 100.0)),
+        draw(st.floats(0.02, 0.3)),
+        draw(st.sampled_from([0.0, 0.002])),
+        draw(st.sampled_from([512, 2048, 8192])),
+        draw(st.sampled_from([256, 1024, 4096])),
+        since_s=0.0,
+        beat_s=draw(st.sampled_from([math.inf, 1.0, 5.0, 100.5])),
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(pick=st.integers(0, 2), job=replays())
+def test_the_compiled_replay_is_the_reference(models, pick, job):
+    model = models[pick]
+    reference = sloweave_replay_s(job, _Plain(model))
+    assert model.replay_prefill_s(job) == reference
+    assert replay_end_s(job, model) == reference
+    assert sloweave_replay_s(job, model) == reference  # the compiled search alone
+
+
+def test_a_replay_must_end_with_the_prompt():
+    decodes = BatchShape(0, 0, ())
+    for queue in ((), ((5, 0), (0, 0))):
+        with pytest.raises(ServingError, match="end with the prompt"):
+            PrefillReplay(decodes, queue, (), 0.0, 0.1, 0.0, 2048, 4096)
+
+
+def _deflect(model, monkeypatch):
+    """A ``deflect`` run on two decode nodes backed up with ``mixed`` prompts (queues of
+    up to 69 requests), and the replays it asked for."""
+    asked: list[PrefillReplay] = []
+
+    def spy(job, model):
+        asked.append(job)
+        return replay_end_s(job, model)
+
+    monkeypatch.setattr(routers, "replay_end_s", spy)
+    engine = EngineConfig(kv_tokens=400_000, max_num_seqs=256, max_num_batched_tokens=2048)
+    scenario = Scenario("sloweave", model, SLO(3.0, 0.1), engine, seed=2)
+    spec = Cluster(parse_nodes("1P2D"), "deflect", scenario)
+    stream = make_workload("mixed").generate(30.0, 15.0, 2)
+    return run_cluster(stream, spec), asked
+
+
+def test_deflect_routes_the_same_with_the_compiled_replay(models, monkeypatch):
+    compiled, asked = _deflect(models[0], monkeypatch)
+    plain, asked_plain = _deflect(_Plain(models[0]), monkeypatch)
+    assert compiled.routes == plain.routes
+    assert compiled.run.records == plain.run.records
+    # the run exercised what it checks: long queues replayed, requests deflected
+    assert len(asked) == len(asked_plain) and max(len(job.queue) for job in asked) > 50
+    assert sum(route.then is None for route in compiled.routes) > 0
+    for job in asked:  # every recorded routing replay, one by one
+        assert models[0].replay_prefill_s(job) == sloweave_replay_s(job, _Plain(models[0]))
