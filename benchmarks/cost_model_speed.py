@@ -55,7 +55,7 @@ from schedlab.serving.cost_model import (
     get_cost_model,
 )
 from schedlab.serving.engine_config import EngineConfig
-from schedlab.serving.scenario import Scenario
+from schedlab.serving.scenario import DEPLOYED_ENGINE, Scenario
 from schedlab.serving.simulator import run_engine
 from schedlab.serving.workloads import RequestStream, make_workload
 
@@ -144,7 +144,7 @@ def fitted_linear(model: Any, shapes: list[Shape]) -> LinearAttentionCostModel:
 
 
 def loop_us(
-    model: CostModel, requests: RequestStream, engine: EngineConfig | None
+    model: CostModel, requests: RequestStream, engine: EngineConfig
 ) -> tuple[float, float]:
     """µs an iteration of the run's loop (policy built first) and the share of
     iterations whose plan searched a chunk."""
@@ -171,7 +171,7 @@ def paired(
     b: CostModel,
     repeats: int,
     requests: RequestStream,
-    engine: EngineConfig | None = None,
+    engine: EngineConfig = DEPLOYED_ENGINE,
 ) -> tuple[float, float, float, float]:
     """Median µs an iteration with ``a`` and with ``b``, run alternately, and the shares
     of iterations that searched a chunk."""
@@ -241,8 +241,8 @@ def main() -> None:
         head = f"{'simple model':<20}{'simple':>10}{'calibrated':>12}{'ratio':>8}"
         print(f"{head}   iterations that searched a chunk")
         pairs = (
-            ("sloweave-default", SLOWEAVE_DEFAULT, stream(), None),
-            ("fitted-linear", fitted, stream(), None),
+            ("sloweave-default", SLOWEAVE_DEFAULT, stream(), DEPLOYED_ENGINE),
+            ("fitted-linear", fitted, stream(), DEPLOYED_ENGINE),
             ("churn-128", SLOWEAVE_DEFAULT, churn_stream(), CHURN_ENGINE),
         )
         for label, simple, requests, engine in pairs:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -31,3 +32,19 @@ def test_the_site_builds_strictly(tmp_path):
     # The guides' examples ran: their printed output is in the page.
     assert "gap" in (site / "guides/certify/index.html").read_text(encoding="utf-8")
     assert "evictions" in (site / "guides/online/index.html").read_text(encoding="utf-8")
+    _readable_offline(site)
+
+
+def _readable_offline(site: Path) -> None:
+    """Nothing a page shows comes from another host, and no docstring markup is left as
+    text: the mathematics is MathML, cross-references are code, the hooks unpublished."""
+    assert not (site / "hooks.py").exists()
+    pages = {path: path.read_text(encoding="utf-8") for path in site.rglob("*.html")}
+    fetched = re.compile(r'<(?:script|link)[^>]+(?:src|href)="https?://')
+    left = re.compile(
+        r'class="arithmatex"|\\\(|\.\. math::|:(?:math|func|class|mod|meth|attr|data):<code>'
+    )
+    assert [str(p) for p, text in pages.items() if fetched.search(text)] == []
+    assert [str(p) for p, text in pages.items() if left.search(text)] == []
+    reference = pages[site / "reference" / "calibration" / "index.html"]
+    assert reference.count("<math ") > 5  # the cost model's formulas, as MathML

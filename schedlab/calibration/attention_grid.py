@@ -255,6 +255,8 @@ class AttentionGrid:
             raise ValueError(f"AttentionGrid: values must have {shape} = {np.prod(shape)} items")
         if self.chunks[0] != 0 or self.decodes[0] != 0 or self.kvs[0] <= 0:
             raise ValueError("AttentionGrid: chunks and decodes start at 0, kvs are positive")
+        if len(self.chunks) < 2 or len(self.decodes) < 2:
+            raise ValueError("AttentionGrid: chunks and decodes need a measured level above 0")
         for name in ("chunks", "contexts", "decodes", "kvs"):
             axis = getattr(self, name)
             if any(b <= a for a, b in pairwise(axis)):

@@ -70,6 +70,7 @@ other model.
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
@@ -83,7 +84,7 @@ from schedlab.calibration.deployment import MAX_TENSOR_PARALLEL
 from schedlab.calibration.experts import MAX_EXPERTS, ExpertTable
 from schedlab.calibration.profiles import SourceFile
 from schedlab.calibration.skew import SkewTable
-from schedlab.errors import FormatError
+from schedlab.errors import FormatError, InputTypeError
 from schedlab.json_files import check_keys, json_integer, json_number, text_field
 from schedlab.llm.gpu_deployment import GpuDeployment
 from schedlab.llm.interconnect import Link
@@ -311,6 +312,13 @@ class ProfileCostModel:
         )
         return micro * 1e-6 + self.parallelism.collectives_s(batch, self.layers)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Its fields for pickling, without the compiled kernels and packed tables (a
+        copy packs its own on first use)."""
+        state = dict(self.__dict__)
+        state.pop("_kernels", None)
+        return state
+
     def _compiled(self) -> tuple[Any, Any, Any, Any, Any]:
         """The kernels of :mod:`schedlab.calibration.compiled_cost_model` and this model's
         tables, packed on first use (which loads numba): ``(iteration_seconds,
@@ -342,9 +350,11 @@ class ProfileCostModel:
         and ``decode_kv_min`` are the longest and shortest decode's KV (``None``:
         decodes taken as equal, no skew correction)."""
         seconds, _, _, floats, ints = self.__dict__.get("_kernels") or self._compiled()
-        return seconds(
-            floats, ints, _sums(n_decode, decode_kv, chunks, decode_kv_max, decode_kv_min)
-        )
+        given = (n_decode, decode_kv, chunks, decode_kv_max, decode_kv_min)
+        try:
+            return seconds(floats, ints, _sums(*given))
+        except (TypeError, ValueError):  # not plain numbers: as floats, or a clear error
+            return seconds(floats, ints, _sums(*_as_floats(given, self.name)))
 
     def largest_safe_chunk(self, state: SLOWeaveState, upper: int, budget_s: float) -> SafeChunk:
         """SLOWeave's search of :func:`~schedlab.serving.sloweave.deadline_safe_chunk`
@@ -432,6 +442,43 @@ def _matrix(rows: Sequence[tuple[int, ...]], width: int) -> Any:
     """``rows`` of ``width`` integers as a C-ordered ``int64`` matrix (writable)."""
     flat = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=width * len(rows))
     return flat.reshape(-1, width)
+
+
+def _as_floats(given: tuple[Any, ...], name: str) -> tuple[Any, ...]:
+    """:meth:`ProfileCostModel.iteration_time`'s arguments ``given`` with every number a
+    float, for the compiled model; a value that is no real number is refused."""
+
+    def real(value: Any, what: str) -> float:
+        if value is None and what.startswith("decode_kv_m"):
+            return -1.0  # not known
+        if not isinstance(value, numbers.Real):
+            raise InputTypeError(
+                f"cost model {name!r}: iteration_time: {what}: expected a number, got "
+                f"{value!r:.60}"
+            )
+        return float(value)
+
+    n_decode, decode_kv, chunks, decode_kv_max, decode_kv_min = given
+    if not isinstance(chunks, Sequence):
+        raise InputTypeError(
+            f"cost model {name!r}: iteration_time: chunks: expected a sequence of "
+            f"(tokens, prior), got {chunks!r:.60}"
+        )
+    pairs = []
+    for k, chunk in enumerate(chunks):
+        if not isinstance(chunk, tuple | list) or len(chunk) != 2:
+            raise InputTypeError(
+                f"cost model {name!r}: iteration_time: chunks[{k}]: expected (tokens, prior), "
+                f"got {chunk!r:.60}"
+            )
+        pairs.append((real(chunk[0], f"chunks[{k}]"), real(chunk[1], f"chunks[{k}]")))
+    return (
+        real(n_decode, "n_decode"),
+        real(decode_kv, "decode_kv"),
+        pairs,
+        real(decode_kv_max, "decode_kv_max"),
+        real(decode_kv_min, "decode_kv_min"),
+    )
 
 
 def _sums(

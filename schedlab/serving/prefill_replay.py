@@ -76,6 +76,21 @@ class PrefillReplay:
             raise ServingError(
                 "prefill replay: the queue must end with the prompt (1 token or more)"
             )
+        if set(map(len, self.queue)) != {2} or set(map(len, self.releases)) - {3}:
+            raise ServingError(
+                "prefill replay: queue rows are (tokens left, tokens done) and releases "
+                "(iterations left, blocks, final KV tokens)"
+            )
+        if len(self.releases) > self.decodes.n_decode:
+            raise ServingError(
+                f"prefill replay: {len(self.releases)} releases of {self.decodes.n_decode} decodes"
+            )
+        if self.token_budget < 1 or self.chunk_cap < 1:
+            raise ServingError("prefill replay: the token budget and C_max must be 1 or more")
+        if not (self.tpot_s > 0 and 0 <= self.margin_s < self.tpot_s):
+            raise ServingError(
+                "prefill replay: the TPOT must be positive and the margin from 0 up to it"
+            )
 
     def hopeless(self, t: float) -> bool:
         """Whether a prompt ending at ``t`` or later is past giving up."""

@@ -679,17 +679,6 @@ def deflect(request: Arrival, cluster: ClusterView) -> Route:
         estimate = deflected_ttft_s(request, node, cluster, best)
         if estimate < best:
             best, route = estimate, Route(node.index)
-    return route  # the prefill side has slack: moving work off it gains nothing
-    # The least (estimate, index) below the disaggregated estimate wins, whatever the
-    # order the nodes are tried in; the least queued first, so the others' replays stop
-    # early. A node ties a decode node of a higher index and wins: it must only not
-    # exceed its estimate (the next float up, as a strict bound).
-    for node in sorted(cluster.decode_nodes, key=lambda node: node.queued_prefill_tokens):
-        ties = route.then is None and node.index < route.node
-        beat = math.nextafter(best, math.inf) if ties else best
-        estimate = deflected_ttft_s(request, node, cluster, beat)
-        if estimate < beat:
-            best, route = estimate, Route(node.index)
     return route
 
 

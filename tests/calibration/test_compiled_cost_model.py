@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import pickle
 
 import pytest
 from hypothesis import given, settings
@@ -152,3 +153,14 @@ def test_the_compiled_search_is_the_generic_search(models, pick, state, c_max):
         generic.deadline_miss,
     )
     assert math.isclose(reference.predicted_s, generic.predicted_s, rel_tol=1e-9)
+
+
+def test_a_pickled_model_packs_its_own_tables(models):
+    # the jobs executor sends models to worker processes: no kernels travel with them
+    model = models[0]
+    before = model.iteration_time(3, 900, ((100, 50),), decode_kv_max=500, decode_kv_min=100)
+    copy = pickle.loads(pickle.dumps(model))
+    assert "_kernels" in model.__dict__ and "_kernels" not in copy.__dict__
+    assert (
+        copy.iteration_time(3, 900, ((100, 50),), decode_kv_max=500, decode_kv_min=100) == before
+    )

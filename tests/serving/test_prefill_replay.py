@@ -86,11 +86,24 @@ def test_the_compiled_replay_is_the_reference(models, pick, job):
     assert sloweave_replay_s(job, model) == reference  # the compiled search alone
 
 
-def test_a_replay_must_end_with_the_prompt():
-    decodes = BatchShape(0, 0, ())
+def test_a_replay_that_cannot_be_is_refused():
+    decodes = BatchShape(1, 100, ())
     for queue in ((), ((5, 0), (0, 0))):
         with pytest.raises(ServingError, match="end with the prompt"):
             PrefillReplay(decodes, queue, (), 0.0, 0.1, 0.0, 2048, 4096)
+    ok = PrefillReplay(decodes, ((5, 0),), ((1, 2, 20),), 0.0, 0.1, 0.0, 2048, 4096)
+    for change, message in (
+        ({"queue": ((5, 0, 1),)}, "queue rows"),
+        ({"releases": ((1, 2),)}, "queue rows"),
+        ({"releases": ((1, 2, 20), (2, 2, 30))}, "2 releases of 1 decodes"),
+        ({"chunk_cap": 0}, "C_max"),
+        ({"token_budget": 0}, "C_max"),
+        ({"margin_s": -0.001}, "margin"),
+        ({"margin_s": 0.1}, "margin"),
+        ({"tpot_s": 0.0}, "TPOT"),
+    ):
+        with pytest.raises(ServingError, match=message):
+            dataclasses.replace(ok, **change)
 
 
 def _deflect(model, monkeypatch):
