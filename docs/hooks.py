@@ -5,8 +5,8 @@ Offline: mathematics is written as MathML when the site is built (``latex2mathml
 browsers render without a script, instead of TeX that MathJax would typeset from a CDN.
 The docstrings' reStructuredText (numpydoc) that mkdocstrings shows as text is turned into
 what it means: ``.. math::`` blocks and ``:math:`` roles into MathML, cross-reference
-roles (``:func:``, ``:class:``, ...) into code, the name after ``~`` shortened to its last
-part as Sphinx does.
+roles (``:func:``, ``:class:``, ...) into links to the object where the site documents it
+(code otherwise), the name after ``~`` shortened to its last part as Sphinx does.
 """
 
 from __future__ import annotations
@@ -47,8 +47,11 @@ def _mathml(tex: str, display: bool) -> str:
 
 
 def _name(match: re.Match[str]) -> str:
+    """A cross-reference role as a link where the site documents the object (autorefs
+    resolves it after every page is built), else as the name in code."""
     short, path = match.groups()
-    return f"<code>{path.rsplit('.', 1)[-1] if short else path}</code>"
+    shown = path.rsplit(".", 1)[-1] if short else path
+    return f'<autoref identifier="{path}" optional><code>{shown}</code></autoref>'
 
 
 def on_page_content(content: str, page, config, files) -> str:
