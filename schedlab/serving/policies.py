@@ -47,6 +47,7 @@ from schedlab.plugins import installed_names, load_installed
 from schedlab.serving.cost_model import Chunk, CostModel, require_monotone
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.prediction import ESTIMATES, Estimate
+from schedlab.serving.prefill_replay import PrefillReplay, replay_end_s, sangam_prefill_end_s
 from schedlab.serving.sloweave import SLOWeaveState, check_margin, deadline_safe_chunk
 from schedlab.serving.view import EngineView, Plan, RequestView, reserved_tokens
 
@@ -594,6 +595,9 @@ def _sangam(spec: str, arg: str | None, ctx: PolicyContext) -> Policy:
 #: A policy factory: ``factory(spec, argument after ':' or None, context) -> Policy``.
 PolicyFactory = Callable[[str, str | None, PolicyContext], Policy]
 
+#: A policy's estimate of a prompt's prefill end on a node (:attr:`PolicySpec.prefill_end`).
+PrefillEnd = Callable[[PrefillReplay, CostModel], float]
+
 
 @dataclass(frozen=True)
 class PolicySpec:
@@ -620,6 +624,12 @@ class PolicySpec:
         Whether its chunks keep every running decode's next-token deadline as SLOWeave's
         do (:func:`~schedlab.serving.sloweave.choose_chunk`): the decode-node policy the
         ``deflect`` router's estimate and guarantee assume (``proofs/deflect.md``).
+    prefill_end
+        ``prefill_end(job, model) -> seconds``: when it would finish prefilling the prompt
+        of a :class:`~schedlab.serving.prefill_replay.PrefillReplay` on a node, by its own
+        rule (``inf``: never; :mod:`schedlab.serving.prefill_replay`), which routers that
+        send whole requests to decode nodes estimate with; ``None``: it offers none, and
+        those routers send it nothing whole.
     """
 
     factory: PolicyFactory
@@ -627,6 +637,7 @@ class PolicySpec:
     reads_margin: bool = False
     reads_predictions: bool = False
     deadline_safe: bool = False
+    prefill_end: PrefillEnd | None = None
 
 
 #: The built-in policies, by name.
@@ -635,7 +646,9 @@ BUILTIN_POLICIES: dict[str, PolicySpec] = {
     "fixed": PolicySpec(_fixed, ":C"),
     "vllm": PolicySpec(_vllm),
     "sarathi": PolicySpec(_sarathi, "[:TAU]"),
-    "sloweave": PolicySpec(_sloweave, "[:CMAX]", reads_margin=True, deadline_safe=True),
+    "sloweave": PolicySpec(
+        _sloweave, "[:CMAX]", reads_margin=True, deadline_safe=True, prefill_end=replay_end_s
+    ),
     **{
         name: PolicySpec(
             _sloweave_kv_planning(estimate),
@@ -643,10 +656,11 @@ BUILTIN_POLICIES: dict[str, PolicySpec] = {
             reads_margin=True,
             reads_predictions=True,
             deadline_safe=True,
+            prefill_end=replay_end_s,
         )
         for estimate, name in _KV_NAMES.items()
     },
-    "sangam": PolicySpec(_sangam, "[:Q]"),
+    "sangam": PolicySpec(_sangam, "[:Q]", prefill_end=sangam_prefill_end_s),
 }
 
 #: Every policy by name: the built-ins and those added by :func:`register_policy`
@@ -665,6 +679,7 @@ def register_policy(
     reads_margin: bool = False,
     reads_predictions: bool = False,
     deadline_safe: bool = False,
+    prefill_end: PrefillEnd | None = None,
 ) -> None:
     """Add a policy under ``name`` (spelt ``name`` or ``name:ARG`` in :func:`make_policy`);
     the keywords are those of :class:`PolicySpec`.
@@ -684,10 +699,18 @@ def register_policy(
         reads_margin=(reads_margin, (bool,)),
         reads_predictions=(reads_predictions, (bool,)),
         deadline_safe=(deadline_safe, (bool,)),
+        prefill_end=(prefill_end, (Callable, type(None))),
     )
     if name in POLICIES or ":" in name or not name:
         raise ServingError(f"register_policy: cannot register policy name {name!r}")
-    POLICIES[name] = PolicySpec(factory, argument, reads_margin, reads_predictions, deadline_safe)
+    POLICIES[name] = PolicySpec(
+        factory,
+        argument,
+        reads_margin=reads_margin,
+        reads_predictions=reads_predictions,
+        deadline_safe=deadline_safe,
+        prefill_end=prefill_end,
+    )
 
 
 def policy_names() -> tuple[str, ...]:

@@ -1,5 +1,8 @@
-r"""SLOWeave's schedule of a node's prefill queue, replayed to predict when a new prompt
-ends (the ``deflect`` and ``hybrid`` routers, :func:`~schedlab.serving.routers.prefill_end_s`).
+r"""When a node's policy would finish prefilling a new prompt: SLOWeave's schedule of the
+node's prefill queue replayed, and Sangam's one iteration (the ``deflect`` and ``hybrid``
+routers, :func:`~schedlab.serving.routers.prefill_end_s`). A policy offers its estimate as
+:attr:`~schedlab.serving.policies.PolicySpec.prefill_end`, so a router asks the node's
+policy and never its name.
 
 A decode node running a SLOWeave policy (``sloweave:C``, ``sloweave-kv:C``) prefills its
 waiting queue and then a new prompt (last in the queue) in iterations back to back from
@@ -19,18 +22,22 @@ the caller only needs to know whether the end beats a time, as soon as it cannot
 ``replay_prefill_s`` of :class:`~schedlab.serving.cost_model.CostModel`: a compiled model
 replays in one call), otherwise :func:`sloweave_replay_s`, the reference, one
 chunk search at a time.
+
+Sangam (:class:`~schedlab.serving.policies.SangamPolicy`, deficit budget, whole prompts)
+runs the prompt whole in the next iteration with everything queued, which must be one
+token each (a transferred request's last): :func:`sangam_prefill_end_s`.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from schedlab.errors import ServingError
 from schedlab.serving.cost_model import BatchShape, Chunk, CostModel, batch_time
 from schedlab.serving.sloweave import SLOWeaveState, deadline_safe_chunk
 
-__all__ = ["PrefillReplay", "replay_end_s", "sloweave_replay_s"]
+__all__ = ["PrefillReplay", "replay_end_s", "sangam_prefill_end_s", "sloweave_replay_s"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +59,8 @@ class PrefillReplay:
     tpot_s, margin_s
         SLOWeave's TPOT target :math:`D` and margin :math:`\\delta`.
     token_budget, chunk_cap
-        The engine's tokens per iteration and the policy's :math:`C_{\\max}`.
+        The engine's tokens per iteration, and the policy's cap on an iteration's chunk
+        tokens: SLOWeave's :math:`C_{\\max}`, Sangam's quantum.
     since_s, beat_s
         The replay gives up (``inf``) once an iteration ends at a time :math:`t` with
         :math:`t -` ``since_s`` :math:`\\ge` ``beat_s``: the prompt cannot end sooner
@@ -87,10 +95,8 @@ class PrefillReplay:
             )
         if self.token_budget < 1 or self.chunk_cap < 1:
             raise ServingError("prefill replay: the token budget and C_max must be 1 or more")
-        if not (self.tpot_s > 0 and 0 <= self.margin_s < self.tpot_s):
-            raise ServingError(
-                "prefill replay: the TPOT must be positive and the margin from 0 up to it"
-            )
+        if not (self.tpot_s > 0 and self.margin_s >= 0):
+            raise ServingError("prefill replay: the TPOT must be positive and the margin >= 0")
 
     def hopeless(self, t: float) -> bool:
         """Whether a prompt ending at ``t`` or later is past giving up."""
@@ -104,6 +110,23 @@ def replay_end_s(job: PrefillReplay, model: CostModel) -> float:
     if own is not None:
         return float(own(job))
     return sloweave_replay_s(job, model)
+
+
+def sangam_prefill_end_s(job: PrefillReplay, model: CostModel) -> float:
+    """The end of the one iteration in which Sangam would run the prompt whole, behind
+    queued requests of one token each (module docstring): with decodes, it must fit one
+    iteration's deficit, :math:`P + k \\le q - n` for :math:`k` queued, and that batch's
+    :math:`\\hat T + \\delta \\le D`; it must fit the token budget. ``inf`` otherwise."""
+    queued, (prompt, _) = job.queue[:-1], job.queue[-1]
+    if any(left != 1 for left, _ in queued):
+        return math.inf
+    decodes, n = job.decodes, job.decodes.n_decode
+    chunks = (*((1, prior) for _, prior in queued), (prompt, 0))
+    seconds = batch_time(model, replace(decodes, chunks=chunks))
+    over = prompt + len(chunks) - 1 > job.chunk_cap - n or seconds + job.margin_s > job.tpot_s
+    if (n and over) or prompt + n + len(chunks) - 1 > job.token_budget:
+        return math.inf
+    return job.start_s + seconds
 
 
 def sloweave_replay_s(job: PrefillReplay, model: CostModel) -> float:

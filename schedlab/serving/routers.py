@@ -131,7 +131,7 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 import numpy as np
@@ -139,10 +139,10 @@ import numpy as np
 from schedlab.arguments_check import check_types
 from schedlab.errors import ServingError, UnknownNameError
 from schedlab.plugins import installed_names, load_installed
-from schedlab.serving.cost_model import BatchShape, CostModel, batch_time
+from schedlab.serving.cost_model import BatchShape, CostModel
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.policies import get_policy
-from schedlab.serving.prefill_replay import PrefillReplay, replay_end_s
+from schedlab.serving.prefill_replay import PrefillReplay
 from schedlab.serving.sloweave import SLOWeaveState, deadline_safe_chunk
 
 __all__ = [
@@ -507,17 +507,13 @@ def prefill_end_s(prompt: int, node: NodeView, start_s: float) -> float:
     requests it holds that are not decoding (:attr:`NodeView.queued_chunks`) (``inf`` if
     its policy would not run the prompt):
 
-    * a SLOWeave policy (``sloweave:C``, ``sloweave-kv:C``), replayed
-      (:mod:`schedlab.serving.prefill_replay`) from its decodes as its next iteration
-      sees them (:attr:`NodeView.next_decodes`), its queue
-      (:attr:`NodeView.queued_chunks`) and its decodes' releases
-      (:attr:`NodeView.decode_releases`); ``inf`` if an iteration gives the queue's
-      head nothing;
-    * ``sangam`` with quantum ``q``: everything queued is one token (a transferred
-      request's last) and the prompt runs whole with them in the next iteration, which
-      needs :math:`P + k \le q - n` for :math:`k` queued (one iteration's deficit)
-      unless no decode runs, and that batch's :math:`\hat T + \delta \le D`;
-    * any other policy: ``inf``.
+    * its policy's own estimate (:attr:`~schedlab.serving.policies.PolicySpec.prefill_end`,
+      :mod:`schedlab.serving.prefill_replay`) from its decodes as its next iteration sees
+      them (:attr:`NodeView.next_decodes`), its queue (:attr:`NodeView.queued_chunks`),
+      its decodes' releases (:attr:`NodeView.decode_releases`) and the policy's cap, the
+      integer argument of its name (``sloweave:C``, ``sangam:Q``): SLOWeave's schedule
+      replayed, Sangam's one iteration;
+    * ``inf`` for a policy without one.
     """
     return _prefill_end(prompt, node, start_s, 0.0, math.inf)
 
@@ -527,36 +523,23 @@ def _prefill_end(
 ) -> float:
     """:func:`prefill_end_s`, or ``inf`` as soon as the replay ends ``beat_s`` or more
     after ``since_s`` (:class:`~schedlab.serving.prefill_replay.PrefillReplay`)."""
-    name, _, cap = node.policy.partition(":")
-    decodes = node.next_decodes
-    queue = [*node.queued_chunks, (prompt, 0)]
-    n = decodes.n_decode
-    model, margin, tpot = node.model, node.margin_s, node.tpot_s
-    tokens = node.config.max_num_batched_tokens
-    if name == "sangam":
-        if any(left != 1 for left, _ in queue[:-1]):
-            return math.inf
-        chunks = (*((1, prior) for _, prior in queue[:-1]), (prompt, 0))
-        seconds = batch_time(model, replace(decodes, chunks=chunks))
-        whole = prompt + n + len(chunks) - 1 <= tokens
-        if n and (prompt + len(chunks) - 1 > int(cap) - n or seconds + margin > tpot):
-            return math.inf
-        return start_s + seconds if whole else math.inf
-    if not get_policy(name).reads_margin:  # the SLOWeave policies: their cap is C_max
+    name, _, argument = node.policy.partition(":")
+    estimate = get_policy(name).prefill_end
+    if estimate is None or not argument.isdigit():
         return math.inf
     job = PrefillReplay(
-        decodes,
-        tuple(queue),
+        node.next_decodes,
+        (*node.queued_chunks, (prompt, 0)),
         tuple(node.decode_releases),
         start_s,
-        tpot,
-        margin,
-        tokens,
-        int(cap),
+        node.tpot_s,
+        node.margin_s,
+        node.config.max_num_batched_tokens,
+        int(argument),
         since_s=since_s,
         beat_s=beat_s,
     )
-    return replay_end_s(job, model)
+    return estimate(job, node.model)
 
 
 def _split(cluster: ClusterView, name: str) -> tuple[Sequence[NodeView], Sequence[NodeView]]:

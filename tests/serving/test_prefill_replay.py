@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 
 from schedlab.calibration import shipped_model_path
 from schedlab.errors import ServingError
-from schedlab.serving import routers
 from schedlab.serving.cluster import Cluster, parse_nodes, run_cluster
 from schedlab.serving.cost_model import BatchShape, load_cost_model
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.metrics import SLO
+from schedlab.serving.policies import POLICIES, PolicySpec, SLOWeavePolicy
 from schedlab.serving.prefill_replay import PrefillReplay, replay_end_s, sloweave_replay_s
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.workloads import make_workload
@@ -99,7 +99,6 @@ def test_a_replay_that_cannot_be_is_refused():
         ({"chunk_cap": 0}, "C_max"),
         ({"token_budget": 0}, "C_max"),
         ({"margin_s": -0.001}, "margin"),
-        ({"margin_s": 0.1}, "margin"),
         ({"tpot_s": 0.0}, "TPOT"),
     ):
         with pytest.raises(ServingError, match=message):
@@ -115,7 +114,9 @@ def _deflect(model, monkeypatch):
         asked.append(job)
         return replay_end_s(job, model)
 
-    monkeypatch.setattr(routers, "replay_end_s", spy)
+    monkeypatch.setitem(
+        POLICIES, "sloweave", dataclasses.replace(POLICIES["sloweave"], prefill_end=spy)
+    )
     engine = EngineConfig(kv_tokens=400_000, max_num_seqs=256, max_num_batched_tokens=2048)
     scenario = Scenario("sloweave", model, SLO(3.0, 0.1), engine, seed=2)
     spec = Cluster(parse_nodes("1P2D"), "deflect", scenario)
@@ -133,3 +134,45 @@ def test_deflect_routes_the_same_with_the_compiled_replay(models, monkeypatch):
     assert sum(route.then is None for route in compiled.routes) > 0
     for job in asked:  # every recorded routing replay, one by one
         assert models[0].replay_prefill_s(job) == sloweave_replay_s(job, _Plain(models[0]))
+
+
+class _Mine(SLOWeavePolicy):
+    """SLOWeave under a name of its own, as a policy of a user's package would be."""
+
+    @property
+    def name(self) -> str:
+        return f"mine:{self._c_max}"
+
+
+def _mine(estimate):
+    def factory(spec, arg, ctx):
+        return _Mine(ctx.model, ctx.tpot_s, c_max=int(arg or 2048), margin_s=ctx.margin_s)
+
+    return PolicySpec(
+        factory, "[:CMAX]", reads_margin=True, deadline_safe=True, prefill_end=estimate
+    )
+
+
+def _decode_routes(models, decode_policy):
+    engine = EngineConfig(kv_tokens=400_000, max_num_seqs=256, max_num_batched_tokens=2048)
+    scenario = Scenario("sloweave", models[0], SLO(3.0, 0.1), engine, seed=2)
+    spec = Cluster(parse_nodes("1P2D"), "deflect", scenario, decode_policy=decode_policy)
+    return run_cluster(make_workload("mixed").generate(30.0, 15.0, 2), spec).routes
+
+
+def test_a_policy_offers_its_own_prefill_estimate(models, monkeypatch):
+    # deflect asks the decode node's policy for its estimate, with the cap of its name;
+    # it never reads the policy's name otherwise
+    caps = []
+
+    def estimate(job, model):
+        caps.append(job.chunk_cap)
+        return replay_end_s(job, model)
+
+    monkeypatch.setitem(POLICIES, "mine", _mine(estimate))
+    routes = _decode_routes(models, "mine:2048")
+    assert caps and set(caps) == {2048}
+    assert routes == _decode_routes(models, "sloweave:2048")
+    # without an estimate, nothing goes whole to a decode node
+    monkeypatch.setitem(POLICIES, "mine", _mine(None))
+    assert all(route.then is not None for route in _decode_routes(models, "mine:2048"))
