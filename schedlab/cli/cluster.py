@@ -26,6 +26,7 @@ from schedlab.cli.serving import (
     declare_serving_files,
     kv_json,
     print_csv,
+    say_backlog,
     say_kv,
 )
 from schedlab.errors import SchedlabError
@@ -114,6 +115,8 @@ def _cluster(args: argparse.Namespace) -> int:
                 max_requests=args.max_requests,
                 time_routing=True,
             )
+            at = "" if rate is None else f" at {rate:g} req/s"
+            say_backlog(result.records, f"cluster {cluster.label}{at}")
             results.append((rate, result))
     if args.plot:
         from schedlab.plotting.cluster import plot_breakdown

@@ -13,6 +13,7 @@ import argparse
 import json
 import math
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,7 +30,7 @@ from schedlab.cli.arguments import (
 from schedlab.cli.durations import parse_duration
 from schedlab.cli.files import cost_model_files, declare_files
 from schedlab.cli.outputs import add_format_option, hidden_alias, open_output, table_aside, wrote
-from schedlab.errors import InputError, SchedlabError, ServingError
+from schedlab.errors import InputError, SchedlabError, SchedlabNote, ServingError
 from schedlab.jobs import DEFAULT_BACKEND
 from schedlab.serving.workloads import MAX_REQUESTS
 from schedlab.tables import rows_to_csv
@@ -454,9 +455,29 @@ def _simulate(args: argparse.Namespace) -> int:
         with open_output(args.records, f"{len(result.records)} requests") as handle:
             for record in result.records:
                 handle.write(json.dumps(record.to_dict()) + "\n")
+    say_backlog(result.records, "simulate")
     with table_aside(args.records):
         _simulate_report(args, result)
     return 0
+
+
+def say_backlog(records: Sequence[Any], what: str) -> None:
+    """A note when the queue grew through the run of ``records``
+    (:func:`~schedlab.serving.metrics.queue_growth`): the load offered exceeds what the
+    engine serves, and the figures depend on the window's length."""
+    from schedlab.serving.metrics import queue_growth
+
+    growth = queue_growth(records)
+    if growth is not None:
+        early, late = growth
+        warnings.warn(
+            f"{what}: the last fifth of the requests waited {late:.2f} s for a first token "
+            f"(median), the first fifth {early:.2f} s: the load offered exceeds what it "
+            "serves and the queue grows through the window, so these figures depend on its "
+            "length (lower --rate; `schedlab capacity` finds the rate it sustains)",
+            SchedlabNote,
+            stacklevel=2,
+        )
 
 
 def _simulate_report(args: argparse.Namespace, result: Any) -> None:

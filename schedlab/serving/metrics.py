@@ -32,6 +32,7 @@ gaps of all requests, is Sarathi-Serve's latency metric (Agrawal et al., OSDI 20
 from __future__ import annotations
 
 import math
+import statistics
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -44,6 +45,8 @@ from schedlab.json_files import nan_to_null
 from schedlab.tables import to_pandas
 
 __all__ = [
+    "GROWTH_FACTOR",
+    "GROWTH_SLACK_S",
     "SLO",
     "SLO_KINDS",
     "TIME_TOLERANCE_S",
@@ -51,6 +54,7 @@ __all__ = [
     "RequestRecord",
     "Summary",
     "allowed_slow_gaps",
+    "queue_growth",
     "request_itl",
     "summarize",
 ]
@@ -354,6 +358,34 @@ class Summary:
         }
         rates = {k: number(data[k]) for k in ("attainment", "goodput_rps", "output_tokens_per_s")}
         return cls(**{**data, **distributions, **rates, "slo": SLO.restored(data["slo"])})
+
+
+#: :func:`queue_growth`'s test: the late arrivals' median wait for a first token exceeds
+#: this many times the early ones' plus :data:`GROWTH_SLACK_S`.
+GROWTH_FACTOR = 4.0
+GROWTH_SLACK_S = 1.0
+
+
+def queue_growth(records: Sequence[RequestRecord]) -> tuple[float, float] | None:
+    """The median wait for a first token of the first and of the last fifth of the
+    requests by arrival, when the last's exceeds :data:`GROWTH_FACTOR` times the first's
+    plus :data:`GROWTH_SLACK_S` (a request without a first token waited forever); ``None``
+    when it does not, or for fewer than 10 requests. A queue that grows through the window
+    means the load offered exceeds what is served: the run's figures then grow with the
+    window's length instead of describing a steady state."""
+    if len(records) < 10:
+        return None
+    ordered = sorted(records, key=lambda record: (record.arrival_s, record.index))
+    fifth = len(ordered) // 5
+    waits = [
+        statistics.median(
+            r.first_token_s - r.arrival_s if math.isfinite(r.first_token_s) else math.inf
+            for r in part
+        )
+        for part in (ordered[:fifth], ordered[-fifth:])
+    ]
+    early, late = waits
+    return (early, late) if late > GROWTH_FACTOR * early + GROWTH_SLACK_S else None
 
 
 def summarize(

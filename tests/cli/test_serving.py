@@ -375,3 +375,15 @@ def test_an_option_some_policy_of_the_run_reads_is_kept(capsys):
     exact = json.loads(capsys.readouterr().out)
     assert len(with_cv) == len(exact) == 2
     assert main([*SIM, "--policy", "sloweave", "--margin", "1ms", "--json"]) == 0
+
+
+def test_a_run_whose_queue_grows_says_so(capsys):
+    # the calibrated model serves chat at about 2 req/s: at 30 the queue grows all along
+    heavy = ["simulate", "--workload", "chat", "--duration", "10s", "--cost-model"]
+    heavy += ["rtxpro6000_llama-3.1-8b", "--json", "--rate"]
+    assert cli_main([*heavy, "30"]) == 0
+    note = capsys.readouterr().err
+    assert "schedlab: note: simulate: the last fifth of the requests waited" in note
+    assert "schedlab capacity" in note
+    assert cli_main([*heavy, "0.5"]) == 0
+    assert "waited" not in capsys.readouterr().err

@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 
 from schedlab.errors import ServingError
-from schedlab.serving.metrics import SLO, Distribution, RequestRecord, request_itl, summarize
+from schedlab.serving.metrics import (
+    SLO,
+    Distribution,
+    RequestRecord,
+    queue_growth,
+    request_itl,
+    summarize,
+)
 
 # Iterations end at 1, 2, 3, ..., 10 s.
 ENDS = np.arange(1.0, 11.0)
@@ -138,3 +145,23 @@ def test_summary_attainment_and_goodput(kind):
 def test_slo_validation(kwargs):
     with pytest.raises(ServingError, match="slo"):
         SLO(**kwargs)
+
+
+def _waiting(waits):
+    """Requests arriving a second apart, each waiting ``waits[i]`` for its first token
+    (``inf``: it never got one)."""
+    return [
+        RequestRecord(
+            i, float(i), 10, 5, i + w if math.isfinite(w) else math.nan, math.nan, 0, 10, ()
+        )
+        for i, w in enumerate(waits)
+    ]
+
+
+def test_queue_growth_is_told_from_a_steady_wait():
+    assert queue_growth(_waiting([0.2] * 20)) is None  # steady
+    assert queue_growth(_waiting([0.2] * 10 + [1.0] * 10)) is None  # within 4 x + 1 s
+    early, late = queue_growth(_waiting([0.2] * 10 + [30.0] * 10))
+    assert early == pytest.approx(0.2) and late == pytest.approx(30.0)
+    assert queue_growth(_waiting([0.2] * 16 + [math.inf] * 4))[1] == math.inf
+    assert queue_growth(_waiting([0.2] * 4 + [30.0] * 5)) is None  # too few to judge
