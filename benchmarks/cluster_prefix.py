@@ -29,7 +29,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from schedlab.llm.models import get_model_shape, kv_token_capacity
-from schedlab.serving.cluster import Cluster, ClusterResult, kv_link, parse_nodes, simulate_cluster
+from schedlab.serving.cluster import Cluster, kv_link, parse_nodes, simulate_cluster
+from schedlab.serving.cluster_result import ClusterResult
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.metrics import SLO
 from schedlab.serving.scenario import Scenario

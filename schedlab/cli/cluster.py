@@ -141,7 +141,7 @@ def _cluster(args: argparse.Namespace) -> int:
 
 
 def _report(results: list[tuple[float | None, Any]], scenario: Any) -> None:
-    from schedlab.serving.cluster import BREAKDOWN
+    from schedlab.serving.cluster_result import BREAKDOWN
 
     first = results[0][1].summary
     print(

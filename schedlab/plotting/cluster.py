@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from schedlab.plotting.figures import fit_title, pyplot, save_figure
-from schedlab.serving.cluster import BREAKDOWN, ClusterResult
+from schedlab.serving.cluster_result import BREAKDOWN, ClusterResult
 
 __all__ = ["plot_breakdown"]
 

@@ -54,7 +54,7 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,20 +65,20 @@ from schedlab.arguments_check import check_type, check_types
 from schedlab.errors import ServingError
 from schedlab.llm.interconnect import parse_link
 from schedlab.llm.models import get_model_shape, kv_bytes_per_token
+from schedlab.serving.cluster_result import BREAKDOWN, QUEUE_SIDES, ClusterResult, ClusterRun
 from schedlab.serving.cost_model import (
-    BatchShape,
     CostModel,
-    batch_time,
     get_cost_model,
     hardware_of,
 )
-from schedlab.serving.driver import EVENT_KINDS, Driver, EngineRun
+from schedlab.serving.driver import EVENT_KINDS, Driver
 from schedlab.serving.engine import Engine
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.engine_kinds import HandOverReplica
 from schedlab.serving.iteration import IterationTime
 from schedlab.serving.kv_transfer import KVLink, LinkQueue, Transfer
-from schedlab.serving.metrics import Distribution, RequestRecord, Summary, summarize
+from schedlab.serving.metrics import Distribution, summarize
+from schedlab.serving.node_view import ClusterState, NodeState
 from schedlab.serving.policies import get_policy
 from schedlab.serving.prediction import predict_outputs
 from schedlab.serving.request_state import RequestState
@@ -86,17 +86,12 @@ from schedlab.serving.routers import ROLES, Arrival, Route, Router, get_router
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import check_stops, check_window
 from schedlab.serving.workloads import MAX_REQUESTS, RequestStream, make_workload
-from schedlab.tables import to_pandas
 
 __all__ = [
-    "BREAKDOWN",
     "DEFAULT_LINK",
     "DEFAULT_MODEL",
-    "QUEUE_SIDES",
     "Cluster",
     "ClusterDriver",
-    "ClusterResult",
-    "ClusterRun",
     "Node",
     "is_sloweave",
     "kv_link",
@@ -104,9 +99,6 @@ __all__ = [
     "run_cluster",
     "simulate_cluster",
 ]
-
-#: The components of the TTFT breakdown, in the order they happen.
-BREAKDOWN = ("queue", "prefill", "transfer", "first_decode")
 
 #: The link between nodes when none is given (a 200 Gb/s NIC's order of magnitude).
 DEFAULT_LINK = "25GB/s,20us"
@@ -130,11 +122,6 @@ if _TRANSFER in EVENT_KINDS.values() or not (
         f"schedlab.serving.cluster: the KV transfer's event kind {_TRANSFER} must fall "
         f"between the engine's arrivals and starts, {EVENT_KINDS}"
     )
-
-#: The queue's two sides (they sum to its ``queue``): before the KV hand-off (waiting
-#: for and between prefill chunks), and on the decode node (from the KV's arrival to the
-#: first-token iteration's start, less any recomputation after a preemption there).
-QUEUE_SIDES = ("queue_prefill_side", "queue_decode_side")
 
 _LETTERS = {"C": "colocated", "P": "prefill", "D": "decode"}
 
@@ -340,247 +327,6 @@ class Cluster:
         return self.scenario.with_(**changes)
 
 
-#: What :meth:`_NodeState._derive` derives: queued prefill tokens, outstanding tokens,
-#: committed KV tokens and blocks, and the running decodes' (iterations left, blocks held
-#: at the end, KV tokens at the end) in order.
-_Loads = tuple[int, int, int, int, tuple[tuple[int, int, int], ...]]
-
-
-class _NodeState:
-    """A node as routers see it (:class:`~schedlab.serving.routers.NodeView`): sizes and
-    times a real router could know, derived from the engine's state when asked (and
-    cached until the node's state changes, :meth:`touch`), never a handle on the engine
-    or its requests."""
-
-    __slots__ = (
-        "_bound",
-        "_busy_at",
-        "_busy_until",
-        "_done_at",
-        "_engine",
-        "_loads",
-        "_sent",
-        "_version",
-        "config",
-        "index",
-        "link",
-        "margin_s",
-        "model",
-        "role",
-        "tpot_s",
-    )
-
-    def __init__(
-        self, engine: HandOverReplica, role: str, tpot_s: float, link: LinkQueue | None
-    ) -> None:
-        self._engine = engine
-        self.index = engine.index
-        self.role = role
-        self.config = engine.config
-        self.model = engine.timing.predicted
-        self.margin_s = self.model.margin_s
-        self.tpot_s = tpot_s
-        self.link = link
-        # requests routed here through a prefill node whose KV has not arrived yet:
-        # index -> (prompt, predicted output)
-        self._bound: dict[int, tuple[int, int, _NodeState]] = {}
-        self._sent: dict[int, float] = {}  # bound requests on the link: their arrival
-        self._done_at: tuple[int, dict[int, float]] = (-1, {})
-        self._version = 0
-        self._loads: tuple[int, _Loads] = (-1, (0, 0, 0, 0, ()))
-        self._busy_at = -1
-        self._busy_until = 0.0
-
-    def touch(self) -> None:
-        """Its state changed (an arrival, a start, an end, a transfer)."""
-        self._version += 1
-
-    def bind(self, index: int, prompt: int, predicted_output: int, source: _NodeState) -> None:
-        """A request prefilled on node ``source`` will decode here."""
-        self._bound[index] = (prompt, predicted_output, source)
-        self.touch()
-
-    def sent(self, index: int, end_s: float) -> None:
-        """The KV of bound request ``index`` is on the link and arrives at ``end_s``."""
-        self._sent[index] = end_s
-
-    def unbind(self, index: int) -> None:
-        """Its KV arrived (it is this node's waiting request now)."""
-        del self._bound[index]
-        del self._sent[index]
-        self.touch()
-
-    def _derive(self) -> _Loads:
-        r"""(queued prefill tokens, outstanding tokens, committed KV tokens, committed KV
-        blocks, decode releases), from the engine's requests (module docstring of
-        :mod:`schedlab.serving.routers`).
-
-        A request here with :math:`g` tokens generated, predicted output :math:`\hat o`
-        and :math:`h` KV tokens held has :math:`t - d` prefill tokens left (its target
-        and done), :math:`e = \max(\hat o - g, 1)` predicted tokens left to emit (at least
-        one: it has not finished) and reaches :math:`P + g + e - 1` KV tokens; a request
-        handed off from here emits none here and reaches its prompt. A request bound for
-        this node (prefilled elsewhere, KV not arrived) will need one prompt token,
-        :math:`\hat o` tokens to emit and :math:`P + \hat o - 1` KV tokens here.
-        """
-        if self._loads[0] == self._version:
-            return self._loads[1]
-        engine = self._engine
-        size = self.config.block_size  # blocks of t tokens: -(-t // size)
-        i = engine.iteration
-        queued = emit = growth = growth_blocks = 0
-        releases: list[tuple[int, int, int]] = []
-        for req in engine.requests():  # RequestState.generated_by and kv_tokens, inlined
-            queued += req.target - req.done
-            decoding = req.decoding
-            g = req.gen_at_join + (i - req.join_iter) if decoding else req.generated
-            if req.hand_off:
-                final, left = req.prompt, 0
-            else:
-                left = max(req.predicted_output - g, 1)
-                final = req.prompt + g + left - 1
-            emit += left
-            held = (req.prompt + g - 1 if decoding else req.done) if req.admitted else 0
-            growth += max(final - held, 0)
-            growth_blocks += max(-(-final // size) + (held // -size), 0)
-            if decoding:
-                releases.append((left, -(-final // size), final))
-        for prompt, predicted, _ in self._bound.values():
-            emit += 1 + predicted
-            growth += prompt + predicted - 1
-            growth_blocks += -(-(prompt + predicted - 1) // size)
-        releases.sort()
-        loads = (queued, queued + emit, growth, growth_blocks, tuple(releases))
-        self._loads = (self._version, loads)
-        return loads
-
-    @property
-    def iteration(self) -> int:
-        return self._engine.iteration
-
-    @property
-    def n_decode(self) -> int:
-        return self._engine.n_decode
-
-    @property
-    def decode_kv(self) -> int:
-        return self._engine.decode_kv
-
-    @property
-    def free_blocks(self) -> int:
-        return self._engine.free_blocks
-
-    @property
-    def queued_prefill_tokens(self) -> int:
-        return self._derive()[0]
-
-    @property
-    def outstanding_tokens(self) -> int:
-        return self._derive()[1]
-
-    @property
-    def committed_kv_tokens(self) -> int:
-        return self._derive()[2]
-
-    @property
-    def committed_kv_blocks(self) -> int:
-        return self._derive()[3]
-
-    @property
-    def decode_releases(self) -> tuple[tuple[int, int, int], ...]:
-        return self._derive()[4]
-
-    @property
-    def policy(self) -> str:
-        return self._engine.policy.name
-
-    @property
-    def next_decodes(self) -> BatchShape:
-        return self._engine.next_decodes()
-
-    @property
-    def queued_chunks(self) -> tuple[tuple[int, int], ...]:
-        return tuple((req.target - req.done, req.done) for req in self._engine.prefill_queue())
-
-    @property
-    def bound_requests(self) -> int:
-        return len(self._bound)
-
-    @property
-    def bound_arrival_s(self) -> float:
-        sent = self._sent
-        earliest = math.inf
-        for index, (prompt, _, source) in self._bound.items():
-            if index in sent:
-                arrival = sent[index]
-            else:
-                link = source.link
-                assert link is not None  # a prefill node
-                ready = max(source.prefill_done_after_s()[index], link.free_s)
-                arrival = ready + link.kv_link.duration_s(prompt - 1)
-            earliest = min(earliest, arrival)
-        return earliest
-
-    def prefill_done_after_s(self) -> dict[int, float]:
-        r"""A prefill node's lower bound on when each of its requests' prefill completes:
-        its running iteration's end if its last chunk runs there, else that end plus
-        :math:`\lceil A / T \rceil` iterations of at least :math:`\hat T(0, 0, (1, 0))`,
-        :math:`A` the queued prefill tokens of it and of the requests ahead of it in the
-        policy's order (partial prefills by admission, then the waiting queue) and
-        :math:`T` the token budget (an iteration prefills at most :math:`T` tokens and
-        lasts at least a one-token batch, for a cost model monotone in its batch)."""
-        if self._done_at[0] == self._version:
-            return self._done_at[1]
-        engine = self._engine
-        start = self.busy_until_s
-        least = self.model.iteration_time(0, 0, ((1, 0),))
-        budget = self.config.max_num_batched_tokens
-        done: dict[int, float] = {}
-        ahead = 0
-        for req in engine.prefill_queue():
-            ahead += req.target - req.done
-            done[req.index] = start + -(-ahead // budget) * least
-        self._done_at = (self._version, done)
-        return done
-
-    @property
-    def free_seats(self) -> int:
-        engine = self._engine
-        return self.config.max_num_seqs - sum(1 for _ in engine.requests())
-
-    @property
-    def busy_until_s(self) -> float:
-        engine = self._engine
-        if not engine.busy or engine.shape is None:
-            return -math.inf  # idle: a router takes the later of this and now
-        if self._busy_at != engine.iteration:
-            self._busy_at = engine.iteration
-            self._busy_until = engine.started_s + batch_time(self.model, engine.shape)
-        return self._busy_until
-
-    @property
-    def link_free_s(self) -> float:
-        return self.link.free_s if self.link is not None else 0.0
-
-
-class _ClusterView:
-    """The :class:`~schedlab.serving.routers.ClusterView` a router gets."""
-
-    __slots__ = ("decode_nodes", "kv_link", "memo", "nodes", "now_s", "prefill_nodes", "rng")
-
-    def __init__(self, nodes: list[_NodeState], kv_link: KVLink | None, seed: int) -> None:
-        self.nodes = tuple(nodes)
-        self.prefill_nodes = tuple(n for n in nodes if n.role == "prefill")
-        self.decode_nodes = tuple(n for n in nodes if n.role == "decode")
-        self.kv_link = kv_link
-        self.now_s = 0.0
-        self.memo: dict[Hashable, Any] = {}
-        self.rng = np.random.default_rng([0x726F757465, seed])  # the router's own stream
-
-    def transfer_s(self, tokens: int) -> float:
-        return 0.0 if self.kv_link is None else self.kv_link.duration_s(tokens)
-
-
 class ClusterDriver(Driver):
     """The event loop of a cluster (module docstring): arrivals go where the router says,
     prefill nodes hand requests off, KV transfers queue on links.
@@ -631,7 +377,7 @@ class ClusterDriver(Driver):
         self.router = router
         self.link = link
         self.nodes = [
-            _NodeState(
+            NodeState(
                 e,
                 role,
                 tpot_s,
@@ -639,7 +385,7 @@ class ClusterDriver(Driver):
             )
             for e, role in zip(engines, roles, strict=True)
         ]
-        self.view = _ClusterView(self.nodes, link, seed)
+        self.view = ClusterState(self.nodes, link, seed)
         self.decode_of = [-1] * len(self.requests)  # decode node after a transfer
         self.kv_ready_s = [math.nan] * len(self.requests)
         self.routes: list[Route] = []
@@ -767,55 +513,6 @@ class ClusterDriver(Driver):
         return {name: np.asarray(values, dtype=float) for name, values in parts.items()}
 
 
-@dataclass(frozen=True)
-class ClusterRun:
-    """Raw outcome of :func:`run_cluster`.
-
-    Attributes
-    ----------
-    run
-        The nodes' run as one :class:`~schedlab.serving.driver.EngineRun`: a record's
-        ``replica`` is the node that emitted its tokens, and ``iteration_end_s`` and
-        ``batches`` hold node 0's iterations, then node 1's, ...
-    roles
-        Each node's role.
-    routes
-        Each request's route, in arrival order.
-    transfers
-        Every KV transfer, in the order they were queued.
-    breakdown
-        Per-request TTFT breakdown        (:data:`BREAKDOWN`, then :data:`QUEUE_SIDES`), seconds.
-    routing_s
-        Seconds of each router call, when measured.
-    loads
-        Per router call, each node's ``(queued prefill, outstanding)`` tokens as the
-        router saw them (with ``record_batches``).
-    cache_hits
-        Per request, the prompt tokens its first admission found in a node's prefix
-        cache (:attr:`~schedlab.serving.request_state.RequestState.cache_hits`).
-    node_hits
-        Per node, the sum of those hits there.
-    """
-
-    run: EngineRun
-    roles: tuple[str, ...]
-    routes: tuple[Route, ...]
-    transfers: tuple[Transfer, ...]
-    breakdown: dict[str, np.ndarray] = field(repr=False)
-    routing_s: np.ndarray = field(repr=False)
-    loads: tuple[tuple[tuple[int, int], ...], ...] = field(default=(), repr=False)
-    cache_hits: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
-    node_hits: tuple[int, ...] = ()
-
-    @property
-    def hit_rate(self) -> float:
-        """Prompt tokens found in a prefix cache at first admission over all prompt
-        tokens (vLLM's prefix-cache hit rate, ``vllm/v1/metrics/stats.py``,
-        ``PrefixCacheStats``: hits over queried tokens of new requests)."""
-        prompts = sum(r.prompt for r in self.run.records)
-        return float(self.cache_hits.sum()) / prompts if prompts else math.nan
-
-
 def run_cluster(
     stream: RequestStream,
     cluster: Cluster,
@@ -886,126 +583,6 @@ def run_cluster(
         np.asarray([req.cache_hits for req in driver.requests], dtype=np.int64),
         tuple(engine.prefix_hits for engine in engines),
     )
-
-
-@dataclass(frozen=True)
-class ClusterResult:
-    """A cluster simulation: records, summary, TTFT breakdown, the raw run.
-
-    Attributes
-    ----------
-    records, summary
-        As for one engine (:class:`~schedlab.serving.simulator.SimulationResult`).
-    breakdown
-        Each component's distribution over requests that got a first token
-        (:data:`BREAKDOWN`, then :data:`QUEUE_SIDES`).
-    tail_share
-        Each component's share of the TTFT summed over the requests whose TTFT is at
-        least the P95 TTFT (the slow first tokens).
-    run
-        The raw run.
-    label
-        ``router@nodes``.
-    wall_s
-        Wall-clock seconds of the simulation.
-    """
-
-    records: tuple[RequestRecord, ...]
-    summary: Summary
-    breakdown: dict[str, Distribution]
-    tail_share: dict[str, float]
-    run: ClusterRun = field(repr=False)
-    label: str = ""
-    wall_s: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        """One JSON object: the headline figures, the breakdown (seconds) and the
-        summary."""
-        s = self.summary
-
-        def number(x: float) -> float | None:
-            return None if math.isnan(x) else x
-
-        routing = self.run.routing_s
-        hits = self.run.cache_hits
-        return {
-            "cluster": self.label,
-            "nodes": list(self.run.roles),
-            "ttft_mean_s": number(s.ttft.mean),
-            "ttft_p95_s": number(s.ttft.p95),
-            "ttft_p99_s": number(s.ttft.p99),
-            "latency_mean_s": number(s.latency.mean),
-            "attainment": number(s.attainment),
-            "breakdown": {
-                name: {
-                    "mean": number(d.mean),
-                    "p50": number(d.p50),
-                    "p95": number(d.p95),
-                    "p99": number(d.p99),
-                }
-                for name, d in self.breakdown.items()
-                if name in BREAKDOWN
-            },
-            "queue_sides": {
-                name: {"mean": number(d.mean), "p95": number(d.p95)}
-                for name, d in self.breakdown.items()
-                if name in QUEUE_SIDES
-            },
-            "tail_share": {k: number(v) for k, v in self.tail_share.items()},
-            "transfers": len(self.run.transfers),
-            "deflected": sum(
-                r.then is None and self.run.roles[r.node] == "decode" for r in self.run.routes
-            ),
-            "prefix_cache": {
-                "hit_rate": number(self.run.hit_rate),
-                "hit_tokens": {
-                    "mean": number(float(hits.mean())) if hits.size else None,
-                    "p95": number(float(np.percentile(hits, 95))) if hits.size else None,
-                },
-                "node_hit_tokens": list(self.run.node_hits),
-            },
-            "routing_ms": _routing_ms(routing),
-            "summary": s.to_dict(),
-            "wall_s": self.wall_s,
-        }
-
-    def row(self) -> dict[str, Any]:
-        """One flat row for tables and CSV: the headline figures of :meth:`to_dict`, each
-        breakdown component's mean and P95 (``queue_mean_s``...), its share of the tail's
-        TTFT (``queue_tail_share``) and the prefix-cache hit rate, in seconds."""
-        data = self.to_dict()
-        row = {key: data[key] for key in ("cluster", "ttft_mean_s", "ttft_p95_s", "ttft_p99_s")}
-        row |= {"latency_mean_s": data["latency_mean_s"], "attainment": data["attainment"]}
-        for name, stats in data["breakdown"].items():
-            row |= {f"{name}_mean_s": stats["mean"], f"{name}_p95_s": stats["p95"]}
-        row |= {f"{name}_tail_share": share for name, share in data["tail_share"].items()}
-        routing = data["routing_ms"] or {}
-        return row | {
-            "routing_median_ms": routing.get("median"),
-            "routing_p99_ms": routing.get("p99"),
-            "hit_rate": data["prefix_cache"]["hit_rate"],
-            "transfers": data["transfers"],
-            "deflected": data["deflected"],
-        }
-
-    def to_pandas(self) -> Any:
-        """:meth:`row` as a pandas DataFrame of one row (pandas is optional:
-        :func:`~schedlab.tables.require_pandas`)."""
-        return to_pandas([self.row()])
-
-
-def _routing_ms(seconds: np.ndarray) -> dict[str, float | int] | None:
-    """The router's call times in milliseconds: median, P99, largest and the number of
-    calls (``None``: not timed)."""
-    if not seconds.size:
-        return None
-    ms = seconds * 1e3
-    return {
-        "median": float(np.median(ms)),
-        "p99": float(np.percentile(ms, 99)),
-        "max": float(ms.max()),
-        "calls": int(ms.size),
-    }
 
 
 def summarize_cluster(

@@ -52,7 +52,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from schedlab.serving.cluster import ClusterRun
+from schedlab.serving.cluster_result import ClusterRun
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.prefix import block_contents
 from schedlab.serving.simulator import EngineRun

@@ -17,8 +17,6 @@ from schedlab.llm.interconnect import Link
 from schedlab.predictions import Intervals
 from schedlab.serving import routers
 from schedlab.serving.cluster import (
-    BREAKDOWN,
-    QUEUE_SIDES,
     Cluster,
     ClusterDriver,
     Node,
@@ -26,6 +24,7 @@ from schedlab.serving.cluster import (
     run_cluster,
     simulate_cluster,
 )
+from schedlab.serving.cluster_result import BREAKDOWN, QUEUE_SIDES
 from schedlab.serving.cost_model import LinearAttentionCostModel
 from schedlab.serving.engine import Engine
 from schedlab.serving.engine_config import EngineConfig
