@@ -47,7 +47,8 @@ from schedlab.serving.cost_model import LinearAttentionCostModel
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.metrics import SLO
 from schedlab.serving.policies import get_policy, policy_names, register_policy
-from schedlab.serving.routers import Route, get_router, register_router, router_names
+from schedlab.serving.router_view import Route
+from schedlab.serving.routers import get_router, register_router, router_names
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import run_engine
 from schedlab.serving.workloads import get_workload, make_workload, workload_names

@@ -78,11 +78,11 @@ from schedlab.serving.engine_kinds import HandOverReplica
 from schedlab.serving.iteration import IterationTime
 from schedlab.serving.kv_transfer import KVLink, LinkQueue, Transfer
 from schedlab.serving.metrics import Distribution, summarize
-from schedlab.serving.node_view import ClusterState, NodeState
 from schedlab.serving.policies import get_policy
 from schedlab.serving.prediction import predict_outputs
 from schedlab.serving.request_state import RequestState
-from schedlab.serving.routers import ROLES, Arrival, Route, Router, get_router
+from schedlab.serving.router_view import ROLES, Arrival, ClusterState, NodeState, Route, Router
+from schedlab.serving.routers import get_router
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import check_stops, check_window
 from schedlab.serving.workloads import MAX_REQUESTS, RequestStream, make_workload
@@ -133,7 +133,7 @@ class Node:
     Attributes
     ----------
     role
-        One of :data:`~schedlab.serving.routers.ROLES`.
+        One of :data:`~schedlab.serving.router_view.ROLES`.
     policy, engine, cost_model
         Its policy, limits and predicted cost model (``None``: the cluster's).
     """

@@ -12,7 +12,7 @@ import numpy as np
 from schedlab.serving.driver import EngineRun
 from schedlab.serving.kv_transfer import Transfer
 from schedlab.serving.metrics import Distribution, RequestRecord, Summary
-from schedlab.serving.routers import Route
+from schedlab.serving.router_view import Route
 from schedlab.tables import to_pandas
 
 __all__ = ["BREAKDOWN", "QUEUE_SIDES", "ClusterResult", "ClusterRun"]

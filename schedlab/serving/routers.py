@@ -6,18 +6,21 @@ one, and an installed package adds one with a :class:`RouterSpec` in the entry-p
 group :data:`ENTRY_POINTS` (:mod:`schedlab.plugins`). What it gets is what a real router
 knows, and nothing else:
 
-* the request as an :class:`Arrival`: its index, arrival time, prompt length and
+* the request as an :class:`~schedlab.serving.router_view.Arrival`: its index, arrival time,
+  prompt length and
   *predicted* output length (:mod:`schedlab.serving.prediction`, drawn with the
   scenario's ``prediction_cv``; with ``prediction_cv = 0`` the prediction *is* the true
   length, an oracle router, and a benchmark says which it uses);
-* the cluster's state now through :class:`ClusterView`: per node the known sizes of what
+* the cluster's state now through :class:`~schedlab.serving.router_view.ClusterView`: per node
+  the known sizes of what
   it holds and what is routed to it (queued prefill tokens, outstanding tokens, KV
   tokens committed to its requests at their predicted final sizes), its running decodes,
   free KV blocks, its running iteration's predicted end, its link's queue, and its
   predicted cost model.
 
 No view holds a handle on an engine or a request (the true output lengths, the actual
-iteration times stay inside the simulator). A :class:`Route` names the node that
+iteration times stay inside the simulator). A :class:`~schedlab.serving.router_view.Route`
+names the node that
 prefills the request and, for a prefill-only node, the decode node its KV goes to.
 
 ==================  ==============================================================
@@ -91,7 +94,8 @@ Estimates (all from the predicted cost model :math:`\hat T(n, K, \text{chunks})`
       the request is :func:`harmless` there (a free seat, and its KV slack holds the
       request at its predicted final size, so nobody there waits for blocks or is
       preempted for it) and the prefill ends before the KV of any request already bound
-      for the node can arrive (:attr:`NodeView.bound_arrival_s`), so none of them waits
+      for the node can arrive (:attr:`~schedlab.serving.router_view.NodeView.bound_arrival_s`),
+      so none of them waits
       behind it.
 
 ``deflect``'s rule: when every prefill node has prefill queued (otherwise moving work
@@ -116,7 +120,8 @@ https://llm-d.ai/docs/architecture/advanced/kv-management/prefix-cache-aware-rou
 SGLang's cache-aware router, an approximate radix tree per worker of the requests sent
 to it, routing to the longest match unless the load is imbalanced,
 ``sgl-router/src/policies/cache_aware.rs``). What it sees: each request's chain block
-ids (:attr:`Arrival.prefix`), and per node an LRU index of the ids it routed there, as
+ids (:attr:`~schedlab.serving.router_view.Arrival.prefix`), and per node an LRU index of the
+ids it routed there, as
 large as the node's KV cache in blocks of the ids' size; not the caches themselves, so
 it believes a prefix cached that the node has evicted, or holds in a running request
 (which the engine does not share, :mod:`schedlab.serving.kv_cache`). It matches the
@@ -130,30 +135,23 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
-
-import numpy as np
+from typing import Literal
 
 from schedlab.arguments_check import check_types
 from schedlab.errors import ServingError, UnknownNameError
 from schedlab.plugins import installed_names, load_installed
-from schedlab.serving.cost_model import BatchShape, CostModel
+from schedlab.serving.cost_model import CostModel
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.policies import get_policy
 from schedlab.serving.prefill_replay import PrefillReplay
+from schedlab.serving.router_view import Arrival, ClusterView, NodeView, Route, Router
 from schedlab.serving.sloweave import SLOWeaveState, deadline_safe_chunk
 
 __all__ = [
     "ENTRY_POINTS",
-    "ROLES",
     "ROUTERS",
-    "Arrival",
-    "ClusterView",
-    "NodeView",
-    "Route",
-    "Router",
     "RouterSpec",
     "block_wait_s",
     "decode_free_s",
@@ -169,181 +167,6 @@ __all__ = [
     "register_router",
     "router_names",
 ]
-
-#: Roles of a cluster's nodes.
-ROLES = ("colocated", "prefill", "decode")
-
-
-@dataclass(frozen=True, slots=True)
-class Route:
-    """Where a request goes: ``node`` prefills it; ``then`` is its decode node after a KV
-    transfer (``None``: ``node`` serves it whole)."""
-
-    node: int
-    then: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Arrival:
-    """An arriving request as a router sees it: no true output length.
-
-    Attributes
-    ----------
-    index
-        Its number in the stream (arrival order).
-    arrival_s
-        Its arrival time, seconds.
-    prompt
-        Its prompt length, tokens.
-    predicted_output
-        Its predicted output length (:mod:`schedlab.serving.prediction`, with the
-        scenario's ``prediction_cv``; the true length when that is 0).
-    prefix, prefix_block
-        The chain ids of its prompt's blocks of ``prefix_block`` tokens
-        (:mod:`schedlab.serving.prefix`): what a router that hashes the prompt's tokens
-        in blocks of that size computes; ``None`` when the stream shares no prefixes.
-    """
-
-    index: int
-    arrival_s: float
-    prompt: int
-    predicted_output: int
-    prefix: np.ndarray | None = None
-    prefix_block: int = 0
-
-
-class NodeView(Protocol):
-    """What a router may read of one node, now."""
-
-    @property
-    def index(self) -> int: ...
-    @property
-    def role(self) -> str: ...
-    @property
-    def config(self) -> EngineConfig: ...
-    @property
-    def model(self) -> CostModel:
-        """The node's predicted cost model."""
-        ...
-
-    @property
-    def tpot_s(self) -> float: ...
-    @property
-    def margin_s(self) -> float: ...
-    @property
-    def iteration(self) -> int:
-        """Iterations it has run (its state changes only between iterations)."""
-        ...
-
-    @property
-    def n_decode(self) -> int: ...
-    @property
-    def decode_kv(self) -> int: ...
-    @property
-    def free_blocks(self) -> int: ...
-    @property
-    def queued_prefill_tokens(self) -> int:
-        """Prefill tokens its requests still need (not the running iteration's chunks)."""
-        ...
-
-    @property
-    def outstanding_tokens(self) -> int:
-        """Tokens routed here and not computed yet (module docstring)."""
-        ...
-
-    @property
-    def committed_kv_tokens(self) -> int:
-        """KV tokens its requests, and those bound for it, will still need at their
-        predicted final sizes (module docstring)."""
-        ...
-
-    @property
-    def committed_kv_blocks(self) -> int:
-        """KV blocks its requests, and those bound for it, will still need at their
-        predicted final sizes, each request's rounded up on its own (module docstring)."""
-        ...
-
-    @property
-    def decode_releases(self) -> Sequence[tuple[int, int, int]]:
-        """Its running decodes' predicted iterations left, and blocks and KV tokens held
-        at their end, fewest iterations first."""
-        ...
-
-    @property
-    def bound_requests(self) -> int:
-        """Requests routed to it through a prefill node whose KV has not arrived."""
-        ...
-
-    @property
-    def bound_arrival_s(self) -> float:
-        """The earliest their KV may arrive: a transfer's end once it is on the link,
-        else the end of the running iteration of the prefill node that holds the request
-        (``-inf`` while that node is idle); ``inf`` when none is bound."""
-        ...
-
-    @property
-    def free_seats(self) -> int:
-        """``max_num_seqs`` less the requests it holds (running and waiting)."""
-        ...
-
-    @property
-    def policy(self) -> str:
-        """Its policy's name (``sloweave:4096``, ``sangam:1801``, ...)."""
-        ...
-
-    @property
-    def queued_chunks(self) -> Sequence[tuple[int, int]]:
-        """Each request it holds that is not decoding, in its policy's order (partial
-        prefills by admission, then the waiting queue): ``(tokens left, tokens in KV)``."""
-        ...
-
-    @property
-    def next_decodes(self) -> BatchShape:
-        """Its running decodes as its next iteration will see them if none finishes:
-        their count, KV and longest and shortest KV (no chunks)."""
-        ...
-
-    @property
-    def busy_until_s(self) -> float:
-        """Predicted end of its running iteration (``-inf`` when idle)."""
-        ...
-
-    @property
-    def link_free_s(self) -> float:
-        """When its outgoing link's queued transfers end (prefill nodes)."""
-        ...
-
-
-class ClusterView(Protocol):
-    """What a router may read of the cluster."""
-
-    @property
-    def now_s(self) -> float: ...
-    @property
-    def nodes(self) -> Sequence[NodeView]: ...
-    @property
-    def prefill_nodes(self) -> Sequence[NodeView]: ...
-    @property
-    def decode_nodes(self) -> Sequence[NodeView]: ...
-    @property
-    def rng(self) -> np.random.Generator:
-        """The router's own seeded generator."""
-        ...
-
-    @property
-    def memo(self) -> dict[Hashable, Any]:
-        """Scratch space for a router's caches over one run (keys name their owner)."""
-        ...
-
-    def transfer_s(self, tokens: int) -> float:
-        """Seconds a transfer of ``tokens`` KV tokens takes on an idle link."""
-        ...
-
-
-class Router(Protocol):
-    """Picks the route of each arriving request."""
-
-    def __call__(self, request: Arrival, cluster: ClusterView) -> Route: ...
 
 
 def prefill_seconds(model: CostModel, config: EngineConfig, tokens: int, prior: int = 0) -> float:
@@ -456,7 +279,7 @@ def deflect_chunk(node: NodeView, cluster: ClusterView) -> tuple[int, float]:
     next iteration (prior context 0), and that iteration's predicted seconds; ``(0, inf)``
     when even one token would break the in-flight decodes' deadline. It depends only on
     the node's state, so it is computed once per node and iteration
-    (:attr:`ClusterView.memo`)."""
+    (:attr:`~schedlab.serving.router_view.ClusterView.memo`)."""
     key = ("deflect-chunk", node.index)
     found = cluster.memo.get(key)
     if found is not None and found[0] == node.iteration:
@@ -488,7 +311,8 @@ def deflected_ttft_s(
     (``deflect``, and ``hybrid``'s overflow; module docstring): the rest of the node's
     running iteration, then the iterations its policy runs the prompt in
     (:func:`prefill_end_s`), which must end by the earliest arrival of a request bound
-    for the node (:attr:`NodeView.bound_arrival_s`); ``inf`` when they cannot, or when
+    for the node (:attr:`~schedlab.serving.router_view.NodeView.bound_arrival_s`); ``inf`` when
+    they cannot, or when
     the request is not :func:`harmless` there, or when the estimate would not be below
     ``beat_s`` (the replay then stops as soon as that is known)."""
     if not harmless(request, node):
@@ -504,13 +328,16 @@ def prefill_end_s(prompt: int, node: NodeView, start_s: float) -> float:
     r"""Predicted end of the iterations, back to back from ``start_s``, in which decode
     node ``node``'s policy prefills a prompt of ``prompt`` tokens that joins its waiting
     queue now, behind the
-    requests it holds that are not decoding (:attr:`NodeView.queued_chunks`) (``inf`` if
+    requests it holds that are not decoding
+    (:attr:`~schedlab.serving.router_view.NodeView.queued_chunks`) (``inf`` if
     its policy would not run the prompt):
 
     * its policy's own estimate (:attr:`~schedlab.serving.policies.PolicySpec.prefill_end`,
       :mod:`schedlab.serving.prefill_replay`) from its decodes as its next iteration sees
-      them (:attr:`NodeView.next_decodes`), its queue (:attr:`NodeView.queued_chunks`),
-      its decodes' releases (:attr:`NodeView.decode_releases`) and the policy's cap, the
+      them (:attr:`~schedlab.serving.router_view.NodeView.next_decodes`), its queue
+      (:attr:`~schedlab.serving.router_view.NodeView.queued_chunks`),
+      its decodes' releases (:attr:`~schedlab.serving.router_view.NodeView.decode_releases`)
+      and the policy's cap, the
       integer argument of its name (``sloweave:C``, ``sangam:Q``): SLOWeave's schedule
       replayed, Sangam's one iteration;
     * ``inf`` for a policy without one.

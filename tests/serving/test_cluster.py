@@ -31,7 +31,7 @@ from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.iteration import IterationTime
 from schedlab.serving.kv_transfer import KVLink
 from schedlab.serving.metrics import SLO, request_itl
-from schedlab.serving.routers import Route
+from schedlab.serving.router_view import Arrival, Route
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import run_engine
 from schedlab.testing import check_cluster_conservation
@@ -441,7 +441,7 @@ def test_routers_see_predictions_and_loads_not_the_simulator():
     spec = cluster("1P1D", "disaggregated", decode_policy="sloweave")
     seen = _spy_run(stream, spec)
     request, _ = seen[0]
-    assert isinstance(request, routers.Arrival) and request.predicted_output == 7
+    assert isinstance(request, Arrival) and request.predicted_output == 7
     assert not hasattr(request, "output") and not hasattr(seen[0], "engine")
     # request 1 arrives at 1 ms: request 0 (prompt 20, predicted 7) is prefilling on node 0
     # (its 20 tokens are in the running iteration, so not queued) and bound for node 1

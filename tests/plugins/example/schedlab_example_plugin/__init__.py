@@ -25,7 +25,8 @@ from schedlab.offline.instance import Instance
 from schedlab.offline.result import SolverOutput
 from schedlab.offline.solvers import SolverInfo
 from schedlab.serving.policies import Policy, PolicyContext, PolicySpec, TokenQuotaPolicy
-from schedlab.serving.routers import Arrival, ClusterView, NodeView, Route, RouterSpec
+from schedlab.serving.router_view import Arrival, ClusterView, NodeView, Route
+from schedlab.serving.routers import RouterSpec
 from schedlab.serving.workloads import EmpiricalLengths, RandomWorkload, WorkloadSpec
 
 __all__ = ["BOUND", "POLICY", "PROFILE_READER", "ROUTER", "SOLVER", "WORKLOAD"]

@@ -1,26 +1,213 @@
-"""What a router may know of a cluster: each node's sizes and times, derived from its
-engine when asked, and the cluster as a router sees it.
+"""What a router sees and what it answers: the arriving request (:class:`Arrival`), each
+node (:class:`NodeView`) and the cluster (:class:`ClusterView`), and the :class:`Route` a
+:class:`Router` returns; what each load means is in :mod:`schedlab.serving.routers`'
+module docstring.
 
-:class:`NodeState` is the :class:`~schedlab.serving.routers.NodeView` of one node and
-:class:`ClusterState` the :class:`~schedlab.serving.routers.ClusterView`; the cluster's
-driver (:class:`~schedlab.serving.cluster.ClusterDriver`) keeps them and tells a node when
-its state changes (:meth:`NodeState.touch`). What each load means is in
-:mod:`schedlab.serving.routers`' module docstring.
+The cluster's views: :class:`NodeState` is the :class:`NodeView` of one node, derived
+from its engine when asked, and :class:`ClusterState` the :class:`ClusterView`; the
+cluster's driver (:class:`~schedlab.serving.cluster.ClusterDriver`) keeps them and tells a
+node when its state changes (:meth:`NodeState.touch`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable
-from typing import Any
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 
-from schedlab.serving.cost_model import BatchShape, batch_time
+from schedlab.serving.cost_model import BatchShape, CostModel, batch_time
+from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.engine_kinds import HandOverReplica
 from schedlab.serving.kv_transfer import KVLink, LinkQueue
 
-__all__ = ["ClusterState", "NodeState"]
+__all__ = [
+    "ROLES",
+    "Arrival",
+    "ClusterState",
+    "ClusterView",
+    "NodeState",
+    "NodeView",
+    "Route",
+    "Router",
+]
+
+#: Roles of a cluster's nodes.
+ROLES = ("colocated", "prefill", "decode")
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """Where a request goes: ``node`` prefills it; ``then`` is its decode node after a KV
+    transfer (``None``: ``node`` serves it whole)."""
+
+    node: int
+    then: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    """An arriving request as a router sees it: no true output length.
+
+    Attributes
+    ----------
+    index
+        Its number in the stream (arrival order).
+    arrival_s
+        Its arrival time, seconds.
+    prompt
+        Its prompt length, tokens.
+    predicted_output
+        Its predicted output length (:mod:`schedlab.serving.prediction`, with the
+        scenario's ``prediction_cv``; the true length when that is 0).
+    prefix, prefix_block
+        The chain ids of its prompt's blocks of ``prefix_block`` tokens
+        (:mod:`schedlab.serving.prefix`): what a router that hashes the prompt's tokens
+        in blocks of that size computes; ``None`` when the stream shares no prefixes.
+    """
+
+    index: int
+    arrival_s: float
+    prompt: int
+    predicted_output: int
+    prefix: np.ndarray | None = None
+    prefix_block: int = 0
+
+
+class NodeView(Protocol):
+    """What a router may read of one node, now."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def config(self) -> EngineConfig: ...
+    @property
+    def model(self) -> CostModel:
+        """The node's predicted cost model."""
+        ...
+
+    @property
+    def tpot_s(self) -> float: ...
+    @property
+    def margin_s(self) -> float: ...
+    @property
+    def iteration(self) -> int:
+        """Iterations it has run (its state changes only between iterations)."""
+        ...
+
+    @property
+    def n_decode(self) -> int: ...
+    @property
+    def decode_kv(self) -> int: ...
+    @property
+    def free_blocks(self) -> int: ...
+    @property
+    def queued_prefill_tokens(self) -> int:
+        """Prefill tokens its requests still need (not the running iteration's chunks)."""
+        ...
+
+    @property
+    def outstanding_tokens(self) -> int:
+        """Tokens routed here and not computed yet (module docstring)."""
+        ...
+
+    @property
+    def committed_kv_tokens(self) -> int:
+        """KV tokens its requests, and those bound for it, will still need at their
+        predicted final sizes (module docstring)."""
+        ...
+
+    @property
+    def committed_kv_blocks(self) -> int:
+        """KV blocks its requests, and those bound for it, will still need at their
+        predicted final sizes, each request's rounded up on its own (module docstring)."""
+        ...
+
+    @property
+    def decode_releases(self) -> Sequence[tuple[int, int, int]]:
+        """Its running decodes' predicted iterations left, and blocks and KV tokens held
+        at their end, fewest iterations first."""
+        ...
+
+    @property
+    def bound_requests(self) -> int:
+        """Requests routed to it through a prefill node whose KV has not arrived."""
+        ...
+
+    @property
+    def bound_arrival_s(self) -> float:
+        """The earliest their KV may arrive: a transfer's end once it is on the link,
+        else the end of the running iteration of the prefill node that holds the request
+        (``-inf`` while that node is idle); ``inf`` when none is bound."""
+        ...
+
+    @property
+    def free_seats(self) -> int:
+        """``max_num_seqs`` less the requests it holds (running and waiting)."""
+        ...
+
+    @property
+    def policy(self) -> str:
+        """Its policy's name (``sloweave:4096``, ``sangam:1801``, ...)."""
+        ...
+
+    @property
+    def queued_chunks(self) -> Sequence[tuple[int, int]]:
+        """Each request it holds that is not decoding, in its policy's order (partial
+        prefills by admission, then the waiting queue): ``(tokens left, tokens in KV)``."""
+        ...
+
+    @property
+    def next_decodes(self) -> BatchShape:
+        """Its running decodes as its next iteration will see them if none finishes:
+        their count, KV and longest and shortest KV (no chunks)."""
+        ...
+
+    @property
+    def busy_until_s(self) -> float:
+        """Predicted end of its running iteration (``-inf`` when idle)."""
+        ...
+
+    @property
+    def link_free_s(self) -> float:
+        """When its outgoing link's queued transfers end (prefill nodes)."""
+        ...
+
+
+class ClusterView(Protocol):
+    """What a router may read of the cluster."""
+
+    @property
+    def now_s(self) -> float: ...
+    @property
+    def nodes(self) -> Sequence[NodeView]: ...
+    @property
+    def prefill_nodes(self) -> Sequence[NodeView]: ...
+    @property
+    def decode_nodes(self) -> Sequence[NodeView]: ...
+    @property
+    def rng(self) -> np.random.Generator:
+        """The router's own seeded generator."""
+        ...
+
+    @property
+    def memo(self) -> dict[Hashable, Any]:
+        """Scratch space for a router's caches over one run (keys name their owner)."""
+        ...
+
+    def transfer_s(self, tokens: int) -> float:
+        """Seconds a transfer of ``tokens`` KV tokens takes on an idle link."""
+        ...
+
+
+class Router(Protocol):
+    """Picks the route of each arriving request."""
+
+    def __call__(self, request: Arrival, cluster: ClusterView) -> Route: ...
 
 
 #: What :meth:`NodeState._derive` derives: queued prefill tokens, outstanding tokens,
@@ -30,7 +217,7 @@ _Loads = tuple[int, int, int, int, tuple[tuple[int, int, int], ...]]
 
 
 class NodeState:
-    """A node as routers see it (:class:`~schedlab.serving.routers.NodeView`): sizes and
+    """A node as routers see it (:class:`NodeView`): sizes and
     times a real router could know, derived from the engine's state when asked (and
     cached until the node's state changes, :meth:`touch`), never a handle on the engine
     or its requests."""
@@ -247,7 +434,7 @@ class NodeState:
 
 
 class ClusterState:
-    """The :class:`~schedlab.serving.routers.ClusterView` a router gets: the nodes by role,
+    """The :class:`ClusterView` a router gets: the nodes by role,
     the time now, the link's transfer time, a seeded generator and a scratch memo."""
 
     __slots__ = ("decode_nodes", "kv_link", "memo", "nodes", "now_s", "prefill_nodes", "rng")
