@@ -27,7 +27,7 @@ from pathlib import Path
 from schedlab.jobs import Executor
 from schedlab.serving.capacity import CapacityResult, capacity_grid
 from schedlab.serving.metrics import SLO
-from schedlab.serving.policies import get_policy
+from schedlab.serving.policy_registry import get_policy
 from schedlab.serving.scenario import Scenario
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # beside it: results_page

@@ -15,7 +15,7 @@ group                       each entry point names
 ==========================  =========================================================
 ``schedlab.solvers``        a :class:`~schedlab.offline.solvers.SolverInfo`
 ``schedlab.bounds``         a :class:`~schedlab.offline.bounds.BoundMethod`
-``schedlab.policies``       a :class:`~schedlab.serving.policies.PolicySpec`
+``schedlab.policies``       a :class:`~schedlab.serving.policy_registry.PolicySpec`
 ``schedlab.routers``        a :class:`~schedlab.serving.routers.RouterSpec`
 ``schedlab.workloads``      a :class:`~schedlab.serving.workloads.WorkloadSpec`
 ``schedlab.profile_readers``  a :class:`~schedlab.calibration.profile_table.ProfileReader`

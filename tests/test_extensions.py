@@ -46,7 +46,7 @@ from schedlab.serving.cluster import Cluster, is_sloweave, kv_link, parse_nodes,
 from schedlab.serving.cost_model import LinearAttentionCostModel
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.metrics import SLO
-from schedlab.serving.policies import get_policy, policy_names, register_policy
+from schedlab.serving.policy_registry import get_policy, policy_names, register_policy
 from schedlab.serving.router_view import Route
 from schedlab.serving.routers import get_router, register_router, router_names
 from schedlab.serving.scenario import Scenario

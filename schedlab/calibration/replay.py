@@ -383,7 +383,7 @@ def replay(
     deployment
         Default :func:`~schedlab.calibration.deployment.deployment_of` the run.
     policy
-        Policy spelling (:func:`~schedlab.serving.policies.make_policy`); ``vllm``
+        Policy spelling (:func:`~schedlab.serving.policy_registry.make_policy`); ``vllm``
         reproduces vLLM v1's decode-first token budget.
     tpot_target_s
         TPOT target handed to SLO-aware policies (unused by ``vllm``).

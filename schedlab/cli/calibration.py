@@ -204,7 +204,7 @@ def register(subparsers: Any) -> None:
     """Add ``calibrate`` and ``replay`` to the ``schedlab`` command line."""
     from schedlab.cli.serving import engine_kind_options
     from schedlab.serving.cost_model import cost_model_names
-    from schedlab.serving.policies import policy_names
+    from schedlab.serving.policy_registry import policy_names
 
     cal = subparsers.add_parser(
         "calibrate",

@@ -197,7 +197,7 @@ def register(subparsers: Any) -> None:
         "to the first token goes (queue, prefill, KV transfer, first decode). Give "
         "--routers and/or --rates for a grid of routers x rates. Routers: " + routers + ".",
     )
-    from schedlab.serving.policies import policy_names
+    from schedlab.serving.policy_registry import policy_names
     from schedlab.serving.scenario import DEFAULT_POLICY
 
     _common(cmd, policy=False, duration=DEFAULT_WINDOW_S, engines=False)

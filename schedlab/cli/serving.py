@@ -125,7 +125,7 @@ def _common(
     grid_predictions: bool = False,
 ) -> None:
     from schedlab.serving.engine_config import BLOCK_SIZES, EngineConfig
-    from schedlab.serving.policies import policy_names
+    from schedlab.serving.policy_registry import policy_names
     from schedlab.serving.scenario import DEFAULT_POLICY, DEFAULT_SLO
 
     _workload_option(parser)
@@ -408,10 +408,10 @@ def _decode_alone(model: CostModel, tpot_s: float) -> None:
 def _refuse_unread(scenario: Scenario, policies: Sequence[str], specs: Sequence[str] = ()) -> None:
     """Refuse ``--margin``, a positive ``--prediction-cv`` or ``--predictions`` models
     ``specs`` other than ``perfect`` that no policy of ``policies``
-    reads (:attr:`~schedlab.serving.policies.PolicySpec.reads_margin`,
-    :attr:`~schedlab.serving.policies.PolicySpec.reads_predictions`): the run would not
+    reads (:attr:`~schedlab.serving.policy_registry.PolicySpec.reads_margin`,
+    :attr:`~schedlab.serving.policy_registry.PolicySpec.reads_predictions`): the run would not
     change."""
-    from schedlab.serving.policies import POLICIES, get_policy
+    from schedlab.serving.policy_registry import POLICIES, get_policy
 
     given = (
         ("--margin", scenario.margin_s is not None, "reads_margin"),
@@ -599,7 +599,7 @@ def _capacity_by_predictions(found: Sequence[Any]) -> None:
     """The capacities (req/s) of a grid over prediction models: a row per policy and
     seed, a column per model; a policy that reads no prediction ran once, under
     ``perfect``, and shows that capacity in every column (marked ``*``)."""
-    from schedlab.serving.policies import get_policy
+    from schedlab.serving.policy_registry import get_policy
 
     reads = {r.policy: get_policy(r.policy).reads_predictions for r in found}
     specs = list(dict.fromkeys(r.predictions for r in found if reads[r.policy])) or ["perfect"]

@@ -38,14 +38,8 @@ from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.fluid import FluidLoad, Headroom, headroom
 from schedlab.serving.kv_cache import KVCache
 from schedlab.serving.metrics import SLO, SLO_KINDS, Distribution, RequestRecord, Summary
-from schedlab.serving.policies import (
-    POLICIES,
-    Policy,
-    PolicyContext,
-    PolicySpec,
-    make_policy,
-    register_policy,
-)
+from schedlab.serving.policies import Policy, PolicyContext
+from schedlab.serving.policy_registry import POLICIES, PolicySpec, make_policy, register_policy
 from schedlab.serving.routers import RouterSpec, register_router
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import SimulationResult, run_engine, simulate

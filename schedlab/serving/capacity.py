@@ -37,7 +37,7 @@ from schedlab.jobs import Executor, Job, Outcome, executor_of, run_jobs
 from schedlab.progress import Progress, progress_for
 from schedlab.serving.cost_model import hardware_of
 from schedlab.serving.metrics import Summary
-from schedlab.serving.policies import get_policy
+from schedlab.serving.policy_registry import get_policy
 from schedlab.serving.prediction import check_spec
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import DEFAULT_WINDOW_S, simulate
@@ -633,7 +633,7 @@ def capacity_grid(
 
     ``predictions`` are the models (:mod:`schedlab.serving.prediction`; ``None``: the
     scenario's own). A policy that reads no prediction
-    (:attr:`~schedlab.serving.policies.PolicySpec.reads_predictions`) would find the same
+    (:attr:`~schedlab.serving.policy_registry.PolicySpec.reads_predictions`) would find the same
     capacity under each, so it is searched once, under ``perfect``.
 
     Raises

@@ -78,7 +78,7 @@ from schedlab.serving.engine_kinds import HandOverReplica
 from schedlab.serving.iteration import IterationTime
 from schedlab.serving.kv_transfer import KVLink, LinkQueue, Transfer
 from schedlab.serving.metrics import Distribution, summarize
-from schedlab.serving.policies import get_policy
+from schedlab.serving.policy_registry import get_policy
 from schedlab.serving.prediction import predict_outputs
 from schedlab.serving.request_state import RequestState
 from schedlab.serving.router_view import ROLES, Arrival, ClusterState, NodeState, Route, Router
@@ -158,7 +158,7 @@ class Node:
 def is_sloweave(policy: str) -> bool:
     """Whether ``policy`` forms SLOWeave's deadline-safe chunks (``sloweave``,
     ``sloweave-kv``, with or without their ``:CMAX``, or a policy registered as
-    :attr:`~schedlab.serving.policies.PolicySpec.deadline_safe`): the decode-node policies
+    :attr:`~schedlab.serving.policy_registry.PolicySpec.deadline_safe`): the decode-node policies
     ``deflect`` assumes."""
     return get_policy(policy).deadline_safe
 
@@ -290,7 +290,7 @@ class Cluster:
         """Whether its router or a node policy reads predicted output lengths
         (:attr:`~schedlab.serving.routers.RouterSpec.reads_predictions`: a ``"choosing"``
         router only with two or more colocated or decode nodes to choose from;
-        :attr:`~schedlab.serving.policies.PolicySpec.reads_predictions`)."""
+        :attr:`~schedlab.serving.policy_registry.PolicySpec.reads_predictions`)."""
         if any(get_policy(self.policy_of(node)).reads_predictions for node in self.nodes):
             return True
         reads = get_router(self.router).reads_predictions

@@ -1,7 +1,7 @@
 r"""When a node's policy would finish prefilling a new prompt: SLOWeave's schedule of the
 node's prefill queue replayed, and Sangam's one iteration (the ``deflect`` and ``hybrid``
 routers, :func:`~schedlab.serving.routers.prefill_end_s`). A policy offers its estimate as
-:attr:`~schedlab.serving.policies.PolicySpec.prefill_end`, so a router asks the node's
+:attr:`~schedlab.serving.policy_registry.PolicySpec.prefill_end`, so a router asks the node's
 policy and never its name.
 
 A decode node running a SLOWeave policy (``sloweave:C``, ``sloweave-kv:C``) prefills its

@@ -144,7 +144,7 @@ from schedlab.errors import ServingError, UnknownNameError
 from schedlab.plugins import installed_names, load_installed
 from schedlab.serving.cost_model import CostModel
 from schedlab.serving.engine_config import EngineConfig
-from schedlab.serving.policies import get_policy
+from schedlab.serving.policy_registry import get_policy
 from schedlab.serving.prefill_replay import PrefillReplay
 from schedlab.serving.router_view import Arrival, ClusterView, NodeView, Route, Router
 from schedlab.serving.sloweave import SLOWeaveState, deadline_safe_chunk
@@ -332,7 +332,7 @@ def prefill_end_s(prompt: int, node: NodeView, start_s: float) -> float:
     (:attr:`~schedlab.serving.router_view.NodeView.queued_chunks`) (``inf`` if
     its policy would not run the prompt):
 
-    * its policy's own estimate (:attr:`~schedlab.serving.policies.PolicySpec.prefill_end`,
+    * its policy's own estimate (:attr:`~schedlab.serving.policy_registry.PolicySpec.prefill_end`,
       :mod:`schedlab.serving.prefill_replay`) from its decodes as its next iteration sees
       them (:attr:`~schedlab.serving.router_view.NodeView.next_decodes`), its queue
       (:attr:`~schedlab.serving.router_view.NodeView.queued_chunks`),

@@ -20,7 +20,8 @@ from schedlab.serving.cost_model import CostModel, cost_model_from_dict, get_cos
 from schedlab.serving.engine_config import EngineConfig, engine_for
 from schedlab.serving.engine_kinds import BUILTIN_KIND, engine_kind_names
 from schedlab.serving.metrics import SLO
-from schedlab.serving.policies import Policy, PolicyContext, make_policy
+from schedlab.serving.policies import Policy, PolicyContext
+from schedlab.serving.policy_registry import make_policy
 from schedlab.serving.prediction import check_spec, prediction_spec
 
 __all__ = [
@@ -62,7 +63,7 @@ class Scenario:
     Attributes
     ----------
     policy
-        A spelling for :func:`~schedlab.serving.policies.make_policy` (a fresh policy is
+        A spelling for :func:`~schedlab.serving.policy_registry.make_policy` (a fresh policy is
         built for every run), or a policy object (used as it is, by one run).
     cost_model
         The *predicted* model policies plan with: a built-in or shipped name, a JSON

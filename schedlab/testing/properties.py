@@ -27,7 +27,8 @@ from schedlab.errors import ServingError
 from schedlab.offline.instance import Instance
 from schedlab.offline.solve import solve
 from schedlab.serving.metrics import SLO
-from schedlab.serving.policies import Policy, PolicyContext, make_policy
+from schedlab.serving.policies import Policy, PolicyContext
+from schedlab.serving.policy_registry import make_policy
 from schedlab.serving.scenario import Scenario
 from schedlab.testing import strategies
 from schedlab.testing.conservation import check_conservation
@@ -131,7 +132,7 @@ def check_policy_properties(
     policy
         A factory ``policy(context)`` returning a fresh object that keeps the
         :class:`~schedlab.serving.policies.Policy` protocol, or the spelling of a
-        registered policy (:func:`~schedlab.serving.policies.make_policy`).
+        registered policy (:func:`~schedlab.serving.policy_registry.make_policy`).
     deadlines
         Also hold the policy to SLOWeave's per-step guarantee.
     max_examples

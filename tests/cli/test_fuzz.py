@@ -33,7 +33,7 @@ from schedlab.errors import SchedlabError
 from schedlab.offline.bounds import available_bounds
 from schedlab.offline.solvers import available_solvers
 from schedlab.serving.cost_model import cost_model_names
-from schedlab.serving.policies import POLICIES
+from schedlab.serving.policy_registry import POLICIES
 from schedlab.serving.workloads import WORKLOADS
 from tests.conftest import DATA_DIR, INSTANCES, fuzz_examples
 

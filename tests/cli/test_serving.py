@@ -365,7 +365,7 @@ def test_an_option_no_policy_of_the_run_reads_is_refused(argv, message):
 
 def test_an_option_some_policy_of_the_run_reads_is_kept(capsys):
     # one reader in the grid is enough
-    from schedlab.serving.policies import get_policy
+    from schedlab.serving.policy_registry import get_policy
 
     assert not get_policy("fixed:512").reads_margin and get_policy("sloweave:2048").reads_margin
     argv = ["sweep", "--policies", "vllm,sloweave-kv", "--rates", "1", "--duration", "5s"]

@@ -34,7 +34,8 @@ from schedlab.errors import ServingError
 from schedlab.serving.cost_model import get_cost_model
 from schedlab.serving.engine_config import BLOCK_SIZES, EngineConfig
 from schedlab.serving.metrics import SLO
-from schedlab.serving.policies import POLICIES, PolicyContext, make_policy
+from schedlab.serving.policies import PolicyContext
+from schedlab.serving.policy_registry import POLICIES, make_policy
 from schedlab.serving.prefix import SharedPrefixModel
 from schedlab.serving.scenario import DEFAULT_COST_MODEL, Scenario
 from schedlab.serving.simulator import EngineRun, run_engine

@@ -11,7 +11,8 @@ from schedlab.serving import view as rules
 from schedlab.serving.cost_model import SLOWEAVE_DEFAULT
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.fluid import FluidLoad, headroom
-from schedlab.serving.policies import PolicyContext, make_policy, slo_token_budget
+from schedlab.serving.policies import PolicyContext, slo_token_budget
+from schedlab.serving.policy_registry import make_policy
 
 
 @dataclass

@@ -17,7 +17,8 @@ from schedlab.serving.cluster import Cluster, parse_nodes, run_cluster
 from schedlab.serving.cost_model import BatchShape, load_cost_model
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.metrics import SLO
-from schedlab.serving.policies import POLICIES, PolicySpec, SLOWeavePolicy
+from schedlab.serving.policies import SLOWeavePolicy
+from schedlab.serving.policy_registry import POLICIES, PolicySpec
 from schedlab.serving.prefill_replay import PrefillReplay, replay_end_s, sloweave_replay_s
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.workloads import make_workload

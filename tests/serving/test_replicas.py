@@ -126,7 +126,8 @@ def test_scenario_checks_replicas():
     assert Scenario(replicas=MAX_REPLICAS).replicas == MAX_REPLICAS
     with pytest.raises(ServingError, match=r"scenario\.replicas: must be <= 1024, got 1000000000"):
         Scenario(replicas=10**9)
-    from schedlab.serving.policies import PolicyContext, make_policy
+    from schedlab.serving.policies import PolicyContext
+    from schedlab.serving.policy_registry import make_policy
 
     policy = make_policy("vllm", PolicyContext(FLAT, SMALL, 0.025, None))
     with pytest.raises(ServingError, match="several replicas need a policy by name"):

@@ -15,7 +15,8 @@ from schedlab.errors import SchedlabError, ServingError
 from schedlab.serving.cost_model import SLOWEAVE_DEFAULT, LinearAttentionCostModel
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.metrics import SLO, request_itl
-from schedlab.serving.policies import PolicyContext, make_policy
+from schedlab.serving.policies import PolicyContext
+from schedlab.serving.policy_registry import make_policy
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import run_engine, simulate
 from schedlab.testing import check_conservation, record_run

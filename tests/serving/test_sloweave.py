@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from schedlab.errors import NonMonotoneCostModelError, ServingError
 from schedlab.serving.cost_model import SLOWEAVE_DEFAULT, LinearAttentionCostModel
 from schedlab.serving.engine_config import EngineConfig
-from schedlab.serving.policies import PolicyContext, make_policy
+from schedlab.serving.policies import PolicyContext
+from schedlab.serving.policy_registry import make_policy
 from schedlab.serving.sloweave import (
     SLOWeaveState,
     choose_chunk,

@@ -12,7 +12,8 @@ from schedlab.errors import ServingError
 from schedlab.serving.cost_model import SLOWEAVE_DEFAULT
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.metrics import SLO, request_itl
-from schedlab.serving.policies import PolicyContext, make_policy
+from schedlab.serving.policies import PolicyContext
+from schedlab.serving.policy_registry import make_policy
 from schedlab.serving.prediction import predict_outputs
 from schedlab.serving.scenario import Scenario
 from schedlab.serving.simulator import simulate

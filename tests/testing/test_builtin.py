@@ -1,14 +1,14 @@
 """schedlab's own policies and a solver pass the property tests a user runs on theirs
 (:func:`schedlab.testing.check_policy_properties`, ``check_solver_properties``): every
 registered or installed policy keeps every token and KV block, and those registered as
-deadline-safe (:attr:`~schedlab.serving.policies.PolicySpec.deadline_safe`) keep the
+deadline-safe (:attr:`~schedlab.serving.policy_registry.PolicySpec.deadline_safe`) keep the
 per-step deadline guarantee on drawn engines, traces and monotone cost models."""
 
 from __future__ import annotations
 
 import pytest
 
-from schedlab.serving.policies import get_policy, policy_names
+from schedlab.serving.policy_registry import get_policy, policy_names
 from schedlab.testing import check_policy_properties, check_solver_properties
 
 #: A spelling of each registered or installed policy: optional arguments left out, and

@@ -54,7 +54,8 @@ from schedlab.integrations.vllm.release import require_vllm
 from schedlab.serving import view as rules
 from schedlab.serving.cost_model import CostModel, get_cost_model
 from schedlab.serving.engine_config import EngineConfig
-from schedlab.serving.policies import Policy, PolicyContext, make_policy
+from schedlab.serving.policies import Policy, PolicyContext
+from schedlab.serving.policy_registry import make_policy
 from schedlab.serving.prediction import Estimate
 from schedlab.serving.view import RequestView
 

@@ -24,7 +24,8 @@ from schedlab.offline.decoder import list_schedule
 from schedlab.offline.instance import Instance
 from schedlab.offline.result import SolverOutput
 from schedlab.offline.solvers import SolverInfo
-from schedlab.serving.policies import Policy, PolicyContext, PolicySpec, TokenQuotaPolicy
+from schedlab.serving.policies import Policy, PolicyContext, TokenQuotaPolicy
+from schedlab.serving.policy_registry import PolicySpec
 from schedlab.serving.router_view import Arrival, ClusterView, NodeView, Route
 from schedlab.serving.routers import RouterSpec
 from schedlab.serving.workloads import EmpiricalLengths, RandomWorkload, WorkloadSpec

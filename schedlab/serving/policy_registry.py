@@ -1,0 +1,270 @@
+"""The named policies: how each is built from its spelling (``NAME`` or ``NAME:ARG``)
+and what of a run it reads.
+
+:func:`make_policy` builds a policy by name from the registry :data:`POLICIES` of
+:class:`PolicySpec`; :func:`register_policy` adds one, and an installed package adds one
+with a :class:`PolicySpec` in the entry-point group :data:`ENTRY_POINTS`. The policies
+themselves are in :mod:`schedlab.serving.policies`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from schedlab.arguments_check import check_type, check_types
+from schedlab.errors import ServingError, UnknownNameError
+from schedlab.plugins import installed_names, load_installed
+from schedlab.serving.cost_model import CostModel
+from schedlab.serving.policies import (
+    KV_POLICY_NAMES,
+    Policy,
+    PolicyContext,
+    SangamPolicy,
+    SLOWeaveKVPolicy,
+    SLOWeavePolicy,
+    TokenQuotaPolicy,
+    slo_token_budget,
+)
+from schedlab.serving.prediction import Estimate
+from schedlab.serving.prefill_replay import PrefillReplay, replay_end_s, sangam_prefill_end_s
+
+__all__ = [
+    "BUILTIN_POLICIES",
+    "ENTRY_POINTS",
+    "POLICIES",
+    "PolicyFactory",
+    "PolicySpec",
+    "PrefillEnd",
+    "get_policy",
+    "make_policy",
+    "policy_names",
+    "register_policy",
+]
+
+
+def _int_arg(spec: str, arg: str | None, default: Callable[[], int]) -> int:
+    if arg is None:
+        return default()
+    try:
+        value = int(arg)
+    except ValueError:
+        raise ServingError(
+            f"policy {spec!r}: expected an integer after ':', got {arg!r}"
+        ) from None
+    if value < 1:
+        raise ServingError(f"policy {spec!r}: the number after ':' must be >= 1, got {value}")
+    return value
+
+
+def _no_arg(spec: str, arg: str | None) -> None:
+    if arg is not None:
+        raise ServingError(f"policy {spec!r}: takes no ':' argument")
+
+
+def _whole_prefill(spec: str, arg: str | None, ctx: PolicyContext) -> Policy:
+    _no_arg(spec, arg)
+    return TokenQuotaPolicy("whole-prefill", whole=True)
+
+
+def _fixed(spec: str, arg: str | None, ctx: PolicyContext) -> Policy:
+    if arg is None:
+        raise ServingError(f"policy {spec!r}: give the chunk size, e.g. fixed:512")
+    size = _int_arg(spec, arg, lambda: 0)
+    return TokenQuotaPolicy(f"fixed:{size}", prefill_tokens=size)
+
+
+def _vllm(spec: str, arg: str | None, ctx: PolicyContext) -> Policy:
+    _no_arg(spec, arg)
+    return TokenQuotaPolicy("vllm")
+
+
+def _sarathi(spec: str, arg: str | None, ctx: PolicyContext) -> Policy:
+    tau = _int_arg(spec, arg, lambda: slo_token_budget(ctx.model, ctx.tpot_s, ctx.config))
+    return TokenQuotaPolicy(f"sarathi:{tau}", batch_tokens=tau)
+
+
+def _sloweave(spec: str, arg: str | None, ctx: PolicyContext) -> Policy:
+    c_max = _int_arg(spec, arg, lambda: 4096)
+    return SLOWeavePolicy(ctx.model, ctx.tpot_s, c_max=c_max, margin_s=ctx.margin_s)
+
+
+def _sloweave_kv_planning(estimate: Estimate) -> PolicyFactory:
+    """The factory of ``sloweave-kv`` planning with ``estimate``."""
+
+    def factory(spec: str, arg: str | None, ctx: PolicyContext) -> Policy:
+        c_max = _int_arg(spec, arg, lambda: 4096)
+        return SLOWeaveKVPolicy(
+            ctx.model, ctx.tpot_s, c_max=c_max, margin_s=ctx.margin_s, estimate=estimate
+        )
+
+    return factory
+
+
+def _sangam(spec: str, arg: str | None, ctx: PolicyContext) -> Policy:
+    quantum = _int_arg(spec, arg, lambda: slo_token_budget(ctx.model, ctx.tpot_s, ctx.config))
+    return SangamPolicy(quantum)
+
+
+#: A policy factory: ``factory(spec, argument after ':' or None, context) -> Policy``.
+PolicyFactory = Callable[[str, str | None, PolicyContext], Policy]
+
+#: A policy's estimate of a prompt's prefill end on a node (:attr:`PolicySpec.prefill_end`).
+PrefillEnd = Callable[[PrefillReplay, CostModel], float]
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """A named policy: how it is built and what of the run it reads.
+
+    The command line, :func:`~schedlab.serving.cluster.is_sloweave` and
+    :attr:`~schedlab.serving.cluster.Cluster.reads_predictions` read these flags: an
+    option such as ``--margin`` or ``--prediction-cv`` is refused when no policy (or
+    router) of the run reads it, since it could not change the run.
+
+    Attributes
+    ----------
+    factory
+        ``factory(spec, argument after ':' or None, context) -> Policy``.
+    argument
+        How its ``:`` argument is spelt in listings: ``"[:CMAX]"`` (optional),
+        ``":C"`` (required), or ``""`` (none).
+    reads_margin
+        Whether it reads :attr:`PolicyContext.margin_s` (SLOWeave's margin).
+    reads_predictions
+        Whether it reads predicted output lengths
+        (:meth:`~schedlab.serving.view.EngineView.projected_kv_peak`).
+    deadline_safe
+        Whether its chunks keep every running decode's next-token deadline as SLOWeave's
+        do (:func:`~schedlab.serving.sloweave.choose_chunk`): the decode-node policy the
+        ``deflect`` router's estimate and guarantee assume (``proofs/deflect.md``).
+    prefill_end
+        ``prefill_end(job, model) -> seconds``: when it would finish prefilling the prompt
+        of a :class:`~schedlab.serving.prefill_replay.PrefillReplay` on a node, by its own
+        rule (``inf``: never; :mod:`schedlab.serving.prefill_replay`), which routers that
+        send whole requests to decode nodes estimate with; ``None``: it offers none, and
+        those routers send it nothing whole.
+    """
+
+    factory: PolicyFactory
+    argument: str = ""
+    reads_margin: bool = False
+    reads_predictions: bool = False
+    deadline_safe: bool = False
+    prefill_end: PrefillEnd | None = None
+
+
+#: The built-in policies, by name.
+BUILTIN_POLICIES: dict[str, PolicySpec] = {
+    "whole-prefill": PolicySpec(_whole_prefill),
+    "fixed": PolicySpec(_fixed, ":C"),
+    "vllm": PolicySpec(_vllm),
+    "sarathi": PolicySpec(_sarathi, "[:TAU]"),
+    "sloweave": PolicySpec(
+        _sloweave, "[:CMAX]", reads_margin=True, deadline_safe=True, prefill_end=replay_end_s
+    ),
+    **{
+        name: PolicySpec(
+            _sloweave_kv_planning(estimate),
+            "[:CMAX]",
+            reads_margin=True,
+            reads_predictions=True,
+            deadline_safe=True,
+            prefill_end=replay_end_s,
+        )
+        for estimate, name in KV_POLICY_NAMES.items()
+    },
+    "sangam": PolicySpec(_sangam, "[:Q]", prefill_end=sangam_prefill_end_s),
+}
+
+#: Every policy by name: the built-ins and those added by :func:`register_policy`
+#: (installed ones are found by :func:`get_policy`).
+POLICIES: dict[str, PolicySpec] = dict(BUILTIN_POLICIES)
+
+#: Entry-point group of installed policies: ``name = "module:POLICY_SPEC"``.
+ENTRY_POINTS = "schedlab.policies"
+
+
+def register_policy(
+    name: str,
+    factory: PolicyFactory,
+    *,
+    argument: str = "",
+    reads_margin: bool = False,
+    reads_predictions: bool = False,
+    deadline_safe: bool = False,
+    prefill_end: PrefillEnd | None = None,
+) -> None:
+    """Add a policy under ``name`` (spelt ``name`` or ``name:ARG`` in :func:`make_policy`);
+    the keywords are those of :class:`PolicySpec`.
+
+    Raises
+    ------
+    ServingError
+        If the name is taken or contains ``':'``.
+    InputTypeError
+        (a ``TypeError``) for an argument of the wrong type.
+    """
+    check_types(
+        "register_policy",
+        name=(name, (str,)),
+        factory=(factory, (Callable,)),
+        argument=(argument, (str,)),
+        reads_margin=(reads_margin, (bool,)),
+        reads_predictions=(reads_predictions, (bool,)),
+        deadline_safe=(deadline_safe, (bool,)),
+        prefill_end=(prefill_end, (Callable, type(None))),
+    )
+    if name in POLICIES or ":" in name or not name:
+        raise ServingError(f"register_policy: cannot register policy name {name!r}")
+    POLICIES[name] = PolicySpec(
+        factory,
+        argument,
+        reads_margin=reads_margin,
+        reads_predictions=reads_predictions,
+        deadline_safe=deadline_safe,
+        prefill_end=prefill_end,
+    )
+
+
+def policy_names() -> tuple[str, ...]:
+    """Spellings accepted by :func:`make_policy`: built-in, registered, then installed."""
+    names = [*POLICIES, *(n for n in installed_names(ENTRY_POINTS) if n not in POLICIES)]
+    return tuple(name + POLICIES[name].argument if name in POLICIES else name for name in names)
+
+
+def get_policy(spec: str) -> PolicySpec:
+    """The policy spelt ``spec`` (``NAME`` or ``NAME:ARG``), registered or installed.
+
+    Raises
+    ------
+    UnknownNameError
+        If no policy is named ``NAME`` (the message lists the spellings).
+    InputTypeError
+        For an installed entry that is not a :class:`PolicySpec`, a ``spec`` that is no
+        string.
+    """
+    name = check_type(spec, (str,), "policy").partition(":")[0]
+    found = POLICIES.get(name) or load_installed(ENTRY_POINTS, name, PolicySpec)
+    if found is None:
+        raise UnknownNameError("policy", spec, policy_names())
+    return found
+
+
+def make_policy(spec: str, ctx: PolicyContext) -> Policy:
+    """Build a fresh policy from its spelling (``NAME`` or ``NAME:INT``).
+
+    Raises
+    ------
+    UnknownNameError
+        If no policy is named ``NAME`` (:func:`get_policy`).
+    ServingError
+        On a bad argument, or a non-monotone cost model for ``sloweave``/``sarathi``/``sangam``.
+    InputTypeError
+        (a ``TypeError``) for a ``spec`` that is no string, a ``ctx`` that is no
+        :class:`PolicyContext`.
+    """
+    found = get_policy(spec)
+    check_type(ctx, (PolicyContext,), "make_policy: ctx")
+    _, sep, arg = spec.partition(":")
+    return found.factory(spec, arg if sep else None, ctx)
