@@ -1,8 +1,9 @@
 """The ``schedlab`` command line.
 
-Subcommands come from five modules, one per part of the package:
+Subcommands come from six modules, one per part of the package:
 :mod:`schedlab.cli.offline` (``solve``, ``compare``, ``verify``, ``bound``, ``generate``,
-``export``), :mod:`schedlab.cli.serving` (``simulate``, ``capacity``, ``sweep``),
+``export``), :mod:`schedlab.cli.serving` (``simulate``), :mod:`schedlab.cli.capacity`
+(``capacity``, ``headroom``, ``sweep``),
 :mod:`schedlab.cli.cluster` (``cluster``), :mod:`schedlab.cli.calibration`
 (``calibrate``, ``replay``) and :mod:`schedlab.cli.profiles` (``profile import``,
 ``profile export``). What they share is in four more: :mod:`schedlab.cli.arguments`
@@ -48,7 +49,7 @@ class _OneLineParser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand (their modules imported here, so that
     ``schedlab --version`` needs none of them)."""
-    from schedlab.cli import calibration, cluster, offline, profiles, serving
+    from schedlab.cli import calibration, capacity, cluster, offline, profiles, serving
 
     parser = _OneLineParser(
         prog="schedlab",
@@ -57,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"schedlab {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for part in (offline, serving, cluster, calibration, profiles):
+    for part in (offline, serving, capacity, cluster, calibration, profiles):
         part.register(sub)
     return parser
 

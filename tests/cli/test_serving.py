@@ -13,13 +13,15 @@ import pytest
 
 from schedlab.cli import main as cli_main
 from schedlab.cli.durations import parse_duration
-from schedlab.cli.serving import register
+from schedlab.cli import capacity, serving
 from schedlab.errors import SchedlabError, UnknownNameError
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="schedlab")
-    register(parser.add_subparsers(dest="command", required=True))
+    commands = parser.add_subparsers(dest="command", required=True)
+    serving.register(commands)
+    capacity.register(commands)
     args = parser.parse_args(argv)
     return args.func(args)
 
@@ -308,7 +310,7 @@ def test_a_tolerance_below_the_finest_is_one_line(capsys, monkeypatch):
 
 def test_cli_module_imports_no_heavy_libraries():
     code = (
-        "import sys, schedlab.cli.serving; "
+        "import sys, schedlab.cli.serving, schedlab.cli.capacity; "
         "print(sorted(m for m in ('scipy', 'matplotlib') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
