@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
+from schedlab.cli import capacity, serving
 from schedlab.cli import main as cli_main
 from schedlab.cli.durations import parse_duration
-from schedlab.cli import capacity, serving
 from schedlab.errors import SchedlabError, UnknownNameError
 
 
