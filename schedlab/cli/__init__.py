@@ -1,11 +1,12 @@
 """The ``schedlab`` command line.
 
-Subcommands come from six modules, one per part of the package:
-:mod:`schedlab.cli.offline` (``solve``, ``compare``, ``verify``, ``bound``, ``generate``,
-``export``), :mod:`schedlab.cli.serving` (``simulate``), :mod:`schedlab.cli.capacity`
-(``capacity``, ``headroom``, ``sweep``),
-:mod:`schedlab.cli.cluster` (``cluster``), :mod:`schedlab.cli.calibration`
-(``calibrate``, ``replay``) and :mod:`schedlab.cli.profiles` (``profile import``,
+Subcommands come from seven modules, one per part of the package:
+:mod:`schedlab.cli.offline` (``solve``, ``solvers``, ``compare``),
+:mod:`schedlab.cli.instance_tools` (``verify``, ``bound``, ``generate``, ``export``),
+:mod:`schedlab.cli.serving` (``simulate``), :mod:`schedlab.cli.capacity` (``capacity``,
+``headroom``, ``sweep``), :mod:`schedlab.cli.cluster` (``cluster``),
+:mod:`schedlab.cli.calibration` (``calibrate``, ``replay``) and
+:mod:`schedlab.cli.profiles` (``profile import``,
 ``profile export``). What they share is in four more: :mod:`schedlab.cli.arguments`
 (value types, option groups, ``-`` for standard input), :mod:`schedlab.cli.files` (the
 files each command reads and writes: no output overwrites an input),
@@ -49,7 +50,15 @@ class _OneLineParser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand (their modules imported here, so that
     ``schedlab --version`` needs none of them)."""
-    from schedlab.cli import calibration, capacity, cluster, offline, profiles, serving
+    from schedlab.cli import (
+        calibration,
+        capacity,
+        cluster,
+        instance_tools,
+        offline,
+        profiles,
+        serving,
+    )
 
     parser = _OneLineParser(
         prog="schedlab",
@@ -58,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"schedlab {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for part in (offline, serving, capacity, cluster, calibration, profiles):
+    for part in (offline, instance_tools, serving, capacity, cluster, calibration, profiles):
         part.register(sub)
     return parser
 

@@ -41,7 +41,7 @@ from schedlab.serving import (
     Scenario,
     SLOWeaveState,
     choose_chunk,
-    policies,
+    policy_registry,
     routers,
     workloads,
 )
@@ -154,11 +154,12 @@ def _serving(tmp: Path) -> dict[str, dict[str, Any]]:
         "register_cost_model_kind": dict(kind="test-kind", loader=lambda data, where: FLAT),
         "register_policy": dict(
             name="test-policy",
-            factory=policies.POLICIES["vllm"].factory,
+            factory=policy_registry.POLICIES["vllm"].factory,
             argument="",
             reads_margin=False,
             reads_predictions=False,
             deadline_safe=False,
+            prefill_end=None,
         ),
         "register_router": dict(name="test-router", spec=routers.ROUTERS["round-robin"]),
         "register_workload": dict(
@@ -317,7 +318,12 @@ def registries() -> Iterator[Callable[[], None]]:
     as they were (a call that registers must leave no trace)."""
     saved = [
         (table, dict(table))
-        for table in (policies.POLICIES, routers.ROUTERS, workloads.WORKLOADS, cost_models._KINDS)
+        for table in (
+            policy_registry.POLICIES,
+            routers.ROUTERS,
+            workloads.WORKLOADS,
+            cost_models._KINDS,
+        )
     ]
 
     def restore() -> None:
