@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import os
 import re
 import signal
@@ -35,7 +36,7 @@ from typing import NoReturn, TextIO
 from schedlab import __version__
 from schedlab.errors import SchedlabError, SchedlabNote
 
-__all__ = ["build_parser", "main"]
+__all__ = ["COMMANDS", "build_parser", "main"]
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -47,19 +48,33 @@ class _OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every subcommand (their modules imported here, so that
-    ``schedlab --version`` needs none of them)."""
-    from schedlab.cli import (
-        calibration,
-        capacity,
-        cluster,
-        instance_tools,
-        offline,
-        profiles,
-        serving,
-    )
+#: The module of :mod:`schedlab.cli` that registers each subcommand
+#: (``tests/cli/test_help.py`` checks it against what each module registers).
+COMMANDS = {
+    "solve": "offline",
+    "solvers": "offline",
+    "compare": "offline",
+    "verify": "instance_tools",
+    "bound": "instance_tools",
+    "generate": "instance_tools",
+    "export": "instance_tools",
+    "simulate": "serving",
+    "capacity": "capacity",
+    "headroom": "capacity",
+    "sweep": "capacity",
+    "cluster": "cluster",
+    "calibrate": "calibration",
+    "replay": "calibration",
+    "profile": "profiles",
+}
 
+#: The modules that register subcommands, in the order ``schedlab --help`` lists them.
+_PARTS = ("offline", "instance_tools", "serving", "capacity", "cluster", "calibration", "profiles")
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser with every subcommand, or with those of ``command``'s module
+    only (what a run of ``command`` needs: the other modules are not imported)."""
     parser = _OneLineParser(
         prog="schedlab",
         description="Scheduling theory of LLM serving: solve, bound and compare "
@@ -67,8 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"schedlab {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for part in (offline, instance_tools, serving, capacity, cluster, calibration, profiles):
-        part.register(sub)
+    parts = (COMMANDS[command],) if command in COMMANDS else _PARTS
+    for part in parts:
+        importlib.import_module(f"schedlab.cli.{part}").register(sub)
     return parser
 
 
@@ -128,7 +144,7 @@ def _run(argv: Sequence[str] | None) -> int:
         print(f"schedlab {__version__}")
         return 0
     try:
-        parser = build_parser()
+        parser = build_parser(given[0] if given else None)
     except KeyboardInterrupt:  # before any command runs: the same one line
         print("schedlab: interrupted", file=sys.stderr)
         return 130

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from schedlab.cli import build_parser
+from schedlab.cli import COMMANDS, build_parser
 
 
 def _parsers(
@@ -115,3 +115,21 @@ def test_every_choice_is_listed(command, action):
     text = _help(PARSERS[command], action)
     missing = [c for c in action.choices if str(c) not in text]
     assert not missing, f"{command} {_name(action)}: choices {missing} not in its help"
+
+
+def _commands(parser: argparse.ArgumentParser) -> set[str]:
+    return {
+        name
+        for action in parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for name in action.choices
+    }
+
+
+def test_a_command_builds_only_its_module_s_parser():
+    # schedlab.cli.COMMANDS names the module of every command, and no other
+    assert _commands(build_parser()) == set(COMMANDS)
+    for command, module in COMMANDS.items():
+        mates = {name for name, part in COMMANDS.items() if part == module}
+        assert _commands(build_parser(command)) == mates, command
+    assert _commands(build_parser("no-such-command")) == set(COMMANDS)  # its error lists all
