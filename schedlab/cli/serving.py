@@ -448,15 +448,37 @@ def _simulate(args: argparse.Namespace) -> int:
         duration_s=parse_duration(args.duration, "--duration"),
         data_dir=args.data_dir,
         max_requests=args.max_requests,
+        record_batches=bool(args.timeline),
     )
+    if args.timeline:
+        write_run_timeline(args.timeline, result.run)
     if args.records:
         with open_output(args.records, f"{len(result.records)} requests") as handle:
             for record in result.records:
                 handle.write(json.dumps(record.to_dict()) + "\n")
     say_backlog(result.records, "simulate")
-    with table_aside(args.records):
+    with table_aside(args.records, args.timeline):
         _simulate_report(args, result)
     return 0
+
+
+def add_timeline_option(parser: argparse.ArgumentParser) -> None:
+    """``--timeline FILE.json``: the run's iterations as a Chrome trace."""
+    parser.add_argument(
+        "--timeline",
+        default=None,
+        metavar="FILE.json",
+        help="write every iteration as a Chrome trace (open it in https://ui.perfetto.dev "
+        "or chrome://tracing): what it ran, the queues and the KV blocks over time",
+    )
+
+
+def write_run_timeline(path: str, run: Any, names: Sequence[str] = ()) -> None:
+    """Write ``run``'s iterations to ``path`` (``--timeline``)."""
+    from schedlab.serving.timeline import write_timeline
+
+    with open_output(path, f"{len(run.batches):,} iterations") as handle:
+        write_timeline(run, handle, names)
 
 
 def say_backlog(records: Sequence[Any], what: str) -> None:
@@ -544,5 +566,6 @@ def register(subparsers: Any) -> None:
         default=MAX_REQUESTS,
         help=f"refuse a stream of more requests than this (default {MAX_REQUESTS:,})",
     )
+    add_timeline_option(sim)
     sim.set_defaults(func=_simulate)
-    declare_serving_files(sim, ["actual_cost_model", "vllm_model"], ["records"])
+    declare_serving_files(sim, ["actual_cost_model", "vllm_model"], ["records", "timeline"])

@@ -389,3 +389,17 @@ def test_a_run_whose_queue_grows_says_so(capsys):
     assert "schedlab capacity" in note
     assert cli_main([*heavy, "0.5"]) == 0
     assert "waited" not in capsys.readouterr().err
+
+
+def test_simulate_writes_a_timeline_of_its_iterations(capsys, tmp_path):
+    path = tmp_path / "trace.json"
+    argv = ["simulate", "--workload", "chat", "--rate", "4", "--duration", "5s", "--json"]
+    assert cli_main([*argv, "--timeline", str(path)]) == 0
+    summary = json.loads(capsys.readouterr().out.splitlines()[-1])
+    events = json.loads(path.read_text())["traceEvents"]
+    steps = [e for e in events if e["ph"] == "X"]
+    assert len(steps) == summary["iterations"]
+    assert all(e["dur"] > 0 and e["pid"] == 0 for e in steps)
+    assert [e["ts"] for e in steps] == sorted(e["ts"] for e in steps)
+    assert sum(e["args"]["prefill_tokens"] for e in steps) >= summary["n_requests"]
+    assert {e["name"] for e in events if e["ph"] == "C"} == {"requests", "KV blocks"}

@@ -309,3 +309,17 @@ def test_stop_at_leaves_unfinished_requests_recorded():
     assert all(math.isnan(r.finish_s) for r in result.records)
     # Tokens at 0.5, 1.0, 1.5, 2.0 are recorded as produced.
     assert all(r.segments == ((0, 3),) for r in result.records)
+
+
+def test_a_timeline_has_one_process_per_replica():
+    from schedlab.serving.timeline import chrome_trace
+
+    scenario = Scenario("vllm", replicas=2, seed=1)
+    result = simulate("chat", scenario, rate=6.0, duration_s=5.0, record_batches=True)
+    trace = chrome_trace(result.run)
+    steps = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert len(steps) == len(result.run.batches)
+    counts = [sum(e["pid"] == pid for e in steps) for pid in (0, 1)]
+    assert counts == list(result.run.replica_iterations) and min(counts) > 0
+    with pytest.raises(ValueError, match="recorded no iterations"):
+        chrome_trace(simulate("chat", scenario, rate=6.0, duration_s=5.0).run)
