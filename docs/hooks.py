@@ -20,8 +20,9 @@ from mkdocs.structure.files import File, Files
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: TeX that ``latex2mathml`` does not know, and what it does know in its place.
-_REWRITES = ((r"\arg", r"\operatorname{arg}"), ("\\ ", r"\;"))
+#: TeX that ``latex2mathml`` does not know, and what it does know in its place: ``\arg``,
+#: and a control space (a backslash and a space, not the end of a ``\\`` line break).
+_REWRITES = ((re.compile(r"\\arg\b"), r"\\operatorname{arg}"), (re.compile(r"(?<!\\)\\ "), r"\\;"))
 
 #: pymdownx.arithmatex's generic output, inline and display.
 _ARITHMATEX = re.compile(
@@ -42,8 +43,9 @@ _XREF_ROLE = re.compile(r":(?:func|class|meth|mod|attr|data|exc|obj):<code>(~?)(
 def _mathml(tex: str, display: bool) -> str:
     tex = html.unescape(re.sub(r"<[^>]+>", "", tex)).strip()
     for old, new in _REWRITES:
-        tex = tex.replace(old, new)
-    return convert(tex, display="block" if display else "inline")
+        tex = old.sub(new, tex)
+    mathml = convert(tex, display="block" if display else "inline")
+    return mathml.replace("<mi>&</mi>", "")  # an alignment tab, which it leaves as text
 
 
 def _name(match: re.Match[str]) -> str:

@@ -40,10 +40,9 @@ def _readable_offline(site: Path) -> None:
     text: the mathematics is MathML, cross-references are code, the hooks unpublished."""
     assert not (site / "hooks.py").exists()
     pages = {path: path.read_text(encoding="utf-8") for path in site.rglob("*.html")}
-    fetched = re.compile(r'<(?:script|link)[^>]+(?:src|href)="https?://')
-    left = re.compile(
-        r'class="arithmatex"|\\\(|\.\. math::|:(?:math|func|class|mod|meth|attr|data):<code>'
-    )
+    fetched = re.compile(r'<(?:script|link|img)[^>]+(?:src|href)="(?:https?:)?//')
+    roles = r":(?:math|func|class|mod|meth|attr|data|exc|obj):<code>"
+    left = re.compile(r'class="arithmatex"|\\\(|\.\. math::|' + roles)
     assert [str(p) for p, text in pages.items() if fetched.search(text)] == []
     assert [str(p) for p, text in pages.items() if left.search(text)] == []
     reference = pages[site / "reference" / "calibration" / "index.html"]

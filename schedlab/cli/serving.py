@@ -491,10 +491,11 @@ def say_backlog(records: Sequence[Any], what: str) -> None:
     if growth is not None:
         early, late = growth
         warnings.warn(
-            f"{what}: the last fifth of the requests waited {late:.2f} s for a first token "
-            f"(median), the first fifth {early:.2f} s: the load offered exceeds what it "
-            "serves and the queue grows through the window, so these figures depend on its "
-            "length (lower --rate; `schedlab capacity` finds the rate it sustains)",
+            f"{what}: the requests of the window's last fifth waited {late:.2f} s for a first "
+            f"token (median), those of its first fifth {early:.2f} s: the load offered "
+            "exceeds what it serves and the queue grows through the window, so these figures "
+            "depend on its length (lower --rate; `schedlab capacity` finds the rate it "
+            "sustains)",
             SchedlabNote,
             stacklevel=2,
         )

@@ -360,32 +360,37 @@ class Summary:
         return cls(**{**data, **distributions, **rates, "slo": SLO.restored(data["slo"])})
 
 
-#: :func:`queue_growth`'s test: the late arrivals' median wait for a first token exceeds
-#: this many times the early ones' plus :data:`GROWTH_SLACK_S`.
+#: :func:`queue_growth`'s test: the last fifth's median wait for a first token exceeds
+#: this many times the first fifth's plus :data:`GROWTH_SLACK_S`.
 GROWTH_FACTOR = 4.0
 GROWTH_SLACK_S = 1.0
 
 
 def queue_growth(records: Sequence[RequestRecord]) -> tuple[float, float] | None:
-    """The median wait for a first token of the first and of the last fifth of the
-    requests by arrival, when the last's exceeds :data:`GROWTH_FACTOR` times the first's
-    plus :data:`GROWTH_SLACK_S` (a request without a first token waited forever); ``None``
-    when it does not, or for fewer than 10 requests. A queue that grows through the window
-    means the load offered exceeds what is served: the run's figures then grow with the
-    window's length instead of describing a steady state."""
+    """The median wait for a first token of the requests arriving in the first and in the
+    last fifth of the arrivals' time span, when the queue grew through it: the last's
+    exceeds :data:`GROWTH_FACTOR` times the first's plus :data:`GROWTH_SLACK_S`, and the
+    middle fifth's already has a quarter of that rise (a queue that grows all along, not a
+    burst at the end); a request without a first token waited forever. ``None`` when it
+    did not, when the arrivals span no time (one burst), or when a fifth holds fewer than
+    two requests. A queue that grows through the window means the load offered exceeds
+    what is served: the run's figures then grow with the window's length instead of
+    describing a steady state."""
     if len(records) < 10:
         return None
-    ordered = sorted(records, key=lambda record: (record.arrival_s, record.index))
-    fifth = len(ordered) // 5
-    waits = [
-        statistics.median(
-            r.first_token_s - r.arrival_s if math.isfinite(r.first_token_s) else math.inf
-            for r in part
-        )
-        for part in (ordered[:fifth], ordered[-fifth:])
-    ]
-    early, late = waits
-    return (early, late) if late > GROWTH_FACTOR * early + GROWTH_SLACK_S else None
+    first = min(r.arrival_s for r in records)
+    span = max(r.arrival_s for r in records) - first
+    if not span > 0:
+        return None
+    fifths: list[list[float]] = [[], [], [], [], []]
+    for r in records:
+        wait = r.first_token_s - r.arrival_s if math.isfinite(r.first_token_s) else math.inf
+        fifths[min(int(5 * (r.arrival_s - first) / span), 4)].append(wait)
+    if min(len(fifths[k]) for k in (0, 2, 4)) < 2:
+        return None
+    early, middle, late = (statistics.median(fifths[k]) for k in (0, 2, 4))
+    grew = late > GROWTH_FACTOR * early + GROWTH_SLACK_S
+    return (early, late) if grew and middle >= early + (late - early) / 4 else None
 
 
 def summarize(

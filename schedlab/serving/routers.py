@@ -352,8 +352,13 @@ def _prefill_end(
     after ``since_s`` (:class:`~schedlab.serving.prefill_replay.PrefillReplay`)."""
     name, _, argument = node.policy.partition(":")
     estimate = get_policy(name).prefill_end
-    if estimate is None or not argument.isdigit():
+    if estimate is None:
         return math.inf
+    if not (argument.isdigit() and int(argument) >= 1):
+        raise ServingError(
+            f"policy {node.policy!r}: it offers a prefill estimate, so its name must end in "
+            "':CAP', the cap of an iteration's chunk tokens (an integer >= 1) the estimate uses"
+        )
     job = PrefillReplay(
         node.next_decodes,
         (*node.queued_chunks, (prompt, 0)),

@@ -385,7 +385,7 @@ def test_a_run_whose_queue_grows_says_so(capsys):
     heavy += ["rtxpro6000_llama-3.1-8b", "--json", "--rate"]
     assert cli_main([*heavy, "30"]) == 0
     note = capsys.readouterr().err
-    assert "schedlab: note: simulate: the last fifth of the requests waited" in note
+    assert "schedlab: note: simulate: the requests of the window's last fifth waited" in note
     assert "schedlab capacity" in note
     assert cli_main([*heavy, "0.5"]) == 0
     assert "waited" not in capsys.readouterr().err

@@ -161,7 +161,21 @@ def _waiting(waits):
 def test_queue_growth_is_told_from_a_steady_wait():
     assert queue_growth(_waiting([0.2] * 20)) is None  # steady
     assert queue_growth(_waiting([0.2] * 10 + [1.0] * 10)) is None  # within 4 x + 1 s
-    early, late = queue_growth(_waiting([0.2] * 10 + [30.0] * 10))
-    assert early == pytest.approx(0.2) and late == pytest.approx(30.0)
-    assert queue_growth(_waiting([0.2] * 16 + [math.inf] * 4))[1] == math.inf
+    growing = [0.2 + 2.0 * i for i in range(20)]  # the queue grows all along
+    early, late = queue_growth(_waiting(growing))
+    assert early == pytest.approx(3.2) and late == pytest.approx(35.2)  # t 0-3, 16-19
+    assert queue_growth(_waiting([0.2] * 16 + [math.inf] * 4)) is None  # only at the end
+    assert queue_growth(_waiting([0.2] * 8 + [math.inf] * 12))[1] == math.inf
     assert queue_growth(_waiting([0.2] * 4 + [30.0] * 5)) is None  # too few to judge
+
+
+def test_a_burst_is_no_growing_queue():
+    # every request at one instant: the queue only drains
+    burst = [RequestRecord(i, 0.0, 10, 5, 1.0 + i, math.nan, 0, 10, ()) for i in range(50)]
+    assert queue_growth(burst) is None
+    # a light stream, then a burst at its end
+    light = _waiting([0.1] * 30)
+    late = [
+        RequestRecord(30 + i, 30.0, 10, 5, 31.0 + 2 * i, math.nan, 0, 10, ()) for i in range(12)
+    ]
+    assert queue_growth([*light, *late]) is None

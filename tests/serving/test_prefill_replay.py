@@ -177,3 +177,19 @@ def test_a_policy_offers_its_own_prefill_estimate(models, monkeypatch):
     # without an estimate, nothing goes whole to a decode node
     monkeypatch.setitem(POLICIES, "mine", _mine(None))
     assert all(route.then is not None for route in _decode_routes(models, "mine:2048"))
+
+
+class _Nameless(_Mine):
+    @property
+    def name(self) -> str:
+        return "mine"
+
+
+def test_an_estimate_needs_the_cap_in_the_policy_s_name(models, monkeypatch):
+    def factory(spec, arg, ctx):
+        return _Nameless(ctx.model, ctx.tpot_s, c_max=2048, margin_s=ctx.margin_s)
+
+    spec = dataclasses.replace(_mine(replay_end_s), factory=factory)
+    monkeypatch.setitem(POLICIES, "mine", spec)
+    with pytest.raises(ServingError, match="must end in ':CAP'"):
+        _decode_routes(models, "mine")
