@@ -1,4 +1,5 @@
-r"""Routers of a cluster: which node serves an arriving request (:mod:`schedlab.serving.cluster`).
+r"""Routers of a cluster (:mod:`schedlab.serving.cluster`): which node serves an arriving
+request.
 
 A router is a plain function ``router(request, cluster) -> Route`` called once per
 arrival, named in :data:`ROUTERS` by a :class:`RouterSpec`; :func:`register_router` adds
@@ -6,22 +7,20 @@ one, and an installed package adds one with a :class:`RouterSpec` in the entry-p
 group :data:`ENTRY_POINTS` (:mod:`schedlab.plugins`). What it gets is what a real router
 knows, and nothing else:
 
-* the request as an :class:`~schedlab.serving.router_view.Arrival`: its index, arrival time,
-  prompt length and
-  *predicted* output length (:mod:`schedlab.serving.prediction`, drawn with the
-  scenario's ``prediction_cv``; with ``prediction_cv = 0`` the prediction *is* the true
-  length, an oracle router, and a benchmark says which it uses);
-* the cluster's state now through :class:`~schedlab.serving.router_view.ClusterView`: per node
-  the known sizes of what
-  it holds and what is routed to it (queued prefill tokens, outstanding tokens, KV
-  tokens committed to its requests at their predicted final sizes), its running decodes,
-  free KV blocks, its running iteration's predicted end, its link's queue, and its
-  predicted cost model.
+* the request as an :class:`~schedlab.serving.router_view.Arrival`: its index, arrival
+  time, prompt length and *predicted* output length (:mod:`schedlab.serving.prediction`,
+  drawn with the scenario's ``prediction_cv``; with ``prediction_cv = 0`` the prediction
+  *is* the true length, an oracle router, and a benchmark says which it uses);
+* the cluster's state now through :class:`~schedlab.serving.router_view.ClusterView`: per
+  node the known sizes of what it holds and what is routed to it (queued prefill tokens,
+  outstanding tokens, KV tokens committed to its requests at their predicted final
+  sizes), its running decodes, free KV blocks, its running iteration's predicted end, its
+  link's queue, and its predicted cost model.
 
 No view holds a handle on an engine or a request (the true output lengths, the actual
 iteration times stay inside the simulator). A :class:`~schedlab.serving.router_view.Route`
-names the node that
-prefills the request and, for a prefill-only node, the decode node its KV goes to.
+names the node that prefills the request and, for a prefill-only node, the decode node its
+KV goes to.
 
 ==================  ==============================================================
 name                rule
@@ -94,9 +93,9 @@ Estimates (all from the predicted cost model :math:`\hat T(n, K, \text{chunks})`
       the request is :func:`harmless` there (a free seat, and its KV slack holds the
       request at its predicted final size, so nobody there waits for blocks or is
       preempted for it) and the prefill ends before the KV of any request already bound
-      for the node can arrive (:attr:`~schedlab.serving.router_view.NodeView.bound_arrival_s`),
-      so none of them waits
-      behind it.
+      for the node can arrive
+      (:attr:`~schedlab.serving.router_view.NodeView.bound_arrival_s`), so none of them
+      waits behind it.
 
 ``deflect``'s rule: when every prefill node has prefill queued (otherwise moving work
 off the prefill side gains nothing and takes capacity from the decode side), the
@@ -120,10 +119,10 @@ https://llm-d.ai/docs/architecture/advanced/kv-management/prefix-cache-aware-rou
 SGLang's cache-aware router, an approximate radix tree per worker of the requests sent
 to it, routing to the longest match unless the load is imbalanced,
 ``sgl-router/src/policies/cache_aware.rs``). What it sees: each request's chain block
-ids (:attr:`~schedlab.serving.router_view.Arrival.prefix`), and per node an LRU index of the
-ids it routed there, as
-large as the node's KV cache in blocks of the ids' size; not the caches themselves, so
-it believes a prefix cached that the node has evicted, or holds in a running request
+ids (:attr:`~schedlab.serving.router_view.Arrival.prefix`), and per node an LRU index of
+the ids it routed there, as large as the node's KV cache in blocks of the ids' size; not
+the caches themselves, so it believes a prefix cached that the node has evicted, or holds
+in a running request
 (which the engine does not share, :mod:`schedlab.serving.kv_cache`). It matches the
 longest run of a request's ids at the front of each node's index, :math:`h_k` tokens
 (at most :math:`P - 1`), and picks the node of least :math:`U_k + P - h_k`: outstanding
