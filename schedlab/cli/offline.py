@@ -230,8 +230,8 @@ def _solve_report(args: argparse.Namespace, instance: Any, result: Any) -> None:
     stopped = result.stats.get("stopped_by")
     ended = {
         None: "",
-        "work": ", stopped by its work budget",
-        "memory": ", stopped by its memory budget",
+        "work": ", stopped by its work budget" + _raise_it(result.stats.get("work_budget")),
+        "memory": ", stopped by its memory budget (raise it with --max-memory)",
         "time_limit": ", stopped by the time limit",
     }.get(stopped, f", stopped by {stopped}")
     print(f"{instance.name or args.file}: n = {instance.n}, M = {instance.kv_tokens:,} tokens")
@@ -249,6 +249,14 @@ def _solve_report(args: argparse.Namespace, instance: Any, result: Any) -> None:
             f"{result.stats['wasted_token_rounds']:,} wasted token-rounds "
             f"(predictions {result.stats['predictions']}; the lower bound is in hindsight)"
         )
+
+
+def _raise_it(budget: dict[str, Any] | None) -> str:
+    """`` NAME=VALUE (raise it with --option NAME=...)`` for a solver's work budget."""
+    if not budget:
+        return ""
+    (name, value), *_ = budget.items()
+    return f" {name}={value:g} (raise it with --option {name}=...)"
 
 
 def _compare_options(items: list[str] | None, names: list[str]) -> dict[str, dict[str, Any]]:

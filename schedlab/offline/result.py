@@ -20,14 +20,24 @@ class Status(StrEnum):
 
     ``OPTIMAL``: proven optimal (by the solver, or because the objective meets the
     lower bound). ``FEASIBLE``: a verified schedule without proof. ``TIME_LIMIT``: the
-    time limit stopped an exact method before it proved optimality; the schedule is the
-    best found. ``INFEASIBLE``: no schedule was found.
+    time limit stopped an exact method before it proved optimality; ``WORK_LIMIT``: its
+    work budget did (``stats["work_budget"]`` names the option and its value: raise it to
+    go on); ``MEMORY_LIMIT``: its memory budget did. The schedule is then the best found.
+    ``INFEASIBLE``: no schedule was found.
     """
 
     OPTIMAL = "OPTIMAL"
     FEASIBLE = "FEASIBLE"
     TIME_LIMIT = "TIME_LIMIT"
+    WORK_LIMIT = "WORK_LIMIT"
+    MEMORY_LIMIT = "MEMORY_LIMIT"
     INFEASIBLE = "INFEASIBLE"
+
+    @classmethod
+    def stopped(cls, reason: str) -> Status:
+        """The status of an exact method stopped by ``reason`` (``stats["stopped_by"]``:
+        ``"time_limit"``, ``"work"`` or ``"memory"``) before its proof."""
+        return {"work": cls.WORK_LIMIT, "memory": cls.MEMORY_LIMIT}.get(reason, cls.TIME_LIMIT)
 
 
 @dataclass(frozen=True)

@@ -161,7 +161,7 @@ def test_dp_stops_at_its_memory_budget_with_a_valid_answer():
     instance = sample_backlog(6, 2000, seed=1)
     result = solve(instance, "dp", bound=None, max_memory=200 << 20)
     assert result.stats["stopped_by"] == "memory"
-    assert result.status is Status.TIME_LIMIT
+    assert result.status is Status.MEMORY_LIMIT
     # it stops at the first expansion after its count passes the budget
     assert 200 << 20 < result.stats["memory_counted"] <= 1.1 * (200 << 20)
     assert result.lower_bound is not None and result.lower_bound <= result.objective
@@ -218,7 +218,8 @@ def test_exact_solvers_have_work_budgets_by_default():
         assert isinstance(default, int) and default > 0
     tiny = read_instance(INSTANCES / "tiny-1.json")
     cut = solve(tiny, "brute-force", bound=None, max_nodes=3)
-    assert cut.stats["stopped_by"] == "work" and cut.status is Status.TIME_LIMIT
+    assert cut.stats["stopped_by"] == "work" and cut.status is Status.WORK_LIMIT
+    assert cut.stats["work_budget"] == {"max_nodes": 3}
 
 
 def test_receding_horizon_windows_share_one_work_budget():

@@ -14,12 +14,14 @@ instances whose search spans more than :data:`MAX_ROUNDS` rounds (``a_max + U``,
 length of the load array; the windows and the profiles grow with it).
 Work unit: a search node; ``max_nodes`` (default :data:`DEFAULT_NODES`, about a minute
 at the widest windows it takes) and the budget's wall-clock cap stop it early, with the
-incumbent and status ``TIME_LIMIT``. Its memory does not grow as it runs: one load array
+incumbent and status ``WORK_LIMIT`` or ``TIME_LIMIT``. Its memory does not grow as it runs: one load array
 over the rounds searched (checked against the memory budget before it is made) and a
 recursion at most ``n`` deep.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -56,8 +58,8 @@ def brute_force(
 ) -> SolverOutput:
     """Optimal schedule by exhaustive enumeration (``n <= 8``); see the module docs.
 
-    Returns ``OPTIMAL`` when the search finished, ``TIME_LIMIT`` with the incumbent
-    otherwise. Deterministic; ``seed`` is unused.
+    Returns ``OPTIMAL`` when the search finished, ``WORK_LIMIT`` (``max_nodes``) or
+    ``TIME_LIMIT`` with the incumbent otherwise. Deterministic; ``seed`` is unused.
 
     Parameters
     ----------
@@ -128,6 +130,8 @@ def brute_force(
             window -= profile
 
     search(0, 0)
-    status = Status.OPTIMAL if stop.reason is None else Status.TIME_LIMIT
-    stats = {"window": slack + 1, "nodes": stop.work, "stopped_by": stop.reason}
+    status = Status.OPTIMAL if stop.reason is None else Status.stopped(stop.reason)
+    stats: dict[str, Any] = {"window": slack + 1, "nodes": stop.work, "stopped_by": stop.reason}
+    if stop.reason == "work":
+        stats["work_budget"] = {"max_nodes": max_nodes}
     return SolverOutput(np.array(best[1], dtype=np.int64), status, stats=stats)

@@ -59,7 +59,8 @@ the hint and the fallback answer. A valid lower bound, the larger of
 completion-chain bound, is posted as ``objective >= ceil(LB)``: it is implied by every
 feasible schedule and lets the search stop as soon as it meets the bound. The status is
 ``OPTIMAL`` only when CP-SAT proves it (or the schedule meets the bound); otherwise
-``TIME_LIMIT`` with the larger of CP-SAT's proven bound and ours.
+``WORK_LIMIT`` (``max_deterministic_time`` spent) or ``TIME_LIMIT`` with the larger of
+CP-SAT's proven bound and ours.
 
 Window repair
 -------------
@@ -423,7 +424,9 @@ def solve_cpsat(
         raise SolverError("cpsat: model infeasible although the warm start satisfies it")
     out_of_work = solver.deterministic_time >= max_deterministic_time
     stats["stopped_by"] = "work" if out_of_work else "time_limit"
-    return SolverOutput(found, Status.TIME_LIMIT, lb, stats)
+    if out_of_work:
+        stats["work_budget"] = {"max_deterministic_time": max_deterministic_time}
+    return SolverOutput(found, Status.stopped(stats["stopped_by"]), lb, stats)
 
 
 #: Most rounds :func:`repair_window` lets a request move: each freed request's element

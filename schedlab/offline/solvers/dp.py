@@ -64,8 +64,9 @@ is found by the same search on the sub-instance (memoised by mask; recursion dep
 ``<= n``), stopped after ``SUBSET_BUDGET`` expansions with its valid lower bound.
 States whose estimate reaches the best rule's objective are pruned (only strictly
 better schedules are sought; if none is left, the rule's schedule is optimal). Stopped
-by ``time_limit`` it returns the warm start with status ``TIME_LIMIT`` and the least
-estimate on the open list as a valid lower bound.
+by ``time_limit``, ``max_expansions`` or the memory budget it returns the warm start with
+status ``TIME_LIMIT``, ``WORK_LIMIT`` or ``MEMORY_LIMIT`` and the least estimate on the
+open list as a valid lower bound.
 
 Work and memory
 ---------------
@@ -633,8 +634,9 @@ def solve_dp(
         The work budget: state expansions of the main search (``>= 1``;
         :data:`DEFAULT_EXPANSIONS`; ``None``: until proven or out of memory).
         Stopped by it, by the cap or by the memory budget, the answer is the warm start
-        with status ``TIME_LIMIT``, the search's valid lower bound and
-        ``stats["stopped_by"]`` saying which.
+        with status ``WORK_LIMIT``, ``TIME_LIMIT`` or ``MEMORY_LIMIT``, the search's
+        valid lower bound and ``stats["stopped_by"]`` saying which (and
+        ``stats["work_budget"]`` the budget, when it was that).
 
     Raises
     ------
@@ -676,6 +678,9 @@ def solve_dp(
         "stopped_by": search.stopped,
     }
     if search.stopped:
-        return SolverOutput(search.warm, Status.TIME_LIMIT, float(search.bound), stats)
+        if search.stopped == "work":
+            stats["work_budget"] = {"max_expansions": max_expansions}
+        status = Status.stopped(search.stopped)
+        return SolverOutput(search.warm, status, float(search.bound), stats)
     # a goal is strictly better than the warm start; with none, the warm start is optimal
     return SolverOutput(search.starts(), Status.OPTIMAL, float(search.bound), stats)

@@ -306,3 +306,20 @@ def test_a_count_option_below_one_is_refused_by_its_name(key: str, value: int) -
     inst = Instance.from_arrays(7, [0, 2, 2], [3, 4, 3])
     with pytest.raises(SchedlabError, match=f"^dp: {key} must be >= 1, got {value}$"):
         solve(inst, "dp", bound=None, **{key: value})
+
+
+def test_a_binding_work_budget_is_its_own_status(capsys):
+    # dp at a tiny expansion budget stops by its work, not by a clock: WORK_LIMIT, with
+    # the budget named, and the command line says which option raises it
+    from schedlab.cli import main as cli_main
+
+    instance = read_instance(INSTANCES / "tiny-1.json")
+    result = solve(instance, "dp", bound=None, max_expansions=1)
+    assert result.stats["stopped_by"] == "work"
+    assert result.status is Status.WORK_LIMIT
+    assert result.stats["work_budget"] == {"max_expansions": 1}
+    assert verify(instance, result.starts) == []
+    path = str(INSTANCES / "tiny-1.json")
+    assert cli_main(["solve", path, "--solver", "dp", "--option", "max_expansions=1"]) == 0
+    out = capsys.readouterr().out
+    assert "WORK_LIMIT" in out and "raise it with --option max_expansions=..." in out
