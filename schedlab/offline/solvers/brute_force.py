@@ -14,9 +14,9 @@ instances whose search spans more than :data:`MAX_ROUNDS` rounds (``a_max + U``,
 length of the load array; the windows and the profiles grow with it).
 Work unit: a search node; ``max_nodes`` (default :data:`DEFAULT_NODES`, about a minute
 at the widest windows it takes) and the budget's wall-clock cap stop it early, with the
-incumbent and status ``WORK_LIMIT`` or ``TIME_LIMIT``. Its memory does not grow as it runs: one load array
-over the rounds searched (checked against the memory budget before it is made) and a
-recursion at most ``n`` deep.
+incumbent and status ``WORK_LIMIT`` or ``TIME_LIMIT``. Its memory does not grow as it
+runs: one load array over the rounds searched (checked against the memory budget before
+it is made) and a recursion at most ``n`` deep.
 """
 
 from __future__ import annotations
