@@ -28,7 +28,7 @@ from schedlab.cli.arguments import (
 )
 from schedlab.cli.durations import parse_duration
 from schedlab.cli.files import cost_model_files, declare_files
-from schedlab.cli.outputs import add_format_option, open_output, table_aside
+from schedlab.cli.outputs import STDOUT, add_format_option, open_output, table_aside
 from schedlab.errors import InputError, SchedlabError, SchedlabNote, ServingError
 from schedlab.serving.workloads import MAX_REQUESTS
 from schedlab.tables import rows_to_csv
@@ -440,6 +440,8 @@ def _ms(seconds: float | None) -> str:
 def _simulate(args: argparse.Namespace) -> int:
     from schedlab.serving.simulator import simulate
 
+    if args.timeline == STDOUT and args.records == STDOUT:
+        raise InputError("--timeline, --records: only one of them may go to standard output (-)")
     rate = None if args.rate is None else _positive_number(args.rate, "--rate")
     result = simulate(
         args.workload,
@@ -491,11 +493,11 @@ def say_backlog(records: Sequence[Any], what: str) -> None:
     if growth is not None:
         early, late = growth
         warnings.warn(
-            f"{what}: the requests of the window's last fifth waited {late:.2f} s for a first "
-            f"token (median), those of its first fifth {early:.2f} s: the load offered "
-            "exceeds what it serves and the queue grows through the window, so these figures "
-            "depend on its length (lower --rate; `schedlab capacity` finds the rate it "
-            "sustains)",
+            f"{what}: the requests of the window's last fifth found {late:g} requests "
+            f"ahead still waiting for a first token (median), those of its first fifth "
+            f"{early:g}: the load offered exceeds what it serves and the queue grows through "
+            "the window, so these figures depend on its length (lower --rate; `schedlab "
+            "capacity` finds the rate it sustains)",
             SchedlabNote,
             stacklevel=2,
         )

@@ -31,6 +31,7 @@ gaps of all requests, is Sarathi-Serve's latency metric (Agrawal et al., OSDI 20
 
 from __future__ import annotations
 
+import bisect
 import math
 import statistics
 import warnings
@@ -46,7 +47,7 @@ from schedlab.tables import to_pandas
 
 __all__ = [
     "GROWTH_FACTOR",
-    "GROWTH_SLACK_S",
+    "GROWTH_SLACK",
     "SLO",
     "SLO_KINDS",
     "TIME_TOLERANCE_S",
@@ -360,37 +361,38 @@ class Summary:
         return cls(**{**data, **distributions, **rates, "slo": SLO.restored(data["slo"])})
 
 
-#: :func:`queue_growth`'s test: the last fifth's median wait for a first token exceeds
-#: this many times the first fifth's plus :data:`GROWTH_SLACK_S`.
+#: :func:`queue_growth`'s test, in requests waiting: the last fifth's median queue exceeds
+#: :data:`GROWTH_FACTOR` times the first fifth's plus :data:`GROWTH_SLACK`.
 GROWTH_FACTOR = 4.0
-GROWTH_SLACK_S = 1.0
+GROWTH_SLACK = 2.0
 
 
 def queue_growth(records: Sequence[RequestRecord]) -> tuple[float, float] | None:
-    """The median wait for a first token of the requests arriving in the first and in the
-    last fifth of the arrivals' time span, when the queue grew through it: the last's
-    exceeds :data:`GROWTH_FACTOR` times the first's plus :data:`GROWTH_SLACK_S`, and the
-    middle fifth's already has a quarter of that rise (a queue that grows all along, not a
-    burst at the end); a request without a first token waited forever. ``None`` when it
-    did not, when the arrivals span no time (one burst), or when a fifth holds fewer than
-    two requests. A queue that grows through the window means the load offered exceeds
-    what is served: the run's figures then grow with the window's length instead of
-    describing a steady state."""
+    """The median queue each request found on arrival (the earlier arrivals still without
+    a first token) among the first and the last fifth of the requests, by arrival, when
+    the queue grew through the window: the last's exceeds :data:`GROWTH_FACTOR` times the
+    first's plus :data:`GROWTH_SLACK`, and the middle fifth's was already over twice the
+    first's plus half the slack (a queue that grows all along, not a burst at the end).
+    ``None`` when it did not, when every request arrived at once, or for fewer than 10
+    requests. A queue that grows through the window means the load offered exceeds what
+    is served: the run's figures then grow with the window's length instead of describing
+    a steady state. (A request's own prefill is no queue: long prompts served one at a
+    time are not counted as growth.)"""
     if len(records) < 10:
         return None
-    first = min(r.arrival_s for r in records)
-    span = max(r.arrival_s for r in records) - first
-    if not span > 0:
+    ordered = sorted(records, key=lambda record: (record.arrival_s, record.index))
+    arrivals = [r.arrival_s for r in ordered]
+    if not arrivals[-1] > arrivals[0]:
         return None
-    fifths: list[list[float]] = [[], [], [], [], []]
-    for r in records:
-        wait = r.first_token_s - r.arrival_s if math.isfinite(r.first_token_s) else math.inf
-        fifths[min(int(5 * (r.arrival_s - first) / span), 4)].append(wait)
-    if min(len(fifths[k]) for k in (0, 2, 4)) < 2:
-        return None
-    early, middle, late = (statistics.median(fifths[k]) for k in (0, 2, 4))
-    grew = late > GROWTH_FACTOR * early + GROWTH_SLACK_S
-    return (early, late) if grew and middle >= early + (late - early) / 4 else None
+    served = sorted(r.first_token_s for r in ordered if math.isfinite(r.first_token_s))
+    queue = [bisect.bisect_left(arrivals, t) - bisect.bisect_right(served, t) for t in arrivals]
+    fifth = len(queue) // 5
+    early, middle, late = (
+        statistics.median(part)
+        for part in (queue[:fifth], queue[2 * fifth : 3 * fifth], queue[-fifth:])
+    )
+    grew = late > GROWTH_FACTOR * early + GROWTH_SLACK
+    return (early, late) if grew and middle > 2 * early + GROWTH_SLACK / 2 else None
 
 
 def summarize(

@@ -82,3 +82,4 @@ def chrome_trace(run: EngineRun, names: Sequence[str] = ()) -> dict[str, Any]:
 def write_timeline(run: EngineRun, handle: TextIO, names: Sequence[str] = ()) -> None:
     """Write :func:`chrome_trace` of ``run`` to the text stream ``handle`` as JSON."""
     json.dump(chrome_trace(run, names), handle)
+    handle.write("\n")

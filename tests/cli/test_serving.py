@@ -385,10 +385,10 @@ def test_a_run_whose_queue_grows_says_so(capsys):
     heavy += ["rtxpro6000_llama-3.1-8b", "--json", "--rate"]
     assert cli_main([*heavy, "30"]) == 0
     note = capsys.readouterr().err
-    assert "schedlab: note: simulate: the requests of the window's last fifth waited" in note
+    assert "schedlab: note: simulate: the requests of the window's last fifth found" in note
     assert "schedlab capacity" in note
     assert cli_main([*heavy, "0.5"]) == 0
-    assert "waited" not in capsys.readouterr().err
+    assert "last fifth" not in capsys.readouterr().err
 
 
 def test_simulate_writes_a_timeline_of_its_iterations(capsys, tmp_path):
@@ -403,3 +403,9 @@ def test_simulate_writes_a_timeline_of_its_iterations(capsys, tmp_path):
     assert [e["ts"] for e in steps] == sorted(e["ts"] for e in steps)
     assert sum(e["args"]["prefill_tokens"] for e in steps) >= summary["n_requests"]
     assert {e["name"] for e in events if e["ph"] == "C"} == {"requests", "KV blocks"}
+
+
+def test_one_output_at_most_goes_to_standard_output(capsys):
+    argv = ["simulate", "--duration", "2s", "--timeline", "-", "--records", "-"]
+    assert cli_main(argv) == 2
+    assert "only one of them may go to standard output" in capsys.readouterr().err

@@ -147,35 +147,37 @@ def test_slo_validation(kwargs):
         SLO(**kwargs)
 
 
-def _waiting(waits):
-    """Requests arriving a second apart, each waiting ``waits[i]`` for its first token
-    (``inf``: it never got one)."""
+def _arrivals(times, firsts):
+    """Requests arriving at ``times`` with their first tokens at ``firsts`` (``nan``:
+    none)."""
     return [
-        RequestRecord(
-            i, float(i), 10, 5, i + w if math.isfinite(w) else math.nan, math.nan, 0, 10, ()
-        )
-        for i, w in enumerate(waits)
+        RequestRecord(i, t, 10, 5, f, math.nan, 0, 10, ())
+        for i, (t, f) in enumerate(zip(times, firsts, strict=True))
     ]
 
 
-def test_queue_growth_is_told_from_a_steady_wait():
-    assert queue_growth(_waiting([0.2] * 20)) is None  # steady
-    assert queue_growth(_waiting([0.2] * 10 + [1.0] * 10)) is None  # within 4 x + 1 s
-    growing = [0.2 + 2.0 * i for i in range(20)]  # the queue grows all along
-    early, late = queue_growth(_waiting(growing))
-    assert early == pytest.approx(3.2) and late == pytest.approx(35.2)  # t 0-3, 16-19
-    assert queue_growth(_waiting([0.2] * 16 + [math.inf] * 4)) is None  # only at the end
-    assert queue_growth(_waiting([0.2] * 8 + [math.inf] * 12))[1] == math.inf
-    assert queue_growth(_waiting([0.2] * 4 + [30.0] * 5)) is None  # too few to judge
+def test_queue_growth_is_told_from_a_steady_queue():
+    times = [float(t) for t in range(40)]
+    steady = _arrivals(times, [t + 0.5 for t in times])  # served before the next arrives
+    assert queue_growth(steady) is None
+    # one served every 2 s while one arrives every second: the queue grows all along
+    growing = _arrivals(times, [1.0 + 2.0 * i for i in range(40)])
+    early, late = queue_growth(growing)
+    assert early < 4 < 14 < late
+    # never served at all: the queue is everyone who arrived before
+    assert queue_growth(_arrivals(times, [math.nan] * 40)) == (3.5, 35.5)
+    assert queue_growth(growing[:9]) is None  # too few to judge
 
 
-def test_a_burst_is_no_growing_queue():
-    # every request at one instant: the queue only drains
-    burst = [RequestRecord(i, 0.0, 10, 5, 1.0 + i, math.nan, 0, 10, ()) for i in range(50)]
-    assert queue_growth(burst) is None
-    # a light stream, then a burst at its end
-    light = _waiting([0.1] * 30)
-    late = [
-        RequestRecord(30 + i, 30.0, 10, 5, 31.0 + 2 * i, math.nan, 0, 10, ()) for i in range(12)
-    ]
-    assert queue_growth([*light, *late]) is None
+def test_a_burst_or_long_prompts_are_no_growing_queue():
+    # every request at one instant: nobody found anyone ahead on arrival
+    assert queue_growth(_arrivals([0.0] * 50, [1.0 + i for i in range(50)])) is None
+    # a light stream, then a burst at its end that drains
+    times = [float(t) for t in range(30)] + [30.0] * 12
+    firsts = [t + 0.1 for t in range(30)] + [31.0 + 2 * i for i in range(12)]
+    assert queue_growth(_arrivals(times, firsts)) is None
+    # prompts ever longer, each served before the next arrives: waits grow, no queue
+    times = [30.0 * i for i in range(20)]
+    assert (
+        queue_growth(_arrivals(times, [t + 0.2 + 0.25 * i for i, t in enumerate(times)])) is None
+    )
