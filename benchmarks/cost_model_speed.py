@@ -18,7 +18,9 @@ simulation per iteration against the simple model (issue 53).
      request stream. The two models give different iterations: the calibrated one's are
      slower on the simulated clock, so its queue holds prefill work at almost every
      iteration (and SLOWeave searches a chunk), where most of the simple model's
-     iterations are decode-only. The share of iterations that searched is printed.
+     iterations are decode-only. The share of iterations that searched is printed, and
+     whether the queue grows through the window with each model
+     (:func:`schedlab.serving.metrics.queue_growth`).
    * *the same load*: against a ``linear-attention`` model fitted by least squares to the
      calibrated model's times on the recorded shapes, so both runs carry like batches,
      and the ratio is what the cost model itself adds;
@@ -55,6 +57,7 @@ from schedlab.serving.cost_model import (
     get_cost_model,
 )
 from schedlab.serving.engine_config import EngineConfig
+from schedlab.serving.metrics import queue_growth
 from schedlab.serving.scenario import DEPLOYED_ENGINE, Scenario
 from schedlab.serving.simulator import run_engine
 from schedlab.serving.workloads import RequestStream, make_workload
@@ -219,8 +222,7 @@ def main() -> None:
     workload, rate, window, seed = RUN
     run_text = f"`{workload}` at {rate:g} req/s for {window:g} s, seed {seed}, `sloweave`"
     with tee_page(args.page, "The calibrated cost model's speed", command):
-        print(f"## One call ({run_text}: the batch shapes its simulation times)\n")
-        print("```text")
+        print(f"One call ({run_text}: the batch shapes its simulation times)\n")
         head = f"{'model':<40}{'shapes':>8}{'compiled':>11}{'Python':>11}{'simple':>10}"
         print(f"{head}{'x simple':>10}")
         for name, model in calibrated_models().items():
@@ -233,11 +235,10 @@ def main() -> None:
                 f"{compiled / simple:>9.2f}x",
                 flush=True,
             )
-        print("```\n\nmean µs a call over the shapes, median of the passes\n")
+        print("\nmean µs a call over the shapes, median of the passes\n")
         calibrated = get_cost_model(SHIPPED[0])
         fitted = fitted_linear(calibrated, recorded_shapes(calibrated))
-        print(f"## Per iteration, paired ({run_text}, the loop only)\n")
-        print("```text")
+        print(f"Per iteration, paired ({run_text}, the loop only)\n")
         head = f"{'simple model':<20}{'simple':>10}{'calibrated':>12}{'ratio':>8}"
         print(f"{head}   iterations that searched a chunk")
         pairs = (
@@ -252,18 +253,23 @@ def main() -> None:
                 f"{share_a:.1%} (simple), {share_b:.1%} ({calibrated.name})",
                 flush=True,
             )
-        print("```\n")
+        print()
+        requests = stream()
+        for model in (SLOWEAVE_DEFAULT, calibrated):
+            records = run_engine(requests, Scenario("sloweave", model)).records
+            growth = queue_growth(records)
+            grows = "no" if growth is None else f"from {growth[0]:g} to {growth[1]:g} requests"
+            print(f"queue growth through the window with {model.name}: {grows}")
         print(
             f"calibrated: `{calibrated.name}`; `fitted-linear`: a `linear-attention` model "
             "fitted by least squares to it on the run's batch shapes (the same load); "
             f"`churn-128`: `sloweave-default` on {CHURN_TEXT}, where both models keep the "
             f"engine full; median of {args.repeats} runs each, made alternately\n"
         )
-        print(f"## Whole command (`schedlab simulate`, {run_text})\n")
-        print("```text")
+        print(f"Whole command (`schedlab simulate`, {run_text})\n")
         for name in ("sloweave-default", SHIPPED[0]):
             print(f"{name:<40}{command_seconds(name, args.repeats):>8.2f} s", flush=True)
-        print("```\n")
+        print()
         print(f"median of {args.repeats} processes: start-up, the model's load and check included")
 
 
