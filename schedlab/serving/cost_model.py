@@ -124,7 +124,11 @@ class CostModel(Protocol):
       has decodes), the chunk's upper end :math:`U` and the budget with the margin taken
       off, and takes its ``(chunk, evaluations, deadline miss, predicted seconds)`` as
       the search's answer, which it must be, probe for probe, with the model's own
-      ``iteration_time``.
+      ``iteration_time``;
+    * a model with a method ``replay_prefill_s(job)`` replays a node's SLOWeave schedule
+      itself (:func:`~schedlab.serving.prefill_replay.replay_end_s`), with the answer of
+      :func:`~schedlab.serving.prefill_replay.sloweave_replay_s` on its own
+      ``iteration_time``, probe for probe.
     """
 
     @property
