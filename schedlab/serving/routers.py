@@ -359,14 +359,14 @@ def _prefill_end(
             "':CAP', the cap of an iteration's chunk tokens (an integer >= 1) the estimate uses"
         )
     job = PrefillReplay(
-        node.next_decodes,
-        (*node.queued_chunks, (prompt, 0)),
-        tuple(node.decode_releases),
-        start_s,
-        node.tpot_s,
-        node.margin_s,
-        node.config.max_num_batched_tokens,
-        int(argument),
+        decodes=node.next_decodes,
+        queue=(*node.queued_chunks, (prompt, 0)),
+        releases=tuple(node.decode_releases),
+        start_s=start_s,
+        tpot_s=node.tpot_s,
+        margin_s=node.margin_s,
+        token_budget=node.config.max_num_batched_tokens,
+        chunk_cap=int(argument),
         since_s=since_s,
         beat_s=beat_s,
     )
