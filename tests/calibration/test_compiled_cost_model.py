@@ -164,3 +164,26 @@ def test_a_pickled_model_packs_its_own_tables(models):
     assert (
         copy.iteration_time(3, 900, ((100, 50),), decode_kv_max=500, decode_kv_min=100) == before
     )
+
+
+def test_what_is_no_number_is_refused_in_one_line(models):
+    from fractions import Fraction
+
+    import numpy as np
+
+    from schedlab.errors import InputTypeError
+
+    model = models[0]
+    # what the reference takes, the compiled model takes: NumPy integers, Fractions
+    given = (np.int32(4), Fraction(4001), [(np.int64(100), 50)])
+    assert model.iteration_time(*given) == model.reference_time(*given)
+    for args, place in (
+        (("4", 4000, [(100, 50)]), "n_decode"),
+        ((4, 4000, [("a", 50)]), r"chunks\[0\]"),
+        ((4, 4000, [(1,)]), r"chunks\[0\]"),
+        ((4, 4000, 5), "chunks"),
+    ):
+        with pytest.raises(InputTypeError, match=f"iteration_time: {place}"):
+            model.iteration_time(*args)
+    with pytest.raises(InputTypeError, match="decode_kv_max"):
+        model.iteration_time(4, 4000, [], decode_kv_max="x")

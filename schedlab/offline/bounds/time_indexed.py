@@ -500,8 +500,8 @@ def block_loads(instance: Instance, bounds: np.ndarray, starts: np.ndarray) -> n
 
 
 def _default_horizon(instance: Instance) -> tuple[int, np.ndarray]:
-    # One schedule: the reference decoder takes 6 ms at n = 200 and 0.16 s at n = 5,000
-    # here, where loading the compiled one takes 0.5-0.8 s; the starts are the same.
+    # one schedule: the reference decoder, the same starts without loading the compiled
+    # one (docs/design.md, "Decision record")
     starts = rule_schedule(instance, "mc-sf-backfill", engine="python")
     return int((starts + instance.output).max()), starts
 
