@@ -21,7 +21,8 @@ fitted and which held out). A term is tested by the held-out error with it and w
   ``meta.yaml``), so their link comes from published measurements
   (:mod:`schedlab.llm.link_evidence`); a sensitivity table shows what the link moves;
 * a fixed cost per step (host work, launch gaps): no kernel profile measures it, so no
-  profile evidence can earn it; it is not modelled.
+  profile evidence can earn it; it comes from a machine file fitted on a recorded run
+  of the machine (:mod:`schedlab.calibration.machine_fit`), not from a profile.
 
 Writes ``docs/calibration.md`` (``--out``). Nothing here reads a recorded serving run.
 
@@ -286,12 +287,15 @@ def main(argv: list[str] | None = None) -> int:
         "",
         *sensitivity(fitted),
         "",
-        "## Not modelled, for want of profile evidence",
+        "## Not in a profile: the machine's terms",
         "",
         "- A fixed cost per step (scheduling, input preparation, launch gaps): a kernel "
-        "profile does not measure host time, so no held-out profile row can test it.",
+        "profile does not measure host time, so no held-out profile row can test it. A "
+        "machine file fitted on a recorded run of the machine carries it "
+        "(`schedlab calibrate machine`); without one it is 0 and every replay says so. "
+        "The fitted values are on the [fidelity page](fidelity.md).",
         "- Expert-parallel collectives' link: the same published link as tensor parallelism "
-        "(no expert-parallel profile exists).",
+        "(no expert-parallel profile exists), or a machine file's.",
         "",
     ]
     Path(args.out).write_text("\n".join(doc), encoding="utf-8")

@@ -46,6 +46,8 @@ import numpy as np
 
 from schedlab.calibration.deployment import Deployment, deployment_of
 from schedlab.calibration.fit import calibrate
+from schedlab.calibration.machine_file import MachineFile
+from schedlab.calibration.machine_fit import fit_machine
 from schedlab.calibration.profile_model import ProfileCostModel
 from schedlab.calibration.recorded_run import MeasuredSeries, RecordedRun, read_recorded_run
 from schedlab.calibration.replay import ReplayReport, replay
@@ -72,6 +74,15 @@ PEER = {
         "ttft_mean": 65820,
         "tpot_mean": 32.5,
         "latency_mean": 86980,
+    },
+}
+#: What the publisher reports as differences (%) only (../shared/data/README.md).
+PEER_PCT = {
+    "vllm-0.19.0_RTXPRO6000_Qwen3-30B-A3B-Instruct-2507": {
+        "ttft_mean": -13.6,
+        "ttft_p50": -21.8,
+        "tpot_mean": -1.7,
+        "latency_mean": -2.2,
     },
 }
 
@@ -117,15 +128,18 @@ def largest_difference(a: object, b: object) -> float:
     return 0.0 if a == b else math.inf
 
 
+def peer_pct(name: str, key: str, measured_s: float) -> float | None:
+    """The publisher's own simulator's difference (%) on ``key`` of run ``name``."""
+    if key in PEER.get(name, {}):
+        return 100 * (PEER[name][key] - measured_s * 1e3) / (measured_s * 1e3)
+    return PEER_PCT.get(name, {}).get(key)
+
+
 def print_report(name: str, report: ReplayReport, walls: list[float]) -> None:
-    peer = PEER.get(name, {})
     print(f"  {'metric':<14}{'measured':>11}{'simulated':>11}{'diff %':>9}{'peer diff %':>13}")
     for key, m in report.metrics.items():
-        theirs = (
-            f"{100 * (peer[key] - m.measured * 1e3) / (m.measured * 1e3):+13.2f}"
-            if key in peer
-            else f"{'':>13}"
-        )
+        peer = peer_pct(name, key, m.measured)
+        theirs = f"{'':>13}" if peer is None else f"{peer:+13.2f}"
         print(
             f"  {key:<14}{m.measured * 1e3:>11.1f}{m.simulated * 1e3:>11.1f}"
             f"{m.diff_pct:>+9.2f}{theirs}"
@@ -138,6 +152,32 @@ def print_report(name: str, report: ReplayReport, walls: list[float]) -> None:
         f"prefix cache; replay wall time median {statistics.median(walls):.3f} s "
         f"(min {min(walls):.3f}, max {max(walls):.3f}, {len(walls)} runs)"
     )
+
+
+def within(report: ReplayReport) -> str:
+    """``n/15 within 5 % (worst key +d %)``."""
+    count = sum(abs(m.diff_pct) <= TARGET_PCT for m in report.metrics.values())
+    worst, diff = report.worst
+    return f"{count}/15 within {TARGET_PCT:g} % (worst {worst} {diff:+.2f} %)"
+
+
+def carried(
+    name: str, report: ReplayReport, machined: list[tuple[MachineFile, ReplayReport]]
+) -> list[str]:
+    """One bullet of the machine-file summary: the run plain and with each other file."""
+    line = f"- {name}: {within(report)}"
+    banded = [m for m in report.metrics.values() if m.band is not None and m.band[1] > m.band[0]]
+    if any(m.band is not None for m in report.metrics.values()) and not banded:
+        line += "; its band has no width (the assumed terms do not move its metrics)"
+    if banded:
+        inside = sum(m.band[0] <= m.measured <= m.band[1] for m in banded)  # type: ignore[index]
+        line += f"; measured inside the band on {inside} of {len(banded)} metrics"
+    for machine, other in machined:
+        line += (
+            f"; with the file fitted on {machine.run} (host {machine.host_s * 1e3:.3f} ms a "
+            f"step): {within(other)}"
+        )
+    return [line + "."]
 
 
 def ablations(
@@ -206,6 +246,7 @@ def markdown_run(
     report: ReplayReport,
     variants: dict[str, ReplayReport],
     figure: str,
+    machined: list[tuple[MachineFile, ReplayReport]],
 ) -> list[str]:
     """The report section of one run."""
     within = sum(abs(m.diff_pct) <= TARGET_PCT for m in report.metrics.values())
@@ -226,14 +267,47 @@ def markdown_run(
         "of requests that waited together), a few requests on the other side of it move a "
         "percentile by the whole gap while this distance stays small.",
         "",
-        "| metric | measured, ms | simulated, ms | diff % | rank distance, points |",
-        "|---|---|---|---|---|",
+        "The band is each metric simulated at the ends of the terms nobody measured for "
+        "this run (the KV capacity where the run does not record it, a published link: "
+        "each moved to its ends in turn); the publisher's column is its own simulator's "
+        "difference on this run, where it reports one.",
+        "",
+        "| metric | measured, ms | simulated, ms | diff % | band, ms | rank distance, "
+        "points | publisher's diff % |",
+        "|---|---|---|---|---|---|---|",
     ]
-    lines += [
-        f"| {key} | {m.measured * 1e3:.1f} | {m.simulated * 1e3:.1f} | {m.diff_pct:+.2f} | "
-        f"{rank_distance(report, key)} |"
-        for key, m in report.metrics.items()
-    ]
+    for key, m in report.metrics.items():
+        band = "" if m.band is None else f"{m.band[0] * 1e3:.1f} – {m.band[1] * 1e3:.1f}"
+        peer = peer_pct(name, key, m.measured)
+        lines.append(
+            f"| {key} | {m.measured * 1e3:.1f} | {m.simulated * 1e3:.1f} | {m.diff_pct:+.2f} | "
+            f"{band} | {rank_distance(report, key)} | {'' if peer is None else f'{peer:+.2f}'} |"
+        )
+    lines += ["", "Machine terms: " + "; ".join(report.machine_notes) + "."]
+    if machined:
+        lines += [
+            "",
+            "With a machine file fitted on another run of the same machine (`schedlab "
+            "calibrate machine`; never on this run), the difference (%) from the measured "
+            "run:",
+            "",
+            "| machine file fitted on | host ms a step | link | "
+            + " | ".join(report.metrics)
+            + " | within 5 % |",
+            "|---|---|---|" + "---|" * (len(report.metrics) + 1),
+        ]
+        for machine, other in machined:
+            link = (
+                "none"
+                if machine.link is None
+                else f"{machine.link.bandwidth_Bps / 1e9:.3g} GB/s, "
+                f"{machine.link.latency_s * 1e6:.3g} us"
+            )
+            cells = " | ".join(f"{m.diff_pct:+.2f}" for m in other.metrics.values())
+            count = sum(abs(m.diff_pct) <= TARGET_PCT for m in other.metrics.values())
+            lines.append(
+                f"| {machine.run} | {machine.host_s * 1e3:.3f} | {link} | {cells} | {count}/15 |"
+            )
     keys = list(report.metrics)
     lines += [
         "",
@@ -284,6 +358,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.plot = args.plot or args.report_out.parent / "fidelity"
         args.ablation = True
     sections: list[str] = []
+    machines: dict[str, MachineFile] = {}
+    summary: list[str] = []
+    for directory in runs:  # a machine file of each run, for the other runs of its GPU
+        run = read_recorded_run(directory)
+        deployment = deployment_of(run)
+        model = fitted_model(run, deployment)
+        machine = fit_machine(run, model, deployment=deployment)
+        machines[directory.name] = machine
+        print(f"{directory.name}: {machine.note()}; fit {machine.fit}")
     for directory in runs:
         run = read_recorded_run(directory)
         deployment = deployment_of(run)
@@ -291,9 +374,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("  deployment: " + "; ".join(deployment.notes))
         model = fitted_model(run, deployment)
         reports = [replay(run, model, deployment=deployment) for _ in range(args.repeats)]
+        machined = [
+            (machine, replay(run, model, deployment=deployment, machine=machine))
+            for name, machine in machines.items()
+            if name != directory.name and machine.gpu == deployment.hardware
+        ]
+        for machine, other in machined:
+            print(f"  with the machine file fitted on {machine.run}:")
+            print_report(directory.name, other, [other.wall_s])
         if args.plot is not None:  # the series for the figure, outside the timed replays
             reports[0] = replay(run, model, deployment=deployment, series=True)
         print_report(directory.name, reports[0], [r.wall_s for r in reports])
+        summary += carried(directory.name, reports[0], machined)
         variants = ablations(run, model, deployment) if args.ablation else {}
         if variants:
             print_ablations(variants)
@@ -307,7 +399,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.report:
                 figure = os.path.relpath(target, args.report_out.parent)
                 sections += markdown_run(
-                    directory.name, deployment, model, reports[0], variants, figure
+                    directory.name, deployment, model, reports[0], variants, figure, machined
                 )
     if args.report:
         header = [
@@ -318,8 +410,37 @@ def main(argv: Sequence[str] | None = None) -> int:
             "Each run is replayed as a new user would (`schedlab replay RUN`): its deployment "
             "read from its own records, its cost model calibrated from the profile of its "
             "GPU and model (`docs/calibration.md` gives the evidence for every term), "
-            "nothing fitted to its timestamps or summaries. Add your own runs with "
-            "`--runs DIR ...`.",
+            "nothing fitted to its timestamps or summaries. Beside it, the run replayed "
+            "with a machine file (host time a step, link) fitted on *another* run of the "
+            "same GPU kind. Machine files fitted on each run:",
+            "",
+            "| run | GPU | host ms a step | link (fitted on) | misfit J | rounds |",
+            "|---|---|---|---|---|---|",
+            *(
+                f"| {name} | {m.gpu} | {m.host_s * 1e3:.3f} | "
+                + (
+                    "none (no collective)"
+                    if m.link is None
+                    else f"{m.link.bandwidth_Bps / 1e9:.3g} GB/s, "
+                    f"{m.link.latency_s * 1e6:.3g} us ({m.collective})"
+                )
+                + f" | {m.fit['misfit']:.3g} | {int(m.fit['rounds'])}"
+                + ("" if m.fit["settled"] else " (budget ended it)")
+                + " |"
+                for name, m in machines.items()
+            ),
+            "",
+            "## Machine files: what they carry and what they do not",
+            "",
+            "A machine file carries the fitted run's host time whole: data-parallel "
+            "replicas synchronise on the host every step, so a file fitted on a "
+            "data-parallel run holds more host time than one GPU of the machine spends. "
+            "Each run, plain and with the files of the other runs of its GPU; and whether "
+            "its measured metrics lie inside the band of the terms it does not measure:",
+            "",
+            *summary,
+            "",
+            "Add your own runs with `--runs DIR ...`.",
             "",
         ]
         args.report_out.parent.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,9 @@ Modules: :mod:`~schedlab.calibration.profiles` (the reader of LLMServingSim prof
 :mod:`~.curves` (monotone 1-D fits), :mod:`~.attention_grid` (the 4-D attention table),
 :mod:`~.profile_model` (the calibrated cost model, kind ``profile-grid``),
 :mod:`~.fit` (:func:`calibrate`), :mod:`~.run_model` (a run's cost model: shipped, or
-its profile calibrated and cached), :mod:`~.replay` (a recorded run on the simulator) and
+its profile calibrated and cached), :mod:`~.replay` (a recorded run on the simulator),
+:mod:`~.machine_file` and :mod:`~.machine_fit` (a machine's host time and link, fitted
+on one recorded run, :func:`fit_machine`, for every other deployment on it) and
 :mod:`~.profile_table` (one CSV of per-op timings to and from a profile directory,
 checked by :mod:`~.table_checks`).
 scipy is imported when a fit runs, so importing this package stays cheap.
@@ -17,6 +19,8 @@ from pathlib import Path
 
 from schedlab.calibration.fit import calibrate
 from schedlab.calibration.foreign_profiles import read_splitwise_perf_model, read_vidur_mlp
+from schedlab.calibration.machine_file import MachineFile, read_machine_file, save_machine_file
+from schedlab.calibration.machine_fit import fit_machine
 from schedlab.calibration.profile_model import KIND, ProfileCostModel
 from schedlab.calibration.profiles import read_llmservingsim_profile
 from schedlab.calibration.recorded_run import read_recorded_run
@@ -26,13 +30,17 @@ from schedlab.serving.cost_model import shipped_cost_models
 
 __all__ = [
     "KIND",
+    "MachineFile",
     "ProfileCostModel",
     "calibrate",
+    "fit_machine",
     "read_llmservingsim_profile",
+    "read_machine_file",
     "read_recorded_run",
     "read_splitwise_perf_model",
     "read_vidur_mlp",
     "replay",
+    "save_machine_file",
     "shipped_model_path",
 ]
 

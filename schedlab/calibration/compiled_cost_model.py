@@ -3,11 +3,11 @@ numba kernel for an iteration's time and one for SLOWeave's chunk search.
 
 :class:`~schedlab.calibration.profile_model.ProfileCostModel` states the model (module
 docs there): per-op curves, the attention grid with its extrapolation, the decode-skew
-correction, the expert block and the tensor-parallel collectives. Its Python form is the
-reference; :func:`pack` lays the same tables out as one ``float64`` array (every number)
-and one ``int64`` array (where each table starts, its length, the skew table's shape and
-the expert rows' starts), and :data:`iteration_seconds` evaluates an iteration from a
-batch's sums
+correction, the expert block, the tensor-parallel collectives and the host's time. Its
+Python form is the reference; :func:`pack` lays the same tables out as one ``float64``
+array (every number) and one ``int64`` array (where each table starts, its length, the
+skew table's shape and the expert rows' starts), and :data:`iteration_seconds` evaluates
+an iteration from a batch's sums
 
 .. math::
 
@@ -41,12 +41,12 @@ from schedlab.calibration.curves import MonotoneCurve
 from schedlab.calibration.experts import ExpertTable
 from schedlab.calibration.skew import SkewTable
 from schedlab.jit import INT, MATRIX, READ, READ_FLOATS, READ_MATRIX, kernel
-from schedlab.llm.interconnect import Link
+from schedlab.llm.interconnect import CUSTOM_ALL_REDUCE_MAX_BYTES, Link
 
 __all__ = [
     "BATCH",
     "Composed",
-    "Machine",
+    "Parallel",
     "iteration_seconds",
     "largest_safe_chunk",
     "pack",
@@ -124,10 +124,11 @@ _EXPERT_ROWS = _SKEW_SHAPE + 4
     _BANDWIDTH,
     _LATENCY,
     _LAYERS,
-) = range(16)
+    _HOST,
+) = range(17)
 
 
-class Machine(Protocol):
+class Parallel(Protocol):
     """What :func:`pack` reads of a model's parallelism
     (:class:`~schedlab.calibration.profile_model.Parallelism`)."""
 
@@ -167,7 +168,10 @@ class Composed(Protocol):
     def experts(self) -> ExpertTable | None: ...
 
     @property
-    def parallelism(self) -> Machine: ...
+    def parallelism(self) -> Parallel: ...
+
+    @property
+    def host_s(self) -> float: ...
 
     @property
     def dense_curve(self) -> MonotoneCurve: ...
@@ -217,10 +221,11 @@ def pack(model: Composed) -> tuple[np.ndarray, np.ndarray]:
         for activated, _ in experts.rows:
             row_starts.append(row_starts[-1] + len(activated))
     par = model.parallelism
-    scalars = [0.0] * 16
+    scalars = [0.0] * 17
     scalars[_DENSE_TAIL], scalars[_HEAD_TAIL] = dense.tail_slope, head.tail_slope
     scalars[_SCALE] = model.layers / model.profiled_layers  # as the model's own scale
     scalars[_LAYERS] = model.layers
+    scalars[_HOST] = model.host_s
     if model.skew is not None:
         scalars[_SKEW_DEFAULT], scalars[_HAS_SKEW] = model.skew.default, 1.0
     if experts is not None:
@@ -532,12 +537,15 @@ def _seconds(f, g, n, prepared, tokens, mean_lines, top_lines):
     seconds = micro * 1e-6
     tp = f[s + _TP]
     if tp <= 1 or f[s + _HAS_LINK] == 0.0 or size <= 0:
-        return seconds + 0.0, mean_lines, top_lines
+        return seconds + 0.0 + f[s + _HOST], mean_lines, top_lines
     moved = size * f[s + _HIDDEN] * f[s + _DTYPE_BYTES]
+    latency, bandwidth = f[s + _LATENCY], f[s + _BANDWIDTH]
     reduce_s = 0.0
-    if moved > 0:
-        reduce_s = 2 * (tp - 1) * (f[s + _LATENCY] + moved / (tp * f[s + _BANDWIDTH]))
-    return seconds + 2 * f[s + _LAYERS] * reduce_s, mean_lines, top_lines
+    if tp == 2 and 0 < moved < CUSTOM_ALL_REDUCE_MAX_BYTES:  # Link.tensor_all_reduce_s
+        reduce_s = latency + moved / bandwidth
+    elif moved > 0:
+        reduce_s = 2 * (tp - 1) * (latency + moved / (tp * bandwidth))
+    return seconds + 2 * f[s + _LAYERS] * reduce_s + f[s + _HOST], mean_lines, top_lines
 
 
 @kernel(_FLOAT(READ_FLOATS, READ, BATCH))

@@ -62,7 +62,6 @@ from schedlab.calibration.recorded_run import RecordedRun
 from schedlab.errors import FormatError
 from schedlab.llm.gpu_deployment import MAX_GPU_MEMORY_BYTES, GpuDeployment
 from schedlab.llm.gpus import find_gpu
-from schedlab.llm.interconnect import Link
 from schedlab.llm.link_evidence import LinkEvidence, link_for
 from schedlab.llm.models import GIB, get_model_shape
 from schedlab.llm.traces import MAX_TOKENS
@@ -225,7 +224,8 @@ class Deployment:
     tp, ep
         Tensor-parallel degree and expert-parallel degree (1: none).
     link
-        The link between GPUs (``None``: not recorded).
+        The link between one engine's GPUs when its collectives are modelled, with its
+        evidence (``None``: no collective).
     model, hardware
         The served model and the GPU's name, as recorded (``""``: not recorded).
     notes
@@ -245,7 +245,7 @@ class Deployment:
     lockstep: bool = False
     tp: int = 1
     ep: int = 1
-    link: Link | None = None
+    link: LinkEvidence | None = None
     model: str = ""
     hardware: str = ""
     notes: tuple[str, ...] = ()
@@ -425,7 +425,7 @@ class _Records:
                 found += [item for item in items if isinstance(item, dict)]
         return found
 
-    def link(self, given: LinkEvidence | None, needed: bool) -> Link | None:
+    def link(self, given: LinkEvidence | None, needed: bool) -> LinkEvidence | None:
         """The link between one engine's GPUs when its collectives are modelled
         (``needed``): the given one, else :func:`~schedlab.llm.link_evidence.link_for`
         the run's hardware. ``config.json``'s ``link_bw``/``link_latency`` are a setting
@@ -441,7 +441,7 @@ class _Records:
         instances = self.instances()
         evidence = given or link_for(str(instances[0].get("hardware", "")) if instances else "")
         self.notes.append(evidence.note)
-        return evidence.link
+        return evidence
 
     def gpu_bytes(self) -> tuple[float, str]:
         """One GPU's memory in bytes, and where it was read."""

@@ -511,9 +511,10 @@ def calibrate_profile(
             f"expert block from {moe_file} (whole experts on one GPU), split over the "
             f"{profile.tp} ranks without expert parallelism (proofs/profile_scaling.md)"
         )
+    link_evidence = "measured" if link is not None else ""
     if profile.tp > 1 and link is None:
         evidence = link_for(profile.hardware)
-        link = evidence.link
+        link, link_evidence = evidence.link, evidence.kind
         notes.append(f"collectives of tensor parallelism {profile.tp}: {evidence.note}")
     report = CalibrationReport(
         ops=op_stats,
@@ -552,7 +553,9 @@ def calibrate_profile(
         attention=grid,
         skew=skew,
         experts=experts,
-        parallelism=Parallelism(profile.tp, shape.hidden, shape.dtype_bytes, link),
+        parallelism=Parallelism(
+            profile.tp, shape.hidden, shape.dtype_bytes, link, link_evidence=link_evidence
+        ),
         margin_s=margin,
         hardware=profile.hardware,
         source=(

@@ -12,7 +12,7 @@ tensor parallelism :math:`t` spends
         + \sum_{o \in \text{forward ops}} f_o(N)}_{\text{dense}(N)}
         + \underbrace{\sum_{o \in \text{head ops}} f_o(S)}_{\text{head}(S)}
         + \tfrac{L}{L_0}\, \bigl(A_s + B(N)\bigr) \Bigr] \cdot 10^{-6}\ \text{s}
-        + 2 L \, T_{AR}(N h b, t),
+        + 2 L \, T_{AR}(N h b, t) + H,
 
     A_s = A\bigl(C, P, n, \bar k\bigr)
           + \alpha \max\bigl(0,\; A(C, P, n, k_{\max}) - A(C, P, n, \bar k)\bigr),
@@ -24,10 +24,12 @@ runs per decoder layer (:mod:`schedlab.calibration.layouts`), :math:`L` the mode
 count, :math:`L_0` the layers the profiler ran, :math:`A` the
 :class:`~schedlab.calibration.attention_grid.AttentionGrid`, :math:`B` the mixture-of-experts
 block (:class:`~schedlab.calibration.experts.ExpertTable`; 0 for dense models) and
-:math:`T_{AR}` the ring all-reduce of the :class:`~schedlab.llm.interconnect.Link` between
-the GPUs of one engine, over :math:`N h b` bytes (hidden size :math:`h`, :math:`b` bytes per
-element), twice per layer (after ``o_proj`` and after the MLP or expert block; 0 for
-:math:`t = 1` or without a link).
+:math:`T_{AR}` the tensor-parallel all-reduce of the :class:`~schedlab.llm.interconnect.Link`
+between the GPUs of one engine as vLLM runs it
+(:meth:`~schedlab.llm.interconnect.Link.tensor_all_reduce_s`), over :math:`N h b` bytes
+(hidden size :math:`h`, :math:`b` bytes per element), twice per layer (after ``o_proj`` and
+after the MLP or expert block; 0 for :math:`t = 1` or without a link), and :math:`H` the
+host's time of one step (``host_s``).
 
 Scaling to the real model (``proofs/profile_scaling.md``): the profiler runs one decoder
 layer (:math:`L_0 = 1`) of a model whose sharded widths (intermediate size, attention and
@@ -57,8 +59,9 @@ Modelling choices (each one documented, none fitted to a serving run):
   (:mod:`schedlab.calibration.experts`).
 * *Logits* are computed for every scheduled sequence, partial prefills included (vLLM v1
   computes logits at each request's last scheduled position), hence :math:`S = n + m`.
-* Host-side work (scheduling, input preparation, detokenisation) is not in a kernel
-  profile and is not modelled.
+* Host-side work (scheduling, input preparation, sampling's host side) is not in a kernel
+  profile: :math:`H` is 0 unless a machine file gives it
+  (:mod:`schedlab.calibration.machine_file`, :meth:`ProfileCostModel.deployed`).
 
 :math:`T` is non-decreasing in every chunk length (``proofs/calibrated_monotone.md``).
 Installed as cost-model kind ``profile-grid`` (the entry point
@@ -115,6 +118,9 @@ class Parallelism:
     ep
         Expert-parallel degree: the experts are spread, whole, over ``ep`` GPUs (1: each
         expert's weights are split over the ``tp`` GPUs of an engine instead).
+    link_evidence
+        What ``link`` rests on (:class:`~schedlab.llm.link_evidence.LinkEvidence`'s
+        ``kind``: ``measured``, ``published``, ``assumed``; ``""``: not recorded).
     """
 
     tp: int = 1
@@ -122,13 +128,14 @@ class Parallelism:
     dtype_bytes: int = 2
     link: Link | None = None
     ep: int = 1
+    link_evidence: str = ""
 
     def collectives_s(self, tokens: int, layers: int) -> float:
         """Two all-reduces of the batch's activations per layer (module docstring)."""
         if self.tp <= 1 or self.link is None or tokens <= 0:
             return 0.0
         size = tokens * self.hidden * self.dtype_bytes
-        return 2 * layers * self.link.all_reduce_s(size, self.tp)
+        return 2 * layers * self.link.tensor_all_reduce_s(size, self.tp)
 
 
 @dataclass(frozen=True, eq=False)
@@ -170,6 +177,8 @@ class ProfileCostModel:
     deployment
         The GPUs the profile describes, which size the KV cache of an engine simulated
         on this model (``None``: not known; JSON files without it load so).
+    host_s
+        :math:`H`, the host's time of one step in seconds (0: not modelled).
     """
 
     name: str
@@ -190,8 +199,14 @@ class ProfileCostModel:
     sources: tuple[SourceFile, ...] = ()
     report: Mapping[str, Any] = field(default_factory=dict)
     deployment: GpuDeployment | None = None
+    host_s: float = 0.0
 
     def __post_init__(self) -> None:
+        if not 0 <= self.host_s <= MAX_HOST_S:
+            raise ValueError(
+                f"cost model {self.name!r}: host_s must be from 0 to {MAX_HOST_S:g} s "
+                f"(MAX_HOST_S), got {self.host_s!r}"
+            )
         if self.layers < 1 or self.profiled_layers < 1:
             raise ValueError(f"cost model {self.name!r}: layer counts must be >= 1")
         if not self.margin_s >= 0:
@@ -225,13 +240,19 @@ class ProfileCostModel:
         """:math:`\\text{head}(S)` in µs."""
         return self._head  # type: ignore[attr-defined]
 
-    def deployed(self, *, link: Link | None = None, ep: int = 1) -> ProfileCostModel:
-        """The same model with ``link`` between the GPUs (if it has none) and experts
-        spread over ``ep`` GPUs."""
+    def deployed(
+        self, *, link: Link | None = None, ep: int | None = None, host_s: float | None = None
+    ) -> ProfileCostModel:
+        """The same model with ``link`` between the GPUs, experts spread over ``ep`` GPUs
+        and ``host_s`` of host time a step, each ``None`` for its own
+        (:func:`schedlab.calibration.machine_file.machine_terms` chooses them)."""
         par = self.parallelism
         return dataclasses.replace(
             self,
-            parallelism=dataclasses.replace(par, link=par.link or link, ep=ep),
+            parallelism=dataclasses.replace(
+                par, link=link or par.link, ep=par.ep if ep is None else ep
+            ),
+            host_s=self.host_s if host_s is None else host_s,
         )
 
     def _attention_us(self, shape: BatchShape) -> float:
@@ -270,10 +291,14 @@ class ProfileCostModel:
         (vLLM ``vllm/v1/worker/dp_utils.py``, ``coordinate_batch_across_dp``, lines
         165–229), so dense ops and the expert block see :math:`N_{pad}` tokens; the expert
         block of a layer runs on every replica's tokens, :math:`d N_{pad}`, gathered
-        before it and scattered back after it (vLLM's all-gather / reduce-scatter
-        all-to-all), two collectives of :math:`d N_{pad} h b` bytes over the ``d``
-        replicas' link. Attention and the head ops are each replica's own; the step lasts
-        as long as the slowest replica.
+        before it with their router logits and scattered back after it (vLLM's default
+        all-to-all, ``allgather_reducescatter``, ``vllm/config/parallel.py`` line 160: for
+        a bf16 model ``dispatch_router_logits`` all-gathers :math:`d N_{pad} (h + E) b`
+        bytes, ``vllm/distributed/device_communicators/all2all.py`` lines 159–191, and
+        ``combine`` reduce-scatters :math:`d N_{pad} h b`, lines 233–246; :math:`E`
+        experts) over the ``d`` replicas' link. Attention and the head ops are each
+        replica's own; the step lasts as long as the slowest replica, and the host's
+        :math:`H` once.
         """
         dp = len(shapes)
         pad = max(shape.tokens for shape in shapes)
@@ -284,10 +309,12 @@ class ProfileCostModel:
         )
         shared = self._dense(pad) + self._scale * self._experts_us(dp * pad)  # type: ignore[attr-defined]
         par = self.parallelism
-        seconds = (slowest + shared) * 1e-6 + par.collectives_s(pad, self.layers)
+        seconds = (slowest + shared) * 1e-6 + par.collectives_s(pad, self.layers) + self.host_s
         if self.experts is not None and par.link is not None and dp > 1:
-            size = dp * pad * par.hidden * par.dtype_bytes
-            seconds += 2 * self.layers * par.link.all_gather_s(size, dp)
+            size = dp * pad * par.dtype_bytes
+            gather = par.link.all_gather_s(size * (par.hidden + self.experts.experts), dp)
+            scatter = par.link.all_gather_s(size * par.hidden, dp)
+            seconds += self.layers * (gather + scatter)
         return seconds
 
     def reference_time(
@@ -310,7 +337,7 @@ class ProfileCostModel:
             + self._head(sequences)  # type: ignore[attr-defined]
             + self._scale * layer  # type: ignore[attr-defined]
         )
-        return micro * 1e-6 + self.parallelism.collectives_s(batch, self.layers)
+        return micro * 1e-6 + self.parallelism.collectives_s(batch, self.layers) + self.host_s
 
     def __getstate__(self) -> dict[str, Any]:
         """Its fields for pickling, without the compiled kernels and packed tables (a
@@ -426,10 +453,12 @@ class ProfileCostModel:
                 "hidden": par.hidden,
                 "dtype_bytes": par.dtype_bytes,
                 "link": None if par.link is None else par.link.to_dict(),
+                "link_evidence": par.link_evidence,
             },
             "hardware": self.hardware,
             "report": dict(self.report),
             "deployment": None if self.deployment is None else self.deployment.to_dict(),
+            "host_s": self.host_s,
         }
 
 
@@ -529,6 +558,7 @@ def _parallelism(data: Any, where: str) -> Parallelism:
         json_integer(data.get("dtype_bytes", 2), f"{where}.dtype_bytes", 1, 8),
         None if link is None else Link.from_dict(link, f"{where}.link"),
         json_integer(data.get("ep", 1), f"{where}.ep", 1, MAX_EXPERTS),
+        text_field(data, "link_evidence", "", where),
     )
 
 
@@ -561,6 +591,10 @@ def _sources(data: Any, where: str) -> tuple[SourceFile, ...]:
 #: (Llama-3.1-405B, 16,384), so only a wrong value passes it.
 MAX_HIDDEN = 2**18
 
+#: The most host time of one step (seconds) a model takes: vLLM's host work of a step
+#: (scheduling, input preparation) is milliseconds; a second is a unit slip.
+MAX_HOST_S = 1.0
+
 #: The keys of a ``profile-grid`` cost model's JSON form, and of its ``model`` and
 #: ``parallelism`` objects.
 _KEYS = (
@@ -579,9 +613,10 @@ _KEYS = (
     "hardware",
     "report",
     "deployment",
+    "host_s",
 )
 _MODEL_KEYS = ("name", "layers", "profiled_layers")
-_PARALLELISM_KEYS = ("tp", "ep", "hidden", "dtype_bytes", "link")
+_PARALLELISM_KEYS = ("tp", "ep", "hidden", "dtype_bytes", "link", "link_evidence")
 
 
 def load_profile_cost_model(data: Mapping[str, Any], where: str) -> ProfileCostModel:
@@ -650,6 +685,7 @@ def load_profile_cost_model(data: Mapping[str, Any], where: str) -> ProfileCostM
             deployment=(
                 None if hosted is None else GpuDeployment.from_dict(hosted, f"{where}: deployment")
             ),
+            host_s=json_number(data.get("host_s", 0.0), f"{where}: host_s"),
         )
     except FormatError:  # names its place already
         raise

@@ -24,8 +24,11 @@ interpolation on both sides): ``diff_pct`` :math:`= 100\,(\text{sim} - \text{mea
 
 The cost model must be one of the run's model and hardware (a ``profile-grid`` model says
 which it was fitted for): a replay on another refuses to run unless told to, as its
-figures would mean nothing. The model gets the deployment's link (when it has none) and
-expert parallelism.
+figures would mean nothing. A calibrated model gets the deployment's machine terms
+(:func:`~schedlab.calibration.machine_file.machine_terms`: the link, expert parallelism,
+the host time of a machine file), each named with its evidence in the report; where a
+term is assumed or a range of published figures, every metric is also simulated at the
+ends of that evidence and shown as a band.
 
 On request (``series=True``) the replay also builds the run's per-second time series the
 way vLLM's stat logger
@@ -47,14 +50,12 @@ from typing import Any
 import numpy as np
 
 from schedlab.calibration.deployment import Deployment, check_modelled, deployment_of
+from schedlab.calibration.machine_file import MachineFile, MachineTerms, machine_terms, on_model
 from schedlab.calibration.profile_model import ProfileCostModel
 from schedlab.calibration.recorded_run import MeasuredSeries, RecordedRun
 from schedlab.calibration.run_model import check_model_fits, model_for_run
 from schedlab.json_files import nan_to_null
-from schedlab.serving.cost_model import (
-    CostModel,
-    get_cost_model,
-)
+from schedlab.serving.cost_model import CostModel, get_cost_model, hardware_of
 from schedlab.serving.driver import EngineRun
 from schedlab.serving.metrics import SLO
 from schedlab.serving.scenario import Scenario
@@ -68,8 +69,12 @@ __all__ = [
     "queued_instants",
     "replay",
     "run_metrics",
+    "simulate_recorded",
     "simulated_series",
 ]
+
+#: The TPOT target handed to SLO-aware policies by default (``vllm`` reads none).
+TPOT_TARGET_S = 0.025
 
 #: Statistics compared, in report order.
 STATISTICS: tuple[str, ...] = ("mean", "p50", "p90", "p95", "p99")
@@ -95,8 +100,9 @@ def queued_instants(arrival_s: np.ndarray, start_s: np.ndarray, end_s: np.ndarra
 @dataclass(frozen=True)
 class MetricComparison:
     """One metric statistic, measured and simulated (seconds), and their difference; and
-    ``band``, its simulated value at the low and high ends of an assumed term (the KV
-    capacity of a run that does not record it), ``None`` when nothing is assumed."""
+    ``band``, its lowest and highest simulated value at the ends of the terms that are
+    assumed or published ranges (the KV capacity of a run that does not record it, a
+    link without a measurement), ``None`` when every term is measured."""
 
     measured: float
     simulated: float
@@ -177,6 +183,8 @@ class ReplayReport:
         The GPU the cost model describes.
     engine_kind
         Whose scheduler ran (:mod:`schedlab.serving.engine_kinds`).
+    machine_notes
+        Where each machine term (link, host time) came from, one line each.
     """
 
     metrics: dict[str, MetricComparison]
@@ -195,6 +203,7 @@ class ReplayReport:
     reused_tokens: int = 0
     hardware: str = ""
     engine_kind: str = "schedlab"
+    machine_notes: tuple[str, ...] = ()
 
     @property
     def config(self) -> Any:
@@ -250,6 +259,7 @@ class ReplayReport:
                 "notes": list(self.deployment.notes),
                 "unmodelled": list(self.deployment.unmodelled),
             },
+            "machine": list(self.machine_notes),
         }
         return nan_to_null(data)
 
@@ -300,8 +310,41 @@ class ReplayReport:
             f"deployment: {d.replicas} replica(s){' in lockstep' if d.lockstep else ''}, "
             f"tp {d.tp}, ep {d.ep}; " + "; ".join(d.notes)
         )
+        lines += [f"machine: {note}" for note in self.machine_notes]
+        if banded:
+            lines.append(
+                "band: each metric at the ends of the assumed or published terms (KV "
+                "capacity, link); give measured ones (--kv-tokens, --link, --machine) to "
+                "narrow it"
+            )
         lines += [f"NOT MODELLED (replayed with --allow-mismatch): {u}" for u in d.unmodelled]
         return "\n".join(lines)
+
+
+def simulate_recorded(
+    run: RecordedRun, cost_model: CostModel, deployment: Deployment, policy: str = "vllm"
+) -> tuple[EngineRun, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Simulate ``run``'s requests on ``deployment`` with ``cost_model`` as it is (no
+    machine terms put on it, no band): the simulated run, with its batches, and each
+    request's TTFT, TPOT and latency from when it was queued (module docstring)."""
+    scenario = _scenario(cost_model, deployment, policy)
+    return _simulate(run, scenario, deployment.lockstep)
+
+
+def _scenario(
+    cost_model: CostModel,
+    deployment: Deployment,
+    policy: str,
+    tpot_target_s: float = TPOT_TARGET_S,
+) -> Scenario:
+    return Scenario(
+        policy=policy,
+        cost_model=cost_model,
+        slo=SLO(60.0, tpot_target_s),
+        engine=deployment.engine,
+        replicas=deployment.replicas,
+        lockstep=deployment.lockstep,
+    )
 
 
 def _simulate(
@@ -361,12 +404,13 @@ def replay(
     *,
     deployment: Deployment | None = None,
     policy: str = "vllm",
-    tpot_target_s: float = 0.025,
+    tpot_target_s: float = TPOT_TARGET_S,
     allow_mismatch: bool = False,
     series: bool = False,
     engine_kind: str = "schedlab",
     engine_model: str | None = None,
     data_dir: str | Path | None = None,
+    machine: MachineFile | None = None,
 ) -> ReplayReport:
     """Simulate ``run``'s requests on its deployment and compare the metrics.
 
@@ -403,6 +447,17 @@ def replay(
     data_dir
         The data directory whose ``profiles/`` a run without a shipped model is
         calibrated from (default ``$SCHEDLAB_DATA``).
+    machine
+        A machine file whose host time and link the calibrated model takes
+        (:func:`~schedlab.calibration.machine_file.machine_terms`); it must be of the
+        run's GPU and vLLM release and fitted on another run.
+
+    Raises
+    ------
+    CalibrationError
+        If ``machine`` is given with a cost model that is not calibrated.
+    FormatError
+        If ``machine`` is of another GPU or release, or was fitted on ``run``.
     """
     deployment = deployment or deployment_of(run)
     check_modelled(deployment, allow=allow_mismatch, where=str(run.path))
@@ -412,31 +467,20 @@ def replay(
         cost_model = get_cost_model(cost_model)
     if not allow_mismatch:
         check_model_fits(cost_model, deployment)
+    terms = None
+    if machine is not None:
+        machine.check(deployment.hardware or hardware_of(cost_model), run)
+        on_model(cost_model, machine)  # refuses a model that is not calibrated
     if isinstance(cost_model, ProfileCostModel):
-        cost_model = cost_model.deployed(link=deployment.link, ep=deployment.ep)
+        terms = machine_terms(cost_model, deployment, machine)
+        cost_model = terms.model
     started = time.perf_counter()
-    scenario = Scenario(
-        policy=policy,
-        cost_model=cost_model,
-        slo=SLO(60.0, tpot_target_s),
-        engine=deployment.engine,
-        replicas=deployment.replicas,
-        lockstep=deployment.lockstep,
-        engine_kind=engine_kind,
-        engine_model=engine_model,
+    scenario = _scenario(cost_model, deployment, policy, tpot_target_s).with_(
+        engine_kind=engine_kind, engine_model=engine_model
     )
     result, per_request = _simulate(run, scenario, deployment.lockstep)
     simulated = run_metrics(*per_request)
-    band: dict[str, tuple[float, float]] = {}
-    if deployment.kv_band is not None and deployment.kv_band[0] < deployment.engine.kv_tokens:
-        # the capacity is not known better than a band: the metrics at its other end
-        low = dataclasses.replace(deployment.engine, kv_tokens=deployment.kv_band[0])
-        _, at_low = _simulate(run, scenario.with_(engine=low), deployment.lockstep)
-        other = run_metrics(*at_low)
-        band = {
-            key: (min(simulated[key], other[key]), max(simulated[key], other[key]))
-            for key in METRIC_KEYS
-        }
+    band = _band(run, scenario, deployment, terms, simulated)
     built = (
         simulated_series(result, run.prompt, deployment.engine.total_blocks) if series else None
     )
@@ -472,4 +516,35 @@ def replay(
         reused_tokens=result.reused_tokens,
         hardware=result.hardware,
         engine_kind=engine_kind,
+        machine_notes=() if terms is None else terms.notes,
     )
+
+
+def _band(
+    run: RecordedRun,
+    scenario: Scenario,
+    deployment: Deployment,
+    terms: MachineTerms | None,
+    simulated: dict[str, float],
+) -> dict[str, tuple[float, float]]:
+    """Each metric's lowest and highest simulated value over the ends of every term that
+    is assumed or taken from a range of published figures: the KV capacity of a run that
+    does not record it, and a published or assumed link (its slow and fast ends); empty
+    when every term is measured."""
+    variants = []
+    if deployment.kv_band is not None and deployment.kv_band[0] < deployment.engine.kv_tokens:
+        low = dataclasses.replace(deployment.engine, kv_tokens=deployment.kv_band[0])
+        variants.append(scenario.with_(engine=low))
+    if terms is not None and terms.link_ends is not None:
+        for end in terms.link_ends:
+            variants.append(scenario.with_(cost_model=terms.model.deployed(link=end)))
+    if not variants:
+        return {}
+    ends = [run_metrics(*_simulate(run, v, deployment.lockstep)[1]) for v in variants]
+    return {
+        key: (
+            min(simulated[key], *(e[key] for e in ends)),
+            max(simulated[key], *(e[key] for e in ends)),
+        )
+        for key in METRIC_KEYS
+    }

@@ -4,6 +4,12 @@
 fits a cost model to an LLMServingSim profile directory, writes it as JSON and prints the
 held-out error report.
 
+``schedlab calibrate machine RUN --cost-model MODEL -o MACHINE.json`` fits a machine file
+on a recorded run (:mod:`schedlab.calibration.machine_fit`): the host time of a step and
+the link of the run's collectives, which ``--machine`` applies to every other run and
+deployment of that machine (``replay``, ``simulate``, ``capacity``, ``sweep``,
+``cluster``). A profile folder named ``machine`` is written ``./machine``.
+
 ``schedlab replay RUN [--cost-model MODEL] [--json] [--plot FILE.png]`` simulates a recorded
 run (a run directory, its ``requests.jsonl``, or a ``vllm bench serve --save-detailed``
 result) on the deployment its records describe, and prints measured vs simulated TTFT,
@@ -21,6 +27,7 @@ Heavy modules are imported when a command runs, so start-up stays fast.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -87,12 +94,29 @@ def _check_output(output: Path) -> None:
         raise CalibrationError(f"-o {output}: is a directory")
 
 
+#: ``calibrate`` options of a profile's fit, not of ``calibrate machine``.
+_PROFILE_ONLY = ("model", "tp", "link", "margin_quantile", "name")
+
+
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     from schedlab.calibration.fit import calibrate
     from schedlab.calibration.profiles import read_meta_yaml
     from schedlab.llm.link_evidence import link_given
     from schedlab.serving.cost_model import save_cost_model
 
+    if args.profile_dir == "machine":
+        return _cmd_calibrate_machine(args)
+    if args.run is not None:
+        raise CalibrationError(
+            f"calibrate: one PROFILE_DIR, got also {args.run!r} (calibrate machine RUN fits "
+            "a machine file)"
+        )
+    if args.cost_model is not None or args.rounds is not None:
+        raise CalibrationError(
+            "--cost-model, --rounds: options of calibrate machine RUN, not of a profile's fit"
+        )
+    args.tp = 1 if args.tp is None else args.tp
+    args.margin_quantile = 0.95 if args.margin_quantile is None else args.margin_quantile
     root = _profile_dir(args.profile_dir)
     if args.output != STDOUT:
         _check_output(Path(args.output))
@@ -123,6 +147,62 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
             if link is not None:
                 print(link.note)
     return 0
+
+
+def _cmd_calibrate_machine(args: argparse.Namespace) -> int:
+    """``calibrate machine RUN --cost-model MODEL -o MACHINE.json`` (module docstring)."""
+    from schedlab.calibration.machine_file import save_machine_file
+    from schedlab.calibration.machine_fit import ROUNDS, fit_machine
+    from schedlab.calibration.profile_model import ProfileCostModel
+    from schedlab.calibration.recorded_run import read_recorded_run
+    from schedlab.progress import Progress
+    from schedlab.serving.cost_model import get_cost_model
+
+    given = [f"--{key.replace('_', '-')}" for key in _PROFILE_ONLY if getattr(args, key)]
+    if given:
+        raise CalibrationError(
+            f"{', '.join(given)}: options of a profile's fit, not of calibrate machine"
+        )
+    if args.run is None or args.cost_model is None:
+        raise CalibrationError("calibrate machine: give RUN and --cost-model MODEL")
+    if args.output == STDOUT:
+        raise CalibrationError("-o -: calibrate machine writes a file; name it")
+    _check_output(Path(args.output))
+    rounds = ROUNDS if args.rounds is None else args.rounds
+    run = read_recorded_run(args.run)
+    model = get_cost_model(args.cost_model)
+    if not isinstance(model, ProfileCostModel):
+        raise CalibrationError(
+            f"--cost-model {args.cost_model}: a machine file is fitted with a calibrated "
+            "(profile-grid) model of the run's model and GPU"
+        )
+    with Progress("fitting the machine", rounds, enabled=args.format == "text") as bar:
+        machine = fit_machine(
+            run,
+            model,
+            rounds=rounds,
+            progress=lambda _, misfit: bar.step(f"J {misfit:.3g}"),
+        )
+    save_machine_file(machine, args.output)
+    wrote(args.output)
+    if args.format == "json":
+        print(json.dumps({"output": args.output} | machine.to_dict(), indent=1))
+    else:
+        written = dataclasses.replace(machine, path=Path(args.output))
+        print(written.note())
+        fit = machine.fit
+        settled = (
+            "settled" if fit["settled"] else "NOT settled: the round budget (--rounds) ended it"
+        )
+        print(f"fit: misfit J {fit['misfit']:.4g} after {int(fit['rounds'])} rounds, {settled}")
+    return 0
+
+
+def _machine(args: argparse.Namespace) -> Any:
+    """``--machine``'s file, read (``None``: not given)."""
+    from schedlab.calibration.machine_file import read_machine_file
+
+    return None if args.machine is None else read_machine_file(args.machine)
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
@@ -173,6 +253,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         series=args.plot is not None,
         engine_kind=args.engine,
         engine_model=args.vllm_model,
+        machine=_machine(args),
     )
     if args.plot:
         from schedlab.plotting.replay import plot_replay
@@ -214,7 +295,32 @@ def register(subparsers: Any) -> None:
         "where present); print the held-out error report.",
     )
     cal.add_argument(
-        "profile_dir", metavar="PROFILE_DIR", help="LLMServingSim profile directory to fit"
+        "profile_dir",
+        metavar="PROFILE_DIR",
+        help="LLMServingSim profile directory to fit; or the word machine, then RUN",
+    )
+    cal.add_argument(
+        "run",
+        nargs="?",
+        default=None,
+        metavar="RUN",
+        help="calibrate machine: the recorded run (directory, requests.jsonl or bench .json) "
+        "to fit a machine file on",
+    )
+    cal.add_argument(
+        "--cost-model",
+        default=None,
+        metavar="MODEL",
+        help="calibrate machine: the calibrated model of the run's model and GPU (a name "
+        "or a JSON file)",
+    )
+    cal.add_argument(
+        "--rounds",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="calibrate machine: most rounds of the fit, one replay of the run each "
+        "(default schedlab.calibration.machine_fit.ROUNDS)",
     )
     cal.add_argument(
         "--model",
@@ -230,7 +336,7 @@ def register(subparsers: Any) -> None:
         help="write the fitted cost model here (- for standard output)",
     )
     cal.add_argument(
-        "--tp", type=positive_int, default=1, help="tensor-parallel degree (default 1)"
+        "--tp", type=positive_int, default=None, help="tensor-parallel degree (default 1)"
     )
     cal.add_argument(
         "--link",
@@ -241,13 +347,18 @@ def register(subparsers: Any) -> None:
     cal.add_argument(
         "--margin-quantile",
         type=float,
-        default=0.95,
+        default=None,
         help="quantile of the iteration residuals taken as SLOWeave's margin (default 0.95)",
     )
     cal.add_argument("--name", default=None, help="name of the fitted model")
     add_format_option(cal)
     cal.set_defaults(func=_cmd_calibrate)
-    declare_files(cal, reads=["profile_dir", "link"], writes=["output"])
+    declare_files(
+        cal,
+        reads=["profile_dir", "run", "cost_model", "link"],
+        writes=["output"],
+        resolve={"run": _run_files, "cost_model": cost_model_files},
+    )
 
     rep = subparsers.add_parser(
         "replay",
@@ -298,6 +409,13 @@ def register(subparsers: Any) -> None:
     rep.add_argument("--tp", type=_tensor_parallel, default=None, help="tensor-parallel degree")
     rep.add_argument("--dp", type=_data_parallel, default=None, help="data-parallel replicas")
     rep.add_argument("--link", default=None, metavar="BW,LATENCY|FILE", help=_LINK_HELP)
+    rep.add_argument(
+        "--machine",
+        default=None,
+        metavar="MACHINE.json",
+        help="a machine file of the run's GPU (schedlab calibrate machine), fitted on "
+        "another run: its host time and link",
+    )
     for flag, what in (
         ("--async-scheduling", "vLLM's asynchronous scheduling"),
         ("--prefix-caching", "the prefix cache"),
@@ -326,7 +444,7 @@ def register(subparsers: Any) -> None:
     rep.set_defaults(func=_cmd_replay)
     declare_files(
         rep,
-        reads=["run", "cost_model", "data_dir", "link", "vllm_model"],
+        reads=["run", "cost_model", "data_dir", "link", "machine", "vllm_model"],
         writes=["plot"],
         resolve={
             "run": _run_files,

@@ -37,6 +37,7 @@ from schedlab.cli.serving import (
     _seed_list,
     _slo,
     _workload_option,
+    cost_model_of,
     declare_serving_files,
     kv_json,
     print_csv,
@@ -163,11 +164,10 @@ def _capacity_by_predictions(found: Sequence[Any]) -> None:
 
 
 def _headroom(args: argparse.Namespace) -> int:
-    from schedlab.serving.cost_model import get_cost_model
     from schedlab.serving.fluid import FluidLoad, headroom
     from schedlab.serving.workloads import TraceReplay, make_workload
 
-    model = get_cost_model(args.cost_model)
+    model = cost_model_of(args)
     workload = make_workload(args.workload, data_dir=args.data_dir)
     if isinstance(workload, TraceReplay):  # its own lengths, all of them; no times needed
         lengths: Any = workload.trace

@@ -76,6 +76,28 @@ def _cost_model_option(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_COST_MODEL,
         help=f"{', '.join(cost_model_names())}, or a JSON file (default {DEFAULT_COST_MODEL})",
     )
+    parser.add_argument(
+        "--machine",
+        default=None,
+        metavar="MACHINE.json",
+        help="a machine file of the cost model's GPU (schedlab calibrate machine): its host "
+        "time a step, and its link for tensor-parallel collectives, go on the calibrated "
+        "cost model",
+    )
+
+
+def cost_model_of(args: argparse.Namespace) -> CostModel:
+    """``--cost-model``, with ``--machine``'s terms on it when given
+    (:func:`~schedlab.calibration.machine_file.on_model`; said on standard error once)."""
+    from schedlab.serving.cost_model import get_cost_model
+
+    if getattr(args, "machine", None) is not None and isinstance(args.cost_model, str):
+        from schedlab.calibration.machine_file import on_model, read_machine_file
+
+        model, note = on_model(get_cost_model(args.cost_model), read_machine_file(args.machine))
+        print(f"schedlab: machine: {note}", file=sys.stderr)
+        args.cost_model = model
+    return get_cost_model(args.cost_model)
 
 
 def _workload_files(value: str | None, args: argparse.Namespace) -> list[Path]:
@@ -99,12 +121,12 @@ def declare_serving_files(
     parser: argparse.ArgumentParser, reads: Sequence[str] = (), writes: Sequence[str] = ()
 ) -> None:
     """:func:`~schedlab.cli.files.declare_files` of a command with the options of
-    :func:`_common`: ``--workload`` and ``--cost-model`` (and ``reads``) read, ``writes``
-    written. ``--data-dir`` is read only through ``--workload``'s named trace, which names
-    its file."""
+    :func:`_common`: ``--workload``, ``--cost-model`` and ``--machine`` (and ``reads``)
+    read, ``writes`` written. ``--data-dir`` is read only through ``--workload``'s named
+    trace, which names its file."""
     declare_files(
         parser,
-        reads=["workload", "cost_model", *reads],
+        reads=["workload", "cost_model", "machine", *reads],
         writes=writes,
         resolve={
             "workload": _workload_files,
@@ -255,11 +277,10 @@ def _engine(args: argparse.Namespace) -> EngineConfig:
     is printed on standard error beside a text output (:func:`say_kv`), or put in a
     ``--json`` output (:func:`kv_json`).
     """
-    from schedlab.serving.cost_model import get_cost_model
     from schedlab.serving.engine_config import engine_for
 
     engine, note = engine_for(
-        get_cost_model(args.cost_model),
+        cost_model_of(args),
         kv_tokens=args.kv_tokens,
         block_size=args.block_size,
         max_num_seqs=args.max_num_seqs,
@@ -333,7 +354,7 @@ def _scenario(args: argparse.Namespace, *, engine_policies: bool = True) -> Scen
     default_policy = DEFAULT_POLICY if kind == BUILTIN_KIND else kind
     scenario = Scenario(
         policy=default_policy if getattr(args, "policy", None) is None else args.policy,
-        cost_model=args.cost_model,
+        cost_model=cost_model_of(args),
         slo=slo,
         engine=_engine(args),
         actual_cost_model=getattr(args, "actual_cost_model", None),

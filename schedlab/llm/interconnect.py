@@ -12,6 +12,17 @@ An all-gather (or a reduce-scatter) alone is half of it. These are the collectiv
 tensor parallelism (an all-reduce after each row-parallel projection, ``o_proj`` and the
 MLP's ``down_proj``, in vLLM's ``RowParallelLinear``) and of the KV transfer between
 nodes; the link's figures come from a measurement (:mod:`schedlab.llm.link_evidence`).
+
+vLLM 0.19 does not run the ring for every tensor-parallel all-reduce
+(:meth:`Link.tensor_all_reduce_s`). On two GPUs whose driver reports peer access, a
+bf16 all-reduce of fewer than :data:`CUSTOM_ALL_REDUCE_MAX_BYTES` goes to vLLM's own
+kernel (``vllm/distributed/device_communicators/cuda_communicator.py`` lines 209–217;
+``custom_all_reduce.py`` line 59, ``max_size``, and lines 244–245, ``should_custom_ar``:
+two ranks allowed without NVLink), which on two ranks is always the one-shot kernel
+(``csrc/custom_all_reduce.cuh`` lines 589–590): one barrier, then each rank reads the
+peer's :math:`S` bytes over the link, :math:`\ell + S/\beta`. Larger messages go to NCCL,
+the ring above (:math:`2\ell + S/\beta` on two ranks). With more than two GPUs on PCIe the
+custom kernel is off (``custom_all_reduce.py`` lines 152–159) and NCCL's ring runs.
 """
 
 from __future__ import annotations
@@ -24,7 +35,14 @@ from typing import Any
 from schedlab.errors import FormatError, ServingError
 from schedlab.json_files import json_number
 
-__all__ = ["MAX_BANDWIDTH_BPS", "MAX_LATENCY_S", "MIN_BANDWIDTH_BPS", "Link", "parse_link"]
+__all__ = [
+    "CUSTOM_ALL_REDUCE_MAX_BYTES",
+    "MAX_BANDWIDTH_BPS",
+    "MAX_LATENCY_S",
+    "MIN_BANDWIDTH_BPS",
+    "Link",
+    "parse_link",
+]
 
 #: The range of a link's bandwidth (bytes per second). The fastest link between GPUs
 #: today moves 1.8 TB/s (NVLink 5, per GPU, both directions), so 10 TB/s is a generous
@@ -36,6 +54,10 @@ MAX_BANDWIDTH_BPS = 1e13
 #: The largest latency of one message (seconds): a link between machines on two
 #: continents answers in about 0.3 s, so a second is beyond any link a cluster has.
 MAX_LATENCY_S = 1.0
+
+#: vLLM's custom all-reduce serves messages below this many bytes (``max_size``,
+#: ``vllm/distributed/device_communicators/custom_all_reduce.py`` line 59, vLLM 0.19.0).
+CUSTOM_ALL_REDUCE_MAX_BYTES = 8192 * 1024
 
 _BANDWIDTH = {"GB/s": 1e9, "GiB/s": 2**30, "MB/s": 1e6, "Gb/s": 1e9 / 8, "TB/s": 1e12}
 _LATENCY = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
@@ -76,6 +98,15 @@ class Link:
         if ranks <= 1 or size <= 0:
             return 0.0
         return 2 * (ranks - 1) * (self.latency_s + size / (ranks * self.bandwidth_Bps))
+
+    def tensor_all_reduce_s(self, size: float, ranks: int) -> float:
+        """Seconds of a tensor-parallel all-reduce of ``size`` bytes as vLLM 0.19 runs it
+        over ``ranks`` GPUs on this link (module docstring): vLLM's one-shot kernel,
+        :math:`\\ell + S/\\beta`, on two ranks below :data:`CUSTOM_ALL_REDUCE_MAX_BYTES`;
+        NCCL's ring (:meth:`all_reduce_s`) otherwise."""
+        if ranks == 2 and 0 < size < CUSTOM_ALL_REDUCE_MAX_BYTES:
+            return self.latency_s + size / self.bandwidth_Bps
+        return self.all_reduce_s(size, ranks)
 
     def all_gather_s(self, size: float, ranks: int) -> float:
         """Seconds of a ring all-gather (or reduce-scatter) of ``size`` bytes in all."""

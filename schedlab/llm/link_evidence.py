@@ -12,11 +12,15 @@ evidence of its own. Two kinds are read, first found first used:
    :math:`t(S) = 2(N-1)\ell + \frac{2(N-1)}{N\beta} S`, is fitted to them by non-negative
    least squares on relative error, and the fit's own error is reported.
 2. **Published measurements** for the GPU's link (:data:`PUBLISHED_LINKS`, each with its
-   source).
+   source and the ends of its range).
 
 Where neither exists the link is an *assumption*, and every caller says so in its
-output. LLMServingSim's ``config.json`` ``link_bw``/``link_latency`` are settings of that
-simulator's network model, not measurements, and are never read as a link.
+output. Published and assumed links carry the ends of their evidence
+(:attr:`LinkEvidence.ends`), at which a replay shows every metric as a band. A machine
+file (:mod:`schedlab.calibration.machine_file`) ranks between the two kinds: after the
+user's measurement, before a published one. LLMServingSim's ``config.json``
+``link_bw``/``link_latency`` are settings of that simulator's network model, not
+measurements, and are never read as a link.
 
 What vLLM sends (vLLM 0.19.0): each decoder layer all-reduces its activations twice, after
 the attention output projection and after the MLP (``RowParallelLinear`` with
@@ -28,11 +32,10 @@ default all-to-all (``all2all_backend = "allgather_reducescatter"``,
 ``vllm/config/parallel.py`` line 160) all-gathers every replica's tokens before the expert
 block and reduce-scatters them after it (``AgRsAll2AllManager.dispatch`` and ``combine``,
 ``vllm/distributed/device_communicators/all2all.py`` lines 218 and 245). On two GPUs over
-PCIe with peer-to-peer access the all-reduce is vLLM's own kernel below 8 MiB
-(``vllm/distributed/device_communicators/custom_all_reduce.py``: ``max_size=8192 * 1024``,
-line 59; two PCIe GPUs allowed, lines 152–160; ``should_custom_ar``, lines 244–245), which
-reads the peer's buffer over the link: on two ranks the ring model's form,
-:math:`2\ell + S/\beta`.
+PCIe with peer-to-peer access the all-reduce is vLLM's own one-shot kernel below 8 MiB,
+:math:`\ell + S/\beta` (:meth:`~schedlab.llm.interconnect.Link.tensor_all_reduce_s`);
+the expert-parallel all-gather and reduce-scatter go to NCCL over the data-parallel group
+(``all2all.py`` lines 159–191 and 233–246).
 """
 
 from __future__ import annotations
@@ -59,12 +62,16 @@ __all__ = [
 
 @dataclass(frozen=True)
 class PublishedLink:
-    """Published measurements of a GPU's link, reduced to a :class:`Link`.
+    """Published measurements of a GPU's link, reduced to a :class:`Link` and the ends of
+    their range.
 
     Attributes
     ----------
     link
-        Bandwidth :math:`\\beta` and per-step latency :math:`\\ell`.
+        Bandwidth :math:`\\beta` and per-step latency :math:`\\ell`: the point estimate.
+    slow, fast
+        The slow and fast ends of the published range (lowest bandwidth with the highest
+        latency, and the reverse).
     what
         The link measured.
     source
@@ -73,20 +80,28 @@ class PublishedLink:
     """
 
     link: Link
+    slow: Link
+    fast: Link
     what: str
     source: str
 
 
-#: Published link measurements by the ``hardware`` name profiles use.
+#: Published link measurements by the ``hardware`` name profiles use. No two-GPU
+#: all-reduce of this card is published; the nearest evidence of the operation modelled
+#: (an all-reduce's bus bandwidth, not a copy's) is an eight-GPU one, and a copy bounds
+#: it from above.
 PUBLISHED_LINKS: dict[str, PublishedLink] = {
     "RTXPRO6000": PublishedLink(
-        Link(54e9, 3.75e-6),
+        Link(39.65e9, 7.5e-6),
+        Link(22.2e9, 28e-6),
+        Link(54e9, 7.5e-6),
         "PCIe 5.0 x16 peer-to-peer between RTX PRO 6000 Blackwell GPUs (no NVLink)",
-        "voipmonitor/rtx6kpro, hardware/pcie-bandwidth.md (commit 070506f): unidirectional "
-        "P2P write bandwidth 53-56 GB/s on five systems (CUDA p2pBandwidthLatencyTest), "
-        "median 54 GB/s = beta; a small all-reduce by a custom peer-to-peer kernel 7.5 us "
-        "(256 B to 1 KB, 8 GPUs on PCIe switches; NCCL 24 us), taken as the two steps of a "
-        "two-rank all-reduce, 2 l = 7.5 us",
+        "voipmonitor/rtx6kpro, hardware/pcie-bandwidth.md (commit 070506f): NCCL "
+        "all_reduce_perf bus bandwidth of eight such GPUs 37.6-41.7 GB/s tuned, 22.2 GB/s "
+        "with NCCL's defaults at 32 MB; unidirectional P2P copy 53-56 GB/s (a bound from "
+        "above); a small all-reduce 7.5 us by a custom peer-to-peer kernel, 24-28 us by "
+        "NCCL. beta = 39.65 GB/s (the tuned range's middle), band 22.2-54 GB/s; l = 7.5 us "
+        "(vLLM's one-shot kernel's small-message time), band 7.5-28 us",
     ),
 }
 
@@ -100,14 +115,18 @@ class LinkEvidence:
     link
         The link.
     kind
-        ``measured`` (the user's table), ``published`` or ``assumed``.
+        ``measured`` (the user's table or figures), ``machine`` (a machine file,
+        :mod:`schedlab.calibration.machine_file`), ``published`` or ``assumed``.
     note
         One line saying where the figures came from.
+    ends
+        The slow and fast ends of the evidence (``None``: a measurement, no band).
     """
 
     link: Link
     kind: str
     note: str
+    ends: tuple[Link, Link] | None = None
 
 
 _ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+\S+\s+\S+\s+-?\d+\s+([0-9.eE+-]+)(?:\s|$)")
@@ -173,7 +192,10 @@ def link_for(hardware: str) -> LinkEvidence:
     published = PUBLISHED_LINKS.get(hardware)
     if published is not None:
         return LinkEvidence(
-            published.link, "published", f"link: {published.what}; {published.source}"
+            published.link,
+            "published",
+            f"link: {published.what}; {published.source}",
+            (published.slow, published.fast),
         )
     name, fallback = next(iter(PUBLISHED_LINKS.items()))
     return LinkEvidence(
@@ -181,7 +203,8 @@ def link_for(hardware: str) -> LinkEvidence:
         "assumed",
         f"link ASSUMED: no measurement for {hardware or 'this GPU'}; the published {name} "
         f"figures are used ({fallback.what}): give a measured one with --link (nccl-tests "
-        "all_reduce_perf output, or BW,LATENCY)",
+        "all_reduce_perf output, or BW,LATENCY) or a machine file with --machine",
+        (fallback.slow, fallback.fast),
     )
 
 

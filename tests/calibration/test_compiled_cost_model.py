@@ -38,6 +38,7 @@ def models(tmp_path_factory, qwen_models_or_none):
         synthetic,
         dataclasses.replace(synthetic, skew=None),
         dataclasses.replace(shipped[0], skew=SkewTable(0.4)),  # type: ignore[type-var]
+        synthetic.deployed(host_s=1.5e-3),
     ]
     for model, _ in (qwen_models_or_none or {}).values():
         found.append(model)
@@ -59,6 +60,7 @@ def test_the_models_cover_every_part(models, qwen_models_or_none):
     assert any(m.skew is not None and m.skew.buckets for m in models)
     assert any(m.skew is not None and not m.skew.buckets for m in models)
     assert any(m.skew is None for m in models)
+    assert any(m.host_s > 0 for m in models)
     if qwen_models_or_none is None:
         pytest.skip("../shared/data profiles are not present: no expert block, no tp2")
     assert any(m.experts is not None and m.parallelism.ep > 1 for m in models)

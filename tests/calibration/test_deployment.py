@@ -125,9 +125,10 @@ def test_parallelism_and_link(tmp_path):
     kwargs = {**LIMITS, "tensor_parallel_size": 2}
     d = deployment(tmp_path, {"engine_kwargs": kwargs, "model": "Qwen/Qwen3-32B"}, config)
     assert (d.tp, d.ep, d.replicas, d.lockstep) == (2, 1, 1, False)
-    assert d.link != Link(16e9, 20e-6) and d.model == "Qwen/Qwen3-32B"
+    assert d.link.link != Link(16e9, 20e-6) and d.model == "Qwen/Qwen3-32B"
     assert any("link_bw/link_latency not read" in n for n in d.notes)
-    assert d.link == PUBLISHED_LINKS["RTXPRO6000"].link
+    assert d.link.link == PUBLISHED_LINKS["RTXPRO6000"].link
+    assert d.link.kind == "published" and d.link.ends is not None
     assert any("voipmonitor/rtx6kpro" in n for n in d.notes)
     # A GPU with no published link: the assumption is named.
     config["nodes"][0]["instances"][0]["hardware"] = "H20"
@@ -135,7 +136,7 @@ def test_parallelism_and_link(tmp_path):
     assert any(n.startswith("link ASSUMED: no measurement for H20") for n in d.notes)
     measured = LinkEvidence(Link(50e9, 4e-6), "measured", "link given")
     d = deployment(tmp_path, {"engine_kwargs": kwargs}, config, link=measured)
-    assert d.link == Link(50e9, 4e-6) and "link given" in d.notes
+    assert d.link == measured and "link given" in d.notes
     # Data parallelism alone: independent replicas; with expert parallelism: lockstep,
     # experts over tp * dp GPUs.
     kwargs = {**LIMITS, "data_parallel_size": 2}
