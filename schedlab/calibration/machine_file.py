@@ -32,6 +32,7 @@ recognised by its SHA-256).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping
@@ -46,13 +47,14 @@ from schedlab.errors import CalibrationError, FormatError
 from schedlab.json_files import check_keys, json_number, read_json, text_field
 from schedlab.llm.gpus import find_gpu
 from schedlab.llm.interconnect import Link
-from schedlab.llm.link_evidence import LinkEvidence
+from schedlab.llm.link_evidence import LinkEvidence, link_for
 from schedlab.serving.cost_model import CostModel
 
 __all__ = [
     "KIND",
     "MachineFile",
     "MachineTerms",
+    "link_ends",
     "machine_terms",
     "on_model",
     "read_machine_file",
@@ -233,10 +235,24 @@ def on_model(model: CostModel, machine: MachineFile) -> tuple[ProfileCostModel, 
         )
     machine.check(model.hardware)
     par = model.parallelism
-    link = None
+    deployed = model.deployed(host_s=machine.host_s)
     if par.tp > 1 and machine.link is not None and par.link_evidence != "measured":
-        link = machine.link
-    return model.deployed(link=link, host_s=machine.host_s), machine.note()
+        link = dataclasses.replace(par, link=machine.link, link_evidence="machine")
+        deployed = dataclasses.replace(deployed, parallelism=link)
+    return deployed, machine.note()
+
+
+def link_ends(model: CostModel) -> tuple[Link, Link] | None:
+    """The slow and fast ends of the evidence of a calibrated model's tensor-parallel link
+    when it is published or assumed (:func:`~schedlab.llm.link_evidence.link_for` its GPU),
+    at which a simulation is repeated to show each metric's band; ``None`` when the model
+    has no collective or its link was measured or fitted."""
+    if not isinstance(model, ProfileCostModel):
+        return None
+    par = model.parallelism
+    if par.tp <= 1 or par.link is None or par.link_evidence in ("measured", "machine"):
+        return None
+    return link_for(model.hardware).ends
 
 
 def _link(

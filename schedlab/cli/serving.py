@@ -464,15 +464,15 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.timeline == STDOUT and args.records == STDOUT:
         raise InputError("--timeline, --records: only one of them may go to standard output (-)")
     rate = None if args.rate is None else _positive_number(args.rate, "--rate")
-    result = simulate(
-        args.workload,
-        _scenario(args),
-        rate=rate,
-        duration_s=parse_duration(args.duration, "--duration"),
-        data_dir=args.data_dir,
-        max_requests=args.max_requests,
-        record_batches=bool(args.timeline),
-    )
+    scenario = _scenario(args)
+    window = {
+        "rate": rate,
+        "duration_s": parse_duration(args.duration, "--duration"),
+        "data_dir": args.data_dir,
+        "max_requests": args.max_requests,
+    }
+    result = simulate(args.workload, scenario, record_batches=bool(args.timeline), **window)
+    args.band = _link_band(args, scenario, window, result.summary)
     if args.timeline:
         write_run_timeline(args.timeline, result.run)
     if args.records:
@@ -483,6 +483,37 @@ def _simulate(args: argparse.Namespace) -> int:
     with table_aside(args.records, args.timeline):
         _simulate_report(args, result)
     return 0
+
+
+def _link_band(
+    args: argparse.Namespace, scenario: Scenario, window: dict[str, Any], summary: Any
+) -> dict[str, dict[str, list[float]]]:
+    """Each metric statistic's lowest and highest value over ``summary`` (the run's own)
+    and the run simulated again at the slow and fast ends of a published or assumed link
+    (:func:`~schedlab.calibration.machine_file.link_ends`), as ``{metric: {stat: [low,
+    high]}}``; empty when the link was measured or there is none."""
+    from schedlab.calibration.machine_file import link_ends
+    from schedlab.calibration.profile_model import ProfileCostModel
+    from schedlab.serving.cost_model import get_cost_model
+    from schedlab.serving.simulator import simulate
+
+    model = get_cost_model(scenario.cost_model)
+    ends = link_ends(model)
+    if ends is None or not isinstance(model, ProfileCostModel):
+        return {}
+    runs = [
+        simulate(args.workload, scenario.with_(cost_model=model.deployed(link=end)), **window)
+        for end in ends
+    ]
+    summaries = [summary, *(run.summary for run in runs)]
+    band = {}
+    for name in ("ttft", "tpot", "itl", "latency"):
+        values = {
+            stat: [getattr(getattr(each, name), stat) for each in summaries]
+            for stat in ("mean", "p50", "p90", "p95", "p99")
+        }
+        band[name] = {stat: [min(v), max(v)] for stat, v in values.items()}
+    return band
 
 
 def add_timeline_option(parser: argparse.ArgumentParser) -> None:
@@ -527,8 +558,10 @@ def say_backlog(records: Sequence[Any], what: str) -> None:
 def _simulate_report(args: argparse.Namespace, result: Any) -> None:
     """``simulate``'s output in ``--format``."""
     s = result.summary
+    band = args.band
     if args.format == "json":
-        print(json.dumps({**s.to_dict(), "wall_s": result.wall_s, **kv_json(args)}))
+        extra = {"band": band} if band else {}
+        print(json.dumps({**s.to_dict(), "wall_s": result.wall_s, **kv_json(args), **extra}))
         return
     if args.format == "csv":
         print_csv(args, [s.row()])
@@ -544,10 +577,20 @@ def _simulate_report(args: argparse.Namespace, result: Any) -> None:
         d = getattr(s, name)
         cells = "".join(f"{_ms(v):>10}" for v in (d.mean, d.p50, d.p90, d.p95, d.p99))
         print(f"{name:<10}{cells}")
+        for end, side in ((0, "  low"), (1, "  high")):
+            if name in band:
+                cells = "".join(f"{_ms(pair[end]):>10}" for pair in band[name].values())
+                print(f"{side:<10}{cells}")
     print(
         f"SLO {s.slo.describe()}: attainment {s.attainment:.3f}, goodput "
         f"{s.goodput_rps:.3f} req/s; system-wide P99 time between tokens {_ms(s.itl.p99)} ms"
     )
+    if band:
+        print(
+            "low, high: each metric simulated again at the slow and fast ends of the "
+            "published link's evidence (--machine, or a model calibrated with --link, "
+            "measures it)"
+        )
 
 
 def register(subparsers: Any) -> None:

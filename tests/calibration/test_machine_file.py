@@ -26,7 +26,7 @@ from schedlab.cli import main
 from schedlab.errors import CalibrationError, FormatError
 from schedlab.llm.interconnect import Link
 from schedlab.llm.link_evidence import LinkEvidence
-from schedlab.serving.cost_model import get_cost_model
+from schedlab.serving.cost_model import get_cost_model, save_cost_model
 from tests.calibration.recorded import gpu_config, req, write_run
 
 SHIPPED = "rtxpro6000_llama-3.1-8b"
@@ -151,16 +151,17 @@ def test_a_bad_machine_file_is_refused_naming_the_field(tmp_path, change, field)
 
 def test_a_machine_file_of_another_gpu_or_release_or_of_the_run_itself_is_refused(tmp_path):
     run = read_recorded_run(_template(tmp_path / "a"))
-    with pytest.raises(FormatError, match="gpu: fitted on RTXPRO6000.*RTX4090"):
+    with pytest.raises(FormatError, match=r"gpu: fitted on RTXPRO6000.*RTX4090"):
         _machine().check("RTX4090", run)
     write_run(tmp_path / "b", [req(100, 10, 0, 1, 2)], _meta(version="0.18.1"), gpu_config())
     older = read_recorded_run(tmp_path / "b")
-    with pytest.raises(FormatError, match="vllm: fitted on vLLM 0.19, the run records vLLM 0.18"):
+    recorded = r"vllm: fitted on vLLM 0\.19, the run records vLLM 0\.18"
+    with pytest.raises(FormatError, match=recorded):
         _machine().check("RTXPRO6000", older)
-    with pytest.raises(FormatError, match="vllm: .* the simulator models vLLM 0.19"):
+    with pytest.raises(FormatError, match=r"vllm: .* the simulator models vLLM 0\.19"):
         _machine(vllm="0.18").check("RTXPRO6000")
     fitted = fit_machine(run, _model(), rounds=3)
-    with pytest.raises(FormatError, match="fitted_on: .*fitting, not predicting"):
+    with pytest.raises(FormatError, match=r"fitted_on: .*fitting, not predicting"):
         replay(run, _model(), machine=fitted)
 
 
@@ -237,3 +238,23 @@ def test_deploying_one_term_keeps_the_others():
     model = _model().deployed(ep=2, host_s=1e-3).deployed(link=Link(30e9, 1e-5))
     assert model.parallelism.ep == 2 and model.host_s == 1e-3
     assert model.parallelism.link == Link(30e9, 1e-5)
+
+
+def test_simulate_shows_a_band_at_the_ends_of_a_published_link(tmp_path, capsys):
+    published = Parallelism(2, 4096, 2, Link(39.65e9, 7.5e-6), link_evidence="published")
+    path = tmp_path / "tp2.json"
+    save_cost_model(dataclasses.replace(_model(), parallelism=published), path)
+    simulate = ["simulate", "--cost-model", str(path), "--rate", "4", "--duration", "5s"]
+    assert main([*simulate, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    for name in ("ttft", "tpot", "itl", "latency"):
+        for stat in ("mean", "p99"):
+            low, high = data["band"][name][stat]
+            assert low <= data[name][stat] <= high
+    assert data["band"]["tpot"]["mean"][1] > data["band"]["tpot"]["mean"][0]
+    machine = tmp_path / "machine.json"
+    save_machine_file(_machine(), machine)
+    assert main([*simulate, "--json", "--machine", str(machine)]) == 0
+    assert "band" not in json.loads(capsys.readouterr().out)  # the file's link is used
+    assert main(simulate) == 0
+    assert "slow and fast ends of the published link" in capsys.readouterr().out
