@@ -59,7 +59,7 @@ from typing import Any
 
 from schedlab.calibration.profiles import LLMServingSimProfile
 from schedlab.calibration.recorded_run import RecordedRun
-from schedlab.errors import FormatError
+from schedlab.errors import CalibrationError, FormatError
 from schedlab.llm.gpu_deployment import MAX_GPU_MEMORY_BYTES, GpuDeployment
 from schedlab.llm.gpus import find_gpu
 from schedlab.llm.link_evidence import LinkEvidence, link_for
@@ -437,6 +437,12 @@ class _Records:
                 "own network model, not a measurement)"
             )
         if not needed:
+            if given is not None:
+                raise CalibrationError(
+                    "--link: this deployment has no collective to time (tensor-parallel "
+                    "size 1, no expert parallelism across replicas): the link would not be "
+                    "used"
+                )
             return None
         instances = self.instances()
         evidence = given or link_for(str(instances[0].get("hardware", "")) if instances else "")

@@ -54,6 +54,7 @@ from schedlab.calibration.machine_file import MachineFile, MachineTerms, machine
 from schedlab.calibration.profile_model import ProfileCostModel
 from schedlab.calibration.recorded_run import MeasuredSeries, RecordedRun
 from schedlab.calibration.run_model import check_model_fits, model_for_run
+from schedlab.errors import CalibrationError
 from schedlab.json_files import nan_to_null
 from schedlab.serving.cost_model import CostModel, get_cost_model, hardware_of
 from schedlab.serving.driver import EngineRun
@@ -455,7 +456,8 @@ def replay(
     Raises
     ------
     CalibrationError
-        If ``machine`` is given with a cost model that is not calibrated.
+        If ``machine``, or a measured link in ``deployment``, is given with a cost model
+        that is not calibrated, or ``data_dir`` with a cost model (it would not be read).
     FormatError
         If ``machine`` is of another GPU or release, or was fitted on ``run``.
     """
@@ -463,8 +465,18 @@ def replay(
     check_modelled(deployment, allow=allow_mismatch, where=str(run.path))
     if cost_model is None:
         cost_model, _ = model_for_run(deployment, data_dir, run=run)
+    elif data_dir is not None:
+        raise CalibrationError(
+            "--data-dir: read only to calibrate the run's profile when no cost model is given"
+        )
     else:
         cost_model = get_cost_model(cost_model)
+    given = deployment.link is not None and deployment.link.kind == "measured"
+    if given and not isinstance(cost_model, ProfileCostModel):
+        raise CalibrationError(
+            f"--link: only a calibrated (profile-grid) cost model times collectives; "
+            f"{cost_model.name} would not use it"
+        )
     if not allow_mismatch:
         check_model_fits(cost_model, deployment)
     terms = None

@@ -254,6 +254,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         engine_kind=args.engine,
         engine_model=args.vllm_model,
         machine=_machine(args),
+        data_dir=None if args.cost_model is None else args.data_dir,  # refused when unread
     )
     if args.plot:
         from schedlab.plotting.replay import plot_replay

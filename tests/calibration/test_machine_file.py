@@ -258,3 +258,22 @@ def test_simulate_shows_a_band_at_the_ends_of_a_published_link(tmp_path, capsys)
     assert "band" not in json.loads(capsys.readouterr().out)  # the file's link is used
     assert main(simulate) == 0
     assert "slow and fast ends of the published link" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("tp", "extra", "said"),
+    [
+        (1, ["--link", "16GB/s,20us"], "--link: this deployment has no collective"),
+        (
+            2,
+            ["--cost-model", "sloweave-default", "--link", "16GB/s,20us", "--allow-mismatch"],
+            "--link: only a calibrated",
+        ),
+        (1, ["--cost-model", SHIPPED, "--data-dir", "."], "--data-dir: read only"),
+    ],
+)
+def test_a_replay_option_that_would_not_act_is_refused(tmp_path, capsys, tp, extra, said):
+    run = _template(tmp_path, tp=tp)
+    assert main(["replay", str(run), *extra]) == 2
+    err = capsys.readouterr().err
+    assert said in err and len(err.strip().splitlines()) == 1
