@@ -228,8 +228,8 @@ def test_calibrate_machine_and_the_serving_commands_use_it(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "machine: " in captured.err
     assert json.loads(captured.out)["tpot"]["mean"] > plain["tpot"]["mean"]
-    assert main(["calibrate", "machine", str(run), "--cost-model", SHIPPED, "--tp", "2",
-                 "-o", str(out)]) == 2  # fmt: skip
+    profile_only = ["--tp", "2", "-o", str(out)]
+    assert main(["calibrate", "machine", str(run), "--cost-model", SHIPPED, *profile_only]) == 2
     assert "--tp: options of a profile's fit" in capsys.readouterr().err
 
 
