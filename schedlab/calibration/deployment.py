@@ -78,6 +78,7 @@ __all__ = [
     "check_modelled",
     "deployment_of",
     "profile_deployment",
+    "release_of",
 ]
 
 #: First vLLM release whose engine schedules asynchronously by default (v0.14.0 notes).
@@ -270,7 +271,9 @@ def check_modelled(deployment: Deployment, *, allow: bool, where: str = "") -> l
     return [f"replayed anyway (--allow-mismatch): {line}" for line in deployment.unmodelled]
 
 
-def _version(text: Any) -> tuple[int, ...] | None:
+def release_of(text: Any) -> tuple[int, ...] | None:
+    """``(major, minor, patch)`` of a vLLM version text (``v0.19.0``, ``0.19``; a missing
+    patch is 0), ``None`` if it is not one."""
     found = re.match(r"v?(\d+)\.(\d+)(?:\.(\d+))?", str(text or ""))
     return None if found is None else tuple(int(part or 0) for part in found.groups())
 
@@ -346,7 +349,7 @@ class _Records:
         :data:`MODELLED_RELEASE`)."""
         found = []
         recorded = self.run.meta.get("vllm_version")
-        version = _version(recorded) if isinstance(recorded, str) else None
+        version = release_of(recorded) if isinstance(recorded, str) else None
         if recorded is not None and version is None:
             raise FormatError(
                 f"{self.meta_name}: vllm_version: expected a release such as '0.19.0', "
@@ -573,7 +576,7 @@ def deployment_of(
         "gpu_memory_utilization", None, float, (DEFAULT_UTILIZATION, vllm), minimum=1e-9, maximum=1
     )
     recorded = run.meta.get("vllm_version")
-    version = _version(recorded)
+    version = release_of(recorded)
     lagged = setting(
         "async_scheduling",
         async_scheduling,

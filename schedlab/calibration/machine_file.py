@@ -32,15 +32,15 @@ recognised by its SHA-256).
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from schedlab.calibration.deployment import MODELLED_RELEASE, Deployment
+from schedlab.calibration.deployment import MODELLED_RELEASE, Deployment, release_of
 from schedlab.calibration.profile_model import MAX_HOST_S, ProfileCostModel
 from schedlab.calibration.recorded_run import RecordedRun
 from schedlab.errors import CalibrationError, FormatError
@@ -130,8 +130,7 @@ class MachineFile:
         link = (
             "no link (the run had no collective)"
             if self.link is None
-            else f"link {self.link.bandwidth_Bps / 1e9:.3g} GB/s, "
-            f"{self.link.latency_s * 1e6:.3g} us (fitted on the {self.collective})"
+            else f"link {self.link.describe()} (fitted on the {self.collective})"
         )
         return (
             f"{self.where}: {self.gpu}, vLLM {self.vllm}: host time "
@@ -155,7 +154,9 @@ class MachineFile:
                 f"{hardware}; fit a machine file on a run of that GPU"
             )
         recorded = None if run is None else run.meta.get("vllm_version")
-        release = _release(recorded) if recorded else ".".join(map(str, MODELLED_RELEASE))
+        release = (
+            _release(recorded) if recorded else _release(".".join(map(str, MODELLED_RELEASE)))
+        )
         if release != self.vllm:
             source = "the run records" if recorded else "the simulator models"
             raise FormatError(
@@ -179,14 +180,14 @@ class MachineTerms:
         The model, deployed (link, expert parallelism, host time).
     notes
         One line a term: the evidence each came from.
-    link_ends
-        The slow and fast ends of the link's evidence when it is published or assumed
-        (``None``: measured, from a machine file, or no collective).
+    link
+        The link's evidence, whose ends give a band when it is published or assumed
+        (``None``: no collective).
     """
 
     model: ProfileCostModel
     notes: tuple[str, ...]
-    link_ends: tuple[Link, Link] | None
+    link: LinkEvidence | None
 
 
 def machine_terms(
@@ -194,31 +195,23 @@ def machine_terms(
 ) -> MachineTerms:
     """``model`` with the link, expert parallelism and host time of ``deployment`` on
     ``machine`` (module docstring: the link's evidence order)."""
-    evidence = _link(model, deployment, machine)
-    if machine is not None:
-        host_note = f"host time {machine.host_s * 1e3:.3g} ms a step ({machine.where})"
-    elif model.host_s > 0:
-        host_note = f"host time {model.host_s * 1e3:.3g} ms a step (the cost model's own)"
-    else:
-        host_note = (
-            "host time of a step NOT MODELLED (0): no machine file (schedlab calibrate "
-            "machine RUN fits one on a recorded run of this machine)"
-        )
-    notes = [host_note] if evidence is None else [evidence.note, host_note]
+    given = deployment.link
+    evidence = given if given is None or given.kind == "measured" else _link(model, machine)
+    evidence = evidence or given  # nothing better than the deployment's published link
+    notes = [_host_note(model, machine)]
+    if evidence is not None:
+        notes.insert(0, evidence.note)
     deployed = model.deployed(
-        link=None if evidence is None else evidence.link,
-        ep=deployment.ep,
-        host_s=None if machine is None else machine.host_s,
+        link=evidence, ep=deployment.ep, host_s=None if machine is None else machine.host_s
     )
-    ends = None if evidence is None else evidence.ends
-    return MachineTerms(deployed, tuple(notes), ends)
+    return MachineTerms(deployed, tuple(notes), evidence)
 
 
 def on_model(model: CostModel, machine: MachineFile) -> tuple[ProfileCostModel, str]:
-    """``model`` with ``machine``'s host time, and its link for tensor-parallel
-    collectives unless the model's own was measured; and a line saying so. For a
-    simulation without a recorded run (``simulate``, ``capacity``, ``sweep``,
-    ``cluster``).
+    """``model`` with ``machine``'s host time, and for tensor-parallel collectives its
+    link (the module docstring's order: the file's before the model's own); and a line
+    saying so. For a simulation without a recorded run (``simulate``, ``capacity``,
+    ``sweep``, ``cluster``).
 
     Raises
     ------
@@ -234,47 +227,55 @@ def on_model(model: CostModel, machine: MachineFile) -> tuple[ProfileCostModel, 
             f"profile-grid); {model.name} is not one"
         )
     machine.check(model.hardware)
-    par = model.parallelism
-    deployed = model.deployed(host_s=machine.host_s)
-    if par.tp > 1 and machine.link is not None and par.link_evidence != "measured":
-        link = dataclasses.replace(par, link=machine.link, link_evidence="machine")
-        deployed = dataclasses.replace(deployed, parallelism=link)
-    return deployed, machine.note()
+    link = _link(model, machine) if model.parallelism.tp > 1 else None
+    return model.deployed(link=link, host_s=machine.host_s), machine.note()
 
 
-def link_ends(model: CostModel) -> tuple[Link, Link] | None:
-    """The slow and fast ends of the evidence of a calibrated model's tensor-parallel link
-    when it is published or assumed (:func:`~schedlab.llm.link_evidence.link_for` its GPU),
-    at which a simulation is repeated to show each metric's band; ``None`` when the model
-    has no collective or its link was measured or fitted."""
+def link_ends(model: CostModel) -> LinkEvidence | None:
+    """The evidence of a calibrated model's tensor-parallel link when it is published or
+    assumed (:func:`~schedlab.llm.link_evidence.link_for` its GPU), whose ends
+    (:meth:`~schedlab.llm.link_evidence.LinkEvidence.at_ends`) a simulation is repeated at
+    to show each metric's band; ``None`` when the model has no collective or its link was
+    measured, fitted or not recorded."""
     if not isinstance(model, ProfileCostModel):
         return None
     par = model.parallelism
-    if par.tp <= 1 or par.link is None or par.link_evidence in ("measured", "machine"):
+    if par.tp <= 1 or par.link is None or par.link_evidence not in ("published", "assumed"):
         return None
-    return link_for(model.hardware).ends
+    return link_for(model.hardware)
 
 
-def _link(
-    model: ProfileCostModel, deployment: Deployment, machine: MachineFile | None
-) -> LinkEvidence | None:
-    given = deployment.link
-    if given is None or given.kind == "measured":
-        return given
+def _link(model: ProfileCostModel, machine: MachineFile | None) -> LinkEvidence | None:
+    """The link a machine file gives, else the model's own when it was measured or its
+    evidence is not recorded (a file from before it was), else ``None``."""
     if machine is not None and machine.link is not None:
-        link = machine.link
         return LinkEvidence(
-            link,
+            machine.link,
             "machine",
-            f"link {link.bandwidth_Bps / 1e9:.3g} GB/s, {link.latency_s * 1e6:.3g} us: machine "
-            f"file {machine.where}, fitted on the {machine.collective} of {machine.run}",
+            f"link {machine.link.describe()}: {machine.where}, fitted on the "
+            f"{machine.collective} of {machine.run}",
         )
     own = model.parallelism
-    if own.link is not None and own.link_evidence == "measured":
-        return LinkEvidence(
-            own.link, "measured", f"link: the cost model {model.name}'s own, measured"
-        )
-    return given
+    if own.link is None or own.link_evidence not in ("measured", ""):
+        return None
+    said = "measured" if own.link_evidence else "its evidence not recorded in the file"
+    return LinkEvidence(
+        own.link,
+        own.link_evidence or "measured",
+        f"link {own.link.describe()}: the cost model {model.name}'s own, {said}",
+    )
+
+
+def _host_note(model: ProfileCostModel, machine: MachineFile | None) -> str:
+    """Where the host time of a step comes from."""
+    if machine is not None:
+        return f"host time {machine.host_s * 1e3:.3g} ms a step ({machine.where})"
+    if model.host_s > 0:
+        return f"host time {model.host_s * 1e3:.3g} ms a step (the cost model's own)"
+    return (
+        "host time of a step NOT MODELLED (0): no machine file (schedlab calibrate machine "
+        "RUN fits one on a recorded run of this machine)"
+    )
 
 
 def requests_sha256(run: RecordedRun) -> str:
@@ -323,10 +324,20 @@ def read_machine_file(path: str | Path) -> MachineFile:
             f"{where}: link.bandwidth_Bps: {link.bandwidth_Bps / 1e9:.3g} GB/s is above the "
             f"peak of {spec.name}'s link to a peer, {spec.link_peak_Bps / 1e9:.3g} GB/s"
         )
+    collective = text_field(data, "collective", "", where)
+    if (link is None) != (collective == ""):
+        raise FormatError(
+            f"{where}: collective: names the collective a link was fitted on, and only then"
+        )
     fitted = data["fitted_on"]
     if not isinstance(fitted, dict):
         raise FormatError(f"{where}: fitted_on: expected an object")
     check_keys(fitted, _FITTED_ON_KEYS, f"{where}: fitted_on")
+    for key in _FITTED_ON_KEYS:
+        if not text_field(fitted, key, "", f"{where}: fitted_on"):
+            raise FormatError(f"{where}: fitted_on.{key}: missing or empty")
+    if not re.fullmatch(r"[0-9a-f]{64}", fitted["requests_sha256"]):
+        raise FormatError(f"{where}: fitted_on.requests_sha256: expected 64 hexadecimal digits")
     fit = data.get("fit", {})
     if not isinstance(fit, dict):
         raise FormatError(f"{where}: fit: expected an object")
@@ -335,10 +346,10 @@ def read_machine_file(path: str | Path) -> MachineFile:
         vllm=vllm,
         host_s=host_s,
         link=link,
-        collective=text_field(data, "collective", "", where),
-        run=text_field(fitted, "run", "", f"{where}: fitted_on"),
-        requests_sha256=text_field(fitted, "requests_sha256", "", f"{where}: fitted_on"),
-        cost_model=text_field(fitted, "cost_model", "", f"{where}: fitted_on"),
+        collective=collective,
+        run=fitted["run"],
+        requests_sha256=fitted["requests_sha256"],
+        cost_model=fitted["cost_model"],
         fit={str(k): json_number(v, f"{where}: fit.{k}") for k, v in fit.items()},
         path=path,
     )
@@ -346,10 +357,8 @@ def read_machine_file(path: str | Path) -> MachineFile:
 
 def _release(text: Any) -> str:
     """``major.minor`` of a version text (``v0.19.0`` -> ``0.19``; ``""`` if none)."""
-    parts = str(text or "").lstrip("v").split(".")
-    if len(parts) < 2 or not (parts[0].isdigit() and parts[1].isdigit()):
-        return ""
-    return f"{int(parts[0])}.{int(parts[1])}"
+    found = release_of(text)
+    return "" if found is None else f"{found[0]}.{found[1]}"
 
 
 def _key(name: str) -> str:

@@ -7,8 +7,9 @@ under which the simulator reproduces the run's per-request timings best:
 - the host time of a step :math:`H`, always;
 - the bandwidth :math:`\beta` of the link between the GPUs, when the run has a
   collective (tensor parallelism, or expert parallelism over data-parallel replicas);
-  its per-message latency :math:`\ell` stays at the published figure for the GPU
-  (:func:`~schedlab.llm.link_evidence.link_for`): a step pays :math:`H` once and
+  its per-message latency :math:`\ell` stays at the published figure for the GPU, or
+  the assumed one (:func:`~schedlab.llm.link_evidence.link_for`; the file's
+  ``fit.latency_published`` says which): a step pays :math:`H` once and
   :math:`\ell` a fixed number of times, so a run's timings cannot tell them apart, while
   :math:`\beta` scales with the tokens a step moves.
 
@@ -30,8 +31,9 @@ linear: the fit solves
         {\hat D_i}\Bigr)^2,
     \quad n_i = z_i - a_i,\ K_i = \sum k_j,\ B_i = \sum b_j,
 
-by non-negative least squares (relative errors: every request weighs alike). The terms
-move part of the way there (:data:`FIRST_SHARE`, :math:`1/\beta` moving linearly, the
+by non-negative least squares (relative errors: every request weighs alike). The first
+round simulates :math:`H = 0` and the published :math:`\beta`; the terms then move part
+of the way to the regression's (:data:`FIRST_SHARE`, :math:`1/\beta` moving linearly, the
 share halved after each round that fits no better than the one before: a schedule
 depends on its step times, and full steps can cycle between two schedules), the run is
 simulated again, and so on until the terms stop moving, at most ``rounds`` times (a work
@@ -65,10 +67,11 @@ from schedlab.calibration.machine_file import MachineFile, requests_sha256
 from schedlab.calibration.profile_model import MAX_HOST_S, ProfileCostModel
 from schedlab.calibration.recorded_run import RecordedRun
 from schedlab.calibration.replay import simulate_recorded
+from schedlab.calibration.run_model import mismatch
 from schedlab.errors import CalibrationError
 from schedlab.llm.gpus import find_gpu
 from schedlab.llm.interconnect import MIN_BANDWIDTH_BPS, Link
-from schedlab.llm.link_evidence import link_for
+from schedlab.llm.link_evidence import LinkEvidence, link_for
 from schedlab.serving.cost_model import BatchShape, batch_time, lockstep_time
 from schedlab.serving.driver import EngineRun
 
@@ -115,10 +118,17 @@ def fit_machine(
     ------
     CalibrationError
         If the run's GPU is unknown, its deployment has a setting the simulator does not
-        model, or fewer than two of its requests decoded without a break.
+        model, ``cost_model`` is of another model, GPU or tensor-parallel degree, or fewer
+        than two of its requests decoded without a break.
     """
     deployment = deployment or deployment_of(run)
     check_modelled(deployment, allow=False, where=str(run.path))
+    found = mismatch(cost_model, deployment)
+    if found is not None:
+        raise CalibrationError(
+            f"{found}: a machine file is fitted with the run's own kernel model, or the "
+            "difference would be taken for the machine's"
+        )
     spec = find_gpu(deployment.hardware)
     if spec is None:
         raise CalibrationError(
@@ -126,13 +136,14 @@ def fit_machine(
             "machine file is of one GPU kind (schedlab.llm.gpus)"
         )
     collective = _collective(deployment)
-    latency = link_for(spec.name).link.latency_s
-    host_s, bandwidth = 1e-3, link_for(spec.name).link.bandwidth_Bps if collective else None
+    published = link_for(spec.name)
+    latency = published.link.latency_s
+    host_s, bandwidth = 0.0, published.link.bandwidth_Bps if collective else None
     tried: list[tuple[float, float, float | None]] = []
     share = FIRST_SHARE
     settled = False
     for count in range(1, rounds + 1):
-        link = None if bandwidth is None else Link(bandwidth, latency)
+        link = None if bandwidth is None else _candidate(Link(bandwidth, latency))
         model = cost_model.deployed(host_s=host_s, link=link, ep=deployment.ep)
         result, _ = simulate_recorded(run, model, deployment)
         spans = _spans(run, result)
@@ -162,7 +173,12 @@ def fit_machine(
         run=run.directory.name,
         requests_sha256=requests_sha256(run),
         cost_model=cost_model.name,
-        fit={"misfit": misfit, "rounds": float(len(tried)), "settled": float(settled)},
+        fit={
+            "misfit": misfit,
+            "rounds": float(len(tried)),
+            "settled": float(settled),
+            "latency_published": float(published.kind == "published"),
+        },
     )
 
 
@@ -195,7 +211,7 @@ def _steps(
     :math:`b_j` (module docstring), from the model without host time at two bandwidths;
     a lockstep step is timed for the whole group, an idle replica's dummy batch included."""
     low, high = (
-        cost_model.deployed(host_s=0.0, link=Link(b, latency), ep=deployment.ep)
+        cost_model.deployed(host_s=0.0, link=_candidate(Link(b, latency)), ep=deployment.ep)
         for b in _PROBES_BPS
     )
     shapes = [batch.shape for batch in result.batches if batch.shape is not None]
@@ -254,6 +270,11 @@ def _misfit(spans: Spans, result: EngineRun) -> float:
     first, last, measured = spans
     ends = result.iteration_end_s
     return float(np.mean(np.log((ends[last] - ends[first]) / measured) ** 2))
+
+
+def _candidate(link: Link) -> LinkEvidence:
+    """A link the fit tries."""
+    return LinkEvidence(link, "machine", "a link the machine fit tries")
 
 
 def _collective(deployment: Deployment) -> str:

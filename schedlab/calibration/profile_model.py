@@ -91,6 +91,7 @@ from schedlab.errors import FormatError, InputTypeError
 from schedlab.json_files import check_keys, json_integer, json_number, text_field
 from schedlab.llm.gpu_deployment import GpuDeployment
 from schedlab.llm.interconnect import Link
+from schedlab.llm.link_evidence import EVIDENCE_KINDS, LinkEvidence
 from schedlab.serving.cost_model import BatchShape, Chunk
 from schedlab.serving.prefill_replay import PrefillReplay
 from schedlab.serving.sloweave import SLOWeaveState
@@ -202,6 +203,15 @@ class ProfileCostModel:
     host_s: float = 0.0
 
     def __post_init__(self) -> None:
+        par = self.parallelism
+        if par.link_evidence not in ("", *EVIDENCE_KINDS) or (
+            par.link is None and par.link_evidence
+        ):
+            raise ValueError(
+                f"cost model {self.name!r}: parallelism.link_evidence "
+                f"{par.link_evidence!r}: one of {', '.join(EVIDENCE_KINDS)} for a link, "
+                "'' when not recorded or without one"
+            )
         if not 0 <= self.host_s <= MAX_HOST_S:
             raise ValueError(
                 f"cost model {self.name!r}: host_s must be from 0 to {MAX_HOST_S:g} s "
@@ -241,17 +251,22 @@ class ProfileCostModel:
         return self._head  # type: ignore[attr-defined]
 
     def deployed(
-        self, *, link: Link | None = None, ep: int | None = None, host_s: float | None = None
+        self,
+        *,
+        link: LinkEvidence | None = None,
+        ep: int | None = None,
+        host_s: float | None = None,
     ) -> ProfileCostModel:
-        """The same model with ``link`` between the GPUs, experts spread over ``ep`` GPUs
-        and ``host_s`` of host time a step, each ``None`` for its own
-        (:func:`schedlab.calibration.machine_file.machine_terms` chooses them)."""
+        """The same model with ``link`` between the GPUs (recorded with its evidence's
+        kind), experts spread over ``ep`` GPUs and ``host_s`` of host time a step, each
+        ``None`` for its own (:func:`schedlab.calibration.machine_file.machine_terms`
+        chooses them)."""
         par = self.parallelism
+        if link is not None:
+            par = dataclasses.replace(par, link=link.link, link_evidence=link.kind)
         return dataclasses.replace(
             self,
-            parallelism=dataclasses.replace(
-                par, link=link or par.link, ep=par.ep if ep is None else ep
-            ),
+            parallelism=dataclasses.replace(par, ep=par.ep if ep is None else ep),
             host_s=self.host_s if host_s is None else host_s,
         )
 

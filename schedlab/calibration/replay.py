@@ -539,20 +539,27 @@ def _band(
     terms: MachineTerms | None,
     simulated: dict[str, float],
 ) -> dict[str, tuple[float, float]]:
-    """Each metric's lowest and highest simulated value over the ends of every term that
-    is assumed or taken from a range of published figures: the KV capacity of a run that
-    does not record it, and a published or assumed link (its slow and fast ends); empty
-    when every term is measured."""
-    variants = []
+    """Each metric's lowest and highest simulated value over every combination of the ends
+    of the terms that are assumed or taken from a range of published figures: the KV
+    capacity of a run that does not record it (its low end and the point), and a
+    published or assumed link (its slow end, the point and its fast end); empty when every
+    term is measured."""
+    engines = [deployment.engine]
     if deployment.kv_band is not None and deployment.kv_band[0] < deployment.engine.kv_tokens:
-        low = dataclasses.replace(deployment.engine, kv_tokens=deployment.kv_band[0])
-        variants.append(scenario.with_(engine=low))
-    if terms is not None and terms.link_ends is not None:
-        for end in terms.link_ends:
-            variants.append(scenario.with_(cost_model=terms.model.deployed(link=end)))
-    if not variants:
+        engines.append(dataclasses.replace(deployment.engine, kv_tokens=deployment.kv_band[0]))
+    models = [scenario.cost_model]
+    link = None if terms is None else terms.link
+    if terms is not None and link is not None and link.ends is not None:
+        models += [terms.model.deployed(link=end) for end in link.at_ends()]
+    corners = [
+        scenario.with_(engine=engine, cost_model=model)
+        for engine in engines
+        for model in models
+        if (engine, model) != (deployment.engine, scenario.cost_model)
+    ]
+    if not corners:
         return {}
-    ends = [run_metrics(*_simulate(run, v, deployment.lockstep)[1]) for v in variants]
+    ends = [run_metrics(*_simulate(run, c, deployment.lockstep)[1]) for c in corners]
     return {
         key: (
             min(simulated[key], *(e[key] for e in ends)),

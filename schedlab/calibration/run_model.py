@@ -9,8 +9,9 @@ tensor-parallel degree (:func:`check_model_fits` refuses another):
    ``tp<t>/`` folder, :func:`find_profile`: ``meta.yaml``'s ``model`` and ``hardware``
    the run's, ``t`` the run's tensor-parallel degree), calibrated
    (:func:`~schedlab.calibration.fit.calibrate`) and cached as JSON (:func:`cache_directory`),
-   keyed by the SHA-256 of every file of the profile that a calibration may read and of
-   schedlab's version, so that a changed profile or a new release fits again. Expert
+   keyed by the SHA-256 of every file of the profile that a calibration may read, of
+   schedlab's version and of the code that fits, so that a changed profile, release or
+   fitting code fits again. Expert
    parallelism and the link are the deployment's, applied when the run is replayed.
 
 A run whose setting no profile covers is refused with the list of the profiles found.
@@ -169,14 +170,25 @@ def cache_directory() -> Path:
     return Path(base) / "schedlab"
 
 
+#: The source files whose code makes a calibration: the calibration package and the
+#: published links a model records.
+_FITTING_CODE = (
+    *sorted(Path(__file__).parent.glob("*.py")),
+    Path(__file__).parents[1] / "llm" / "link_evidence.py",
+)
+
+
 def _profile_key(profile_dir: Path, tp: int) -> str:
-    """SHA-256 over schedlab's version, ``tp`` and every file a calibration of ``tp`` may
-    read (``meta.yaml``, ``tp<tp>/`` and ``tp1/``, where ``moe.csv`` may come from)."""
+    """SHA-256 over schedlab's version, the code that fits (:data:`_FITTING_CODE`), ``tp``
+    and every file a calibration of ``tp`` may read (``meta.yaml``, ``tp<tp>/`` and
+    ``tp1/``, where ``moe.csv`` may come from)."""
     try:
         release = version("schedlab")
     except PackageNotFoundError:  # run from a source tree that is not installed
         release = "source"
     digest = hashlib.sha256(f"schedlab {release}; tp {tp}\n".encode())
+    for code in _FITTING_CODE:  # a fit changed by the code, not the release, fits again
+        digest.update(hashlib.sha256(code.read_bytes()).digest())
     files = [profile_dir / "meta.yaml"]
     for folder in sorted({f"tp{tp}", "tp1"}):
         files += sorted(p for p in (profile_dir / folder).glob("*") if p.is_file())

@@ -94,8 +94,18 @@ def _check_output(output: Path) -> None:
         raise CalibrationError(f"-o {output}: is a directory")
 
 
-#: ``calibrate`` options of a profile's fit, not of ``calibrate machine``.
+#: ``calibrate`` options of a profile's fit, not of ``calibrate machine``, and the reverse.
 _PROFILE_ONLY = ("model", "tp", "link", "margin_quantile", "name")
+_MACHINE_ONLY = ("run", "cost_model", "rounds")
+
+
+def _given(args: argparse.Namespace, keys: tuple[str, ...]) -> list[str]:
+    """Those of the options ``keys`` given on the command line, as written there."""
+    return [
+        "RUN" if key == "run" else f"--{key.replace('_', '-')}"
+        for key in keys
+        if getattr(args, key) is not None
+    ]
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
@@ -106,14 +116,10 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
     if args.profile_dir == "machine":
         return _cmd_calibrate_machine(args)
-    if args.run is not None:
+    given = _given(args, _MACHINE_ONLY)
+    if given:
         raise CalibrationError(
-            f"calibrate: one PROFILE_DIR, got also {args.run!r} (calibrate machine RUN fits "
-            "a machine file)"
-        )
-    if args.cost_model is not None or args.rounds is not None:
-        raise CalibrationError(
-            "--cost-model, --rounds: options of calibrate machine RUN, not of a profile's fit"
+            f"{', '.join(given)}: options of calibrate machine RUN, not of a profile's fit"
         )
     args.tp = 1 if args.tp is None else args.tp
     args.margin_quantile = 0.95 if args.margin_quantile is None else args.margin_quantile
@@ -158,7 +164,7 @@ def _cmd_calibrate_machine(args: argparse.Namespace) -> int:
     from schedlab.progress import Progress
     from schedlab.serving.cost_model import get_cost_model
 
-    given = [f"--{key.replace('_', '-')}" for key in _PROFILE_ONLY if getattr(args, key)]
+    given = _given(args, _PROFILE_ONLY)
     if given:
         raise CalibrationError(
             f"{', '.join(given)}: options of a profile's fit, not of calibrate machine"
@@ -195,6 +201,11 @@ def _cmd_calibrate_machine(args: argparse.Namespace) -> int:
             "settled" if fit["settled"] else "NOT settled: the round budget (--rounds) ended it"
         )
         print(f"fit: misfit J {fit['misfit']:.4g} after {int(fit['rounds'])} rounds, {settled}")
+        if machine.host_s == 0:
+            print(
+                "the host time sits at its bound, 0: the kernel model alone already takes "
+                "as long as the run's steps, or longer"
+            )
     return 0
 
 
@@ -218,6 +229,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
     if args.plot:
         check_figure_path(args.plot, "--plot")
+    machine = _machine(args)  # a bad file is refused before any model is fitted
     run = read_recorded_run(args.run)
     deployment = deployment_of(
         run,
@@ -253,7 +265,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         series=args.plot is not None,
         engine_kind=args.engine,
         engine_model=args.vllm_model,
-        machine=_machine(args),
+        machine=machine,
         data_dir=None if args.cost_model is None else args.data_dir,  # refused when unread
     )
     if args.plot:

@@ -503,7 +503,7 @@ def _link_band(
         return {}
     runs = [
         simulate(args.workload, scenario.with_(cost_model=model.deployed(link=end)), **window)
-        for end in ends
+        for end in ends.at_ends()
     ]
     summaries = [summary, *(run.summary for run in runs)]
     band = {}
@@ -560,7 +560,9 @@ def _simulate_report(args: argparse.Namespace, result: Any) -> None:
     s = result.summary
     band = args.band
     if args.format == "json":
-        extra = {"band": band} if band else {}
+        extra = ({"band": band} if band else {}) | (
+            {"machine": args.machine} if getattr(args, "machine", None) else {}
+        )
         print(json.dumps({**s.to_dict(), "wall_s": result.wall_s, **kv_json(args), **extra}))
         return
     if args.format == "csv":

@@ -112,6 +112,10 @@ class Link:
         """Seconds of a ring all-gather (or reduce-scatter) of ``size`` bytes in all."""
         return self.all_reduce_s(size, ranks) / 2
 
+    def describe(self) -> str:
+        """``"25 GB/s, 20 us"``: the figures as a person reads them."""
+        return f"{self.bandwidth_Bps / 1e9:.3g} GB/s, {self.latency_s * 1e6:.3g} us"
+
     def to_dict(self) -> dict[str, float]:
         return {"bandwidth_Bps": self.bandwidth_Bps, "latency_s": self.latency_s}
 
@@ -125,8 +129,10 @@ class Link:
             If it is not an object with both figures (none is assumed), or a figure is not
             a finite number or out of range.
         """
-        if not isinstance(data, dict) or not {"bandwidth_Bps", "latency_s"} <= set(data):
-            raise FormatError(f"{where}: expected an object with bandwidth_Bps and latency_s")
+        if not isinstance(data, dict) or set(data) != {"bandwidth_Bps", "latency_s"}:
+            raise FormatError(
+                f"{where}: expected an object of bandwidth_Bps and latency_s, and no other key"
+            )
         bandwidth = json_number(data["bandwidth_Bps"], f"{where}.bandwidth_Bps")
         latency = json_number(data["latency_s"], f"{where}.latency_s")
         try:

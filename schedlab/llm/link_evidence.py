@@ -51,6 +51,7 @@ from schedlab.json_files import read_text
 from schedlab.llm.interconnect import Link, parse_link
 
 __all__ = [
+    "EVIDENCE_KINDS",
     "PUBLISHED_LINKS",
     "LinkEvidence",
     "PublishedLink",
@@ -106,6 +107,10 @@ PUBLISHED_LINKS: dict[str, PublishedLink] = {
 }
 
 
+#: The kinds of evidence of a link, strongest first (:class:`LinkEvidence`).
+EVIDENCE_KINDS = ("measured", "machine", "published", "assumed")
+
+
 @dataclass(frozen=True)
 class LinkEvidence:
     """A link and what it rests on.
@@ -127,6 +132,17 @@ class LinkEvidence:
     kind: str
     note: str
     ends: tuple[Link, Link] | None = None
+
+    def at_ends(self) -> tuple[LinkEvidence, LinkEvidence]:
+        """The link at the slow and at the fast end of its evidence (itself at both when
+        it has no band)."""
+        if self.ends is None:
+            return self, self
+        slow, fast = self.ends
+        return (
+            LinkEvidence(slow, self.kind, f"the slow end of: {self.note}"),
+            LinkEvidence(fast, self.kind, f"the fast end of: {self.note}"),
+        )
 
 
 _ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+\S+\s+\S+\s+-?\d+\s+([0-9.eE+-]+)(?:\s|$)")
@@ -180,9 +196,8 @@ def read_nccl_tests(path: str | Path) -> LinkEvidence:
     return LinkEvidence(
         link,
         "measured",
-        f"link {link.bandwidth_Bps / 1e9:.3g} GB/s, {link.latency_s * 1e6:.3g} us a step: "
-        f"fitted to {len(s)} all_reduce_perf rows over {ranks} ranks in {path} (worst "
-        f"relative error of the fit {worst:.1f} %)",
+        f"link {link.describe()} a step: fitted to {len(s)} all_reduce_perf rows over "
+        f"{ranks} ranks in {path} (worst relative error of the fit {worst:.1f} %)",
     )
 
 
@@ -217,5 +232,5 @@ def link_given(text: str, flag: str = "--link") -> LinkEvidence:
     return LinkEvidence(
         link,
         "measured",
-        f"link {link.bandwidth_Bps / 1e9:.3g} GB/s, {link.latency_s * 1e6:.3g} us a step ({flag})",
+        f"link {link.describe()} a step ({flag})",
     )

@@ -16,11 +16,10 @@ Replicas
 --------
 A deployment of ``dp`` data-parallel replicas (vLLM's ``data_parallel_size``) runs one
 engine per replica, each with its own scheduler, seats and KV cache, under one
-:class:`Driver`. Arriving requests go to the replica of least ``4 * waiting + running``
-(ties to the lowest index), the score of vLLM's load balancer
-(``vllm/v1/engine/core_client.py``, ``DPLBAsyncMPClient.get_core_engine_for_request``,
-lines 1337–1365; here with the replicas' counts at the arrival, where vLLM's client sees
-them as published every 100 ms). Replicas of a dense model step independently (vLLM runs
+:class:`Driver`. Arriving requests go where vLLM's data-parallel client sends them
+(:class:`~schedlab.serving.dp_balancer.DataParallelBalancer`: least ``4 * waiting +
+running`` on its view of the ranks, refreshed every 100 ms and counting the requests it
+sent since). Replicas of a dense model step independently (vLLM runs
 them as separate engine cores, ``vllm/v1/engine/core.py`` lines 1071–1082). Replicas of
 a mixture-of-experts model with expert parallelism step in *lockstep*
 (``DPEngineCoreProc``, ``core.py`` lines 1696–1750): every forward pass exchanges the
@@ -41,6 +40,7 @@ import numpy as np
 from schedlab.errors import ServingError
 from schedlab.predictions import Intervals
 from schedlab.serving.cost_model import BatchShape, hardware_of
+from schedlab.serving.dp_balancer import DataParallelBalancer
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.engine_kinds import Replica
 from schedlab.serving.iteration import BatchRecord
@@ -49,7 +49,7 @@ from schedlab.serving.prediction import predict_outputs
 from schedlab.serving.request_state import RequestState
 from schedlab.serving.workloads import RequestStream
 
-__all__ = ["EVENT_KINDS", "Driver", "EngineRun", "check_capacity", "least_loaded"]
+__all__ = ["EVENT_KINDS", "Driver", "EngineRun", "check_capacity"]
 
 _END, _ARRIVAL, _START = 0, 1, 3
 #: Event kinds, in their order at equal times: a subclass's own kinds take the free
@@ -125,11 +125,6 @@ def check_capacity(stream: RequestStream, config: EngineConfig, where: str = "")
         )
 
 
-def least_loaded(engines: Sequence[Replica]) -> Replica:
-    """The replica of least ``4 * waiting + running``, the first on ties (vLLM's score)."""
-    return min(engines, key=lambda engine: engine.load)
-
-
 class Driver:
     """The event loop of one or more replicas serving one request stream.
 
@@ -195,6 +190,7 @@ class Driver:
         self.heap: list[tuple[float, int, int, int]] = []
         self.events = 0
         self.finished = self.violations = 0  # over all replicas
+        self.balancer = DataParallelBalancer(len(self.engines))
         self.group_pending = False  # lockstep: a group start is queued
         self.group_back_to_back = False
 
@@ -235,9 +231,9 @@ class Driver:
         return now
 
     def _arrive(self, t: float, req: RequestState) -> None:
-        """A request arrives: to the least loaded replica (vLLM's balancer)."""
+        """A request arrives: to the replica vLLM's balancer picks."""
         engines = self.engines
-        engine = engines[0] if len(engines) == 1 else least_loaded(engines)
+        engine = engines[0] if len(engines) == 1 else engines[self.balancer.choose(t)]
         req.replica = engine.index
         engine.arrive(req)
         self._wake(t, engine)
@@ -256,10 +252,17 @@ class Driver:
             engine.start_pending = True
             self._push(t, _START, engine.index)
 
+    def _planned(self, engine: Replica) -> None:
+        """A replica scheduled a step: under asynchronous scheduling vLLM has scheduled it
+        by the time the step before it reports (:mod:`schedlab.serving.dp_balancer`)."""
+        if engine.config.async_scheduling:
+            self.balancer.report(engine.index, engine.counts)
+
     def _start(self, t: float, index: int) -> None:
         if not self.lockstep:
             engine = self.engines[index]
             shape = engine.plan(t)
+            self._planned(engine)
             engine.start_pending = engine.back_to_back = False
             if shape is not None:
                 self._push(t + engine.duration(shape), _END, index)
@@ -269,6 +272,7 @@ class Driver:
         active = []
         for engine in self.engines:
             shape = engine.plan(t)
+            self._planned(engine)
             engine.back_to_back = False
             if shape is not None:
                 shapes.append(shape)
@@ -286,6 +290,7 @@ class Driver:
         engine = self.engines[index]
         finished, violations = engine.finished, engine.violations
         engine.end(t)
+        self.balancer.report(index, engine.counts)  # as vLLM's rank after its step
         self.finished += engine.finished - finished
         self.violations += engine.violations - violations
         engine.busy = False

@@ -282,11 +282,13 @@ class Engine:
         return bool(self.running or self.waiting or self.inbox)
 
     @property
-    def load(self) -> int:
-        """vLLM's load-balancing score, ``4 * waiting + running``. (Under asynchronous
-        scheduling a request vLLM admits a step ahead counts as waiting here until that
-        step starts: ``docs/vllm.md``, "Known deviation".)"""
-        return 4 * (len(self.waiting) + len(self.inbox)) + len(self.running)
+    def counts(self) -> tuple[int, int]:
+        """``(waiting, running)`` as vLLM's scheduler reports them to its data-parallel
+        balancer (:mod:`schedlab.serving.dp_balancer`): requests that arrived while a
+        batch was in flight are not counted yet. (Under asynchronous scheduling a request
+        vLLM admits a step ahead counts as waiting here until that step starts:
+        ``docs/vllm.md``, "Known deviation".)"""
+        return len(self.waiting), len(self.running)
 
     def arrive(self, req: RequestState, *, hand_off: bool = False) -> None:
         """Queue an arriving request (one iteration late under asynchronous scheduling

@@ -78,9 +78,11 @@ class Replica(Protocol):
         cached blocks whose content an allocation overwrote.
     iteration_end, batches
         End time of each iteration so far, and a record of each (when asked for).
-    has_work, load
-        Whether it has requests to serve, and vLLM's load-balancing score
-        ``4 * waiting + running``.
+    has_work, counts
+        Whether it has requests to serve, and ``(waiting, running)`` as its scheduler
+        reports them to vLLM's data-parallel balancer
+        (:mod:`schedlab.serving.dp_balancer`): requests not yet handed to the scheduler
+        are not counted.
     """
 
     index: int
@@ -101,7 +103,7 @@ class Replica(Protocol):
     def has_work(self) -> bool: ...
 
     @property
-    def load(self) -> int: ...
+    def counts(self) -> tuple[int, int]: ...
 
     @property
     def evicted_blocks(self) -> int: ...

@@ -16,6 +16,7 @@ from schedlab.calibration.fit import calibrate
 from schedlab.calibration.profile_model import ProfileCostModel
 from schedlab.calibration.skew import SkewTable
 from schedlab.llm.interconnect import Link
+from schedlab.llm.link_evidence import LinkEvidence
 from schedlab.serving.cost_model import load_cost_model
 from schedlab.serving.sloweave import SLOWeaveState, deadline_safe_chunk
 
@@ -43,7 +44,9 @@ def models(tmp_path_factory, qwen_models_or_none):
     for model, _ in (qwen_models_or_none or {}).values():
         found.append(model)
         if model.experts is not None:
-            found.append(model.deployed(link=Link(25e9, 10e-6), ep=2))
+            found.append(
+                model.deployed(link=LinkEvidence(Link(25e9, 10e-6), "measured", "a test"), ep=2)
+            )
     return found
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -169,11 +170,11 @@ def test_the_link_follows_its_evidence_order(tmp_path):
     deployment = deployment_of(read_recorded_run(_template(tmp_path, tp=2)))
     model = _model(2)
     published = machine_terms(model, deployment)
-    assert published.link_ends is not None  # a published link carries its band
+    assert published.link.ends is not None  # a published link carries its band
     assert published.model.parallelism.link == deployment.link.link
     assert any("NOT MODELLED" in note for note in published.notes)
     machine = machine_terms(model, deployment, _machine())
-    assert machine.model.parallelism.link == Link(25e9, 7.5e-6) and machine.link_ends is None
+    assert machine.model.parallelism.link == Link(25e9, 7.5e-6) and machine.link.ends is None
     assert machine.model.host_s == 1e-3
     given = dataclasses.replace(
         deployment, link=LinkEvidence(Link(16e9, 20e-6), "measured", "--link")
@@ -186,7 +187,7 @@ def test_replay_acts_on_link_for_a_tensor_parallel_model(tmp_path, capsys):
     # --link was once ignored for a model calibrated at tp 2: every option acts.
     run = _template(tmp_path, tp=2)
     model = _model(2)
-    model = model.deployed(link=Link(54e9, 3.75e-6))
+    model = model.deployed(link=LinkEvidence(Link(54e9, 3.75e-6), "published", "a test"))
     path = tmp_path / "tp2.json"
     path.write_text(json.dumps(model.to_dict()))
     outputs = []
@@ -220,7 +221,7 @@ def test_calibrate_machine_and_the_serving_commands_use_it(tmp_path, capsys):
     run = _synthetic(tmp_path, 1, 2.0e-3, None)
     out = tmp_path / "machine.json"
     assert main(["calibrate", "machine", str(run), "--cost-model", SHIPPED, "-o", str(out)]) == 0
-    assert "host time 2 ms a step" in capsys.readouterr().out
+    assert re.search(r"host time 2(\.0\d)? ms a step", capsys.readouterr().out)
     simulate = ["simulate", "--cost-model", SHIPPED, "--rate", "2", "--duration", "5s", "--json"]
     assert main(simulate) == 0
     plain = json.loads(capsys.readouterr().out)
@@ -235,9 +236,11 @@ def test_calibrate_machine_and_the_serving_commands_use_it(tmp_path, capsys):
 
 def test_deploying_one_term_keeps_the_others():
     # the band's link ends are put on a model already spread over the replicas' GPUs
-    model = _model().deployed(ep=2, host_s=1e-3).deployed(link=Link(30e9, 1e-5))
+    link = LinkEvidence(Link(30e9, 1e-5), "measured", "a test")
+    model = _model().deployed(ep=2, host_s=1e-3).deployed(link=link)
     assert model.parallelism.ep == 2 and model.host_s == 1e-3
     assert model.parallelism.link == Link(30e9, 1e-5)
+    assert model.parallelism.link_evidence == "measured"  # the link keeps its evidence
 
 
 def test_simulate_shows_a_band_at_the_ends_of_a_published_link(tmp_path, capsys):

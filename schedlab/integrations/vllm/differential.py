@@ -195,7 +195,7 @@ def random_trace(family: str, rng: np.random.Generator) -> Trace:
                     copy = int(rng.integers(0, k))
                     prompt[k], ids[k] = prompt[copy], ids[copy]
             prefix = SharedPrefixes(prefix.block_tokens, tuple(ids))
-        output = rng.integers(1, 201 if family == "pressure" else 61, n)
+        output = rng.integers(1, 201 if family in ("pressure", "ranks") else 61, n)
     block_size = int(rng.choice([8, 16, 32]))
     seqs = int(rng.integers(1, 17))
     largest = -(-int(np.max(prompt + output - 1)) // block_size)

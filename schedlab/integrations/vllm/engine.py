@@ -191,10 +191,11 @@ class VllmEngine:
         return bool(self._pending or self._ahead is not None or self.scheduler.has_requests())
 
     @property
-    def load(self) -> int:
-        """vLLM's load-balancing score, ``4 * waiting + running``."""
-        scheduler = self.scheduler
-        return 4 * (len(scheduler.waiting) + len(self._pending)) + len(scheduler.running)
+    def counts(self) -> tuple[int, int]:
+        """``(waiting, running)`` as the scheduler reports them to vLLM's data-parallel
+        balancer (``Scheduler.get_request_counts``)."""
+        running, waiting = self.scheduler.get_request_counts()
+        return waiting, running
 
     def arrive(self, req: Any) -> None:
         """Queue an arriving request; the scheduler gets it before its next ``schedule``."""
