@@ -208,7 +208,11 @@ def sensitivity(fitted: list[Fitted]) -> list[str]:
         for label, n, kv, chunk in BATCHES:
             times = []
             for variant in variants:
-                par = dataclasses.replace(f.cost_model.parallelism, link=variant)
+                par = dataclasses.replace(
+                    f.cost_model.parallelism,
+                    link=variant,
+                    link_evidence="" if variant is None else "assumed",  # a sensitivity
+                )
                 model = dataclasses.replace(f.cost_model, parallelism=par)
                 chunks = [(chunk, 0)] if chunk else []
                 times.append(model.iteration_time(n, n * kv, chunks) * 1e3)

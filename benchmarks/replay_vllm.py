@@ -144,7 +144,7 @@ def print_report(name: str, report: ReplayReport, walls: list[float]) -> None:
             f"  {key:<14}{m.measured * 1e3:>11.1f}{m.simulated * 1e3:>11.1f}"
             f"{m.diff_pct:>+9.2f}{theirs}"
         )
-    within = sum(abs(m.diff_pct) <= TARGET_PCT for m in report.metrics.values())
+    within = within_count(report)
     worst, diff = report.worst
     print(
         f"  within {TARGET_PCT:g} %: {within}/15; worst {worst} {diff:+.2f} %; "
@@ -154,11 +154,15 @@ def print_report(name: str, report: ReplayReport, walls: list[float]) -> None:
     )
 
 
+def within_count(report: ReplayReport) -> int:
+    """How many of the 15 metrics lie within :data:`TARGET_PCT` of their measurement."""
+    return sum(abs(m.diff_pct) <= TARGET_PCT for m in report.metrics.values())
+
+
 def within(report: ReplayReport) -> str:
     """``n/15 within 5 % (worst key +d %)``."""
-    count = sum(abs(m.diff_pct) <= TARGET_PCT for m in report.metrics.values())
     worst, diff = report.worst
-    return f"{count}/15 within {TARGET_PCT:g} % (worst {worst} {diff:+.2f} %)"
+    return f"{within_count(report)}/15 within {TARGET_PCT:g} % (worst {worst} {diff:+.2f} %)"
 
 
 def carried(
@@ -191,7 +195,7 @@ def ablations(
         variants["pooled skew alpha only"] = (dataclasses.replace(model, skew=pooled), deployment)
         variants["no skew correction"] = (dataclasses.replace(model, skew=None), deployment)
     if model.parallelism.tp > 1 or deployment.lockstep:
-        alone = dataclasses.replace(model.parallelism, link=None)
+        alone = dataclasses.replace(model.parallelism, link=None, link_evidence="")
         variants["no collectives"] = (
             dataclasses.replace(model, parallelism=alone),
             dataclasses.replace(deployment, link=None),
@@ -249,7 +253,7 @@ def markdown_run(
     machined: list[tuple[MachineFile, ReplayReport]],
 ) -> list[str]:
     """The report section of one run."""
-    within = sum(abs(m.diff_pct) <= TARGET_PCT for m in report.metrics.values())
+    within = within_count(report)
     worst, diff = report.worst
     lines = [
         f"## {name}",
@@ -297,14 +301,9 @@ def markdown_run(
             "|---|---|---|" + "---|" * (len(report.metrics) + 1),
         ]
         for machine, other in machined:
-            link = (
-                "none"
-                if machine.link is None
-                else f"{machine.link.bandwidth_Bps / 1e9:.3g} GB/s, "
-                f"{machine.link.latency_s * 1e6:.3g} us"
-            )
+            link = "none" if machine.link is None else machine.link.describe()
             cells = " | ".join(f"{m.diff_pct:+.2f}" for m in other.metrics.values())
-            count = sum(abs(m.diff_pct) <= TARGET_PCT for m in other.metrics.values())
+            count = within_count(other)
             lines.append(
                 f"| {machine.run} | {machine.host_s * 1e3:.3f} | {link} | {cells} | {count}/15 |"
             )
@@ -319,7 +318,7 @@ def markdown_run(
     ]
     for label, variant in variants.items():
         cells = " | ".join(f"{variant.metrics[k].diff_pct:+.2f}" for k in keys)
-        count = sum(abs(m.diff_pct) <= TARGET_PCT for m in variant.metrics.values())
+        count = within_count(variant)
         lines.append(f"| {label} | {cells} | {count}/15 |")
     if report.measured_series is not None and report.series is not None:
         measured, simulated = decode_rate(report.measured_series), decode_rate(report.series)
@@ -332,6 +331,62 @@ def markdown_run(
         ]
     lines += ["", f"![{name}]({figure})", ""]
     return lines
+
+
+def fit_machines(runs: list[Path]) -> dict[str, MachineFile]:
+    """A machine file fitted on each run, by the run's name."""
+    machines = {}
+    for directory in runs:
+        run = read_recorded_run(directory)
+        deployment = deployment_of(run)
+        machine = fit_machine(run, fitted_model(run, deployment), deployment=deployment)
+        machines[directory.name] = machine
+        print(f"{directory.name}: {machine.note()}; fit {machine.fit}")
+    return machines
+
+
+def report_header(machines: dict[str, MachineFile], summary: list[str]) -> list[str]:
+    """The fidelity page's head: how it was made, the machine files, what they carry."""
+    return [
+        "# Fidelity: recorded vLLM runs replayed",
+        "",
+        stamp("python benchmarks/replay_vllm.py --report"),
+        "",
+        "Each run is replayed as a new user would (`schedlab replay RUN`): its deployment "
+        "read from its own records, its cost model calibrated from the profile of its "
+        "GPU and model (`docs/calibration.md` gives the evidence for every term), "
+        "nothing fitted to its timestamps or summaries. Beside it, the run replayed "
+        "with a machine file (host time a step, link) fitted on *another* run of the "
+        "same GPU kind. Machine files fitted on each run:",
+        "",
+        "| run | GPU | host ms a step | link (fitted on) | misfit J | rounds |",
+        "|---|---|---|---|---|---|",
+        *(
+            f"| {name} | {m.gpu} | {m.host_s * 1e3:.3f} | "
+            + (
+                "none (no collective)"
+                if m.link is None
+                else f"{m.link.describe()} ({m.collective})"
+            )
+            + f" | {m.fit['misfit']:.3g} | {int(m.fit['rounds'])}"
+            + ("" if m.fit["settled"] else " (budget ended it)")
+            + " |"
+            for name, m in machines.items()
+        ),
+        "",
+        "## Machine files: what they carry and what they do not",
+        "",
+        "A machine file carries the fitted run's host time whole: data-parallel "
+        "replicas synchronise on the host every step, so a file fitted on a "
+        "data-parallel run holds more host time than one GPU of the machine spends. "
+        "Each run, plain and with the files of the other runs of its GPU; and whether "
+        "its measured metrics lie inside the band of the terms it does not measure:",
+        "",
+        *summary,
+        "",
+        "Add your own runs with `--runs DIR ...`.",
+        "",
+    ]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -358,15 +413,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.plot = args.plot or args.report_out.parent / "fidelity"
         args.ablation = True
     sections: list[str] = []
-    machines: dict[str, MachineFile] = {}
+    machines = fit_machines(runs)
     summary: list[str] = []
-    for directory in runs:  # a machine file of each run, for the other runs of its GPU
-        run = read_recorded_run(directory)
-        deployment = deployment_of(run)
-        model = fitted_model(run, deployment)
-        machine = fit_machine(run, model, deployment=deployment)
-        machines[directory.name] = machine
-        print(f"{directory.name}: {machine.note()}; fit {machine.fit}")
     for directory in runs:
         run = read_recorded_run(directory)
         deployment = deployment_of(run)
@@ -402,47 +450,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     directory.name, deployment, model, reports[0], variants, figure, machined
                 )
     if args.report:
-        header = [
-            "# Fidelity: recorded vLLM runs replayed",
-            "",
-            stamp("python benchmarks/replay_vllm.py --report"),
-            "",
-            "Each run is replayed as a new user would (`schedlab replay RUN`): its deployment "
-            "read from its own records, its cost model calibrated from the profile of its "
-            "GPU and model (`docs/calibration.md` gives the evidence for every term), "
-            "nothing fitted to its timestamps or summaries. Beside it, the run replayed "
-            "with a machine file (host time a step, link) fitted on *another* run of the "
-            "same GPU kind. Machine files fitted on each run:",
-            "",
-            "| run | GPU | host ms a step | link (fitted on) | misfit J | rounds |",
-            "|---|---|---|---|---|---|",
-            *(
-                f"| {name} | {m.gpu} | {m.host_s * 1e3:.3f} | "
-                + (
-                    "none (no collective)"
-                    if m.link is None
-                    else f"{m.link.bandwidth_Bps / 1e9:.3g} GB/s, "
-                    f"{m.link.latency_s * 1e6:.3g} us ({m.collective})"
-                )
-                + f" | {m.fit['misfit']:.3g} | {int(m.fit['rounds'])}"
-                + ("" if m.fit["settled"] else " (budget ended it)")
-                + " |"
-                for name, m in machines.items()
-            ),
-            "",
-            "## Machine files: what they carry and what they do not",
-            "",
-            "A machine file carries the fitted run's host time whole: data-parallel "
-            "replicas synchronise on the host every step, so a file fitted on a "
-            "data-parallel run holds more host time than one GPU of the machine spends. "
-            "Each run, plain and with the files of the other runs of its GPU; and whether "
-            "its measured metrics lie inside the band of the terms it does not measure:",
-            "",
-            *summary,
-            "",
-            "Add your own runs with `--runs DIR ...`.",
-            "",
-        ]
+        header = report_header(machines, summary)
         args.report_out.parent.mkdir(parents=True, exist_ok=True)
         args.report_out.write_text("\n".join(header + sections), encoding="utf-8")
         print(f"wrote {args.report_out}")

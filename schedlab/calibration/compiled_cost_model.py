@@ -130,7 +130,7 @@ _EXPERT_ROWS = _SKEW_SHAPE + 4
 
 class Parallel(Protocol):
     """What :func:`pack` reads of a model's parallelism
-    (:class:`~schedlab.calibration.profile_model.Parallelism`)."""
+    (:class:`~schedlab.calibration.parallelism.Parallelism`)."""
 
     @property
     def tp(self) -> int: ...

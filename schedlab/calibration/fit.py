@@ -80,7 +80,8 @@ from schedlab.calibration.held_out import (
     skew_variant,
 )
 from schedlab.calibration.layouts import OpLayout, get_layout
-from schedlab.calibration.profile_model import Parallelism, ProfileCostModel
+from schedlab.calibration.parallelism import Parallelism
+from schedlab.calibration.profile_model import ProfileCostModel
 from schedlab.calibration.profiles import (
     AttentionRows,
     LLMServingSimProfile,

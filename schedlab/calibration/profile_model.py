@@ -83,60 +83,22 @@ import numpy as np
 
 from schedlab.calibration.attention_grid import AttentionGrid
 from schedlab.calibration.curves import MonotoneCurve
-from schedlab.calibration.deployment import MAX_TENSOR_PARALLEL
-from schedlab.calibration.experts import MAX_EXPERTS, ExpertTable
+from schedlab.calibration.experts import ExpertTable
+from schedlab.calibration.parallelism import Parallelism
 from schedlab.calibration.profiles import SourceFile
 from schedlab.calibration.skew import SkewTable
 from schedlab.errors import FormatError, InputTypeError
-from schedlab.json_files import check_keys, json_integer, json_number, text_field
+from schedlab.json_files import check_keys, json_number, text_field
 from schedlab.llm.gpu_deployment import GpuDeployment
-from schedlab.llm.interconnect import Link
 from schedlab.llm.link_evidence import EVIDENCE_KINDS, LinkEvidence
 from schedlab.serving.cost_model import BatchShape, Chunk
 from schedlab.serving.prefill_replay import PrefillReplay
 from schedlab.serving.sloweave import SLOWeaveState
 
-__all__ = ["KIND", "Parallelism", "ProfileCostModel", "load_profile_cost_model"]
+__all__ = ["KIND", "MAX_HOST_S", "ProfileCostModel", "load_profile_cost_model"]
 
 #: The ``kind`` of the JSON form.
 KIND = "profile-grid"
-
-
-@dataclass(frozen=True)
-class Parallelism:
-    """How one engine's GPUs share an iteration.
-
-    Attributes
-    ----------
-    tp
-        Tensor-parallel degree (the profile's ``tp<t>`` folder).
-    hidden, dtype_bytes
-        The model's hidden size and bytes per element: a collective moves
-        ``tokens * hidden * dtype_bytes`` bytes.
-    link
-        The link between the GPUs (``None``: collectives are not modelled, which is exact
-        only on one GPU).
-    ep
-        Expert-parallel degree: the experts are spread, whole, over ``ep`` GPUs (1: each
-        expert's weights are split over the ``tp`` GPUs of an engine instead).
-    link_evidence
-        What ``link`` rests on (:class:`~schedlab.llm.link_evidence.LinkEvidence`'s
-        ``kind``: ``measured``, ``published``, ``assumed``; ``""``: not recorded).
-    """
-
-    tp: int = 1
-    hidden: int = 0
-    dtype_bytes: int = 2
-    link: Link | None = None
-    ep: int = 1
-    link_evidence: str = ""
-
-    def collectives_s(self, tokens: int, layers: int) -> float:
-        """Two all-reduces of the batch's activations per layer (module docstring)."""
-        if self.tp <= 1 or self.link is None or tokens <= 0:
-            return 0.0
-        size = tokens * self.hidden * self.dtype_bytes
-        return 2 * layers * self.link.tensor_all_reduce_s(size, self.tp)
 
 
 @dataclass(frozen=True, eq=False)
@@ -434,7 +396,6 @@ class ProfileCostModel:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form, kind ``profile-grid``."""
-        par = self.parallelism
         return {
             "kind": KIND,
             "name": self.name,
@@ -462,14 +423,7 @@ class ProfileCostModel:
             "attention": self.attention.to_dict(),
             "skew": None if self.skew is None else self.skew.to_dict(),
             "experts": None if self.experts is None else self.experts.to_dict(),
-            "parallelism": {
-                "tp": par.tp,
-                "ep": par.ep,
-                "hidden": par.hidden,
-                "dtype_bytes": par.dtype_bytes,
-                "link": None if par.link is None else par.link.to_dict(),
-                "link_evidence": par.link_evidence,
-            },
+            "parallelism": self.parallelism.to_dict(),
             "hardware": self.hardware,
             "report": dict(self.report),
             "deployment": None if self.deployment is None else self.deployment.to_dict(),
@@ -560,23 +514,6 @@ def _get(data: Mapping[str, Any], key: str, where: str, kind: type | tuple[type,
     return value
 
 
-def _parallelism(data: Any, where: str) -> Parallelism:
-    if data is None:
-        return Parallelism()
-    if not isinstance(data, Mapping):
-        raise FormatError(f"{where}: expected an object")
-    check_keys(data, _PARALLELISM_KEYS, where)
-    link = data.get("link")
-    return Parallelism(
-        json_integer(_get(data, "tp", where, int), f"{where}.tp", 1, MAX_TENSOR_PARALLEL),
-        json_integer(data.get("hidden", 0), f"{where}.hidden", 0, MAX_HIDDEN),
-        json_integer(data.get("dtype_bytes", 2), f"{where}.dtype_bytes", 1, 8),
-        None if link is None else Link.from_dict(link, f"{where}.link"),
-        json_integer(data.get("ep", 1), f"{where}.ep", 1, MAX_EXPERTS),
-        text_field(data, "link_evidence", "", where),
-    )
-
-
 def _report(data: Any, where: str) -> dict[str, float | None]:
     """The fit's report figures: an object of finite numbers or ``null`` (not fitted)."""
     if data is None:
@@ -601,10 +538,6 @@ def _sources(data: Any, where: str) -> tuple[SourceFile, ...]:
         for k, item in enumerate(data)
     )
 
-
-#: The widest hidden size read (elements): 16 times the widest of a published model
-#: (Llama-3.1-405B, 16,384), so only a wrong value passes it.
-MAX_HIDDEN = 2**18
 
 #: The most host time of one step (seconds) a model takes: vLLM's host work of a step
 #: (scheduling, input preparation) is milliseconds; a second is a unit slip.
@@ -631,7 +564,6 @@ _KEYS = (
     "host_s",
 )
 _MODEL_KEYS = ("name", "layers", "profiled_layers")
-_PARALLELISM_KEYS = ("tp", "ep", "hidden", "dtype_bytes", "link", "link_evidence")
 
 
 def load_profile_cost_model(data: Mapping[str, Any], where: str) -> ProfileCostModel:
@@ -690,7 +622,7 @@ def load_profile_cost_model(data: Mapping[str, Any], where: str) -> ProfileCostM
             attention=AttentionGrid.from_dict(data.get("attention"), f"{where}: attention"),
             skew=None if skew is None else SkewTable.from_dict(skew, f"{where}: skew"),
             experts=expert_table,
-            parallelism=_parallelism(data.get("parallelism"), f"{where}: parallelism"),
+            parallelism=Parallelism.from_dict(data.get("parallelism"), f"{where}: parallelism"),
             margin_s=json_number(data.get("margin_s"), f"{where}: margin_s"),
             hardware=text_field(data, "hardware", "", where),
             source=text_field(data, "source", "", where),

@@ -433,25 +433,20 @@ def replay(
     tpot_target_s
         TPOT target handed to SLO-aware policies (unused by ``vllm``).
     allow_mismatch
-        Replay even with a cost model of another model, GPU or TP degree, or a run
-        that records a setting the simulator does not model
-        (:func:`~schedlab.calibration.deployment.check_modelled`; the report's notes
-        then name it).
+        Replay even with a cost model of another model, GPU or TP degree, or a run that
+        records a setting the simulator does not model (the report's notes name it).
     series
-        Also build the simulated per-second series (for
-        :func:`~schedlab.plotting.plot_replay`; its cost grows with the run's span).
+        Also build the per-second series (for :func:`~schedlab.plotting.plot_replay`).
     engine_kind
         Whose scheduler runs the replicas: ``schedlab``, or ``vllm`` for vLLM's own
         (:mod:`schedlab.serving.engine_kinds`; ``policy`` must then be ``vllm``).
     engine_model
         The model folder of an engine kind that reads one (``vllm``; ``None``: its own).
     data_dir
-        The data directory whose ``profiles/`` a run without a shipped model is
-        calibrated from (default ``$SCHEDLAB_DATA``).
+        Where a run without a shipped model finds ``profiles/`` (``$SCHEDLAB_DATA``).
     machine
-        A machine file whose host time and link the calibrated model takes
-        (:func:`~schedlab.calibration.machine_file.machine_terms`); it must be of the
-        run's GPU and vLLM release and fitted on another run.
+        A machine file of the run's GPU and release, fitted on another run, whose terms
+        the model takes (:func:`~schedlab.calibration.machine_file.machine_terms`).
 
     Raises
     ------
@@ -463,22 +458,7 @@ def replay(
     """
     deployment = deployment or deployment_of(run)
     check_modelled(deployment, allow=allow_mismatch, where=str(run.path))
-    if cost_model is None:
-        cost_model, _ = model_for_run(deployment, data_dir, run=run)
-    elif data_dir is not None:
-        raise CalibrationError(
-            "--data-dir: read only to calibrate the run's profile when no cost model is given"
-        )
-    else:
-        cost_model = get_cost_model(cost_model)
-    given = deployment.link is not None and deployment.link.kind == "measured"
-    if given and not isinstance(cost_model, ProfileCostModel):
-        raise CalibrationError(
-            f"--link: only a calibrated (profile-grid) cost model times collectives; "
-            f"{cost_model.name} would not use it"
-        )
-    if not allow_mismatch:
-        check_model_fits(cost_model, deployment)
+    cost_model = _model(run, deployment, cost_model, data_dir, allow_mismatch)
     terms = None
     if machine is not None:
         machine.check(deployment.hardware or hardware_of(cost_model), run)
@@ -497,22 +477,10 @@ def replay(
         simulated_series(result, run.prompt, deployment.engine.total_blocks) if series else None
     )
     wall = time.perf_counter() - started
-    measured = run_metrics(run.ttft_s, run.tpot_s, run.latency_s)
-    metrics = {
-        key: MetricComparison(
-            measured[key],
-            simulated[key],
-            100.0 * (simulated[key] - measured[key]) / measured[key]
-            if measured[key]
-            else math.nan,
-            band.get(key),
-        )
-        for key in METRIC_KEYS
-    }
     records = result.records
     first, tpot, latency = per_request
     return ReplayReport(
-        metrics,
+        _compare(run_metrics(run.ttft_s, run.tpot_s, run.latency_s), simulated, band),
         wall,
         len(records),
         sum(r.finished for r in records),
@@ -530,6 +498,50 @@ def replay(
         engine_kind=engine_kind,
         machine_notes=() if terms is None else terms.notes,
     )
+
+
+def _compare(
+    measured: dict[str, float], simulated: dict[str, float], band: dict[str, tuple[float, float]]
+) -> dict[str, MetricComparison]:
+    """Each metric measured, simulated, their difference (%) and its band."""
+    return {
+        key: MetricComparison(
+            measured[key],
+            simulated[key],
+            100.0 * (simulated[key] - measured[key]) / measured[key]
+            if measured[key]
+            else math.nan,
+            band.get(key),
+        )
+        for key in METRIC_KEYS
+    }
+
+
+def _model(
+    run: RecordedRun,
+    deployment: Deployment,
+    cost_model: CostModel | str | None,
+    data_dir: str | Path | None,
+    allow_mismatch: bool,
+) -> CostModel:
+    """The cost model of :func:`replay`, refusing an option it would not act on."""
+    if cost_model is None:
+        cost_model, _ = model_for_run(deployment, data_dir, run=run)
+    elif data_dir is not None:
+        raise CalibrationError(
+            "--data-dir: read only to calibrate the run's profile when no cost model is given"
+        )
+    else:
+        cost_model = get_cost_model(cost_model)
+    given = deployment.link is not None and deployment.link.kind == "measured"
+    if given and not isinstance(cost_model, ProfileCostModel):
+        raise CalibrationError(
+            f"--link: only a calibrated (profile-grid) cost model times collectives; "
+            f"{cost_model.name} would not use it"
+        )
+    if not allow_mismatch:
+        check_model_fits(cost_model, deployment)
+    return cost_model
 
 
 def _band(

@@ -296,9 +296,12 @@ _LINK_HELP = (
 
 def register(subparsers: Any) -> None:
     """Add ``calibrate`` and ``replay`` to the ``schedlab`` command line."""
-    from schedlab.cli.serving import engine_kind_options
-    from schedlab.serving.cost_model import cost_model_names
-    from schedlab.serving.policy_registry import policy_names
+    _calibrate_parser(subparsers)
+    _replay_parser(subparsers)
+
+
+def _calibrate_parser(subparsers: Any) -> None:
+    """``calibrate``: a profile's fit, or ``calibrate machine``."""
 
     cal = subparsers.add_parser(
         "calibrate",
@@ -372,6 +375,13 @@ def register(subparsers: Any) -> None:
         writes=["output"],
         resolve={"run": _run_files, "cost_model": cost_model_files},
     )
+
+
+def _replay_parser(subparsers: Any) -> None:
+    """``replay``."""
+    from schedlab.cli.serving import engine_kind_options
+    from schedlab.serving.cost_model import cost_model_names
+    from schedlab.serving.policy_registry import policy_names
 
     rep = subparsers.add_parser(
         "replay",

@@ -20,7 +20,8 @@ from schedlab.calibration.machine_file import (
     save_machine_file,
 )
 from schedlab.calibration.machine_fit import fit_machine
-from schedlab.calibration.profile_model import Parallelism, ProfileCostModel
+from schedlab.calibration.parallelism import Parallelism
+from schedlab.calibration.profile_model import ProfileCostModel
 from schedlab.calibration.recorded_run import read_recorded_run
 from schedlab.calibration.replay import replay
 from schedlab.cli import main

@@ -221,7 +221,7 @@ _NOT_NUMBERS = [
     (("skew", "alpha_default"), "0.04", r"skew\.alpha_default: expected a finite number"),
     (("skew", "axes", "n_bins", 1), True, r"skew\.axes\.n_bins\[1\]: expected a finite number"),
     (("skew", "axes", "n_labels", 0), 2, r"skew\.axes\.n_labels\[0\]: expected a label"),
-    (("parallelism", "tp"), True, r"here: parallelism: tp: unexpected value"),
+    (("parallelism", "tp"), True, r"here: parallelism\.tp: expected an integer from 1"),
     (("parallelism", "hidden"), 4096.0, r"parallelism\.hidden: expected an integer from 0"),
     (("parallelism", "dtype_bytes"), 2**70, r"parallelism\.dtype_bytes: expected an integer"),
     (("parallelism", "ep"), "1", r"parallelism\.ep: expected an integer from 1 to 4,096"),
