@@ -539,6 +539,11 @@ def _model(
             f"--link: only a calibrated (profile-grid) cost model times collectives; "
             f"{cost_model.name} would not use it"
         )
+    if given and cost_model.parallelism.tp <= 1 and not deployment.lockstep:  # type: ignore[attr-defined]
+        raise CalibrationError(
+            f"--link: the cost model {cost_model.name} is of one GPU (tp 1) and this "
+            "deployment has no expert parallelism across replicas: no collective would use it"
+        )
     if not allow_mismatch:
         check_model_fits(cost_model, deployment)
     return cost_model

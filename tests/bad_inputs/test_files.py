@@ -284,5 +284,11 @@ def test_the_tables_and_runs_here_are_valid_unchanged(tmp_path, capsys):
     assert main([*argv, "--hardware", "G"]) == 0 and (out / "meta.yaml").is_file()
     replay = ["replay", str(_run(tmp_path / "run")), *_ENGINE, "--cost-model", "sloweave-default"]
     assert main(replay) == 0
-    assert main([*replay, "--tp", "2", "--link", "25GB/s,0us"]) == 0
+    model = tmp_path / "tp2.json"  # the imported profile's model, on two GPUs
+    assert main(["calibrate", str(out), "-o", str(model)]) == 0
+    data = json.loads(model.read_text())
+    data["parallelism"].update(tp=2, hidden=4096)
+    model.write_text(json.dumps(data))
+    link = ["--cost-model", str(model), "--tp", "2", "--link", "25GB/s,0us"]
+    assert main([*replay[:-2], *link]) == 0
     capsys.readouterr()

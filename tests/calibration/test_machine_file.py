@@ -274,6 +274,11 @@ def test_simulate_shows_a_band_at_the_ends_of_a_published_link(tmp_path, capsys)
             "--link: only a calibrated",
         ),
         (1, ["--cost-model", SHIPPED, "--data-dir", "."], "--data-dir: read only"),
+        (
+            2,
+            ["--cost-model", SHIPPED, "--allow-mismatch", "--link", "16GB/s,20us"],
+            "--link: the cost model rtxpro6000_llama-3.1-8b is of one GPU",
+        ),
     ],
 )
 def test_a_replay_option_that_would_not_act_is_refused(tmp_path, capsys, tp, extra, said):
