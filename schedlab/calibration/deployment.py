@@ -448,9 +448,8 @@ class _Records:
                 )
             return None
         instances = self.instances()
-        evidence = given or link_for(str(instances[0].get("hardware", "")) if instances else "")
-        self.notes.append(evidence.note)
-        return evidence
+        # its note goes with the link chosen (schedlab.calibration.machine_file)
+        return given or link_for(str(instances[0].get("hardware", "")) if instances else "")
 
     def gpu_bytes(self) -> tuple[float, str]:
         """One GPU's memory in bytes, and where it was read."""

@@ -235,19 +235,20 @@ def link_ends(model: CostModel) -> LinkEvidence | None:
     """The evidence of a calibrated model's tensor-parallel link when it is published or
     assumed (:func:`~schedlab.llm.link_evidence.link_for` its GPU), whose ends
     (:meth:`~schedlab.llm.link_evidence.LinkEvidence.at_ends`) a simulation is repeated at
-    to show each metric's band; ``None`` when the model has no collective or its link was
-    measured, fitted or not recorded."""
+    to show each metric's band (also for a link whose evidence the file does not record);
+    ``None`` when the model has no collective or its link was measured or fitted."""
     if not isinstance(model, ProfileCostModel):
         return None
     par = model.parallelism
-    if par.tp <= 1 or par.link is None or par.link_evidence not in ("published", "assumed"):
+    if par.tp <= 1 or par.link is None or par.link_evidence in ("measured", "machine"):
         return None
     return link_for(model.hardware)
 
 
 def _link(model: ProfileCostModel, machine: MachineFile | None) -> LinkEvidence | None:
-    """The link a machine file gives, else the model's own when it was measured or its
-    evidence is not recorded (a file from before it was), else ``None``."""
+    """The link a machine file gives, else the model's own when it was measured, else
+    ``None`` (a link whose evidence the file does not record, from before it did, is
+    taken for the published one it most likely was)."""
     if machine is not None and machine.link is not None:
         return LinkEvidence(
             machine.link,
@@ -256,13 +257,12 @@ def _link(model: ProfileCostModel, machine: MachineFile | None) -> LinkEvidence 
             f"{machine.collective} of {machine.run}",
         )
     own = model.parallelism
-    if own.link is None or own.link_evidence not in ("measured", ""):
+    if own.link is None or own.link_evidence != "measured":
         return None
-    said = "measured" if own.link_evidence else "its evidence not recorded in the file"
     return LinkEvidence(
         own.link,
-        own.link_evidence or "measured",
-        f"link {own.link.describe()}: the cost model {model.name}'s own, {said}",
+        "measured",
+        f"link {own.link.describe()}: the cost model {model.name}'s own, measured",
     )
 
 

@@ -177,8 +177,8 @@ def fit_machine(
             "misfit": misfit,
             "rounds": float(len(tried)),
             "settled": float(settled),
-            "latency_published": float(published.kind == "published"),
-        },
+        }
+        | ({"latency_published": float(published.kind == "published")} if collective else {}),
     )
 
 

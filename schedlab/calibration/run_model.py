@@ -171,10 +171,10 @@ def cache_directory() -> Path:
 
 
 #: The source files whose code makes a calibration: the calibration package and the
-#: published links a model records.
+#: models, GPUs and links it reads (``schedlab.llm``).
 _FITTING_CODE = (
     *sorted(Path(__file__).parent.glob("*.py")),
-    Path(__file__).parents[1] / "llm" / "link_evidence.py",
+    *sorted((Path(__file__).parents[1] / "llm").glob("*.py")),
 )
 
 

@@ -18,8 +18,9 @@ A deployment of ``dp`` data-parallel replicas (vLLM's ``data_parallel_size``) ru
 engine per replica, each with its own scheduler, seats and KV cache, under one
 :class:`Driver`. Arriving requests go where vLLM's data-parallel client sends them
 (:class:`~schedlab.serving.dp_balancer.DataParallelBalancer`: least ``4 * waiting +
-running`` on its view of the ranks, refreshed every 100 ms and counting the requests it
-sent since). Replicas of a dense model step independently (vLLM runs
+running`` on its view of the ranks, which the ranks of a mixture-of-experts model update
+and a dense model's do not, counting the requests it sent since). Replicas of a dense
+model step independently (vLLM runs
 them as separate engine cores, ``vllm/v1/engine/core.py`` lines 1071–1082). Replicas of
 a mixture-of-experts model with expert parallelism step in *lockstep*
 (``DPEngineCoreProc``, ``core.py`` lines 1696–1750): every forward pass exchanges the
@@ -190,7 +191,8 @@ class Driver:
         self.heap: list[tuple[float, int, int, int]] = []
         self.events = 0
         self.finished = self.violations = 0  # over all replicas
-        self.balancer = DataParallelBalancer(len(self.engines))
+        # the ranks of a mixture-of-experts model report their counts; a dense one's do not
+        self.balancer = DataParallelBalancer(len(self.engines), reporting=self.lockstep)
         self.group_pending = False  # lockstep: a group start is queued
         self.group_back_to_back = False
 

@@ -285,9 +285,7 @@ class Engine:
     def counts(self) -> tuple[int, int]:
         """``(waiting, running)`` as vLLM's scheduler reports them to its data-parallel
         balancer (:mod:`schedlab.serving.dp_balancer`): requests that arrived while a
-        batch was in flight are not counted yet. (Under asynchronous scheduling a request
-        vLLM admits a step ahead counts as waiting here until that step starts:
-        ``docs/vllm.md``, "Known deviation".)"""
+        batch was in flight are not counted yet."""
         return len(self.waiting), len(self.running)
 
     def arrive(self, req: RequestState, *, hand_off: bool = False) -> None:

@@ -216,7 +216,12 @@ def random_trace(family: str, rng: np.random.Generator) -> Trace:
 
 
 def differential_run(
-    stream: RequestStream, engine: EngineConfig, *, cost_model: Any = None, replicas: int = 1
+    stream: RequestStream,
+    engine: EngineConfig,
+    *,
+    cost_model: Any = None,
+    replicas: int = 1,
+    lockstep: bool = False,
 ) -> tuple[EngineRun, EngineRun, Mismatch | None]:
     """Simulate ``stream`` on both engines; both runs and their first mismatch.
 
@@ -231,8 +236,11 @@ def differential_run(
     replicas
         Data-parallel ranks behind vLLM's router (their steps are compared rank by rank,
         in the order they ended).
+    lockstep
+        The ranks step together and report their counts to the router, as a
+        mixture-of-experts model's do (:mod:`schedlab.serving.dp_balancer`).
     """
-    scenario = Scenario(policy="vllm", engine=engine, replicas=replicas)
+    scenario = Scenario(policy="vllm", engine=engine, replicas=replicas, lockstep=lockstep)
     if cost_model is not None:
         scenario = scenario.with_(cost_model=cost_model)
     ours = run_engine(stream, scenario, record_batches=True)
