@@ -80,7 +80,11 @@ def test_round_trip_and_bad_dict():
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        ({"bandwidth_Bps": 1e9}, "link: expected an object with bandwidth_Bps and latency_s"),
+        ({"bandwidth_Bps": 1e9}, "link: expected an object of bandwidth_Bps and latency_s"),
+        (
+            {"bandwidth_Bps": 1e9, "latency_s": 0, "jitter_s": 0},
+            "link: expected an object of bandwidth_Bps and latency_s, and no other key",
+        ),
         ({"bandwidth_Bps": "1e9", "latency_s": 0}, r"link\.bandwidth_Bps: expected a finite"),
         ({"bandwidth_Bps": 1e9, "latency_s": True}, r"link\.latency_s: expected a finite"),
         ({"bandwidth_Bps": 1e-30, "latency_s": 0}, "link: bandwidth must be from"),
