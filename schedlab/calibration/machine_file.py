@@ -54,6 +54,7 @@ __all__ = [
     "KIND",
     "MachineFile",
     "MachineTerms",
+    "calibrated",
     "link_ends",
     "machine_terms",
     "on_model",
@@ -221,14 +222,26 @@ def on_model(model: CostModel, machine: MachineFile) -> tuple[ProfileCostModel, 
         If ``machine`` is of another GPU than ``model`` or another vLLM release than the
         simulator models.
     """
+    model = calibrated(model, machine)
+    machine.check(model.hardware)
+    link = _link(model, machine) if model.parallelism.tp > 1 else None
+    return model.deployed(link=link, host_s=machine.host_s), machine.note()
+
+
+def calibrated(model: CostModel, machine: MachineFile) -> ProfileCostModel:
+    """``model``, refused unless it is calibrated: ``machine``'s terms go on nothing else.
+
+    Raises
+    ------
+    CalibrationError
+        If ``model`` is not a ``profile-grid`` model.
+    """
     if not isinstance(model, ProfileCostModel):
         raise CalibrationError(
             f"--machine {machine.where}: its terms go on a calibrated cost model (kind "
             f"profile-grid); {model.name} is not one"
         )
-    machine.check(model.hardware)
-    link = _link(model, machine) if model.parallelism.tp > 1 else None
-    return model.deployed(link=link, host_s=machine.host_s), machine.note()
+    return model
 
 
 def link_ends(model: CostModel) -> LinkEvidence | None:

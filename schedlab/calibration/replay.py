@@ -50,7 +50,12 @@ from typing import Any
 import numpy as np
 
 from schedlab.calibration.deployment import Deployment, check_modelled, deployment_of
-from schedlab.calibration.machine_file import MachineFile, MachineTerms, machine_terms, on_model
+from schedlab.calibration.machine_file import (
+    MachineFile,
+    MachineTerms,
+    calibrated,
+    machine_terms,
+)
 from schedlab.calibration.profile_model import ProfileCostModel
 from schedlab.calibration.recorded_run import MeasuredSeries, RecordedRun
 from schedlab.calibration.run_model import check_model_fits, model_for_run
@@ -462,7 +467,7 @@ def replay(
     terms = None
     if machine is not None:
         machine.check(deployment.hardware or hardware_of(cost_model), run)
-        on_model(cost_model, machine)  # refuses a model that is not calibrated
+        calibrated(cost_model, machine)
     if isinstance(cost_model, ProfileCostModel):
         terms = machine_terms(cost_model, deployment, machine)
         cost_model = terms.model
