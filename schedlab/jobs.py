@@ -60,7 +60,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from schedlab.deprecation import warn_renamed
 from schedlab.errors import (
     DataNotFoundError,
     FormatError,
@@ -75,7 +74,6 @@ __all__ = [
     "ATTEMPTS",
     "BACKENDS",
     "DEFAULT_BACKEND",
-    "EXECUTOR_FIELDS",
     "Executor",
     "Job",
     "Outcome",
@@ -91,10 +89,6 @@ BACKENDS: tuple[str, ...] = ("serial", "local", "ray")
 #: The backend of an :class:`Executor` not told otherwise, offline and in serving alike
 #: (:class:`Executor` says why).
 DEFAULT_BACKEND = "local"
-
-#: The fields of an :class:`Executor`: once separate keywords of every function that runs
-#: a grid, still accepted there as deprecated aliases (:func:`executor_of`).
-EXECUTOR_FIELDS: tuple[str, ...] = ("backend", "workers", "address", "results", "progress")
 
 #: Times a job is run alone after a worker died under it, before it is given up (a job
 #: that raises is not retried: it would raise again).
@@ -225,34 +219,21 @@ class Executor:
             )
 
 
-def executor_of(
-    where: str, executor: Executor | None, old: Mapping[str, Any], stacklevel: int = 3
-) -> Executor:
-    """The executor of a function that takes ``executor`` and, as deprecated aliases
-    (warning), the separate keywords ``old`` of :data:`EXECUTOR_FIELDS`.
+def executor_of(where: str, executor: Executor | None) -> Executor:
+    """``executor``, or the default :class:`Executor` for ``None``.
 
     Raises
     ------
     InputTypeError
-        (a ``TypeError``) for a keyword that is none of them, or an ``executor`` that is
-        no :class:`Executor`.
-    InputError
-        For both an ``executor`` and old keywords, or an old keyword's bad value.
+        (a ``TypeError``) for anything else, naming ``where``.
     """
-    unknown = sorted(set(old) - set(EXECUTOR_FIELDS))
-    if unknown:
-        raise InputTypeError(f"{where}() got an unexpected keyword argument {unknown[0]!r}")
-    if executor is not None and not isinstance(executor, Executor):
+    if executor is None:
+        return Executor()
+    if not isinstance(executor, Executor):
         raise InputTypeError(
             f"{where}: executor: expected an Executor, got {type(executor).__name__}"
         )
-    if not old:
-        return Executor() if executor is None else executor
-    if executor is not None:
-        raise InputError(f"{where}: give executor only (its fields are no keywords of their own)")
-    names = ", ".join(f"{key}=..." for key in old)
-    warn_renamed(f"{where}({names})", "executor=Executor(...)", stacklevel)
-    return Executor(**old)
+    return executor
 
 
 class ResultsFile:
@@ -486,7 +467,6 @@ def run_jobs(
     executor: Executor | None = None,
     *,
     desc: str = "jobs",
-    **old: Any,
 ) -> list[Outcome]:
     """Run every job with ``runner`` on ``executor`` (default: :class:`Executor`'s); the
     outcomes, in job order.
@@ -501,16 +481,13 @@ def run_jobs(
         Where they run, the results file and the progress bar (:class:`Executor`).
     desc
         The progress bar's label.
-    old
-        ``backend``, ``workers``, ``address``, ``results``, ``progress``: the deprecated
-        keywords of :class:`Executor`'s fields (warn).
 
     Raises
     ------
     SchedlabError
         For a bad executor, or Ray missing.
     """
-    executor = executor_of("run_jobs", executor, old)
+    executor = executor_of("run_jobs", executor)
     backend, results = executor.backend, executor.results
     jobs = list(jobs)
     workers = (os.cpu_count() or 1) if executor.workers is None else executor.workers

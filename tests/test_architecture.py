@@ -18,7 +18,6 @@ PACKAGE = ROOT / "schedlab"
 LAYERS = {
     "schedlab.errors": 0,
     "schedlab.arguments_check": 0,
-    "schedlab.deprecation": 0,
     "schedlab.budget": 0,
     "schedlab.progress": 0,
     "schedlab.interrupts": 0,

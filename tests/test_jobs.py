@@ -154,19 +154,12 @@ def test_one_default_backend():
     assert Executor().backend == DEFAULT_BACKEND == "local"
 
 
-def test_the_old_executor_keywords_still_work_and_warn(tmp_path):
-    jobs = [Job("sq", {"x": x}) for x in range(3)]
-    with pytest.warns(
-        DeprecationWarning, match=r"run_jobs\(backend=\.\.\., results=\.\.\.\) is deprecated"
-    ):
-        old = run_jobs(square, jobs, backend="serial", results=tmp_path / "r.jsonl")
-    assert [o.value for o in old] == [0, 1, 4]
-    with pytest.raises(SchedlabError, match="give executor only"):
-        run_jobs(square, jobs, Executor("serial"), workers=2)
-    with pytest.raises(TypeError, match="unexpected keyword argument 'backnd'"):
-        run_jobs(square, jobs, backnd="serial")
-    with pytest.raises(SchedlabError, match=r"^backend: expected one of"):
-        run_jobs(square, jobs, backend="cloud")
+def test_an_executor_must_be_one():
+    jobs = [Job("sq", {"x": 1})]
+    with pytest.raises(TypeError, match=r"^run_jobs: executor: expected an Executor, got str$"):
+        run_jobs(square, jobs, "serial")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'backend'"):
+        run_jobs(square, jobs, backend="serial")  # type: ignore[call-arg]
 
 
 def _schedlab(*argv: str) -> list[str]:

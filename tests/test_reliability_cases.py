@@ -208,7 +208,7 @@ def test_export_max_memory_on_the_command_line(tmp_path: Path) -> None:
 # The forged compare line and sweep attainment of 9.99: tests/cli/test_errors.py::
 # test_forged_results_lines_are_refused_on_resume (exit 2, one line), and
 # tests/offline/test_compare.py, tests/serving/test_capacity.py.
-# export inst.lp -o inst.lp, compare inst.png --plot inst.png, compare --out DIR with a
+# export inst.lp -o inst.lp, compare inst.png --plot inst.png, compare --output DIR with a
 # symlinked report.csv: tests/cli/test_errors.py::
 # test_an_output_naming_an_input_is_refused_and_the_input_kept.
 # "margn_s" in a cost model, "outptu" in a request: tests/cli/test_errors.py::

@@ -134,10 +134,6 @@ def _attach_negative_values(argv: Sequence[str]) -> list[str]:
     return out
 
 
-#: The form of :func:`schedlab.deprecation.warn_renamed`'s warnings.
-_DEPRECATED = r".* is deprecated; use "
-
-
 def _run(argv: Sequence[str] | None) -> int:
     given = sys.argv[1:] if argv is None else list(argv)
     if given == ["--version"]:  # at once: no subcommand's parser is built
@@ -151,8 +147,6 @@ def _run(argv: Sequence[str] | None) -> int:
     args = parser.parse_args(_attach_negative_values(given))
     with warnings.catch_warnings():
         warnings.simplefilter("always", SchedlabNote)
-        # schedlab's own deprecations (schedlab.deprecation): one line each
-        warnings.filterwarnings("always", _DEPRECATED, DeprecationWarning)
         shown = warnings.showwarning
 
         def show(
@@ -165,8 +159,6 @@ def _run(argv: Sequence[str] | None) -> int:
         ) -> None:
             if issubclass(category, SchedlabNote):  # a note on the input: one line
                 print(f"schedlab: note: {_one_line(str(message))}", file=sys.stderr)
-            elif issubclass(category, DeprecationWarning) and re.match(_DEPRECATED, str(message)):
-                print(f"schedlab: warning: {_one_line(str(message))}", file=sys.stderr)
             else:
                 shown(message, category, filename, lineno, file, line)
 

@@ -23,7 +23,7 @@ from schedlab.cli.arguments import (
     single_or_grid,
 )
 from schedlab.cli.durations import parse_duration
-from schedlab.cli.outputs import add_format_option, hidden_alias, open_output, wrote
+from schedlab.cli.outputs import add_format_option, wrote
 from schedlab.cli.serving import (
     _common,
     _cost_model_option,
@@ -45,7 +45,6 @@ from schedlab.cli.serving import (
 )
 from schedlab.errors import ServingError
 from schedlab.jobs import DEFAULT_BACKEND
-from schedlab.tables import rows_to_csv
 
 __all__ = ["register"]
 
@@ -223,13 +222,11 @@ def _headroom(args: argparse.Namespace) -> int:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from schedlab.plotting.figures import check_figure_path, check_output_path
+    from schedlab.plotting.figures import check_figure_path
     from schedlab.serving.capacity import GridError, sweep
 
     policies = args.policies
     rates = [_positive_number(r, "--rates") for r in args.rates]
-    if args.csv:
-        check_output_path(args.csv, "--csv")
     if args.plot:
         check_figure_path(args.plot, "--plot")
     try:
@@ -257,9 +254,6 @@ def _sweep_report(args: argparse.Namespace, points: Sequence[Any]) -> None:
     if not points:
         return
     rows = [p.row() for p in points]
-    if args.csv:  # the old spelling of --format csv to a file, beside the table
-        with open_output(args.csv) as handle:
-            rows_to_csv(rows, handle)
     if args.plot:
         from schedlab.plotting.sweep import plot_sweep
 
@@ -376,11 +370,9 @@ def register(subparsers: Any) -> None:
         "--rates", type=comma_list, required=True, help="comma-separated rates, requests/s"
     )
     add_executor_options(swp)
-    swp.set_defaults(csv=None)
-    hidden_alias(swp, "--csv", "csv")  # now --format csv, to standard output
     swp.add_argument(
         "--plot", default=None, metavar="FILE.png", help="write attainment vs rate (PNG/PDF/SVG)"
     )
     swp.add_argument("--quiet", action="store_true", help="no progress on stderr")
     swp.set_defaults(func=_sweep)
-    declare_serving_files(swp, ["vllm_model", "results"], ["csv", "plot", "results"])
+    declare_serving_files(swp, ["vllm_model", "results"], ["plot", "results"])

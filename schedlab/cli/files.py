@@ -220,8 +220,7 @@ def declare_files(
         If a name is no argument of ``parser`` (a programming error, caught by the tests).
     """
     labels: dict[str, str] = {}
-    visible_first = sorted(parser._actions, key=lambda action: action.help == argparse.SUPPRESS)
-    for action in visible_first:  # an option's visible spelling, not a hidden alias
+    for action in parser._actions:
         if action.dest in (*reads, *writes) and action.dest not in labels:
             metavar = action.metavar if isinstance(action.metavar, str) else None
             labels[action.dest] = (

@@ -20,7 +20,6 @@ from schedlab.cli.offline import _add_max_memory, _print_json, _time_limit
 from schedlab.cli.outputs import (
     STDOUT,
     add_format_option,
-    hidden_alias,
     wrote,
 )
 from schedlab.errors import InputError
@@ -211,7 +210,6 @@ def register(sub: Any) -> None:
         default=None,
         help=f"mixed, backlog: KV budget M in tokens (default {DEFAULT_KV_TOKENS:,})",
     )
-    hidden_alias(p, "--memory", "kv_tokens", "--kv-tokens", type=positive_int)
     p.add_argument(
         "--long-fraction", type=float, default=None, help="mixed: share of long requests (0.5)"
     )

@@ -25,7 +25,6 @@ from schedlab.cli.files import declare_files
 from schedlab.cli.outputs import (
     STDOUT,
     add_format_option,
-    hidden_alias,
     refuse_stdout,
     table_aside,
     wrote,
@@ -524,7 +523,6 @@ def register(sub: Any) -> None:
         metavar="DIR",
         help="save the report as DIR/report.csv and DIR/report.md",
     )
-    hidden_alias(p, "--out", "output")
     p.add_argument(
         "--plot",
         default=None,

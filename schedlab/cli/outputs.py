@@ -25,7 +25,7 @@ import contextlib
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from schedlab.errors import InputError
 
@@ -33,7 +33,6 @@ __all__ = [
     "FORMATS",
     "STDOUT",
     "add_format_option",
-    "hidden_alias",
     "open_output",
     "refuse_stdout",
     "table_aside",
@@ -63,38 +62,6 @@ def add_format_option(parser: argparse.ArgumentParser) -> None:
         action="store_const",
         const="json",
         help="the same as --format json",
-    )
-
-
-class _Deprecated(argparse.Action):
-    """Store the value as the option's new name does, after one line on stderr."""
-
-    def __init__(self, *args: Any, new: str, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.new = new
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
-        print(f"schedlab: warning: {option_string} is deprecated; use {self.new}", file=sys.stderr)
-        setattr(namespace, self.dest, values)
-
-
-def hidden_alias(
-    parser: argparse.ArgumentParser, flag: str, dest: str, new: str | None = None, **kwargs: Any
-) -> None:
-    """``flag``, an old spelling of the option whose attribute is ``dest``: it still works,
-    and ``--help`` no longer shows it. With ``new`` (the option's name now), using it
-    prints a one-line deprecation warning on stderr; ``kwargs`` read its value as the new
-    option does (``type``)."""
-    if new is not None:
-        kwargs |= {"action": _Deprecated, "new": new}
-    parser.add_argument(
-        flag, dest=dest, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kwargs
     )
 
 

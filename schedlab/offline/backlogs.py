@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from schedlab.deprecation import renamed, renamed_module_attributes
 from schedlab.errors import InstanceError
 from schedlab.llm.lengths import LengthTable, builtin_table
 from schedlab.llm.models import BACKLOG_KV_TOKENS
@@ -114,13 +113,11 @@ def sample_backlog(
     name: str | None = None,
     *,
     max_requests: int = MAX_REQUESTS,
-    memory: int | None = None,
 ) -> Instance:
     """A backlog of ``n`` requests released at round 0, lengths drawn from ``source``
     (refused beyond ``max_requests``), with KV budget ``kv_tokens`` (default
-    :data:`DEFAULT_KV_TOKENS`; ``memory`` is its deprecated name)."""
+    :data:`DEFAULT_KV_TOKENS`)."""
     n = request_count(n, max_requests)
-    kv_tokens = renamed("sample_backlog", "memory", "kv_tokens", memory, kv_tokens)
     kv_tokens = check_int(DEFAULT_KV_TOKENS if kv_tokens is None else kv_tokens, "kv_tokens", 1)
     if isinstance(source, Trace):
         check_lengths(source, source.name, min_prompt=0)
@@ -143,7 +140,6 @@ def mixed_backlog(
     name: str | None = None,
     *,
     max_requests: int = MAX_REQUESTS,
-    memory: int | None = None,
 ) -> Instance:
     """Short chat and long summarization requests, shuffled, released at round 0.
 
@@ -151,7 +147,6 @@ def mixed_backlog(
     (refused beyond ``max_requests``); KV budget ``kv_tokens`` as :func:`sample_backlog`.
     """
     n = request_count(n, max_requests)
-    kv_tokens = renamed("mixed_backlog", "memory", "kv_tokens", memory, kv_tokens)
     kv_tokens = check_int(DEFAULT_KV_TOKENS if kv_tokens is None else kv_tokens, "kv_tokens", 1)
     if not 0.0 <= long_fraction <= 1.0:
         raise InstanceError(f"long_fraction: must be in [0, 1], got {long_fraction}")
@@ -214,7 +209,3 @@ def jaillet_instance(
     return Instance.from_arrays(
         kv_tokens, prompt, output, name=name or f"{kind}-n{count}-s{seed}", meta=meta
     )
-
-
-#: Old names of this module's attributes, still readable (with a warning).
-__getattr__ = renamed_module_attributes(__name__, {"DEFAULT_MEMORY": "DEFAULT_KV_TOKENS"})

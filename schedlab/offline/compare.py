@@ -33,7 +33,7 @@ from schedlab.offline.instance_io import instance_from_dict, instance_to_dict
 from schedlab.offline.result import Result, Status, relative_gap
 from schedlab.offline.solve import available_solvers, solve, with_bound
 from schedlab.offline.solvers import get_solver
-from schedlab.offline.solvers.contract import normalize_options
+from schedlab.offline.solvers.contract import check_options
 from schedlab.offline.verify import verify
 from schedlab.tables import rows_to_csv, to_pandas
 
@@ -276,7 +276,6 @@ def compare(
     bound: str | None = "best",
     options: Mapping[str, Mapping[str, Any]] | None = None,
     executor: Executor | None = None,
-    **old: Any,
 ) -> Comparison:
     """Solve ``instance`` with each solver and measure every gap to one lower bound.
 
@@ -288,10 +287,9 @@ def compare(
     :class:`Failure` and the others go on. ``options``: each solver's own options by
     solver name (``{"local-search": {"work": 5000}}``). The bound and each solver are
     jobs of :func:`compare_all`, run by ``executor`` (:class:`~schedlab.jobs.Executor`:
-    where they run, a results file, a progress bar; its old separate keywords
-    ``backend``, ``workers``, ``address``, ``results``, ``progress`` are deprecated).
+    where they run, a results file, a progress bar).
     """
-    executor = executor_of("compare", executor, old)
+    executor = executor_of("compare", executor)
     check_instance(instance, "compare")
     return compare_all(
         [instance],
@@ -315,7 +313,6 @@ def compare_all(
     bound: str | None = "best",
     options: Mapping[str, Mapping[str, Any]] | None = None,
     executor: Executor | None = None,
-    **old: Any,
 ) -> list[Comparison]:
     """:func:`compare` on every instance, as one grid of jobs (:mod:`schedlab.jobs`): per
     instance its bound and each solver, run by ``executor`` (as :func:`compare`) and,
@@ -324,7 +321,7 @@ def compare_all(
     the same result as :func:`~schedlab.offline.solve.solve` gives with it), so the jobs
     do not wait for one another and the comparison is the same on every executor.
     """
-    executor = executor_of("compare_all", executor, old)
+    executor = executor_of("compare_all", executor)
     if not isinstance(instances, Sequence):
         raise InputTypeError(
             f"instances: expected a sequence of instances, got {type(instances).__name__}"
@@ -547,6 +544,4 @@ def solver_options(
             f"options given for {', '.join(stray)}, which is not among the solvers "
             f"({', '.join(names)})"
         )
-    return {
-        name: normalize_options(name, get_solver(name).fn, given.get(name, {})) for name in names
-    }
+    return {name: check_options(name, get_solver(name).fn, given.get(name, {})) for name in names}

@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 
-from schedlab.deprecation import renamed, renamed_attribute
 from schedlab.errors import InfeasibleInstanceError, InputTypeError, InstanceError
 
 __all__ = ["MAX_PRODUCT", "MAX_VALUE", "Instance", "Request", "check_instance", "check_int"]
@@ -128,7 +127,7 @@ class Request:
         return self.prompt * self.output + self.output * (self.output + 1) // 2
 
 
-@dataclass(frozen=True, init=False)
+@dataclass(frozen=True)
 class Instance:
     """A backlog of requests and a KV-cache budget ``M``; frozen and validated.
 
@@ -142,8 +141,6 @@ class Instance:
         Free label.
     meta
         Free, JSON-serialisable information (source, proven optimum, ...).
-    memory
-        Deprecated name of ``kv_tokens`` (warns).
 
     Raises
     ------
@@ -158,26 +155,6 @@ class Instance:
     requests: tuple[Request, ...]
     name: str = ""
     meta: Mapping[str, Any] = field(default_factory=dict)
-
-    def __init__(
-        self,
-        kv_tokens: int | None = None,
-        requests: Sequence[Request] = (),
-        name: str = "",
-        meta: Mapping[str, Any] | None = None,
-        *,
-        memory: int | None = None,
-    ) -> None:
-        kv_tokens = renamed("Instance", "memory", "kv_tokens", memory, kv_tokens)
-        if kv_tokens is None:
-            raise InstanceError("kv_tokens: missing (the KV budget M in tokens)")
-        object.__setattr__(self, "kv_tokens", kv_tokens)
-        object.__setattr__(self, "requests", requests)
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "meta", {} if meta is None else meta)
-        self.__post_init__()
-
-    memory = renamed_attribute("memory", "kv_tokens")
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kv_tokens", check_int(self.kv_tokens, "kv_tokens", 1))
@@ -207,18 +184,14 @@ class Instance:
     @classmethod
     def from_arrays(
         cls,
-        kv_tokens: int | None = None,
-        prompt: Sequence[int] | np.ndarray = (),
-        output: Sequence[int] | np.ndarray = (),
+        kv_tokens: int,
+        prompt: Sequence[int] | np.ndarray,
+        output: Sequence[int] | np.ndarray,
         arrival: Sequence[int] | np.ndarray | None = None,
         name: str = "",
         meta: Mapping[str, Any] | None = None,
-        *,
-        memory: int | None = None,
     ) -> Instance:
-        """Build an instance from equal-length arrays of prompt, output (and arrival);
-        ``memory`` is the deprecated name of ``kv_tokens``."""
-        kv_tokens = renamed("Instance.from_arrays", "memory", "kv_tokens", memory, kv_tokens)
+        """Build an instance from equal-length arrays of prompt, output (and arrival)."""
         prompt, output = _values(prompt, "prompt"), _values(output, "output")
         arrival = [0] * len(prompt) if arrival is None else _values(arrival, "arrival")
         if not len(prompt) == len(output) == len(arrival):

@@ -142,7 +142,6 @@ def run_report(
     options: Mapping[str, Mapping[str, Any]] | None = None,
     out_dir: str | Path | None = None,
     executor: Executor | None = None,
-    **old: Any,
 ) -> Report:
     """Compare ``solvers`` on every instance; optionally save the tables.
 
@@ -170,11 +169,8 @@ def run_report(
         that makes the run resumable and the progress bar over them all
         (:class:`schedlab.jobs.Executor`); the report is the same on every executor but
         for the runtimes.
-    old
-        ``backend``, ``workers``, ``address``, ``results``, ``progress``: the deprecated
-        keywords of the executor's fields (warn).
     """
-    executor = executor_of("run_report", executor, old)
+    executor = executor_of("run_report", executor)
     solvers = solver_names(solvers)
     solver_options(solvers, options)  # checked before any instance is read
     if out_dir is not None:

@@ -16,7 +16,7 @@ from schedlab.offline.instance import Instance, check_instance
 from schedlab.offline.result import Result, Status, relative_gap
 from schedlab.offline.schedule import Schedule
 from schedlab.offline.solvers import available_solvers, get_solver
-from schedlab.offline.solvers.contract import normalize_options
+from schedlab.offline.solvers.contract import check_options
 from schedlab.offline.verify import verify
 from schedlab.progress import Progress, progress_for
 
@@ -116,7 +116,7 @@ def solve(
     """
     check_instance(instance, "solve")
     info = get_solver(solver)
-    options = normalize_options(solver, info.fn, options)
+    options = check_options(solver, info.fn, options)
     check_seed(seed, "seed")
     if bound is not None and not isinstance(bound, str | Bound):
         raise InputTypeError(

@@ -545,15 +545,13 @@ def sweep(
     duration_s: float = DEFAULT_WINDOW_S,
     data_dir: str | None = None,
     executor: Executor | None = None,
-    **old: Any,
 ) -> list[SweepPoint]:
     """Simulate every policy at every rate of ``scenario`` (its policy is replaced by
     each of ``policies``; same seed: common random numbers), one job a point.
 
     ``executor`` (:class:`schedlab.jobs.Executor`) runs the jobs: the points are the
     same on every executor, and with a results file a rerun computes only the points not
-    yet there. Its fields' old separate keywords (``backend``, ``workers``, ``address``,
-    ``results``, ``progress``) are deprecated (warn).
+    yet there.
 
     Raises
     ------
@@ -565,7 +563,7 @@ def sweep(
     GridError
         After every point ran, if some failed (the others in ``error.done``).
     """
-    executor = executor_of("sweep", executor, old)
+    executor = executor_of("sweep", executor)
     check_types(
         "sweep",
         workload=(workload, (str,)),
@@ -625,7 +623,6 @@ def capacity_grid(
     max_rps: float = 1000.0,
     data_dir: str | None = None,
     executor: Executor | None = None,
-    **old: Any,
 ) -> list[CapacityResult]:
     """:func:`capacity` of every policy under every prediction model and seed, one job a
     search, in the order policy by policy, model by model, seed by seed. The search
@@ -643,7 +640,7 @@ def capacity_grid(
     GridError
         After every search ran, if some failed.
     """
-    executor = executor_of("capacity_grid", executor, old)
+    executor = executor_of("capacity_grid", executor)
     if not policies or not seeds:
         raise ServingError("capacity grid: give at least one policy and one seed")
     _check_search(target, rel_tol, start_rps, max_rps)

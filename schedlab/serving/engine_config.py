@@ -28,7 +28,6 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from schedlab.deprecation import renamed, renamed_attribute, renamed_keywords
 from schedlab.errors import ServingError
 from schedlab.llm.gpu_deployment import GpuDeployment
 from schedlab.llm.models import ILLUSTRATIVE_KV_TOKENS
@@ -39,7 +38,7 @@ __all__ = ["BLOCK_SIZES", "EngineConfig", "engine_for"]
 BLOCK_SIZES: tuple[int, ...] = (1, 8, 16, 32, 64, 128, 256)
 
 
-@dataclass(frozen=True, init=False)
+@dataclass(frozen=True)
 class EngineConfig:
     """Limits and behaviours of one serving engine.
 
@@ -51,7 +50,6 @@ class EngineConfig:
         :data:`~schedlab.llm.models.ILLUSTRATIVE_KV_TOKENS` (262,144 tokens, 32 GiB of KV
         cache for Llama-3.1-8B), describes no real GPU: it is the illustrative engine's,
         and :func:`engine_for` replaces it by a calibrated cost model's deployment.
-        ``kv_capacity_tokens`` is its deprecated name (keyword and attribute; warns).
     block_size
         Tokens per KV block, one of :data:`BLOCK_SIZES` (vLLM's default is 16).
     max_num_seqs
@@ -79,36 +77,6 @@ class EngineConfig:
     prefix_caching: bool = True
     reserve_full_prompt: bool = True
     async_scheduling: bool = False
-
-    def __init__(
-        self,
-        kv_tokens: int | None = None,
-        block_size: int = 16,
-        max_num_seqs: int = 256,
-        max_num_batched_tokens: int = 8192,
-        prefix_caching: bool = True,
-        reserve_full_prompt: bool = True,
-        async_scheduling: bool = False,
-        *,
-        kv_capacity_tokens: int | None = None,
-    ) -> None:
-        kv_tokens = renamed(
-            "EngineConfig", "kv_capacity_tokens", "kv_tokens", kv_capacity_tokens, kv_tokens
-        )
-        given = {
-            "kv_tokens": ILLUSTRATIVE_KV_TOKENS if kv_tokens is None else kv_tokens,
-            "block_size": block_size,
-            "max_num_seqs": max_num_seqs,
-            "max_num_batched_tokens": max_num_batched_tokens,
-            "prefix_caching": prefix_caching,
-            "reserve_full_prompt": reserve_full_prompt,
-            "async_scheduling": async_scheduling,
-        }
-        for name, value in given.items():
-            object.__setattr__(self, name, value)
-        self.__post_init__()
-
-    kv_capacity_tokens = renamed_attribute("kv_capacity_tokens", "kv_tokens")
 
     def __post_init__(self) -> None:
         for field in (
@@ -166,7 +134,6 @@ def engine_for(cost_model: Any, **given: Any) -> tuple[EngineConfig, str]:
         If the deployment's memory leaves no room for a KV cache at these limits.
     """
     settings = {key: value for key, value in given.items() if value is not None}
-    settings = renamed_keywords("engine_for", {"kv_capacity_tokens": "kv_tokens"}, settings)
     tokens = settings.pop("kv_tokens", None)
     engine = EngineConfig(**settings)
     if tokens is not None:

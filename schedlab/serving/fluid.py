@@ -56,7 +56,6 @@ from typing import Any
 import numpy as np
 
 from schedlab.arguments_check import MAX_COUNT, check_int, check_real, check_types
-from schedlab.deprecation import renamed
 from schedlab.errors import ServingError
 from schedlab.json_files import nan_to_null
 from schedlab.serving.cost_model import CostModel, LinearAttentionCostModel, hardware_of
@@ -320,10 +319,9 @@ def headroom(
     margin_s: float | None = None,
     chunks: Sequence[int] = DEFAULT_CHUNKS,
     kv_tokens: int | None = None,
-    kv_capacity_tokens: int | None = None,
 ) -> Headroom:
     """The fluid headroom of the module docstring, with a KV budget of ``kv_tokens``
-    tokens if given (``kv_capacity_tokens``: its deprecated name).
+    tokens if given.
 
     Raises
     ------
@@ -345,9 +343,6 @@ def headroom(
     check_real(tpot_s, "headroom: tpot_s", 0, error=ServingError, above=True)
     for k, chunk in enumerate(chunks):
         check_int(chunk, f"headroom: chunks[{k}]", 1, MAX_COUNT, error=ServingError)
-    kv_tokens = renamed(
-        "headroom", "kv_capacity_tokens", "kv_tokens", kv_capacity_tokens, kv_tokens
-    )
     if kv_tokens is not None:
         check_int(kv_tokens, "headroom: kv_tokens", 1, MAX_COUNT, error=ServingError)
     linear = _linear_terms(model)

@@ -27,7 +27,6 @@ from collections.abc import Sequence
 import numpy as np
 from hypothesis import strategies as st
 
-from schedlab.deprecation import renamed
 from schedlab.errors import InputError
 from schedlab.offline.instance import Instance, Request
 from schedlab.serving.cost_model import LinearAttentionCostModel
@@ -42,12 +41,10 @@ SHAPES = ("mixed", "identical", "largest")
 
 def instances(
     max_n: int = 8,
-    max_kv_tokens: int | None = None,
+    max_kv_tokens: int = 30,
     max_arrival: int = 5,
     max_output: int = 12,
     shapes: Sequence[str] = SHAPES,
-    *,
-    max_memory: int | None = None,
 ) -> st.SearchStrategy[Instance]:
     r"""Small feasible offline instances.
 
@@ -56,8 +53,7 @@ def instances(
     max_n
         The most requests (at least one is drawn).
     max_kv_tokens
-        The largest KV budget :math:`M` (at least 1; default 30). ``max_memory`` is its
-        deprecated name (warns).
+        The largest KV budget :math:`M` (at least 1).
     max_arrival
         The latest release round; 0 draws no releases (every :math:`a_i = 0`), and
         otherwise half the instances have none.
@@ -73,8 +69,7 @@ def instances(
     :math:`0 \le s_i \le M - o_i`, so each fits alone. ``identical`` instances repeat one
     request; in ``largest`` ones each request has :math:`s_i = M - o_i`.
     """
-    most = renamed("instances", "max_memory", "max_kv_tokens", max_memory, max_kv_tokens)
-    return _instances(max_n, 30 if most is None else most, max_arrival, max_output, shapes)
+    return _instances(max_n, max_kv_tokens, max_arrival, max_output, shapes)
 
 
 @st.composite

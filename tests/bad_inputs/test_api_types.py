@@ -89,7 +89,6 @@ def _serving_classes(tmp: Path) -> dict[str, dict[str, Any]]:
             prefix_caching=True,
             reserve_full_prompt=True,
             async_scheduling=False,
-            kv_capacity_tokens=None,
         ),
         "PolicyContext": dict(
             model=SLOWEAVE_DEFAULT, config=EngineConfig(kv_tokens=4096), tpot_s=0.05, margin_s=None
@@ -146,7 +145,6 @@ def _serving(tmp: Path) -> dict[str, dict[str, Any]]:
             margin_s=0.0,
             chunks=(64, 128),
             kv_tokens=None,
-            kv_capacity_tokens=None,
         ),
         "load_cost_model": dict(path=model_path),
         "make_policy": dict(spec="sloweave", ctx=context),
@@ -340,7 +338,6 @@ def test_every_public_function_has_an_example(tmp_path):
 
 
 @pytest.mark.parametrize("qualified", PUBLIC)
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # kv_capacity_tokens, an old name
 def test_a_wrong_value_is_refused_with_a_schedlab_error(
     qualified, tmp_path, registries, monkeypatch
 ):

@@ -207,7 +207,7 @@ def test_an_output_naming_an_input_is_refused_and_the_input_kept(tmp_path):
     inst = _instance(tmp_path / "inst.json")
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "report.csv").symlink_to(inst)  # through a link
-    done = _schedlab("compare", str(inst), "--solvers", "fcfs", "--out", str(tmp_path / "out"))
+    done = _schedlab("compare", str(inst), "--solvers", "fcfs", "--output", str(tmp_path / "out"))
     _one_error_line(done, "(report.csv): is the input PATH")
     done = _schedlab("solve", str(inst), "--schedule-csv", str(tmp_path / "out" / "report.csv"))
     _one_error_line(done, "--schedule-csv")

@@ -34,11 +34,6 @@ ACTIONS = [
 ]
 
 
-#: Hidden options that are no alias of a visible one: the old spellings of what a
-#: visible option now does another way (docs/manual/cli.md, "Habits every command shares").
-OLD_SPELLINGS = {("schedlab sweep", "--csv")}  # --format csv
-
-
 def _name(action: argparse.Action) -> str:
     return "/".join(action.option_strings) or action.dest
 
@@ -81,7 +76,7 @@ def test_every_option_says_what_it_is(command, action):
             for a in PARSERS[command]._actions
             if a.dest == action.dest and a.help != argparse.SUPPRESS
         ]
-        assert visible or (command, _name(action)) in OLD_SPELLINGS, (
+        assert visible, (
             f"{command} {_name(action)} is hidden and no visible option sets {action.dest}"
         )
         return

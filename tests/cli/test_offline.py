@@ -148,7 +148,7 @@ def test_more_bad_input_is_one_line_and_exit_2(capsys, tmp_path):
             ["compare", DEFAULT, "--solvers", "fcfs", "--plot", str(tmp_path / "f.txt")],
             "cannot write a figure as 'f.txt'",
         ),
-        (["sweep", "--rates", "1", "--csv", str(tmp_path / "no" / "a.csv")], "does not exist"),
+        (["sweep", "--rates", "1", "--plot", str(tmp_path / "no" / "a.png")], "does not exist"),
     ]
     for argv, message in cases:
         code, out, err = run(capsys, *argv)
@@ -189,7 +189,7 @@ def test_compare_json_measures_every_row_against_one_bound(capsys):
 
 def test_compare_records_a_refusal_and_finishes(capsys, tmp_path):
     code, out, _ = run(
-        capsys, "compare", DEFAULT, "--solvers", "dp,fcfs", "--quiet", "--out", str(tmp_path)
+        capsys, "compare", DEFAULT, "--solvers", "dp,fcfs", "--quiet", "--output", str(tmp_path)
     )
     assert code == 0 and "refused: dp: n = 50 requests exceeds max_requests = 12" in out
     rows = list(csv.DictReader((tmp_path / "report.csv").open()))
@@ -355,21 +355,18 @@ def test_generate_names_the_kv_budget_kv_tokens(capsys):
     code, out, err = run(capsys, "generate", "mixed", "-n", "3", "--kv-tokens", "5000")
     assert code == 0 and err == "" and json.loads(out)["kv_tokens"] == 5000
     assert "memory" not in json.loads(out)
-    code, old, err = run(capsys, "generate", "mixed", "-n", "3", "--memory", "5000")
-    assert code == 0 and old == out
-    assert err == "schedlab: warning: --memory is deprecated; use --kv-tokens\n"
-    with pytest.raises(SystemExit):
-        main(["generate", "--help"])
-    shown = capsys.readouterr().out
-    assert "--kv-tokens" in shown and "--memory" not in shown  # the old name is hidden
 
 
-def test_an_old_solver_option_name_works_with_one_warning_line(capsys):
+def test_the_names_renamed_before_1_0_are_refused(capsys):
+    # no alias outlives a rename before 1.0 (CHANGELOG): the old spelling is an error
+    with pytest.raises(SystemExit) as exit_:
+        main(["generate", "mixed", "-n", "3", "--memory", "5000"])
+    assert exit_.value.code == 2 and "unrecognized arguments: --memory" in capsys.readouterr().err
     tiny = str(INSTANCES / "tiny-1.json")
-    argv = ["solve", tiny, "--solver", "local-search", "--option", "max_moves=40", "--json"]
-    code, out, err = run(capsys, *argv)
-    assert code == 0 and json.loads(out)["stats"]["moves"] == 40
-    assert err == "schedlab: warning: local-search: max_moves is deprecated; use work\n"
+    code, _, err = run(
+        capsys, "solve", tiny, "--solver", "local-search", "--option", "max_moves=4"
+    )
+    assert code == 2 and "max_moves" in err and "work" in err and len(err.splitlines()) == 1
 
 
 def test_solvers_lists_each_solver_with_its_options(capsys):

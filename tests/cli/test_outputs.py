@@ -166,28 +166,6 @@ def test_outputs_that_cannot_be_stdout_are_refused(capsys, argv, message):
     assert err.startswith(f"schedlab: error: {message}") and err.count("\n") == 1
 
 
-def test_old_spellings_still_work(capsys, tmp_path):
-    code, _, err = run(
-        capsys, "compare", TINY, "--solvers", "fcfs", "--quiet", "--out", str(tmp_path)
-    )
-    assert code == 0 and (tmp_path / "report.md").is_file()
-    table = tmp_path / "sweep.csv"
-    argv = [
-        "sweep",
-        *SERVE,
-        "--policies",
-        "vllm",
-        "--rates",
-        "1",
-        "--quiet",
-        "--backend",
-        "serial",
-    ]
-    code, out, err = run(capsys, *argv, "--csv", str(table))
-    assert code == 0 and "attain" in out and f"wrote {table}" in err.splitlines()
-    assert next(csv.DictReader(table.open()))["policy"] == "vllm"
-
-
 def test_a_trace_from_stdin(capsys, monkeypatch):
     trace = b"TIMESTAMP,ContextTokens,GeneratedTokens\n" + b"".join(
         f"2023-11-16 18:17:{k:02d}.0,{100 + k},{5 + k}\n".encode() for k in range(20)

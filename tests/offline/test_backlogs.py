@@ -3,7 +3,6 @@ import pytest
 
 from schedlab.errors import InstanceError
 from schedlab.llm.models import GIB, LLAMA_3_1_8B, kv_bytes_per_token
-from schedlab.offline import backlogs
 from schedlab.offline.backlogs import (
     DEFAULT_KV_TOKENS,
     jaillet_instance,
@@ -66,13 +65,3 @@ def test_bad_parameters():
         mixed_backlog(0)
     rng_draw = sample_backlog(50, source="azure-code", seed=2)
     assert np.median(rng_draw.output) < np.median(rng_draw.prompt)
-
-
-def test_memory_is_a_deprecated_name_of_kv_tokens():
-    with pytest.warns(DeprecationWarning, match=r"mixed_backlog\(memory=\.\.\.\)"):
-        old = mixed_backlog(5, memory=3000, seed=1)
-    assert old == mixed_backlog(5, kv_tokens=3000, seed=1)
-    with pytest.warns(DeprecationWarning, match=r"sample_backlog\(memory=\.\.\.\)"):
-        assert sample_backlog(5, memory=3000).kv_tokens == 3000
-    with pytest.warns(DeprecationWarning, match="DEFAULT_MEMORY is deprecated"):
-        assert backlogs.DEFAULT_MEMORY == DEFAULT_KV_TOKENS

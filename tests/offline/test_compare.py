@@ -8,7 +8,6 @@ from schedlab import compare, read_instance
 from schedlab.errors import FormatError, SchedlabError, UnknownNameError, UnknownOptionError
 from schedlab.jobs import Executor
 from schedlab.offline.compare import DEFAULT_SOLVERS
-from schedlab.offline.report import run_report
 from schedlab.offline.verify import verify
 from tests.conftest import INSTANCES
 
@@ -176,15 +175,3 @@ def test_a_forged_bound_read_back_is_refused_by_line(tmp_path):
         place = f"{results}:{at + 1}"
         with pytest.raises(FormatError, match=rf"^{place}: not a true lower bound .*{why}"):
             compare(inst, ["fcfs"], executor=Executor(results=results))
-
-
-def test_the_old_executor_keywords_still_work_and_warn():
-    inst = read_instance(INSTANCES / "tiny-2.json")
-    new = compare(inst, ["fcfs"], bound=None, executor=Executor("serial"))
-    with pytest.warns(DeprecationWarning, match=r"compare\(backend=\.\.\.\) is deprecated"):
-        old = compare(inst, ["fcfs"], bound=None, backend="serial")
-    assert old.results[0].starts.tolist() == new.results[0].starts.tolist()
-    with pytest.warns(DeprecationWarning, match=r"run_report\(workers=\.\.\.\) is deprecated"):
-        run_report([inst], ["fcfs"], bound=None, workers=1)
-    with pytest.raises(TypeError, match="unexpected keyword argument 'worker'"):
-        compare(inst, ["fcfs"], worker=1)

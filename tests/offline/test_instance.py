@@ -1,10 +1,9 @@
-import dataclasses
 import math
 
 import numpy as np
 import pytest
 
-from schedlab.errors import InfeasibleInstanceError, InputError, InstanceError
+from schedlab.errors import InfeasibleInstanceError, InstanceError
 from schedlab.offline.instance import Instance, Request
 
 
@@ -133,16 +132,3 @@ def test_a_huge_value_is_not_echoed_digit_by_digit():
         InstanceError, match=r"^kv_tokens: must be <= 1099511627776, got a number of 4000 digits$"
     ):
         Instance.from_arrays(10**3999, [1], [1])
-
-
-def test_memory_is_a_deprecated_name_of_kv_tokens():
-    with pytest.warns(DeprecationWarning, match=r"Instance\(memory=\.\.\.\) is deprecated"):
-        inst = Instance(memory=10, requests=(Request(1, 2),))
-    assert inst.kv_tokens == 10
-    with pytest.warns(DeprecationWarning, match=r"Instance\.memory is deprecated; use Inst"):
-        assert inst.memory == 10
-    with pytest.warns(DeprecationWarning, match=r"from_arrays\(memory=\.\.\.\)"):
-        assert Instance.from_arrays(memory=10, prompt=[1], output=[2]).kv_tokens == 10
-    with pytest.raises(InputError, match="Instance: give kv_tokens only"):
-        Instance(10, (Request(1, 2),), memory=10)
-    assert dataclasses.replace(inst, kv_tokens=12).kv_tokens == 12

@@ -57,7 +57,9 @@ def test_run_report_with_out_dir_and_plot(tmp_path, capsys) -> None:
     # A new output folder may also hold the figure: it is created before the check.
     out = tmp_path / "new" / "dir"
     tiny = str(INSTANCES / "tiny-2.json")
-    main(["compare", tiny, "--solvers", "fcfs", "--out", str(out), "--plot", str(out / "f.svg")])
+    main(
+        ["compare", tiny, "--solvers", "fcfs", "--output", str(out), "--plot", str(out / "f.svg")]
+    )
     assert (out / "report.md").is_file() and (out / "f.svg").is_file()
     assert main(["compare", tiny, "--solvers", "fcfs", "--plot", str(tmp_path / "fig.txt")]) == 2
     assert "cannot write a figure" in capsys.readouterr().err

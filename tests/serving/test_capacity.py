@@ -265,15 +265,3 @@ def test_a_rate_or_seed_given_twice_is_refused():
         sweep("chat", ["vllm"], [4.0, 4.0], VLLM)
     with pytest.raises(ServingError, match="seed given twice"):
         capacity_grid("chat", ["vllm"], VLLM, seeds=[0, 0])
-
-
-def test_the_old_executor_keywords_still_work_and_warn():
-    new = sweep("chat", ["vllm"], [2.0], VLLM, duration_s=5.0, executor=Executor("serial"))
-    with pytest.warns(DeprecationWarning, match=r"sweep\(backend=\.\.\.\) is deprecated"):
-        old = sweep("chat", ["vllm"], [2.0], VLLM, duration_s=5.0, backend="serial")
-    assert [p.row() for p in old] == [p.row() for p in new]
-    with (
-        pytest.warns(DeprecationWarning, match=r"capacity_grid\(workers=\.\.\.\)"),
-        pytest.raises(ServingError, match="at least one policy"),
-    ):
-        capacity_grid("chat", [], VLLM, workers=1)

@@ -6,7 +6,7 @@ import pytest
 
 from schedlab.errors import SchedlabError
 from schedlab.llm.models import ILLUSTRATIVE_KV_TOKENS
-from schedlab.serving.engine_config import BLOCK_SIZES, EngineConfig, engine_for
+from schedlab.serving.engine_config import BLOCK_SIZES, EngineConfig
 
 CONFIG = EngineConfig(kv_tokens=1000, block_size=16)
 
@@ -35,19 +35,6 @@ def test_block_size_is_one_vllm_takes(size):
 
 def test_every_vllm_block_size_is_accepted():
     assert [EngineConfig(block_size=b).block_size for b in BLOCK_SIZES] == list(BLOCK_SIZES)
-
-
-def test_kv_capacity_tokens_is_a_deprecated_name_of_kv_tokens():
-    with pytest.warns(DeprecationWarning, match=r"EngineConfig\(kv_capacity_tokens=\.\.\.\)"):
-        old = EngineConfig(kv_capacity_tokens=1000, block_size=16)
-    assert old == CONFIG
-    with pytest.warns(DeprecationWarning, match=r"EngineConfig\.kv_capacity_tokens is dep"):
-        assert CONFIG.kv_capacity_tokens == 1000
-    with pytest.warns(DeprecationWarning, match="engine_for: kv_capacity_tokens"):
-        engine, _ = engine_for("sloweave-default", kv_capacity_tokens=4096)
-    assert engine.kv_tokens == 4096
-    with pytest.raises(SchedlabError, match="give kv_tokens only"):
-        EngineConfig(1000, kv_capacity_tokens=1000)
 
 
 def test_the_default_kv_budget_is_the_illustrative_models():

@@ -128,11 +128,3 @@ def test_the_headroom_names_its_hardware():
 
     result = headroom(SLOWEAVE_DEFAULT, FluidLoad.of([100, 200], [10, 20]), 0.025)
     assert result.to_dict()["hardware"] == "illustrative, no GPU"
-
-
-def test_kv_capacity_tokens_is_a_deprecated_name_of_kv_tokens():
-    load = FluidLoad.of([100, 200], [10, 20])
-    new = headroom(SLOWEAVE_DEFAULT, load, 0.02, kv_tokens=50_000)
-    with pytest.warns(DeprecationWarning, match=r"headroom\(kv_capacity_tokens=\.\.\.\)"):
-        old = headroom(SLOWEAVE_DEFAULT, load, 0.02, kv_capacity_tokens=50_000)
-    assert old == new and new.kv_tokens == 50_000

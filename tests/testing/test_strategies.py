@@ -79,12 +79,6 @@ def test_shapes_can_be_chosen():
         find(traces(shapes=["tall"]), lambda s: True)
 
 
-def test_max_memory_is_a_deprecated_name_of_max_kv_tokens():
-    with pytest.warns(DeprecationWarning, match=r"instances\(max_memory=\.\.\.\)"):
-        drawn = find(instances(max_memory=3), lambda i: True)
-    assert drawn.kv_tokens <= 3
-
-
 @given(st.from_type(Instance), st.from_type(EngineConfig))
 def test_from_type_draws_the_strategies(instance, config):
     # registered by hypothesis's setup hook (schedlab.testing.registration)

@@ -78,7 +78,7 @@ from schedlab.offline.instance import Instance
 from schedlab.offline.priority import rule_schedule
 from schedlab.offline.result import SolverOutput
 from schedlab.offline.schedule import total_latency
-from schedlab.offline.solvers.contract import integer_option, renamed_options
+from schedlab.offline.solvers.contract import integer_option
 from schedlab.offline.solvers.left_shift import left_shift
 from schedlab.offline.solvers.local_search import (
     Move,
@@ -478,7 +478,6 @@ def improve_alns(
     }
 
 
-@renamed_options({"evaluations": "work", "window": "width"})
 def alns(
     instance: Instance,
     *,
@@ -502,8 +501,7 @@ def alns(
     schedule. So the search never returns worse than its own start's schedules, nor than
     the best rule; once the wall-clock cap has passed, the two backfilling decodes of the
     orders are left out (each takes about 5 s at ``n = 10^6``). Options are the fields of
-    :class:`ALNSSettings` (``evaluations`` and ``window``: the deprecated names of
-    ``work`` and ``width``).
+    :class:`ALNSSettings`.
     """
     settings = ALNSSettings(
         work, idle, width, block, permute, remove, start_temperature, end_temperature

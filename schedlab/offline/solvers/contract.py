@@ -9,9 +9,8 @@ A solver is a function
 whose own options are keyword-only parameters with defaults. So its signature is the one
 list of what it accepts: :func:`accepted_options` reads it (:func:`option_specs` with
 types and defaults) and :func:`check_options` refuses anything else with a
-:class:`~schedlab.errors.UnknownOptionError` naming it, before the solver runs. An option
-renamed is kept as a deprecated alias by :func:`renamed_options`; the searches share one
-vocabulary: ``work``, a search's work budget in its own unit, and ``width``, the
+:class:`~schedlab.errors.UnknownOptionError` naming it, before the solver runs. The
+searches share one vocabulary: ``work``, a search's work budget in its own unit, and ``width``, the
 positions within which a move acts. Beyond the signature, every solver
 
 * returns start rounds that the independent verifier accepts, whose objective
@@ -29,21 +28,19 @@ positions within which a move acts. Beyond the signature, every solver
 from __future__ import annotations
 
 import contextlib
-import functools
 import inspect
 import math
 import numbers
 import operator
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import NoneType, UnionType
-from typing import Any, Protocol, SupportsIndex, TypeVar, cast
+from typing import Any, Protocol, SupportsIndex, cast
 
 import numpy as np
 
 from schedlab.budget import UNLIMITED, Budget
-from schedlab.deprecation import renamed_keywords
 from schedlab.errors import InputError, InputTypeError, UnknownOptionError
 from schedlab.offline.instance import Instance
 from schedlab.offline.result import SolverOutput
@@ -56,10 +53,8 @@ __all__ = [
     "accepted_options",
     "check_options",
     "integer_option",
-    "normalize_options",
     "option_specs",
     "parse_options",
-    "renamed_options",
 ]
 
 #: Keyword parameters every solver takes; the rest of its signature are its own options.
@@ -76,48 +71,6 @@ class SolverFn(Protocol):
     def __call__(
         self, instance: Instance, *, budget: Budget = UNLIMITED, seed: int = ...
     ) -> SolverOutput: ...
-
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def renamed_options(names: Mapping[str, str]) -> Callable[[F], F]:
-    """Decorate a solver whose options were renamed (``{old: new}``): called directly,
-    it takes an old name with a :class:`DeprecationWarning`; its signature, and so
-    :func:`accepted_options`, shows the new names only (:func:`normalize_options` maps
-    the old ones for :func:`schedlab.solve`)."""
-
-    def decorate(fn: F) -> F:
-        @functools.wraps(fn)
-        def solver(*args: Any, **options: Any) -> Any:
-            return fn(*args, **renamed_keywords(fn.__name__, names, options, stacklevel=3))
-
-        solver.renamed_options = dict(names)  # type: ignore[attr-defined]
-        return cast(F, solver)
-
-    return decorate
-
-
-def _renamed(fn: Any) -> Mapping[str, str]:
-    """The old option names of ``fn`` (:func:`renamed_options`), ``{old: new}``."""
-    return cast(Mapping[str, str], getattr(fn, "renamed_options", {}))
-
-
-def normalize_options(
-    name: str, fn: Any, options: Mapping[str, Any], stacklevel: int = 4
-) -> dict[str, Any]:
-    """``options`` with each deprecated name replaced by its new one (with a warning),
-    then checked (:func:`check_options`): what :func:`schedlab.solve` passes on.
-
-    Raises
-    ------
-    UnknownOptionError, InputError, InputTypeError
-        As :func:`check_options`; :class:`~schedlab.errors.InputError` also for an option
-        given under both names.
-    """
-    options = renamed_keywords(name, _renamed(fn), dict(options), stacklevel=stacklevel)
-    check_options(name, fn, options)
-    return options
 
 
 @dataclass(frozen=True)
@@ -204,9 +157,9 @@ def _fits(value: Any, allowed: tuple[type, ...]) -> bool:
     return isinstance(value, allowed)
 
 
-def check_options(name: str, fn: Any, options: Mapping[str, Any]) -> None:
-    """Refuse options ``fn`` does not accept, and values of a type its annotations do not
-    allow (:func:`_fits`).
+def check_options(name: str, fn: Any, options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` as a new dict, once checked: refuse options ``fn`` does not accept, and
+    values of a type its annotations do not allow (:func:`_fits`).
 
     Raises
     ------
@@ -226,6 +179,7 @@ def check_options(name: str, fn: Any, options: Mapping[str, Any]) -> None:
             raise InputTypeError(
                 f"{name}: option {key}: expected {_type_names(allowed)}, got {options[key]!r}"
             )
+    return dict(options)
 
 
 def integer_option(
@@ -264,10 +218,9 @@ def parse_options(name: str, fn: Any, texts: Mapping[str, str]) -> dict[str, Any
     """
     types = _option_types(fn)
     options: dict[str, Any] = {}
-    renamed = _renamed(fn)
     for key, text in texts.items():
-        options[key] = _read_value(text, types.get(renamed.get(key, key), (str,)))
-    return normalize_options(name, fn, options)
+        options[key] = _read_value(text, types.get(key, (str,)))
+    return check_options(name, fn, options)
 
 
 def _read_value(text: str, allowed: tuple[type, ...]) -> Any:

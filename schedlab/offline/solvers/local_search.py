@@ -102,14 +102,12 @@ from typing import Any
 import numpy as np
 
 from schedlab.budget import UNLIMITED, Budget, Stop, stopped_by
-from schedlab.deprecation import renamed_module_attributes
 from schedlab.errors import InputError, InputTypeError
 from schedlab.offline.decoder import list_schedule, order_array
 from schedlab.offline.instance import Instance
 from schedlab.offline.priority import RULES, priority_order, rule_schedule
 from schedlab.offline.result import SolverOutput
 from schedlab.offline.schedule import total_latency
-from schedlab.offline.solvers.contract import renamed_options
 from schedlab.offline.solvers.left_shift import decode_compacted
 from schedlab.offline.solvers.sorted_f import batch_order, sorted_f_batches
 
@@ -745,7 +743,6 @@ def improve_order(
     }
 
 
-@renamed_options({"max_moves": "work", "window": "width"})
 def local_search(
     instance: Instance,
     *,
@@ -762,8 +759,7 @@ def local_search(
 ) -> SolverOutput:
     """Swap / insert local search on priority orders (module docs).
 
-    Options are the fields of :class:`SearchSettings` (``max_moves`` and ``window``: the
-    deprecated names of ``work`` and ``width``). Same seed, same moves: with the
+    Options are the fields of :class:`SearchSettings`. Same seed, same moves: with the
     default work budget the result is reproducible exactly, unless the wall-clock cap
     binds first (``stats["stopped_by"]``).
     """
@@ -779,7 +775,3 @@ def local_search(
     starts, chosen = decode_compacted(instance, order, {"mc-sf-backfill": mc_sf}, budget=budget)
     stopped = stopped_by(stats["stopped_by"], chosen["left_shift"]["stopped_by"])
     return SolverOutput(starts, stats={**stats, "start": start, **chosen, "stopped_by": stopped})
-
-
-#: Old names of this module's attributes, still readable (with a warning).
-__getattr__ = renamed_module_attributes(__name__, {"MAX_WINDOW": "MAX_WIDTH"})

@@ -70,7 +70,7 @@ from schedlab.offline.decoder import decode_best, list_schedule
 from schedlab.offline.instance import Instance
 from schedlab.offline.result import SolverOutput
 from schedlab.offline.schedule import total_latency
-from schedlab.offline.solvers.contract import integer_option, renamed_options
+from schedlab.offline.solvers.contract import integer_option
 from schedlab.offline.solvers.left_shift import decode_compacted
 from schedlab.offline.solvers.local_search import (
     OrderEvaluator,
@@ -180,7 +180,6 @@ def sorted_lp(instance: Instance, *, budget: Budget = UNLIMITED, seed: int = 0) 
     return SolverOutput(starts, lower_bound=relaxation.value, stats=stats)
 
 
-@renamed_options({"window": "repair_width"})
 def lp_swap(
     instance: Instance, *, budget: Budget = UNLIMITED, seed: int = 0, repair_width: int = 64
 ) -> SolverOutput:
@@ -189,7 +188,7 @@ def lp_swap(
     Raises
     ------
     InputError, InputTypeError
-        If ``repair_width`` (``window``: its deprecated name) is not an integer >= 1.
+        If ``repair_width`` is not an integer >= 1.
     """
     repair_width = integer_option("lp-swap", "repair_width", repair_width, "", minimum=1)
     relaxation = _relax(instance, budget.share(0.5))
@@ -212,7 +211,6 @@ def lp_swap(
     )
 
 
-@renamed_options({"moves": "work", "neighbourhood": "width", "window": "repair_width"})
 def lp_search(
     instance: Instance,
     *,
@@ -250,9 +248,6 @@ def lp_search(
     screen
         First screening distance of a move's evaluation
         (:class:`~schedlab.offline.solvers.local_search.SearchSettings`; ``None``: exact).
-
-    ``window``, ``moves`` and ``neighbourhood`` are the deprecated names of
-    ``repair_width``, ``work`` and ``width`` (warn).
     """
     if work == "auto":
         work = DEFAULT_MOVES if int(instance.arrival.max()) == 0 else RELEASE_MOVES

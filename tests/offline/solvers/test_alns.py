@@ -198,11 +198,3 @@ def test_a_short_search_never_returns_worse_than_no_search(evaluations: int) -> 
     searched = solve(inst, "alns", work=evaluations, bound=None)
     assert verify(inst, searched.starts) == []
     assert searched.objective <= unsearched.objective
-
-
-def test_the_old_option_names_still_work_and_warn() -> None:
-    inst = mixed_backlog(12, kv_tokens=3000, seed=2)
-    new = solve(inst, "alns", work=300, width=5, bound=None)
-    with pytest.warns(DeprecationWarning, match="alns: evaluations is deprecated; use work"):
-        old = solve(inst, "alns", evaluations=300, window=5, bound=None)
-    assert old.starts.tolist() == new.starts.tolist()

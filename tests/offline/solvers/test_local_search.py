@@ -7,7 +7,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import schedlab.offline.solvers.local_search as local_search_module
 from schedlab import solve, verify
 from schedlab.budget import Budget
 from schedlab.errors import SchedlabError
@@ -18,14 +17,12 @@ from schedlab.offline.instance_io import read_instance
 from schedlab.offline.solvers.local_search import (
     MAX_HISTORY,
     MAX_IDLE,
-    MAX_WIDTH,
     STRATEGIES,
     OrderEvaluator,
     SearchSettings,
     best_start_order,
     checkpoint_spacing,
     improve_order,
-    local_search,
 )
 from schedlab.testing import instances
 from tests.conftest import INSTANCES
@@ -439,16 +436,3 @@ def test_search_settings_hold_python_integers() -> None:
     settings = SearchSettings(width=np.uint64(7), history=np.int32(9), work=np.int64(5))
     assert [type(v) for v in (settings.width, settings.history, settings.work)] == [int] * 3
     assert settings.width == 7
-
-
-def test_the_old_option_names_still_work_and_warn() -> None:
-    inst = mixed_backlog(12, kv_tokens=3000, seed=2)
-    new = solve(inst, "local-search", work=300, width=3, bound=None)
-    with pytest.warns(DeprecationWarning, match="local-search: max_moves is deprecated"):
-        old = solve(inst, "local-search", max_moves=300, window=3, bound=None)
-    assert old.starts.tolist() == new.starts.tolist()
-    with pytest.warns(DeprecationWarning, match="local_search: window is deprecated; use width"):
-        direct = local_search(inst, max_moves=300, window=3)
-    assert direct.starts.tolist() == new.starts.tolist()
-    with pytest.warns(DeprecationWarning, match="MAX_WINDOW is deprecated"):
-        assert local_search_module.MAX_WINDOW == MAX_WIDTH

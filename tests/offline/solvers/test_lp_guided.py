@@ -19,7 +19,6 @@ from schedlab.offline.solvers.lp_guided import (
     RELEASE_MOVES,
     lp_order,
     lp_search,
-    lp_swap,
     lp_swap_repair,
 )
 from tests.conftest import INSTANCES
@@ -182,16 +181,3 @@ def test_a_repair_width_below_one_is_refused(solver: str, width: int) -> None:
     inst = Instance.from_arrays(4, [0, 1], [3, 1])
     with pytest.raises(SchedlabError, match=f"^{solver}: repair_width must be >= 1, got {width}$"):
         solve(inst, solver, bound=None, repair_width=width)
-
-
-def test_the_old_option_names_still_work_and_warn() -> None:
-    inst = Instance.from_arrays(12, [0, 3, 5, 2, 1], [3, 1, 4, 2, 5])
-    new = solve(inst, "lp-search", work=40, width=3, repair_width=8, bound=None)
-    with pytest.warns(DeprecationWarning, match="lp-search: moves is deprecated; use work"):
-        old = solve(inst, "lp-search", moves=40, neighbourhood=3, window=8, bound=None)
-    assert old.starts.tolist() == new.starts.tolist()
-    with pytest.warns(DeprecationWarning, match="lp_swap: window is deprecated"):
-        direct = lp_swap(inst, window=8)
-    assert direct.starts.tolist() == lp_swap(inst, repair_width=8).starts.tolist()
-    with pytest.raises(SchedlabError, match="give work only"):
-        solve(inst, "lp-search", moves=40, work=40, bound=None)
