@@ -17,6 +17,7 @@ class                           raised when
 :class:`MemoryBudgetError`      a solver or bound would pass its memory budget
 :class:`FormatError`            a file is malformed (names file and place)
 :class:`UnknownNameError`       an unknown solver, bound, policy, workload... name
+:class:`RegistrationError`      a name a registry cannot take (empty, taken, built in)
 :class:`UnknownOptionError`     a solver or bound is given an option it does not take
 :class:`ScheduleError`          a schedule does not fit its instance
 :class:`DataNotFoundError`      a data file asked for, or the folder of one to write, does
@@ -95,6 +96,11 @@ class UnknownNameError(SchedlabError, ValueError):
     def __reduce__(self) -> tuple[type, tuple[str, str, tuple[str, ...]]]:
         # rebuilt from its own arguments when a worker process sends it back
         return (type(self), (self.kind, self.name, self.known))
+
+
+class RegistrationError(SchedlabError, ValueError):
+    """A name that a registry cannot take: empty, reserved, already registered, or built
+    in (:class:`schedlab.registry.Registry`)."""
 
 
 class ScheduleError(SchedlabError, ValueError):

@@ -1,25 +1,28 @@
 """Third-party extensions: what installed packages declare in schedlab's entry-point groups.
 
-Every registry of schedlab (solvers, bounds, policies, routers, workloads, profile
-readers) holds its built-in entries and those added at run time by its ``register_*``
-function; an installed package adds entries to it without being imported by name, by
-declaring them in the registry's entry-point group of its ``pyproject.toml``:
+Every registry of schedlab (a :class:`~schedlab.registry.Registry`) holds its built-in
+entries and those added at run time by its ``register``; an installed package adds
+entries to it without being imported by name, by declaring them in the registry's
+entry-point group of its ``pyproject.toml``:
 
 .. code-block:: toml
 
     [project.entry-points."schedlab.solvers"]
     my-solver = "my_package.solvers:MY_SOLVER"   # a schedlab.offline.solvers.SolverInfo
 
-==========================  =========================================================
-group                       each entry point names
-==========================  =========================================================
-``schedlab.solvers``        a :class:`~schedlab.offline.solvers.SolverInfo`
-``schedlab.bounds``         a :class:`~schedlab.offline.bounds.BoundMethod`
-``schedlab.policies``       a :class:`~schedlab.serving.policy_registry.PolicySpec`
-``schedlab.routers``        a :class:`~schedlab.serving.routers.RouterSpec`
-``schedlab.workloads``      a :class:`~schedlab.serving.workloads.WorkloadSpec`
-``schedlab.profile_readers``  a :class:`~schedlab.calibration.profile_table.ProfileReader`
-==========================  =========================================================
+==============================  =========================================================
+group                           each entry point names
+==============================  =========================================================
+``schedlab.solvers``            a :class:`~schedlab.offline.solvers.SolverInfo`
+``schedlab.bounds``             a :class:`~schedlab.offline.bounds.BoundMethod`
+``schedlab.policies``           a :class:`~schedlab.serving.policy_registry.PolicySpec`
+``schedlab.routers``            a :class:`~schedlab.serving.routers.RouterSpec`
+``schedlab.workloads``          a :class:`~schedlab.serving.workloads.WorkloadSpec`
+``schedlab.cost_model_kinds``   a loader ``loader(data, where) -> CostModel``
+``schedlab.profile_readers``    a :class:`~schedlab.calibration.profile_table.ProfileReader`
+``schedlab.engines``            a factory of :class:`~schedlab.serving.engine_kinds.Replica`
+``schedlab.prediction_models``  a :class:`~schedlab.predictions.PredictionModel`
+==============================  =========================================================
 
 The entry point's name is the registry name (for solvers and bounds it must equal the
 spec's own ``name``). Names are listed without importing anything (so ``--help`` stays

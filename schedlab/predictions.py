@@ -34,9 +34,13 @@ Every public function checks its arguments at the door
 seed is an integer in ``[0, MAX_SEED]``, in the spec or not) a
 :class:`~schedlab.errors.PredictionError`.
 
+The models are a :class:`~schedlab.registry.Registry`, :data:`PREDICTION_MODELS`: a
+:class:`PredictionModel` registered there (or installed in the entry-point group
+:data:`ENTRY_POINTS`) is a spec like the built-in ones.
+
 This module imports nothing of schedlab but the ground (:mod:`schedlab.errors`,
-:mod:`schedlab.arguments_check`, :mod:`schedlab.json_files`): both the offline half and
-the serving simulator use it.
+:mod:`schedlab.arguments_check`, :mod:`schedlab.json_files`, :mod:`schedlab.registry`):
+both the offline half and the serving simulator use it.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -60,6 +64,7 @@ from schedlab.arguments_check import (
 )
 from schedlab.errors import FormatError, InputTypeError, PredictionError
 from schedlab.json_files import check_keys, parse_json, read_text
+from schedlab.registry import Registry
 
 #: Largest predicted length accepted or made, ``2**40``: the bound every token count of an
 #: instance obeys (:data:`schedlab.offline.instance.MAX_VALUE`), far beyond any output.
@@ -67,10 +72,12 @@ MAX_LENGTH = 2**40
 
 __all__ = [
     "BUCKET_ACCURACY",
+    "ENTRY_POINTS",
     "MAX_CV",
     "MAX_LENGTH",
-    "MODELS",
+    "PREDICTION_MODELS",
     "Intervals",
+    "PredictionModel",
     "bucket_intervals",
     "geometric_mean",
     "lognormal_points",
@@ -82,9 +89,6 @@ __all__ = [
 # Largest end of an interval in size: a class of ``buckets`` may end above MAX_LENGTH
 # (2**41 - 1 for a length near 2**40), and a View hides an end as -1.
 _ENDS = 2**62
-
-#: The prediction models, by the first field of their spec.
-MODELS: tuple[str, ...] = ("perfect", "interval", "buckets", "lognormal")
 
 #: The classifier's accuracy of ``buckets`` when the spec does not give it: our choice
 #: (the paper's classifier is not available to us), a middling classifier.
@@ -325,6 +329,77 @@ def lognormal_points(outputs: np.ndarray, cv: float, seed: int) -> np.ndarray:
     return np.maximum(1, np.rint(true * factor)).astype(np.int64)
 
 
+@dataclass(frozen=True)
+class PredictionModel:
+    """A prediction model as :func:`predict` finds it by the first field of a spec.
+
+    Attributes
+    ----------
+    form
+        How its spec is spelt, for messages (``"interval:ALPHA[:SEED]"``).
+    fields
+        The fewest and most ``:`` fields its spec has after the name.
+    draw
+        ``draw(outputs, fields, seed, where) -> Intervals``: the intervals for the true
+        lengths ``outputs`` from the spec's ``fields`` (``seed``: the one to use when
+        they name none); raises :class:`~schedlab.errors.PredictionError` naming
+        ``where`` for a field out of its domain.
+    """
+
+    form: str
+    fields: tuple[int, int]
+    draw: Callable[[np.ndarray, tuple[str, ...], int, str], Intervals]
+
+
+def _perfect(true: np.ndarray, fields: tuple[str, ...], seed: int, where: str) -> Intervals:
+    return Intervals(true, true, "perfect", exact=True)
+
+
+def _interval(true: np.ndarray, fields: tuple[str, ...], seed: int, where: str) -> Intervals:
+    alpha = _number(fields[0], "alpha", where)
+    if not 0 < alpha <= 1:
+        raise PredictionError(f"{where}: alpha must be in (0, 1], got {fields[0]}")
+    return ratio_intervals(true, alpha, _seed(fields[1], where) if len(fields) == 2 else seed)
+
+
+def _buckets(true: np.ndarray, fields: tuple[str, ...], seed: int, where: str) -> Intervals:
+    accuracy = BUCKET_ACCURACY
+    if len(fields) == 2:
+        accuracy = _number(fields[0], "the bucket accuracy", where)
+        if not 0 <= accuracy <= 1:
+            raise PredictionError(
+                f"{where}: the bucket accuracy must be in [0, 1], got {fields[0]}"
+            )
+    return bucket_intervals(true, accuracy, _seed(fields[-1], where) if fields else seed)
+
+
+def _lognormal(true: np.ndarray, fields: tuple[str, ...], seed: int, where: str) -> Intervals:
+    cv = _number(fields[0], "CV", where)
+    if not 0 <= cv <= MAX_CV:
+        raise PredictionError(f"{where}: CV must be in [0, {MAX_CV:g}], got {fields[0]}")
+    drawn = _seed(fields[1], where) if len(fields) == 2 else seed
+    points = lognormal_points(true, cv, drawn)
+    return Intervals(points, points, f"lognormal:{cv:g}:{drawn}", exact=cv == 0)
+
+
+#: Entry-point group of installed prediction models: ``name = "module:PREDICTION_MODEL"``.
+ENTRY_POINTS = "schedlab.prediction_models"
+
+#: The prediction models by the first field of their spec: the built-ins and any
+#: registered or installed (:class:`~schedlab.registry.Registry`; module docs).
+PREDICTION_MODELS: Registry[PredictionModel] = Registry(
+    "prediction model",
+    PredictionModel,
+    ENTRY_POINTS,
+    (
+        ("perfect", PredictionModel("perfect", (0, 0), _perfect)),
+        ("interval", PredictionModel("interval:ALPHA[:SEED]", (1, 2), _interval)),
+        ("buckets", PredictionModel("buckets[:SEED] or buckets:ACCURACY:SEED", (0, 2), _buckets)),
+        ("lognormal", PredictionModel("lognormal:CV[:SEED]", (1, 2), _lognormal)),
+    ),
+)
+
+
 def predict(
     spec: str, outputs: np.ndarray | Sequence[int], seed: int = 0, *, where: str = "predictions"
 ) -> Intervals:
@@ -334,7 +409,8 @@ def predict(
     ----------
     spec
         ``perfect``, ``interval:ALPHA[:SEED]``, ``buckets[:SEED]``,
-        ``buckets:ACCURACY:SEED`` or ``lognormal:CV[:SEED]``.
+        ``buckets:ACCURACY:SEED``, ``lognormal:CV[:SEED]``, or the spec of a model
+        registered in :data:`PREDICTION_MODELS`.
     outputs
         The true output lengths, one per request (each ``>= 1``).
     seed
@@ -358,42 +434,14 @@ def predict(
     true = _outputs(outputs, "predict: outputs")
     seed = check_seed(seed, "predict: seed", error=PredictionError)
     name, *fields = spec.split(":")
-    if name not in MODELS:
-        raise PredictionError(
-            f"{where}: unknown prediction model {name!r}; known: {', '.join(MODELS)}"
-        )
-    most = {"perfect": 0, "interval": 2, "buckets": 2, "lognormal": 2}[name]
-    least = {"perfect": 0, "interval": 1, "buckets": 0, "lognormal": 1}[name]
+    if name not in PREDICTION_MODELS:
+        known = ", ".join(PREDICTION_MODELS.names())
+        raise PredictionError(f"{where}: unknown prediction model {name!r}; known: {known}")
+    model = PREDICTION_MODELS.get(name)
+    least, most = model.fields
     if not least <= len(fields) <= most:
-        forms = {
-            "perfect": "perfect",
-            "interval": "interval:ALPHA[:SEED]",
-            "buckets": "buckets[:SEED] or buckets:ACCURACY:SEED",
-            "lognormal": "lognormal:CV[:SEED]",
-        }
-        raise PredictionError(f"{where}: expected {forms[name]}, got {spec!r}")
-    if name == "perfect":
-        return Intervals(true, true, "perfect", exact=True)
-    if name == "buckets":
-        accuracy = BUCKET_ACCURACY
-        if len(fields) == 2:
-            accuracy = _number(fields[0], "the bucket accuracy", where)
-            if not 0 <= accuracy <= 1:
-                raise PredictionError(
-                    f"{where}: the bucket accuracy must be in [0, 1], got {fields[0]}"
-                )
-        drawn = _seed(fields[-1], where) if fields else seed
-        return bucket_intervals(true, accuracy, drawn)
-    value = _number(fields[0], "alpha" if name == "interval" else "CV", where)
-    drawn = _seed(fields[1], where) if len(fields) == 2 else seed
-    if name == "interval":
-        if not 0 < value <= 1:
-            raise PredictionError(f"{where}: alpha must be in (0, 1], got {fields[0]}")
-        return ratio_intervals(true, value, drawn)
-    if not 0 <= value <= MAX_CV:
-        raise PredictionError(f"{where}: CV must be in [0, {MAX_CV:g}], got {fields[0]}")
-    points = lognormal_points(true, value, drawn)
-    return Intervals(points, points, f"lognormal:{value:g}:{drawn}", exact=value == 0)
+        raise PredictionError(f"{where}: expected {model.form}, got {spec!r}")
+    return model.draw(true, tuple(fields), seed, where)
 
 
 class _Request(Protocol):

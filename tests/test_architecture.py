@@ -26,6 +26,7 @@ LAYERS = {
     "schedlab.jobs": 0,
     "schedlab.jit": 0,  # numba kernels: signatures, the on-disk cache
     "schedlab.plugins": 0,
+    "schedlab.registry": 0,
     "schedlab.llm": 1,
     "schedlab.predictions": 1,  # output-length predictions, read by both halves
     "schedlab.offline": 2,

@@ -34,7 +34,7 @@ from schedlab.errors import (
     FormatError,
     InputError,
     InputTypeError,
-    ServingError,
+    RegistrationError,
     UnknownNameError,
 )
 from schedlab.offline.bounds import available_bounds, get_bound, lower_bound
@@ -112,13 +112,13 @@ def test_installed_profile_format_appears_in_help() -> None:
 
 def test_a_name_is_registered_once() -> None:
     spec = get_router("round-robin")
-    with pytest.raises(ServingError, match="register_router: cannot register router name"):
+    with pytest.raises(RegistrationError, match=r"^router 'round-robin' is already registered$"):
         register_router("round-robin", spec)
-    with pytest.raises(ServingError, match="register_policy: cannot register policy name"):
+    with pytest.raises(RegistrationError, match=r"^policy 'vllm' is already registered$"):
         register_policy("vllm", get_policy("vllm").factory)
-    with pytest.raises(InputError, match="solver 'fcfs' is already registered"):
+    with pytest.raises(RegistrationError, match=r"^solver 'fcfs' is already registered$"):
         register_solver("fcfs", get_solver("fcfs").fn)
-    with pytest.raises(InputError, match="cannot register profile format 'timing-table'"):
+    with pytest.raises(RegistrationError, match=r"^profile format 'timing-table' is already"):
         register_profile_reader("timing-table", get_profile_reader("timing-table"))
 
 

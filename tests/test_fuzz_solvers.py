@@ -54,20 +54,20 @@ def _bogus_bound(instance, *, budget):  # type: ignore[no-untyped-def]
     ("fn", "counter"),
     [(_serial_claimed_optimal, "false_optima"), (_all_at_once, "infeasible"), (_crash, "errors")],
 )
-def test_a_lying_solver_is_counted(monkeypatch, fn, counter: str) -> None:
-    monkeypatch.setitem(SOLVERS, "liar", SolverInfo("liar", fn, exact=True))
+def test_a_lying_solver_is_counted(fn, counter: str) -> None:
     tally = Tally()
-    fuzz_instance(PAIRS, tally, solvers=["liar", "fcfs"], bounds=[])
+    with SOLVERS.temporarily("liar", SolverInfo("liar", fn, exact=True)):
+        fuzz_instance(PAIRS, tally, solvers=["liar", "fcfs"], bounds=[])
     assert getattr(tally, counter) == 1 and tally.broken >= 1
     assert any(p.startswith(f"{counter}: ") for p in tally.problems)
     if fn is _serial_claimed_optimal:  # its own bound is above fcfs's objective too
         assert tally.bounds_above == 1
 
 
-def test_a_bound_above_an_objective_is_counted(monkeypatch) -> None:
-    monkeypatch.setitem(BOUNDS, "bogus", BoundMethod("bogus", _bogus_bound))
+def test_a_bound_above_an_objective_is_counted() -> None:
     tally = Tally()
-    fuzz_instance(PAIRS, tally, solvers=["fcfs"], bounds=["bogus", "trivial"])
+    with BOUNDS.temporarily("bogus", BoundMethod("bogus", _bogus_bound)):
+        fuzz_instance(PAIRS, tally, solvers=["fcfs"], bounds=["bogus", "trivial"])
     assert tally.bounds_above == 1 and tally.broken == 1
     assert "bound 'bogus' = 1e+12 exceeds 24" in tally.problems[0]
 

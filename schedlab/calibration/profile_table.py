@@ -74,10 +74,10 @@ from schedlab.calibration.table_checks import (
     check_ops,
     infer_architecture,
 )
-from schedlab.errors import DataNotFoundError, FormatError, InputError, UnknownNameError
+from schedlab.errors import DataNotFoundError, FormatError, InputError
 from schedlab.json_files import read_text, write_text
 from schedlab.llm.models import get_model_shape
-from schedlab.plugins import installed_names, load_installed
+from schedlab.registry import Registry
 
 __all__ = [
     "COLUMNS",
@@ -299,38 +299,45 @@ class ProfileReader:
     read: Callable[[Path, int | None], TimingTable]
 
 
-#: The profile formats by name: the built-in one and those of :func:`register_profile_reader`
-#: (installed ones are found by :func:`get_profile_reader`).
-PROFILE_READERS: dict[str, ProfileReader] = {
-    "timing-table": ProfileReader(
-        "one CSV of per-op measurements (docs/profile-format.md)", read_timing_table
+#: Entry-point group of installed profile readers: ``name = "module:PROFILE_READER"``.
+ENTRY_POINTS = "schedlab.profile_readers"
+
+#: The profile formats by name: the built-in one, those of :func:`register_profile_reader`
+#: and the installed ones (:class:`~schedlab.registry.Registry`).
+PROFILE_READERS: Registry[ProfileReader] = Registry(
+    "profile format",
+    ProfileReader,
+    ENTRY_POINTS,
+    (
+        (
+            "timing-table",
+            ProfileReader(
+                "one CSV of per-op measurements (docs/profile-format.md)", read_timing_table
+            ),
+        ),
     ),
-}
+)
 
 #: The format :func:`import_timing_table` reads unless told otherwise.
 DEFAULT_READER = "timing-table"
 
-#: Entry-point group of installed profile readers: ``name = "module:PROFILE_READER"``.
-ENTRY_POINTS = "schedlab.profile_readers"
-
 
 def register_profile_reader(name: str, reader: ProfileReader) -> None:
-    """Add a profile format under ``name``.
+    """Add a profile format under ``name`` (``PROFILE_READERS.register(name, reader)``).
 
     Raises
     ------
-    InputError
+    RegistrationError
         If the name is taken or empty.
+    InputTypeError
+        For a ``reader`` that is no :class:`ProfileReader`.
     """
-    if not name or name in PROFILE_READERS:
-        raise InputError(f"register_profile_reader: cannot register profile format {name!r}")
-    PROFILE_READERS[name] = reader
+    PROFILE_READERS.register(name, reader)
 
 
 def profile_reader_names() -> tuple[str, ...]:
     """The profile formats known: built-in, registered, then installed."""
-    installed = installed_names(ENTRY_POINTS)
-    return (*PROFILE_READERS, *(n for n in installed if n not in PROFILE_READERS))
+    return PROFILE_READERS.names()
 
 
 def get_profile_reader(name: str) -> ProfileReader:
@@ -343,13 +350,7 @@ def get_profile_reader(name: str) -> ProfileReader:
     InputTypeError
         For an installed entry that is not a :class:`ProfileReader`.
     """
-    found = PROFILE_READERS.get(name) or load_installed(ENTRY_POINTS, name, ProfileReader)
-    if found is None:
-        raise UnknownNameError("profile format", name, profile_reader_names())
-    return found
-
-
-# -- writing a profile directory -------------------------------------------------------------
+    return PROFILE_READERS.get(name)
 
 
 def _number_text(value: float | int | str) -> str:

@@ -443,7 +443,7 @@ def _solver_epilog() -> str:
     from schedlab.offline.solvers import SOLVERS
 
     return "solver options (--option KEY=VALUE; schedlab solvers lists them all):\n" + "\n".join(
-        info.describe() for _, info in sorted(SOLVERS.items())
+        info.describe() for _, info in sorted(SOLVERS.entries().items())
     )
 
 

@@ -441,7 +441,9 @@ def _refuse_unread(scenario: Scenario, policies: Sequence[str], specs: Sequence[
         if used and not any(getattr(get_policy(p), reads) for p in policies):
             for policy in policies:  # a bad policy argument is the error to report first
                 scenario.with_(policy=policy).build_policy()
-            readers = sorted(name for name, spec in POLICIES.items() if getattr(spec, reads))
+            readers = sorted(
+                name for name, spec in POLICIES.entries().items() if getattr(spec, reads)
+            )
             noun = "policy" if len(policies) == 1 else "policies"
             raise ServingError(
                 f"{flag}: read only by {' and '.join(readers)}; "

@@ -47,15 +47,17 @@ from schedlab.errors import (
     UnknownNameError,
 )
 from schedlab.json_files import check_keys, read_json, text_field, write_text
-from schedlab.plugins import declared
+from schedlab.registry import Registry
 
 __all__ = [
     "BUILTIN_COST_MODELS",
+    "COST_MODEL_KINDS",
     "KIND_ENTRY_POINTS",
     "SLOWEAVE_DEFAULT",
     "BatchShape",
     "Chunk",
     "CostModel",
+    "CostModelLoader",
     "LinearAttentionCostModel",
     "batch_time",
     "check_monotone",
@@ -305,43 +307,44 @@ def _load_linear_attention(data: Mapping[str, Any], where: str) -> CostModel:
 #: Entry-point group of installed cost-model kinds: ``kind = "module:loader"``.
 KIND_ENTRY_POINTS = "schedlab.cost_model_kinds"
 
-_KINDS: dict[str, Callable[[Mapping[str, Any], str], CostModel]] = {
-    "linear-attention": _load_linear_attention,
-}
+#: ``loader(data, where) -> CostModel``: builds a cost model from its JSON form.
+CostModelLoader = Callable[[Mapping[str, Any], str], CostModel]
+
+#: Every cost-model kind by its JSON ``kind``: the built-in one, those added by
+#: :func:`register_cost_model_kind` and the installed ones
+#: (:class:`~schedlab.registry.Registry`).
+COST_MODEL_KINDS: Registry[CostModelLoader] = Registry(
+    "cost model kind",
+    Callable,
+    KIND_ENTRY_POINTS,
+    (("linear-attention", _load_linear_attention),),
+)
 
 
-def _installed_kind(kind: str) -> Callable[[Mapping[str, Any], str], CostModel] | None:
-    """The loader an installed package declares for ``kind`` (entry points), if any."""
-    for point in declared(group=KIND_ENTRY_POINTS, name=kind):
-        loader: Callable[[Mapping[str, Any], str], CostModel] = point.load()
-        _KINDS[kind] = loader
-        return loader
-    return None
-
-
-def register_cost_model_kind(
-    kind: str, loader: Callable[[Mapping[str, Any], str], CostModel]
-) -> None:
-    """Make :func:`cost_model_from_dict` understand JSON objects with ``"kind": kind``.
+def register_cost_model_kind(kind: str, loader: CostModelLoader) -> None:
+    """Make :func:`cost_model_from_dict` understand JSON objects with ``"kind": kind``
+    (``COST_MODEL_KINDS.register(kind, loader)``).
 
     Parameters
     ----------
     kind
-        The ``kind`` string of the JSON form; registering it again replaces the loader.
+        The ``kind`` string of the JSON form; must be new.
     loader
         ``loader(data, where) -> CostModel``; raises ``FormatError`` naming ``where``.
+
+    Raises
+    ------
+    RegistrationError
+        If the kind is empty or taken.
+    InputTypeError
+        For a kind that is no string or a loader that is not callable.
     """
-    if not kind or not isinstance(kind, str):
-        raise ServingError(
-            f"register_cost_model_kind: kind must be a non-empty string, got {kind!r}"
-        )
-    _KINDS[kind] = loader
+    COST_MODEL_KINDS.register(kind, loader)
 
 
 def cost_model_kinds() -> tuple[str, ...]:
     """Kinds :func:`cost_model_from_dict` understands: registered and installed ones."""
-    installed = (point.name for point in declared(group=KIND_ENTRY_POINTS))
-    return tuple(dict.fromkeys([*_KINDS, *installed]))
+    return COST_MODEL_KINDS.names()
 
 
 def cost_model_from_dict(data: Any, where: str = "cost model") -> CostModel:
@@ -351,10 +354,7 @@ def cost_model_from_dict(data: Any, where: str = "cost model") -> CostModel:
     kind = data.get("kind")
     if not isinstance(kind, str):
         raise FormatError(f"{where}: kind: expected a string, got {kind!r}")
-    loader = _KINDS.get(kind) or _installed_kind(kind)
-    if loader is None:
-        raise UnknownNameError("cost model kind", kind, cost_model_kinds())
-    return loader(data, where)
+    return COST_MODEL_KINDS.get(kind)(data, where)
 
 
 def load_cost_model(path: str | Path) -> CostModel:

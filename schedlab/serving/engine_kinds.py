@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from schedlab.errors import UnknownNameError
-from schedlab.plugins import declared
+from schedlab.registry import Registry
 
 if TYPE_CHECKING:
     from schedlab.serving.cost_model import BatchShape
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BUILTIN_KIND",
+    "ENGINE_KINDS",
     "ENTRY_POINTS",
     "HandOverReplica",
     "Replica",
@@ -196,22 +197,27 @@ class HandOverReplica(Replica, Protocol):
         ...
 
 
+#: The installed engine kinds' factories by name (:class:`~schedlab.registry.Registry`;
+#: the built-in kind has none: :func:`~schedlab.serving.simulator.run_engine` builds it
+#: itself).
+ENGINE_KINDS: Registry[Callable[..., Replica]] = Registry(
+    "engine", Callable, ENTRY_POINTS, reserved=(BUILTIN_KIND,)
+)
+
+
 def engine_kind_names() -> tuple[str, ...]:
-    """The engine kinds known: the built-in one and every installed one."""
-    installed = sorted({point.name for point in declared(group=ENTRY_POINTS)})
-    return (BUILTIN_KIND, *(name for name in installed if name != BUILTIN_KIND))
+    """The engine kinds known: the built-in one, then every registered or installed one."""
+    return (BUILTIN_KIND, *(name for name in ENGINE_KINDS.names() if name != BUILTIN_KIND))
 
 
 def replica_factory(kind: str) -> Callable[..., Replica]:
-    """The factory an installed package declares for engine ``kind``.
+    """The factory registered or installed for engine ``kind``.
 
     Raises
     ------
     UnknownNameError
-        If no installed package declares ``kind`` (the built-in kind has no factory:
-        :func:`~schedlab.serving.simulator.run_engine` builds it itself).
+        If no package declares ``kind`` (the built-in kind has no factory).
     """
-    for point in declared(group=ENTRY_POINTS, name=kind):
-        factory: Callable[..., Replica] = point.load()
-        return factory
-    raise UnknownNameError("engine", kind, engine_kind_names())
+    if kind == BUILTIN_KIND:
+        raise UnknownNameError("engine factory", kind, ENGINE_KINDS.names())
+    return ENGINE_KINDS.get(kind)

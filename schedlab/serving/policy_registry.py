@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from schedlab.arguments_check import check_type, check_types
 from schedlab.errors import ServingError, UnknownNameError
-from schedlab.plugins import installed_names, load_installed
+from schedlab.registry import Registry
 from schedlab.serving.cost_model import CostModel
 from schedlab.serving.policies import (
     KV_POLICY_NAMES,
@@ -177,12 +177,14 @@ BUILTIN_POLICIES: dict[str, PolicySpec] = {
     "sangam": PolicySpec(_sangam, "[:Q]", prefill_end=sangam_prefill_end_s),
 }
 
-#: Every policy by name: the built-ins and those added by :func:`register_policy`
-#: (installed ones are found by :func:`get_policy`).
-POLICIES: dict[str, PolicySpec] = dict(BUILTIN_POLICIES)
-
 #: Entry-point group of installed policies: ``name = "module:POLICY_SPEC"``.
 ENTRY_POINTS = "schedlab.policies"
+
+#: Every policy by name: the built-ins, those added by :func:`register_policy` and the
+#: installed ones (:class:`~schedlab.registry.Registry`).
+POLICIES: Registry[PolicySpec] = Registry(
+    "policy", PolicySpec, ENTRY_POINTS, BUILTIN_POLICIES.items()
+)
 
 
 def register_policy(
@@ -196,12 +198,13 @@ def register_policy(
     prefill_end: PrefillEnd | None = None,
 ) -> None:
     """Add a policy under ``name`` (spelt ``name`` or ``name:ARG`` in :func:`make_policy`);
-    the keywords are those of :class:`PolicySpec`.
+    the keywords are those of :class:`PolicySpec` (``POLICIES.register(name,
+    PolicySpec(...))``).
 
     Raises
     ------
-    ServingError
-        If the name is taken or contains ``':'``.
+    RegistrationError
+        If the name is taken, empty or contains ``':'``.
     InputTypeError
         (a ``TypeError``) for an argument of the wrong type.
     """
@@ -215,9 +218,7 @@ def register_policy(
         deadline_safe=(deadline_safe, (bool,)),
         prefill_end=(prefill_end, (Callable, type(None))),
     )
-    if name in POLICIES or ":" in name or not name:
-        raise ServingError(f"register_policy: cannot register policy name {name!r}")
-    POLICIES[name] = PolicySpec(
+    spec = PolicySpec(
         factory,
         argument,
         reads_margin=reads_margin,
@@ -225,12 +226,13 @@ def register_policy(
         deadline_safe=deadline_safe,
         prefill_end=prefill_end,
     )
+    POLICIES.register(name, spec)
 
 
 def policy_names() -> tuple[str, ...]:
     """Spellings accepted by :func:`make_policy`: built-in, registered, then installed."""
-    names = [*POLICIES, *(n for n in installed_names(ENTRY_POINTS) if n not in POLICIES)]
-    return tuple(name + POLICIES[name].argument if name in POLICIES else name for name in names)
+    own = POLICIES.entries()
+    return tuple(name + own[name].argument if name in own else name for name in POLICIES.names())
 
 
 def get_policy(spec: str) -> PolicySpec:
@@ -245,10 +247,9 @@ def get_policy(spec: str) -> PolicySpec:
         string.
     """
     name = check_type(spec, (str,), "policy").partition(":")[0]
-    found = POLICIES.get(name) or load_installed(ENTRY_POINTS, name, PolicySpec)
-    if found is None:
+    if name not in POLICIES:
         raise UnknownNameError("policy", spec, policy_names())
-    return found
+    return POLICIES.get(name)
 
 
 def make_policy(spec: str, ctx: PolicyContext) -> Policy:

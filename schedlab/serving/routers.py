@@ -139,8 +139,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from schedlab.arguments_check import check_types
-from schedlab.errors import ServingError, UnknownNameError
-from schedlab.plugins import installed_names, load_installed
+from schedlab.errors import ServingError
+from schedlab.registry import Registry
 from schedlab.serving.cost_model import CostModel
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.policy_registry import get_policy
@@ -149,6 +149,7 @@ from schedlab.serving.router_view import Arrival, ClusterView, NodeView, Route, 
 from schedlab.serving.sloweave import SLOWeaveState, deadline_safe_chunk
 
 __all__ = [
+    "BUILTIN_ROUTERS",
     "ENTRY_POINTS",
     "ROUTERS",
     "RouterSpec",
@@ -528,9 +529,8 @@ class RouterSpec:
     reads_predictions: Literal["never", "choosing", "always"] = "choosing"
 
 
-#: The routers by name: the built-ins and those added by :func:`register_router`
-#: (installed ones are found by :func:`get_router`).
-ROUTERS: dict[str, RouterSpec] = {
+#: The built-in routers, by name.
+BUILTIN_ROUTERS: dict[str, RouterSpec] = {
     "round-robin": RouterSpec(
         round_robin, "request k to node k mod N (per side)", reads_predictions="never"
     ),
@@ -557,31 +557,36 @@ ROUTERS: dict[str, RouterSpec] = {
 #: Entry-point group of installed routers: ``name = "module:ROUTER_SPEC"``.
 ENTRY_POINTS = "schedlab.routers"
 
+#: Every router by name: the built-ins, those added by :func:`register_router` and the
+#: installed ones (:class:`~schedlab.registry.Registry`).
+ROUTERS: Registry[RouterSpec] = Registry(
+    "router", RouterSpec, ENTRY_POINTS, BUILTIN_ROUTERS.items()
+)
+
 
 def register_router(name: str, spec: RouterSpec) -> None:
-    """Add a router under ``name``.
+    """Add a router under ``name`` (``ROUTERS.register(name, spec)``).
 
     Raises
     ------
-    ServingError
+    RegistrationError
         If the name is taken or empty.
     InputTypeError
         (a ``TypeError``) for a ``name`` that is no string, a ``spec`` that is no
         :class:`RouterSpec`.
     """
     check_types("register_router", name=(name, (str,)), spec=(spec, (RouterSpec,)))
-    if not name or name in ROUTERS:
-        raise ServingError(f"register_router: cannot register router name {name!r}")
-    ROUTERS[name] = spec
+    ROUTERS.register(name, spec)
 
 
 def router_names() -> tuple[str, ...]:
     """The names :func:`get_router` knows: built-in, registered, then installed."""
-    return (*ROUTERS, *(n for n in installed_names(ENTRY_POINTS) if n not in ROUTERS))
+    return ROUTERS.names()
 
 
 def get_router(name: str) -> RouterSpec:
-    """The router registered or installed as ``name``.
+    """The router registered or installed as ``name`` (:meth:`ROUTERS.get
+    <schedlab.registry.Registry.get>`).
 
     Raises
     ------
@@ -590,7 +595,4 @@ def get_router(name: str) -> RouterSpec:
     InputTypeError
         For an installed entry that is not a :class:`RouterSpec`.
     """
-    found = ROUTERS.get(name) or load_installed(ENTRY_POINTS, name, RouterSpec)
-    if found is None:
-        raise UnknownNameError("router", name, router_names())
-    return found
+    return ROUTERS.get(name)

@@ -58,10 +58,11 @@ from schedlab.arguments_check import check_types
 from schedlab.errors import DataNotFoundError, ServingError, UnknownNameError
 from schedlab.llm.lengths import builtin_table
 from schedlab.llm.traces import Trace, check_lengths, check_time_order, read_trace
-from schedlab.plugins import installed_names, load_installed
+from schedlab.registry import Registry
 from schedlab.serving.prefix import SharedPrefixes, SharedPrefixModel
 
 __all__ = [
+    "BUILTIN_WORKLOADS",
     "DEFAULT_RATE_RPS",
     "DEFAULT_WORKLOAD",
     "ENTRY_POINTS",
@@ -409,8 +410,8 @@ class WorkloadSpec:
     factory: Callable[[Path | None], Workload]
 
 
-#: The named workloads.
-WORKLOADS: dict[str, WorkloadSpec] = {
+#: The built-in workloads, by name.
+BUILTIN_WORKLOADS: dict[str, WorkloadSpec] = {
     "chat": WorkloadSpec(
         "ShareGPT lengths, Poisson arrivals",
         lambda _: RandomWorkload("chat", ((1.0, builtin_table("sharegpt")),)),
@@ -455,17 +456,27 @@ WORKLOADS: dict[str, WorkloadSpec] = {
 }
 
 
+#: Entry-point group of installed workloads: ``name = "module:WORKLOAD_SPEC"``.
+ENTRY_POINTS = "schedlab.workloads"
+
+#: Every named workload: the built-ins, those added by :func:`register_workload` and the
+#: installed ones (:class:`~schedlab.registry.Registry`).
+WORKLOADS: Registry[WorkloadSpec] = Registry(
+    "workload", WorkloadSpec, ENTRY_POINTS, BUILTIN_WORKLOADS.items()
+)
+
+
 def register_workload(
     name: str, description: str, factory: Callable[[Path | None], Workload]
 ) -> None:
     """Add a named workload; ``factory(data_dir)`` builds it (``data_dir`` may be
-    ``None``).
+    ``None``; ``WORKLOADS.register(name, WorkloadSpec(description, factory))``).
 
     Raises
     ------
     InputTypeError
         If ``name`` or ``description`` is no string, or ``factory`` is not callable.
-    ServingError
+    RegistrationError
         If the name is empty or taken.
     """
     check_types(
@@ -474,31 +485,26 @@ def register_workload(
         description=(description, (str,)),
         factory=(factory, (Callable,)),
     )
-    if not name.strip():
-        raise ServingError("register_workload: name: empty")
-    if name in WORKLOADS:
-        raise ServingError(f"register_workload: workload {name!r} is already registered")
-    WORKLOADS[name] = WorkloadSpec(description, factory)
-
-
-#: Entry-point group of installed workloads: ``name = "module:WORKLOAD_SPEC"``.
-ENTRY_POINTS = "schedlab.workloads"
+    WORKLOADS.register(name, WorkloadSpec(description, factory))
 
 
 def workload_names() -> tuple[str, ...]:
     """The named workloads: built-in, registered, then installed."""
-    return (*WORKLOADS, *(n for n in installed_names(ENTRY_POINTS) if n not in WORKLOADS))
+    return WORKLOADS.names()
 
 
-def get_workload(name: str) -> WorkloadSpec | None:
-    """The workload registered or installed as ``name``, if any.
+def get_workload(name: str) -> WorkloadSpec:
+    """The workload registered or installed as ``name`` (:meth:`WORKLOADS.get
+    <schedlab.registry.Registry.get>`).
 
     Raises
     ------
+    UnknownNameError
+        Listing the known names.
     InputTypeError
         For an installed entry that is not a :class:`WorkloadSpec`.
     """
-    return WORKLOADS.get(name) or load_installed(ENTRY_POINTS, name, WorkloadSpec)
+    return WORKLOADS.get(name)
 
 
 def make_workload(name: str, *, data_dir: str | Path | None = None) -> Workload:
@@ -514,9 +520,8 @@ def make_workload(name: str, *, data_dir: str | Path | None = None) -> Workload:
         When a replayed trace is not under the data directory.
     """
     check_types("make_workload", name=(name, (str,)), data_dir=(data_dir, (str, Path, type(None))))
-    spec = get_workload(name)
-    if spec is not None:
-        return spec.factory(None if data_dir is None else Path(data_dir))
+    if name in WORKLOADS:
+        return WORKLOADS.get(name).factory(None if data_dir is None else Path(data_dir))
     path = Path(name)
     if path.is_file():
         trace = check_trace(read_trace(path), path)

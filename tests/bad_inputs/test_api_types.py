@@ -314,20 +314,19 @@ PUBLIC = sorted(
 def registries() -> Iterator[Callable[[], None]]:
     """A function that puts the policy, router, workload and cost-model registries back
     as they were (a call that registers must leave no trace)."""
-    saved = [
-        (table, dict(table))
-        for table in (
-            policy_registry.POLICIES,
-            routers.ROUTERS,
-            workloads.WORKLOADS,
-            cost_models._KINDS,
-        )
-    ]
+    tables = (
+        policy_registry.POLICIES,
+        routers.ROUTERS,
+        workloads.WORKLOADS,
+        cost_models.COST_MODEL_KINDS,
+    )
+    saved = [(table, table.registered()) for table in tables]
 
     def restore() -> None:
-        for table, content in saved:
-            table.clear()
-            table.update(content)
+        for table, before in saved:
+            for name in table.registered():
+                if name not in before:
+                    table.unregister(name)
 
     yield restore
     restore()

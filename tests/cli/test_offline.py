@@ -37,7 +37,7 @@ def test_solve_text(capsys):
 
 @pytest.mark.parametrize("quiet", ["--json", "--quiet"])
 def test_solve_and_bound_progress_only_on_request(capsys, terminal_stderr, quiet):
-    chosen = [m.name for m in BOUNDS.values() if m.chosen_for(read_instance(DEFAULT))]
+    chosen = [m.name for m in BOUNDS.entries().values() if m.chosen_for(read_instance(DEFAULT))]
     steps = {"solve": len(chosen) + 1, "bound": len(chosen)}  # the solver, then each method
     for command, label in (("solve", "solve"), ("bound", "lower bound")):
         assert main([command, DEFAULT]) == 0

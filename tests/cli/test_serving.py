@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import csv
 import importlib
+import io
 import json
 import subprocess
 import sys
@@ -192,7 +193,7 @@ def test_headroom_refuses_a_calibrated_model():
 
 def test_sweep_table_csv_plot(capsys, tmp_path, terminal_stderr):
     pytest.importorskip("matplotlib")
-    table, plot = tmp_path / "s.csv", tmp_path / "s.png"
+    plot, results = tmp_path / "s.png", tmp_path / "s.jsonl"
     argv = [
         "sweep",
         "--workload",
@@ -205,23 +206,22 @@ def test_sweep_table_csv_plot(capsys, tmp_path, terminal_stderr):
         "10s",
         "--workers",
         "1",
-        "--csv",
-        str(table),
-        "--plot",
-        str(plot),
+        "--results",
+        str(results),
     ]
-    assert main(argv) == 0
+    assert main([*argv, "--plot", str(plot)]) == 0
     captured = capsys.readouterr()
     assert "sweep" in terminal_stderr.getvalue() and "4/4" in terminal_stderr.getvalue()
     assert "fixed:128" in captured.out and "attain" in captured.out
-    rows = list(csv.DictReader(table.open()))
+    assert plot.stat().st_size > 1000
+    assert main([*argv, "--format", "csv"]) == 0  # the same points, resumed: one table
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert [(r["policy"], float(r["rate_rps"])) for r in rows] == [
         ("vllm", 2.0),
         ("vllm", 6.0),
         ("fixed:128", 2.0),
         ("fixed:128", 6.0),
     ]
-    assert plot.stat().st_size > 1000
 
 
 def test_sweep_plot_without_matplotlib(monkeypatch, tmp_path):

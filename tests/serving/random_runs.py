@@ -93,7 +93,7 @@ def _stream(rng: np.random.Generator) -> RequestStream:
             prompt, prefix = model.apply(stream.prompt, rng)
             stream = dataclasses.replace(stream, prompt=prompt, prefix=prefix)
         return stream
-    name = str(rng.choice(sorted(WORKLOADS)))
+    name = str(rng.choice(sorted(WORKLOADS.entries())))
     rate = float(rng.choice([1.0, 5.0, 20.0]))
     whole = make_workload(name).generate(rate, 40.0, int(rng.integers(1000)))
     k = min(len(whole), MAX_REQUESTS)

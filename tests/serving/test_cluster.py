@@ -552,10 +552,9 @@ bursts = st.lists(
 
 
 def _with_router(name, router):
-    """Register ``router`` as ``name`` (restore with :func:`_without_router`)."""
-    routers.ROUTERS[name] = routers.RouterSpec(
-        router, "test", disaggregated=True, reads_predictions="always"
-    )
+    """``router`` registered as ``name`` while a ``with`` block runs."""
+    spec = routers.RouterSpec(router, "test", disaggregated=True, reads_predictions="always")
+    return routers.ROUTERS.temporarily(name, spec)
 
 
 def _meets(result, slo):
@@ -582,8 +581,7 @@ def test_a_deflection_harms_no_request_the_decode_node_holds(stream, nodes):
         return route
 
     last = len(stream) - 1
-    _with_router("deflect-seen", deflect_seen)
-    try:
+    with _with_router("deflect-seen", deflect_seen):
         spec = Cluster(
             parse_nodes(nodes), "deflect-seen", Scenario("vllm", EXACT, slo, SMALL), SLOW_LINK
         )
@@ -597,11 +595,10 @@ def test_a_deflection_harms_no_request_the_decode_node_holds(stream, nodes):
                 return routes[request.index]
             return routers.disaggregated(request, cluster)
 
-        _with_router("replay", replay)
-        b = run_cluster(stream, dataclasses.replace(spec, router="replay"), record_batches=True)
-    finally:
-        routers.ROUTERS.pop("deflect-seen", None)
-        routers.ROUTERS.pop("replay", None)
+        with _with_router("replay", replay):
+            b = run_cluster(
+                stream, dataclasses.replace(spec, router="replay"), record_batches=True
+            )
     d, t = a.routes[last].node, float(stream.arrival_s[last])
     r = a.run.records[last]
     assert r.first_token_s - t <= estimate[last] + 1e-9
@@ -634,9 +631,6 @@ def test_the_no_harm_check_sees_deflections_and_can_fail():
     def force(request, cluster):
         return Route(1) if request.index == 1 else routers.disaggregated(request, cluster)
 
-    _with_router("force", force)
-    try:
+    with _with_router("force", force):
         forced = run_cluster(crowded, dataclasses.replace(spec, router="force"))
-    finally:
-        routers.ROUTERS.pop("force")
     assert sum(r.preemptions for r in forced.run.records) > 0

@@ -10,10 +10,12 @@ from schedlab.errors import (
     DataNotFoundError,
     FormatError,
     NonMonotoneCostModelError,
+    RegistrationError,
     ServingError,
     UnknownNameError,
 )
 from schedlab.serving.cost_model import (
+    COST_MODEL_KINDS,
     SLOWEAVE_DEFAULT,
     CostModel,
     LinearAttentionCostModel,
@@ -129,12 +131,17 @@ def test_registry_hook_plugs_in_a_new_kind(tmp_path):
             return {"kind": "test-constant", "name": self.name, "seconds": self.seconds}
 
     register_cost_model_kind("test-constant", lambda data, where: Constant(data["seconds"]))
-    assert "test-constant" in cost_model_kinds()
-    path = tmp_path / "c.json"
-    save_cost_model(Constant(0.25), path)
-    loaded = load_cost_model(path)
-    assert loaded.iteration_time(5, 0, [(10, 0)]) == 0.25
-    with pytest.raises(ServingError, match="kind must be a non-empty string"):
+    try:
+        assert "test-constant" in cost_model_kinds()
+        path = tmp_path / "c.json"
+        save_cost_model(Constant(0.25), path)
+        loaded = load_cost_model(path)
+        assert loaded.iteration_time(5, 0, [(10, 0)]) == 0.25
+        with pytest.raises(RegistrationError, match="'test-constant' is already registered"):
+            register_cost_model_kind("test-constant", lambda data, where: Constant(1.0))
+    finally:
+        COST_MODEL_KINDS.unregister("test-constant")
+    with pytest.raises(RegistrationError, match="cost model kind name '': cannot be registered"):
         register_cost_model_kind("", lambda data, where: Constant(1.0))
 
 

@@ -106,7 +106,7 @@ def test_a_replay_that_cannot_be_is_refused():
             dataclasses.replace(ok, **change)
 
 
-def _deflect(model, monkeypatch):
+def _deflect(model):
     """A ``deflect`` run on two decode nodes backed up with ``mixed`` prompts (queues of
     up to 69 requests), and the replays it asked for."""
     asked: list[PrefillReplay] = []
@@ -115,19 +115,18 @@ def _deflect(model, monkeypatch):
         asked.append(job)
         return replay_end_s(job, model)
 
-    monkeypatch.setitem(
-        POLICIES, "sloweave", dataclasses.replace(POLICIES["sloweave"], prefill_end=spy)
-    )
+    spied = dataclasses.replace(POLICIES["sloweave"], prefill_end=spy)
     engine = EngineConfig(kv_tokens=400_000, max_num_seqs=256, max_num_batched_tokens=2048)
     scenario = Scenario("sloweave", model, SLO(3.0, 0.1), engine, seed=2)
     spec = Cluster(parse_nodes("1P2D"), "deflect", scenario)
     stream = make_workload("mixed").generate(30.0, 15.0, 2)
-    return run_cluster(stream, spec), asked
+    with POLICIES.temporarily("sloweave", spied, replace=True):
+        return run_cluster(stream, spec), asked
 
 
-def test_deflect_routes_the_same_with_the_compiled_replay(models, monkeypatch):
-    compiled, asked = _deflect(models[0], monkeypatch)
-    plain, asked_plain = _deflect(_Plain(models[0]), monkeypatch)
+def test_deflect_routes_the_same_with_the_compiled_replay(models):
+    compiled, asked = _deflect(models[0])
+    plain, asked_plain = _deflect(_Plain(models[0]))
     assert compiled.routes == plain.routes
     assert compiled.run.records == plain.run.records
     # the run exercised what it checks: long queues replayed, requests deflected
@@ -161,7 +160,7 @@ def _decode_routes(models, decode_policy):
     return run_cluster(make_workload("mixed").generate(30.0, 15.0, 2), spec).routes
 
 
-def test_a_policy_offers_its_own_prefill_estimate(models, monkeypatch):
+def test_a_policy_offers_its_own_prefill_estimate(models):
     # deflect asks the decode node's policy for its estimate, with the cap of its name;
     # it never reads the policy's name otherwise
     caps = []
@@ -170,13 +169,13 @@ def test_a_policy_offers_its_own_prefill_estimate(models, monkeypatch):
         caps.append(job.chunk_cap)
         return replay_end_s(job, model)
 
-    monkeypatch.setitem(POLICIES, "mine", _mine(estimate))
-    routes = _decode_routes(models, "mine:2048")
+    with POLICIES.temporarily("mine", _mine(estimate)):
+        routes = _decode_routes(models, "mine:2048")
     assert caps and set(caps) == {2048}
     assert routes == _decode_routes(models, "sloweave:2048")
     # without an estimate, nothing goes whole to a decode node
-    monkeypatch.setitem(POLICIES, "mine", _mine(None))
-    assert all(route.then is not None for route in _decode_routes(models, "mine:2048"))
+    with POLICIES.temporarily("mine", _mine(None)):
+        assert all(route.then is not None for route in _decode_routes(models, "mine:2048"))
 
 
 class _Nameless(_Mine):
@@ -185,11 +184,13 @@ class _Nameless(_Mine):
         return "mine"
 
 
-def test_an_estimate_needs_the_cap_in_the_policy_s_name(models, monkeypatch):
+def test_an_estimate_needs_the_cap_in_the_policy_s_name(models):
     def factory(spec, arg, ctx):
         return _Nameless(ctx.model, ctx.tpot_s, c_max=2048, margin_s=ctx.margin_s)
 
     spec = dataclasses.replace(_mine(replay_end_s), factory=factory)
-    monkeypatch.setitem(POLICIES, "mine", spec)
-    with pytest.raises(ServingError, match="must end in ':CAP'"):
+    with (
+        POLICIES.temporarily("mine", spec),
+        pytest.raises(ServingError, match="must end in ':CAP'"),
+    ):
         _decode_routes(models, "mine")

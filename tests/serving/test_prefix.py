@@ -214,12 +214,9 @@ def test_prefix_matches_sees_the_routed_ids_not_the_cache():
         _two(*ids, gap_ms=300), prefix=SharedPrefixes(16, tuple(np.array(i) for i in ids))
     )
     spec = _cluster("2C", "prefix-aware")
-    original = routers.ROUTERS["prefix-aware"]
-    routers.ROUTERS["prefix-aware"] = dataclasses.replace(original, router=spy)
-    try:
+    spied = dataclasses.replace(routers.ROUTERS["prefix-aware"], router=spy)
+    with routers.ROUTERS.temporarily("prefix-aware", spied, replace=True):
         run_cluster(stream, spec)
-    finally:
-        routers.ROUTERS["prefix-aware"] = original
     assert seen == [[0, 0], [99, 0]]  # min(7 * 16, P - 1) on node 0
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from schedlab.cli import main as schedlab
 from schedlab.errors import PredictionError, SchedlabError, ServingError
-from schedlab.predictions import MODELS, Intervals
+from schedlab.predictions import PREDICTION_MODELS, Intervals
 from schedlab.serving.capacity import capacity_grid
 from schedlab.serving.cost_model import SLOWEAVE_DEFAULT
 from schedlab.serving.driver import Driver
@@ -32,7 +32,7 @@ from schedlab.testing import check_conservation, check_deadlines
 from schedlab.testing.runs import ServingRun
 from tests.serving.streams import kv_bound
 
-#: Every prediction model (:data:`schedlab.predictions.MODELS`), some at two settings.
+#: Every prediction model (:data:`schedlab.predictions.PREDICTION_MODELS`), some at two settings.
 SPECS = ("perfect", "interval:0.5", "interval:0.1", "buckets", "lognormal:0.5", "lognormal:2")
 #: The policies that plan with predictions, by estimate.
 KV_POLICIES = {"point": "sloweave-kv", "a-min": "sloweave-kv-amin", "a-max": "sloweave-kv-amax"}
@@ -99,7 +99,7 @@ def _checked(served):
 
 
 def test_every_model_is_run():
-    assert {spec.partition(":")[0] for spec in SPECS} == set(MODELS)
+    assert {spec.partition(":")[0] for spec in SPECS} == set(PREDICTION_MODELS)
 
 
 @pytest.mark.parametrize("spec", SPECS)

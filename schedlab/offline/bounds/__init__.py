@@ -88,7 +88,6 @@ from schedlab.errors import (
     MemoryBudgetError,
     SchedlabError,
     SchedlabNote,
-    UnknownNameError,
 )
 from schedlab.offline.bounds import (
     completion_spacing,
@@ -103,8 +102,8 @@ from schedlab.offline.bounds import (
 from schedlab.offline.bounds.bound import Bound, BoundFn
 from schedlab.offline.bounds.cost import BEST_WORK
 from schedlab.offline.instance import Instance, check_instance
-from schedlab.plugins import installed_names, load_installed
 from schedlab.progress import Progress, progress_for
+from schedlab.registry import Registry
 
 __all__ = [
     "BEST_WORK",
@@ -228,12 +227,26 @@ BUILTIN_BOUNDS: tuple[BoundMethod, ...] = (
     ),
 )
 
-#: Every method by name: the built-ins and those added by :func:`register_bound`
-#: (installed ones are found by :func:`get_bound`).
-BOUNDS: dict[str, BoundMethod] = {method.name: method for method in BUILTIN_BOUNDS}
-
 #: Entry-point group of installed bounds: ``name = "module:BOUND_METHOD"``.
 ENTRY_POINTS = "schedlab.bounds"
+
+
+def _check_bound(name: str, method: BoundMethod) -> None:
+    """Refuse a method whose own name is not ``name``."""
+    if method.name != name:
+        raise InputTypeError(f"bound {name!r}: its BoundMethod names bound {method.name!r}")
+
+
+#: Every method by name: the built-ins, those added by :func:`register_bound` and the
+#: installed ones (:class:`~schedlab.registry.Registry`; ``best`` is no entry).
+BOUNDS: Registry[BoundMethod] = Registry(
+    "bound",
+    BoundMethod,
+    ENTRY_POINTS,
+    ((method.name, method) for method in BUILTIN_BOUNDS),
+    check=_check_bound,
+    reserved=("best",),
+)
 
 
 def register_bound(
@@ -243,7 +256,8 @@ def register_bound(
     in_best: bool | Callable[[Instance], bool] = False,
     work: Callable[[Instance], float] | None = None,
 ) -> None:
-    """Add a bound method ``fn(instance, *, budget) -> Bound`` under ``name``.
+    """Add a bound method ``fn(instance, *, budget) -> Bound`` under ``name``
+    (``BOUNDS.register(name, BoundMethod(name, fn, in_best, work))``).
 
     With ``in_best`` it joins ``best``, charged ``work(instance)`` start costs
     (:mod:`~schedlab.offline.bounds.cost`), or, without ``work``, after the built-ins and
@@ -252,22 +266,21 @@ def register_bound(
 
     Raises
     ------
-    InputError
+    RegistrationError
         If the name is taken or is ``"best"``.
     """
-    if name in BOUNDS or name == "best":
-        raise InputError(f"register_bound: bound {name!r} is already registered")
-    BOUNDS[name] = BoundMethod(name, fn, in_best, work)
+    BOUNDS.register(name, BoundMethod(name, fn, in_best, work))
 
 
 def available_bounds() -> list[str]:
     """Names accepted by :func:`lower_bound`, sorted: built-in, registered and installed
     methods, and ``best``."""
-    return sorted({*BOUNDS, *installed_names(ENTRY_POINTS), "best"})
+    return sorted({*BOUNDS.names(), "best"})
 
 
 def get_bound(name: str) -> BoundMethod:
-    """The method registered or installed under ``name``.
+    """The method registered or installed under ``name`` (:meth:`BOUNDS.get
+    <schedlab.registry.Registry.get>`).
 
     Raises
     ------
@@ -276,16 +289,7 @@ def get_bound(name: str) -> BoundMethod:
     InputTypeError
         For an installed entry that is not a :class:`BoundMethod` of that name.
     """
-    if name in BOUNDS:
-        return BOUNDS[name]
-    method = None if name == "best" else load_installed(ENTRY_POINTS, name, BoundMethod)
-    if method is None:
-        raise UnknownNameError("bound", name, available_bounds())
-    if method.name != name:
-        raise InputTypeError(
-            f"entry point {name!r} of group {ENTRY_POINTS}: names bound {method.name!r}"
-        )
-    return method
+    return BOUNDS.get(name)
 
 
 def _installed_in_best(instance: Instance) -> list[BoundMethod]:
@@ -293,8 +297,9 @@ def _installed_in_best(instance: Instance) -> list[BoundMethod]:
     that cannot be loaded is left out with a :class:`~schedlab.errors.SchedlabNote`
     (a broken plug-in must not stop every bound: asked for by name, it is an error)."""
     methods = []
-    for name in installed_names(ENTRY_POINTS):
-        if name in BOUNDS:
+    own = BOUNDS.entries()
+    for name in BOUNDS.names():
+        if name in own:
             continue
         try:
             methods.append(get_bound(name))
@@ -371,7 +376,7 @@ def _chosen(instance: Instance, method: str) -> list[BoundMethod]:
     """The methods ``method`` runs on ``instance`` (for ``best``: those chosen for it)."""
     check_instance(instance, "lower_bound")
     if method == "best":
-        chosen = [m for m in BOUNDS.values() if m.chosen_for(instance)]
+        chosen = [m for m in BOUNDS.entries().values() if m.chosen_for(instance)]
         return chosen + _installed_in_best(instance)
     return [get_bound(method)]
 

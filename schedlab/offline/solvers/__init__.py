@@ -1,6 +1,7 @@
 """Every offline solver, in one registry.
 
-The built-in solvers are listed as data in :data:`BUILTIN_SOLVERS`; a user adds one with
+The built-in solvers are listed as data in :data:`BUILTIN_SOLVERS`, and :data:`SOLVERS`
+(a :class:`~schedlab.registry.Registry`) holds them all; a user adds one with
 :func:`register_solver`, and an installed package with a :class:`SolverInfo` in the
 entry-point group :data:`ENTRY_POINTS` (:mod:`schedlab.plugins`). Each is a function
 keeping the contract of :mod:`schedlab.offline.solvers.contract` (``fn(instance, *,
@@ -33,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from schedlab.errors import InputError, InputTypeError, UnknownNameError
+from schedlab.errors import InputError, InputTypeError
 from schedlab.offline.solvers import (
     alns,
     brute_force,
@@ -53,7 +54,7 @@ from schedlab.offline.solvers.contract import (
     accepted_options,
     option_specs,
 )
-from schedlab.plugins import installed_names, load_installed
+from schedlab.registry import Registry
 
 __all__ = [
     "BUILTIN_SOLVERS",
@@ -120,25 +121,37 @@ BUILTIN_SOLVERS: tuple[SolverInfo, ...] = (
     *(SolverInfo(name, fn) for name, fn in online.ONLINE_SOLVERS.items()),
 )
 
-#: Every solver by name: the built-ins and those added by :func:`register_solver`
-#: (installed ones are found by :func:`get_solver`).
-SOLVERS: dict[str, SolverInfo] = {info.name: info for info in BUILTIN_SOLVERS}
-
 #: Entry-point group of installed solvers: ``name = "module:SOLVER_INFO"``.
 ENTRY_POINTS = "schedlab.solvers"
 
 
-def _check_options(name: str, fn: SolverFn) -> None:
-    clash = sorted(set(accepted_options(fn)) & set(RESERVED_OPTIONS))
+def _check_solver(name: str, info: SolverInfo) -> None:
+    """Refuse a solver whose own name is not ``name``, or one with an option
+    :func:`schedlab.solve` takes itself."""
+    if info.name != name:
+        raise InputTypeError(f"solver {name!r}: its SolverInfo names solver {info.name!r}")
+    clash = sorted(set(accepted_options(info.fn)) & set(RESERVED_OPTIONS))
     if clash:
         raise InputError(
-            f"register_solver: {name!r} has option(s) {', '.join(clash)}, which schedlab.solve "
-            "takes itself; rename them"
+            f"solver {name!r}: option(s) {', '.join(clash)}, which schedlab.solve takes "
+            "itself; rename them"
         )
 
 
+#: Every solver by name: the built-ins, those added by :func:`register_solver` and the
+#: installed ones (:class:`~schedlab.registry.Registry`).
+SOLVERS: Registry[SolverInfo] = Registry(
+    "solver",
+    SolverInfo,
+    ENTRY_POINTS,
+    ((info.name, info) for info in BUILTIN_SOLVERS),
+    check=_check_solver,
+)
+
+
 def register_solver(name: str, fn: SolverFn, *, exact: bool = False) -> None:
-    """Add a solver keeping the contract of :mod:`~schedlab.offline.solvers.contract`.
+    """Add a solver keeping the contract of :mod:`~schedlab.offline.solvers.contract`
+    (``SOLVERS.register(name, SolverInfo(name, fn, exact))``).
 
     Parameters
     ----------
@@ -152,23 +165,23 @@ def register_solver(name: str, fn: SolverFn, *, exact: bool = False) -> None:
 
     Raises
     ------
+    RegistrationError
+        If the name is taken (:meth:`~schedlab.registry.Registry.register`).
     InputError
-        If the name is taken.
+        If an option's name is one :func:`schedlab.solve` takes itself.
     """
-    if name in SOLVERS:
-        raise InputError(f"register_solver: solver {name!r} is already registered")
-    _check_options(name, fn)
-    SOLVERS[name] = SolverInfo(name, fn, exact)
+    SOLVERS.register(name, SolverInfo(name, fn, exact))
 
 
 def available_solvers() -> list[str]:
     """Names accepted by :func:`schedlab.solve`, sorted: built-in, registered and
     installed."""
-    return sorted({*SOLVERS, *installed_names(ENTRY_POINTS)})
+    return sorted(SOLVERS.names())
 
 
 def get_solver(name: str) -> SolverInfo:
-    """The solver registered or installed under ``name``.
+    """The solver registered or installed under ``name`` (:meth:`SOLVERS.get
+    <schedlab.registry.Registry.get>`).
 
     Raises
     ------
@@ -178,14 +191,4 @@ def get_solver(name: str) -> SolverInfo:
         For an installed entry that is not a :class:`SolverInfo` of that name, or whose
         options clash with :func:`schedlab.solve`'s own.
     """
-    if name in SOLVERS:
-        return SOLVERS[name]
-    info = load_installed(ENTRY_POINTS, name, SolverInfo)
-    if info is None:
-        raise UnknownNameError("solver", name, available_solvers())
-    if info.name != name:
-        raise InputTypeError(
-            f"entry point {name!r} of group {ENTRY_POINTS}: names solver {info.name!r}"
-        )
-    _check_options(name, info.fn)
-    return info
+    return SOLVERS.get(name)

@@ -31,7 +31,7 @@ def counted() -> Iterator[list[int]]:
 
     register_bound("counted", bound, in_best=True)
     yield calls
-    del BOUNDS["counted"]
+    BOUNDS.unregister("counted")
 
 
 def test_the_same_call_is_computed_once(counted: list[int]) -> None:
@@ -66,7 +66,7 @@ def test_a_call_that_could_differ_is_computed_again(counted: list[int]) -> None:
 
 def test_best_runs_again_when_its_methods_change(counted: list[int]) -> None:
     lower_bound(INSTANCE)
-    del BOUNDS["counted"]
+    BOUNDS.unregister("counted")
     lower_bound(INSTANCE)  # another set of methods
 
     def doubled(instance: Instance, *, budget: Budget = UNLIMITED) -> Bound:
@@ -79,7 +79,8 @@ def test_best_runs_again_when_its_methods_change(counted: list[int]) -> None:
 
 def test_a_method_with_another_estimate_is_computed_again(counted: list[int]) -> None:
     lower_bound(INSTANCE)
-    BOUNDS["counted"] = dataclasses.replace(BOUNDS["counted"], work=lambda instance: 1e15)
+    estimated = dataclasses.replace(BOUNDS.unregister("counted"), work=lambda instance: 1e15)
+    BOUNDS.register("counted", estimated)
     again = lower_bound(INSTANCE)  # best's plan changed: counted is out of reach now
     assert "counted" in again.stats["out_of_reach"] and counted == [5]
 
@@ -93,7 +94,7 @@ def test_statistics_that_cannot_be_copied_are_not_kept() -> None:
         assert lower_bound(INSTANCE, "locked").value == 1.0  # computed, not kept
         assert lower_bound(INSTANCE, "locked").value == 1.0
     finally:
-        del BOUNDS["locked"]
+        BOUNDS.unregister("locked")
 
 
 def test_threads_share_the_kept_bounds() -> None:
