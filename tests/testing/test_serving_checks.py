@@ -4,6 +4,7 @@ passes, a policy that ignores deadlines or a corrupted run is caught and named."
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 
@@ -145,3 +146,85 @@ def test_an_iteration_that_preempted_its_only_decode_may_admit():
     batch = served.run.batches[71]
     assert batch.preempted and not batch.decodes and batch.chunks
     check_conservation(served)
+
+
+def _batch_where(served: ServingRun, test) -> int:
+    return next(k for k, b in enumerate(served.run.batches) if test(b))
+
+
+def _changed_batch(served: ServingRun, k: int, **changes) -> ServingRun:
+    batches = list(served.run.batches)
+    batches[k] = dataclasses.replace(batches[k], **changes)
+    return _corrupt(served, batches=tuple(batches))
+
+
+def _first_chunk_of_1(served: ServingRun) -> int:
+    return _batch_where(served, lambda b: any(i == 1 for i, _ in b.chunks))
+
+
+def _with_engine(served: ServingRun, **limits) -> ServingRun:
+    engine = dataclasses.replace(CONFIG, **limits)
+    return dataclasses.replace(served, scenario=served.scenario.with_(engine=engine))
+
+
+def _with_output(served: ServingRun, first: int) -> ServingRun:
+    output = served.stream.output.copy()
+    output[0] = first
+    return dataclasses.replace(served, stream=dataclasses.replace(served.stream, output=output))
+
+
+#: One corruption a law of the replay (schedlab.testing.log_replay.LogReplay's methods),
+#: and the message it must raise: every law can fail.
+CORRUPTIONS = {
+    "prefix_hits": (
+        lambda s: _changed_batch(s, _first_chunk_of_1(s), reused=((1, 16),)),
+        "request 1 takes 16 tokens back from the prefix cache, but only",
+    ),
+    "kv_received": (
+        lambda s: _changed_batch(s, _first_chunk_of_1(s), received=((1, 1999),)),
+        "request 1 receives KV on a colocated node after 0 hand-offs",
+    ),
+    "decodes_batched": (
+        lambda s: _changed_batch(s, _batch_where(s, lambda b: b.decodes), decodes=()),
+        "but the running decodes are [0] (every running decode is batched)",
+    ),
+    "token_budget": (
+        lambda s: _with_engine(s, max_num_batched_tokens=100),
+        "tokens, over max_num_batched_tokens = 100",
+    ),
+    "max_num_seqs": (
+        lambda s: _with_engine(s, max_num_seqs=1),
+        "2 requests admitted, over max_num_seqs = 1",
+    ),
+    "full-prompt gate": (
+        lambda s: _with_engine(s, kv_tokens=2000),  # 125 blocks: 1 held, 125 needed
+        "admits request 1, whose 2000 tokens need 125 blocks with 124 free",
+    ),
+    "tokens": (  # one token too many: the finished request decodes on
+        lambda s: _with_output(s, 19),
+        "batches decodes [0], but the running decodes are []",
+    ),
+    "nothing_lost": (
+        lambda s: _with_output(s, 21),
+        "request(s) [0] never emitted all their tokens (request 0: 20 of 21)",
+    ),
+    "request_record": (
+        lambda s: _corrupt(
+            s,
+            records=(
+                dataclasses.replace(s.run.records[0], preemptions=1),
+                *s.run.records[1:],
+            ),
+        ),
+        "request 0: its record counts 10 prefill tokens and 1 preemptions, the log 10 and 0",
+    ),
+}
+
+
+@pytest.mark.parametrize("law", sorted(CORRUPTIONS))
+def test_every_law_of_the_replay_can_fail(law: str) -> None:
+    served = _run("sloweave")
+    check_conservation(served)
+    corrupt, message = CORRUPTIONS[law]
+    with pytest.raises(ConservationViolation, match=re.escape(message)):
+        check_conservation(corrupt(served))
