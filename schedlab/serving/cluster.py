@@ -386,8 +386,17 @@ class ClusterDriver(Driver):
             for e, role in zip(engines, roles, strict=True)
         ]
         self.view = ClusterState(self.nodes, link, seed)
-        self.decode_of = [-1] * len(self.requests)  # decode node after a transfer
-        self.kv_ready_s = [math.nan] * len(self.requests)
+        n = len(self.requests)
+        self.decode_of = [-1] * n  # decode node after a transfer
+        self.kv_ready_s = [math.nan] * n
+        # the TTFT breakdown's books, from the iterations the nodes run: seconds of the
+        # iterations that ran a request's chunks before its first token (on every node,
+        # then up to its hand-off), when its prefill completed on a prefill node, and
+        # seconds of the iteration that emitted its first token after a transfer
+        self.prefill_exec_s = [0.0] * n
+        self.prefill_side_exec_s = [0.0] * n
+        self.prefill_end_s = [math.nan] * n
+        self.first_decode_s = [0.0] * n
         self.routes: list[Route] = []
         self.transfers: list[Transfer] = []
         self.time_routing = time_routing
@@ -453,15 +462,31 @@ class ClusterDriver(Driver):
         engine = self.engines[index]
         node = self.nodes[index]
         started = engine.started_s
+        self._book_prefill(engine, t - started)
         super()._end(t, index)
         node.touch()
         for req in engine.take_handed_off():
+            self.prefill_end_s[req.index] = t
+            self.prefill_side_exec_s[req.index] = self.prefill_exec_s[req.index]
             assert node.link is not None
             target = self.decode_of[req.index]
             transfer = node.link.send(req.index, target, req.prompt - 1, t, started)
             self.nodes[target].sent(req.index, transfer.end_s)
             self.transfers.append(transfer)
             self._push(transfer.end_s, _TRANSFER, req.index)
+
+    def _book_prefill(self, engine: HandOverReplica, seconds: float) -> None:
+        """Book the ``seconds`` of ``engine``'s iteration ending now to the TTFT of each
+        request it prefills that has no token yet: the first decode of a request whose
+        KV came from another node, when its last chunk runs, else prefill time."""
+        for req, _ in engine.running_chunks():
+            if not math.isnan(req.first_token_s):
+                continue
+            i = req.index
+            if not math.isnan(self.kv_ready_s[i]) and req.done == req.target:
+                self.first_decode_s[i] = seconds  # it emits its first token now
+            else:
+                self.prefill_exec_s[i] += seconds
 
     def _event(self, t: float, kind: int, index: int) -> None:
         if kind != _TRANSFER:
@@ -488,26 +513,21 @@ class ClusterDriver(Driver):
         parts: dict[str, list[float]] = {name: [] for name in names}
         for req in self.requests:
             first = req.first_token_s
-            arrived = self.kv_ready_s[req.index]
-            prefill = req.prefill_exec_s
+            i = req.index
+            arrived = self.kv_ready_s[i]
+            prefill = self.prefill_exec_s[i]
             if math.isnan(first):
                 values = [math.nan] * len(names)
             elif math.isnan(arrived):  # served whole where it arrived
                 wait = first - req.arrival_s - prefill
                 values = [wait, prefill, 0.0, 0.0, wait, 0.0]
             else:
-                ready = req.prefill_end_s
-                before = ready - req.arrival_s - req.prefill_side_exec_s
-                after = first - arrived - req.first_decode_s
-                after -= prefill - req.prefill_side_exec_s  # recomputed after a preemption
-                values = [
-                    before + after,
-                    prefill,
-                    arrived - ready,
-                    req.first_decode_s,
-                    before,
-                    after,
-                ]
+                ready, there = self.prefill_end_s[i], self.prefill_side_exec_s[i]
+                before = ready - req.arrival_s - there
+                after = first - arrived - self.first_decode_s[i]
+                after -= prefill - there  # recomputed after a preemption
+                values = [before + after, prefill, arrived - ready, self.first_decode_s[i]]
+                values += [before, after]
             for name, value in zip(names, values, strict=True):
                 parts[name].append(value)
         return {name: np.asarray(values, dtype=float) for name, values in parts.items()}

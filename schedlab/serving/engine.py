@@ -81,93 +81,32 @@ Cost
 ----
 Per iteration the work is ``O(1)`` plus the requests that join, finish or are
 preempted and the blocks allocated: all decodes advance together, so a decode's KV,
-block boundaries and finishing iteration follow from the iteration at which it joined;
-decodes are grouped by the phase of their block boundary (``block_size`` buckets), which
-gives the new blocks an iteration needs in ``O(1)``. For a cost model that uses the
-longest decode's KV (``decode_spread``, see :class:`~schedlab.serving.cost_model.CostModel`)
-the maximum is kept in a heap with lazy deletion.
+block boundaries and finishing iteration follow from the iteration at which it joined
+(:class:`~schedlab.serving.decode_cohort.DecodeCohort`).
 """
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections import deque
 from collections.abc import Iterator, Sequence
 from itertools import chain
+from typing import Any
 
 from schedlab.errors import ServingError
-from schedlab.serving import view as rules
 from schedlab.serving.cost_model import BatchShape, Chunk, uses_decode_spread
+from schedlab.serving.decode_cohort import DecodeCohort
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.iteration import BatchRecord, IterationClock, IterationTime
 from schedlab.serving.kv_cache import KVCache
-from schedlab.serving.metrics import SLO, allowed_slow_gaps
+from schedlab.serving.metrics import SLO
 from schedlab.serving.policies import Policy
-from schedlab.serving.prediction import Estimate
+from schedlab.serving.policy_view import PolicyView
 from schedlab.serving.request_state import RequestState
+from schedlab.serving.slo_tally import SloTally
 from schedlab.serving.view import Plan, RequestView
 
 __all__ = ["Engine"]
-
-
-class _View(rules.BlockRules):
-    """The :class:`~schedlab.serving.view.EngineView` the policy gets each iteration."""
-
-    __slots__ = (
-        "_engine",
-        "admitting",
-        "config",
-        "decode_kv",
-        "decode_kv_max",
-        "decode_kv_min",
-        "free_blocks",
-        "free_seats",
-        "last_token_s",
-        "n_decode",
-        "now_s",
-    )
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-        self.config = engine.config
-        self.now_s = 0.0
-        self.n_decode = 0
-        self.decode_kv = 0
-        self.decode_kv_max: int | None = None
-        self.decode_kv_min: int | None = None
-        self.last_token_s = 0.0
-        self.free_blocks = 0
-        self.free_seats = 0
-        self.admitting = True
-
-    @property
-    def has_prefill_work(self) -> bool:
-        engine = self._engine
-        return bool(engine.partials or (self.admitting and engine.waiting))
-
-    def prefill_candidates(self) -> Iterator[RequestState]:
-        """Partial prefills in admission order, then (while admitting) the waiting queue,
-        each waiting request with its cache hits looked up when it is reached, after the
-        chunks taken before it (:meth:`take`)."""
-        engine = self._engine
-        for req in list(engine.partials.values()):
-            if req.admitted:  # not preempted by a chunk taken before it
-                yield req
-        waiting = engine.waiting
-        k = 0
-        while self.admitting and k < len(waiting):
-            req = waiting[k]
-            engine.look_up(req)
-            yield req
-            if k < len(waiting) and waiting[k] is req:  # not admitted: look further
-                k += 1
-
-    def take(self, request: RequestView, chunk: int) -> bool:
-        return self._engine.take(request, chunk)
-
-    def projected_kv_peak(self, estimate: Estimate = "point") -> int:
-        return self._engine.projected_kv_peak(estimate)
 
 
 class Engine:
@@ -209,21 +148,13 @@ class Engine:
             config.total_blocks, config.block_size, prefix_caching=config.prefix_caching
         )
         self.clock = IterationClock(timing, index)
-        self.slo = slo
-        self.violations = 0
+        self.tally = SloTally(slo)
         self.peak_blocks = 0  # most KV blocks in use at once
-        # slow_upto[j]: iterations j' <= j whose gap since the previous end exceeds the
-        # TPOT target, so a run of tokens (f, l) has slow_upto[l] - slow_upto[f] slow gaps
-        self.count_gaps = slo is not None and slo.kind != "mean"
-        self.slow_upto: list[int] = []
-        self.view = _View(self)
+        self.view = PolicyView(self)
         self.iteration = 0
         self.waiting: deque[RequestState] = deque()
         self.running: dict[int, RequestState] = {}  # by admission number, oldest first
         self.partials: dict[int, RequestState] = {}
-        self.n_decode = 0
-        self.kv_sum = 0  # sum of kv_offset over running decodes
-        self.buckets = [0] * config.block_size
         self.finish_at: dict[int, list[tuple[RequestState, int]]] = {}
         self.batch: list[tuple[RequestState, int]] = []
         self.iteration_end: list[float] = []
@@ -236,22 +167,18 @@ class Engine:
         self.last_token_s = 0.0
         self.record_batches = record_batches
         self.batches: list[BatchRecord] = []
-        # Longest and shortest decode's KV, for cost models that use them.
+        # The running decodes, with the longest and shortest KV for cost models that use
+        # them (the policy's view shows them only if the predicted model does).
         self.model_spread = uses_decode_spread(timing.predicted)
-        self.actual_spread = timing.actual is not None and uses_decode_spread(timing.actual)
-        self.spread = self.model_spread or self.actual_spread
-        self.kv_heap: list[int] = []  # negated offsets, lazily deleted
-        self.kv_low: list[int] = []  # offsets, lazily deleted
-        self.kv_live: dict[int, int] = {}  # offset -> decodes holding it
+        actual_spread = timing.actual is not None and uses_decode_spread(timing.actual)
+        self.decodes = DecodeCohort(config.block_size, self.model_spread or actual_spread)
         # Asynchronous scheduling (module docstring).
         self.inbox: list[RequestState] = []  # arrived while a batch was in flight
         self.back_to_back = False  # the pending start follows an iteration end
         # requests finished in the last iteration, by admission number, with the KV
         # tokens they hold: their seats and blocks are not free yet
         self.held: dict[int, tuple[RequestState, int]] = {}
-        self._pending: (
-            tuple[float, tuple[int, ...], tuple[tuple[int, int], ...], int, int] | None
-        ) = None
+        self._pending: dict[str, Any] | None = None  # the record of the iteration running
         self._preempted: list[int] = []
         self._preempted_finished = 0  # of them, requests that had finished (async)
         # the scheduling pass being planned: (iteration, its block phase, whether it may
@@ -277,6 +204,11 @@ class Engine:
         return self.kv.evicted
 
     @property
+    def violations(self) -> int:
+        """Requests known to miss the SLO (:class:`~schedlab.serving.slo_tally.SloTally`)."""
+        return self.tally.violations
+
+    @property
     def has_work(self) -> bool:
         """Whether it has requests to serve (running, waiting or just arrived)."""
         return bool(self.running or self.waiting or self.inbox)
@@ -299,6 +231,10 @@ class Engine:
             self.waiting.append(req)
 
     # -- what a cluster sees: the hand-over and the load (module docstring) ------------------
+    def running_chunks(self) -> list[tuple[RequestState, int]]:
+        """The prefill chunks of the iteration running, ``(request, tokens)``."""
+        return self.batch
+
     def take_handed_off(self) -> list[RequestState]:
         """The requests whose prefill completed and that left in the iteration that just
         ended, in the order they did; each holds its blocks here until :meth:`release`."""
@@ -329,7 +265,6 @@ class Engine:
             )
         req.target = req.prompt
         req.done = req.received = tokens
-        req.transferred = True
         self.arrive(req)
 
     def requests(self) -> Iterator[RequestState]:
@@ -338,9 +273,14 @@ class Engine:
         return chain(self.waiting, self.inbox, self.running.values())
 
     @property
+    def n_decode(self) -> int:
+        """Running decodes."""
+        return self.decodes.n
+
+    @property
     def decode_kv(self) -> int:
         """KV tokens the running decodes attend to at the next iteration, in total."""
-        return self.kv_sum + self.n_decode * self.iteration
+        return self.decodes.kv(self.iteration)
 
     def prefill_queue(self) -> Iterator[RequestState]:
         """The requests with prompt left to prefill, in the policy's order: partial
@@ -352,12 +292,7 @@ class Engine:
         """The running decodes as the next iteration will batch them if none finishes at
         the end of the running one: their count, KV tokens attended, and longest and
         shortest KV when the cost models use them (no chunks)."""
-        i = self.iteration + 1 if self.busy else self.iteration
-        n = self.n_decode
-        kv_max = kv_min = None
-        if self.spread and n:
-            kv_max, kv_min = self._decode_extremes(i)
-        return BatchShape(n, self.kv_sum + n * i, (), kv_max, kv_min)
+        return self.decodes.shape(self.iteration + 1 if self.busy else self.iteration)
 
     @property
     def free_blocks(self) -> int:
@@ -380,7 +315,7 @@ class Engine:
         config, kv, view = self.config, self.kv, self.view
         i = self.iteration
         phase = -i % config.block_size
-        need = self.buckets[phase]
+        need = self.decodes.new_blocks(i)
         while need > kv.free_blocks:  # step 1: the newest goes until the decodes fit
             need -= self._preempt_newest(i, phase)
         kv.allocate(need)
@@ -391,12 +326,7 @@ class Engine:
         admitting = not self._preempted
         for _ in range(2):
             while True:
-                view.n_decode = self.n_decode
-                view.decode_kv = self.decode_kv
-                if self.model_spread and self.n_decode:
-                    view.decode_kv_max, view.decode_kv_min = self._decode_extremes(i)
-                else:
-                    view.decode_kv_max = view.decode_kv_min = None
+                view.show_decodes(i, self.model_spread)
                 self._start_pass(i, phase, admitting)
                 plan = self.policy.plan(view)
                 if plan or self.n_decode:
@@ -442,56 +372,21 @@ class Engine:
             self._release_lagged()
         self.busy = True
         if self.record_batches:
-            decodes = tuple(r.index for r in self.running.values() if r.decoding)
-            planned = tuple((r.index, c) for r, c in self.batch)
-            self._pending = (now, decodes, planned, *queues)
-        n = self.n_decode
-        kv_max = kv_min = None
-        if self.spread and n:
-            kv_max, kv_min = self._decode_extremes(i)
+            self._pending = {
+                "start_s": now,
+                "decodes": tuple(r.index for r in self.running.values() if r.decoding),
+                "chunks": tuple((r.index, c) for r, c in self.batch),
+                "running": queues[0],
+                "waiting": queues[1],
+            }
         self.started_s = now
-        self.shape = BatchShape(n, self.kv_sum + n * i, tuple(chunks), kv_max, kv_min)
+        self.shape = self.decodes.shape(i, chunks)
         return self.shape
 
     def duration(self, shape: BatchShape, group: Sequence[BatchShape] = ()) -> float:
         """How long this replica's batch ``shape`` takes
         (:meth:`~schedlab.serving.iteration.IterationClock.seconds`)."""
         return self.clock.seconds(shape, group)
-
-    def projected_kv_peak(self, estimate: Estimate = "point") -> int:
-        r"""The most KV tokens the admitted requests will hold at once from this iteration
-        on, if each stops at its output as ``estimate`` plans it
-        (:func:`~schedlab.serving.view.planned_output`; ``proofs/sloweave_kv.md``),
-        counted in whole blocks.
-
-        A decode holding :math:`h` tokens now with :math:`r = \tilde o(g) - g` iterations
-        left (``g`` tokens generated, :math:`\tilde o(g) = \max(b, g + 1)` its planned
-        output, so :math:`r \ge 1`) holds :math:`h + k` at offset
-        :math:`k < r`, plus at most ``block_size - 1`` in its last block; under
-        asynchronous scheduling its blocks are freed one iteration late, after the
-        next iteration's decodes took theirs, so it counts through offset :math:`r`
-        too. A request still
-        prefilling is reserved at the blocks of its final size
-        (:func:`~schedlab.serving.view.reserved_tokens`) throughout; blocks of requests
-        that finished in the last iteration (asynchronous scheduling) count too. The
-        maximum over offsets is :func:`~schedlab.serving.view.decode_kv_peak`.
-        """
-        config = self.config
-        i = self.iteration
-        slack = config.block_size - 1
-        lag = 1 if config.async_scheduling else 0
-        reserved = sum(config.blocks(tokens) for _, tokens in self.held.values())
-        reserved *= config.block_size
-        rests: list[int] = []
-        holds: list[int] = []
-        for req in self.running.values():
-            if req.decoding:
-                generated = req.generated_by(i)
-                rests.append(rules.planned_output(req, estimate, generated) - generated + lag)
-                holds.append(req.kv_offset + i + slack)
-            else:
-                reserved += rules.reserved_tokens(config, req, estimate)
-        return reserved + rules.decode_kv_peak(holds, rests)
 
     def _release_lagged(self) -> None:
         """Make the lagged seats, blocks and arrivals visible to the next plan."""
@@ -502,29 +397,6 @@ class Engine:
             self.waiting.extend(self.inbox)
             self.inbox.clear()
 
-    def _decode_extremes(self, i: int) -> tuple[int, int]:
-        """KV tokens of the longest and shortest running decode at iteration ``i``."""
-        live = self.kv_live
-        high, low = self.kv_heap, self.kv_low
-        while -high[0] not in live:
-            heapq.heappop(high)
-        while low[0] not in live:
-            heapq.heappop(low)
-        return i - high[0], i + low[0]
-
-    def _forget_decode(self, req: RequestState) -> None:
-        self.n_decode -= 1
-        self.kv_sum -= req.kv_offset
-        self.buckets[req.bucket] -= 1
-        req.decoding = False
-        if self.spread:
-            live = self.kv_live
-            left = live[req.kv_offset] - 1
-            if left:
-                live[req.kv_offset] = left
-            else:
-                del live[req.kv_offset]
-
     # -- applying a plan -------------------------------------------------------------------
     def _start_pass(self, i: int, phase: int, admitting: bool) -> None:
         """Open a scheduling pass of iteration ``i``: the view shows the engine as it is,
@@ -534,13 +406,12 @@ class Engine:
         self._chunks = []
         self._closed = False
         self.batch = []
-        self._refresh_view()
+        self.view.refresh(self._admits)
 
-    def _refresh_view(self) -> None:
-        view, config = self.view, self.config
-        view.free_blocks = self.kv.free_blocks
-        view.free_seats = config.max_num_seqs - len(self.running) - len(self.held)
-        view.admitting = self._pass[2] and len(self._preempted) == self._pass[3]
+    @property
+    def _admits(self) -> bool:
+        """Whether the pass may still admit: it may, and it preempted nothing yet."""
+        return self._pass[2] and len(self._preempted) == self._pass[3]
 
     def take(self, req: RequestView, c: int) -> bool:
         """Apply one chunk of the plan now (:meth:`~schedlab.serving.view.EngineView.take`)."""
@@ -552,7 +423,7 @@ class Engine:
             )
         self._taken.append((req, c))
         ran = self._apply_one(req, c)
-        self._refresh_view()
+        self.view.refresh(self._admits)
         return ran
 
     def _finish_plan(self, plan: Plan) -> list[Chunk]:
@@ -696,7 +567,7 @@ class Engine:
             saved = 1 if victim.bucket == phase else 0
             if chunked is not None:
                 held += saved
-            self._forget_decode(victim)
+            self.decodes.leave(victim)
             victim.segments.append((victim.seg_start, i - 1))
             victim.generated = generated
             victim.epoch += 1
@@ -726,33 +597,24 @@ class Engine:
     # -- an iteration end --------------------------------------------------------------------
     def end(self, now: float) -> None:
         """Finish the running iteration at ``now``: emit tokens, finish requests."""
-        config = self.config
         i = self.iteration
         self.iteration = i + 1
-        if self.count_gaps:
-            ends = self.iteration_end
-            slow = i > 0 and now - ends[-1] > self.slo.gap_limit_s  # type: ignore[union-attr]
-            self.slow_upto.append((self.slow_upto[-1] if i else 0) + slow)
+        self.tally.iteration_end(now)
         self.iteration_end.append(now)
         self.last_token_s = now
         if self.record_batches and self._pending is not None:
-            start, decodes, planned, running, waiting = self._pending
-            self.batches.append(
-                BatchRecord(
-                    start,
-                    now,
-                    decodes,
-                    planned,
-                    tuple(self._preempted),
-                    tuple(self._reused),
-                    running,
-                    waiting,
-                    self.kv.used_blocks,
-                    tuple(r.index for r, _ in self.batch if r.hand_off and r.done == r.target),
-                    tuple(self._received),
-                    self.shape,
-                )
+            handed_off = (r.index for r, _ in self.batch if r.hand_off and r.done == r.target)
+            record = BatchRecord(
+                **self._pending,
+                end_s=now,
+                preempted=tuple(self._preempted),
+                reused=tuple(self._reused),
+                used_blocks=self.kv.used_blocks,
+                handed_off=tuple(handed_off),
+                received=tuple(self._received),
+                shape=self.shape,
             )
+            self.batches.append(record)
             self._reused = []
             self._received = []
         self._preempted.clear()
@@ -761,15 +623,9 @@ class Engine:
         if finishing:
             for req, epoch in finishing:
                 if req.epoch == epoch:
-                    self._forget_decode(req)
+                    self.decodes.leave(req)
                     self._finish(req, now, i, req.prompt + req.output - 1)
-        seconds = now - self.started_s
         for req, _ in self.batch:
-            if math.isnan(req.first_token_s):  # the TTFT breakdown (cluster module)
-                if req.transferred and req.done == req.target:
-                    req.first_decode_s = seconds  # it emits its first token now
-                else:
-                    req.prefill_exec_s += seconds
             if req.done < req.target:
                 continue
             del self.partials[req.seq]
@@ -780,28 +636,14 @@ class Engine:
             req.seg_start = i
             if math.isnan(req.first_token_s):
                 req.first_token_s = now
-                slo = self.slo
-                if slo is not None and now - req.arrival_s > slo.ttft_limit_s:
-                    req.violated = True
-                    self.violations += 1
+                self.tally.first_token(req, now)
             if req.generated == req.output:
                 self._finish(req, now, i, req.target)
                 continue
-            # decode iteration j >= i + 1 attends kv_offset + j tokens and needs a block
-            # when it computes token kv_offset + j - 1 at a block boundary
             req.decoding = True
             req.join_iter = i + 1
             req.gen_at_join = req.generated
-            req.kv_offset = req.target - i
-            req.bucket = (req.kv_offset - 1) % config.block_size
-            self.buckets[req.bucket] += 1
-            self.n_decode += 1
-            self.kv_sum += req.kv_offset
-            if self.spread:
-                offset = req.kv_offset
-                self.kv_live[offset] = self.kv_live.get(offset, 0) + 1
-                heapq.heappush(self.kv_heap, -offset)
-                heapq.heappush(self.kv_low, offset)
+            self.decodes.join(req, i)
             self.finish_at.setdefault(i + req.output - req.generated, []).append((req, req.epoch))
         self.batch = []
 
@@ -811,8 +653,6 @@ class Engine:
         del self.running[req.seq]
         req.admitted = False
         req.hand_off = False
-        req.prefill_end_s = now
-        req.prefill_side_exec_s = req.prefill_exec_s
         self._handed_off.append(req)
         self.held_off += 1
 
@@ -849,28 +689,7 @@ class Engine:
         req.finish_s = now
         req.admitted = False
         self.finished += 1
-        slo = self.slo
-        if slo is None or req.violated or req.output == 1:
-            return
-        if slo.kind == "mean":
-            missed = (now - req.first_token_s) / (req.output - 1) > slo.gap_limit_s
-        else:
-            missed = self._slow_gaps(req.segments) > allowed_slow_gaps(slo, req.output)
-        if missed:
-            req.violated = True
-            self.violations += 1
-
-    def _slow_gaps(self, segments: list[tuple[int, int]]) -> int:
-        """Gaps longer than the TPOT target between the tokens of ``segments`` (the same
-        comparison of the same floats as :func:`~schedlab.serving.metrics.request_itl`)."""
-        upto, ends = self.slow_upto, self.iteration_end
-        limit = self.slo.gap_limit_s  # type: ignore[union-attr]
-        slow = 0
-        for k, (first, last) in enumerate(segments):
-            slow += upto[last] - upto[first]
-            if k and ends[first] - ends[segments[k - 1][1]] > limit:
-                slow += 1
-        return slow
+        self.tally.finished(req, now)
 
     def close_open_segments(self) -> None:
         """Record the tokens of requests still decoding when the run stopped."""

@@ -94,11 +94,13 @@ class Replica(Protocol):
     start_pending: bool
     back_to_back: bool
     finished: int
-    violations: int
     reused_tokens: int
     peak_blocks: int
     iteration_end: list[float]
     batches: list[BatchRecord]
+
+    @property
+    def violations(self) -> int: ...
 
     @property
     def has_work(self) -> bool: ...
@@ -153,9 +155,11 @@ class HandOverReplica(Replica, Protocol):
     """
 
     iteration: int
-    n_decode: int
     started_s: float
     shape: BatchShape | None
+
+    @property
+    def n_decode(self) -> int: ...
 
     @property
     def decode_kv(self) -> int: ...
@@ -166,6 +170,11 @@ class HandOverReplica(Replica, Protocol):
     def arrive(self, req: RequestState, *, hand_off: bool = False) -> None:
         """Queue the arriving request ``req``; with ``hand_off``, it leaves for another
         node when its prefill completes."""
+        ...
+
+    def running_chunks(self) -> Sequence[tuple[RequestState, int]]:
+        """The prefill chunks of the iteration running, ``(request, tokens)`` (none once
+        it ended): what a cluster's TTFT breakdown books its seconds to."""
         ...
 
     def take_handed_off(self) -> list[RequestState]:

@@ -332,7 +332,7 @@ class SLOWeaveKVPolicy(SLOWeavePolicy):
     the decodes holding :math:`h_j` tokens with :math:`r_j` predicted iterations left, the
     requests still prefilling (the new one included) reserved at their predicted final
     size :math:`\hat f = P + \hat o - 1`
-    (:meth:`~schedlab.serving.engine.Engine.projected_kv_peak`). It is the memory test of
+    (:meth:`~schedlab.serving.policy_view.PolicyView.projected_kv_peak`). It is the memory test of
     the offline MC-SF rule (Jaillet et al., arXiv 2502.07115: the running set stays within
     memory at every future completion), made safe for requests whose decoding starts at an
     unknown later iteration. The waiting queue is served first come first served, so a

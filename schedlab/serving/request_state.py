@@ -60,10 +60,9 @@ class RequestState:
         current run and its tokens then, its block-boundary phase, the offset of the KV
         tokens it attends (``kv_offset + i`` at iteration ``i``), and the count of its
         preemptions while decoding (which cancels a finish scheduled before).
-    hand_off, received, transferred
+    hand_off, received
         In a cluster (:mod:`schedlab.serving.cluster`): it leaves for another node when
-        its prefill completes; KV tokens it brings from another node, until admitted;
-        whether it came from another node.
+        its prefill completes; KV tokens it brings from another node, until admitted.
     prefix, prefix_block, contents
         Its prompt's chain block ids and their tokens per id
         (:mod:`schedlab.serving.prefix`; ``None`` and 0 when it shares nothing), and the
@@ -73,11 +72,6 @@ class RequestState:
         Prompt tokens its first admission found in a prefix cache instead of computing
         them (re-admissions after a preemption are not counted, as vLLM's hit rate does
         not count them: ``vllm/v1/metrics/stats.py``, ``PrefixCacheStats.record``).
-    prefill_exec_s, prefill_side_exec_s, prefill_end_s, first_decode_s
-        The times of a cluster's TTFT breakdown: seconds of the iterations that ran its
-        prefill chunks before its first token (on every node, then up to its hand-off),
-        when its prefill completed on a prefill node, and seconds of the iteration that
-        emitted its first token after a transfer.
     """
 
     __slots__ = (
@@ -90,7 +84,6 @@ class RequestState:
         "done",
         "epoch",
         "finish_s",
-        "first_decode_s",
         "first_token_s",
         "gen_at_join",
         "generated",
@@ -104,9 +97,6 @@ class RequestState:
         "predicted_output",
         "predicted_upper",
         "preemptions",
-        "prefill_end_s",
-        "prefill_exec_s",
-        "prefill_side_exec_s",
         "prefilled",
         "prefix",
         "prefix_block",
@@ -117,7 +107,6 @@ class RequestState:
         "segments",
         "seq",
         "target",
-        "transferred",
         "violated",
     )
 
@@ -167,11 +156,6 @@ class RequestState:
         self.violated = False
         self.hand_off = False
         self.received = 0
-        self.transferred = False
-        self.prefill_end_s = math.nan
-        self.prefill_exec_s = 0.0
-        self.prefill_side_exec_s = 0.0
-        self.first_decode_s = 0.0
 
     def generated_by(self, iteration: int) -> int:
         """Output tokens it emitted before iteration ``iteration`` of its replica starts

@@ -162,7 +162,8 @@ class EngineView(Protocol):
     def projected_kv_peak(self, estimate: Estimate = "point") -> int:
         """The most KV tokens (with each request's last-block slack) the admitted
         requests will hold at once if each stops at its output as ``estimate`` plans it
-        (:func:`planned_output`; :meth:`schedlab.serving.engine.Engine.projected_kv_peak`)."""
+        (:func:`planned_output`;
+        :meth:`schedlab.serving.policy_view.PolicyView.projected_kv_peak`)."""
         ...
 
 

@@ -63,7 +63,7 @@ def _spellings(config: EngineConfig, tpot_s: float, argument: int) -> list[str]:
     from (a policy that refuses one, e.g. ``fixed`` without its chunk, is left out)."""
     context = PolicyContext(get_cost_model(DEFAULT_COST_MODEL), config, tpot_s)
     spellings = []
-    for name in POLICIES:
+    for name in POLICIES.entries():
         for spelling in (name, f"{name}:{argument}"):
             try:
                 make_policy(spelling, context)

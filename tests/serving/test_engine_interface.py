@@ -42,18 +42,22 @@ def test_a_request_moves_with_its_kv():
     req = RequestState(0, 0.0, 40, 3, 3)
     prefill.arrive(req, hand_off=True)
     assert list(prefill.requests()) == [req]
-    t = _step(prefill, 0.0)  # the whole prompt in one chunk: it leaves, emitting nothing
+    shape = prefill.plan(0.0)  # the whole prompt in one chunk: it leaves, emitting nothing
+    assert shape is not None
+    assert prefill.running_chunks() == [(req, 40)]  # what a cluster's TTFT books read
+    t = prefill.duration(shape)
+    prefill.end(t)
+    assert prefill.running_chunks() == []
     assert prefill.take_handed_off() == [req]
     assert prefill.take_handed_off() == []
     assert list(prefill.requests()) == [] and not prefill.has_work
     assert req.generated == 0 and math.isnan(req.first_token_s)
-    assert req.prefill_end_s == t
     assert prefill.free_blocks == CONFIG.total_blocks - CONFIG.blocks(40)  # held until release
     prefill.release(req)
     assert prefill.free_blocks == CONFIG.total_blocks
 
     decode.receive(req, req.prompt - 1)
-    assert (req.target, req.done, req.transferred) == (40, 39, True)
+    assert (req.target, req.done, req.received) == (40, 39, 39)
     t = _step(decode, t)  # its last prompt token, as a one-token chunk: the first token
     assert req.first_token_s == t and req.generated == 1
     assert req.prefilled == 41  # the whole prompt on the prefill node, then one token

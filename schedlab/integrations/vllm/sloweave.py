@@ -175,7 +175,7 @@ class VllmView(rules.BlockRules):
         return True
 
     def projected_kv_peak(self, estimate: Estimate = "point") -> int:
-        """:meth:`schedlab.serving.engine.Engine.projected_kv_peak` on vLLM's requests:
+        """:meth:`schedlab.serving.policy_view.PolicyView.projected_kv_peak` on vLLM's requests:
         each decode holds its KV after this step plus a block's slack for
         ``max(max_tokens - generated, 1)`` more steps; a partly prefilled request is
         reserved at the blocks of its final size. A request's whole interval is its

@@ -33,7 +33,7 @@ def test_bounds_exact_and_heuristics_are_ordered(inst: Instance) -> None:
         assert verify(inst, result.starts) == []
         assert result.status == Status.OPTIMAL
     assert dp.objective == cpsat.objective == oracle.objective
-    for name in BOUNDS:
+    for name in BOUNDS.entries():
         assert lower_bound(inst, name, time_limit=10).value <= dp.objective + 1e-9
     for rule in RULES:
         assert solve(inst, rule, bound=None).objective >= dp.objective
