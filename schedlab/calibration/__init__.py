@@ -1,15 +1,15 @@
 """Calibration of iteration-cost models from real GPU profiles, and replay of real runs.
 
 Modules: :mod:`~schedlab.calibration.profiles` (the reader of LLMServingSim profiles),
-:mod:`~.foreign_profiles` (Vidur's and Splitwise's, for comparison),
 :mod:`~.curves` (monotone 1-D fits), :mod:`~.attention_grid` (the 4-D attention table),
 :mod:`~.profile_model` (the calibrated cost model, kind ``profile-grid``),
 :mod:`~.fit` (:func:`calibrate`), :mod:`~.run_model` (a run's cost model: shipped, or
 its profile calibrated and cached), :mod:`~.replay` (a recorded run on the simulator),
 :mod:`~.machine_file` and :mod:`~.machine_fit` (a machine's host time and link, fitted
 on one recorded run, :func:`fit_machine`, for every other deployment on it) and
-:mod:`~.profile_table` (one CSV of per-op timings to and from a profile directory,
-checked by :mod:`~.table_checks`).
+:mod:`~.profile_table` (one CSV of per-op timings, checked by :mod:`~.table_checks`,
+read by a registered format) and :mod:`~.profile_exchange` (such a table to and from a
+profile directory).
 scipy is imported when a fit runs, so importing this package stays cheap.
 """
 
@@ -18,7 +18,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from schedlab.calibration.fit import calibrate
-from schedlab.calibration.foreign_profiles import read_splitwise_perf_model, read_vidur_mlp
 from schedlab.calibration.machine_file import MachineFile, read_machine_file, save_machine_file
 from schedlab.calibration.machine_fit import fit_machine
 from schedlab.calibration.profile_model import KIND, ProfileCostModel
@@ -37,8 +36,6 @@ __all__ = [
     "read_llmservingsim_profile",
     "read_machine_file",
     "read_recorded_run",
-    "read_splitwise_perf_model",
-    "read_vidur_mlp",
     "replay",
     "save_machine_file",
     "shipped_model_path",

@@ -1,8 +1,7 @@
 """Readers of real GPU timing profiles in LLMServingSim's format, and the parts every
 profile reader shares (checked CSV rows and fields, file hashes).
 
-``../shared/data/README.md`` describes the shared copies; the Vidur and Splitwise formats
-are read by :mod:`schedlab.calibration.foreign_profiles`.
+``../shared/data/README.md`` describes the shared copies.
 
 * **LLMServingSim** (casys-kaist/LLMServingSim, MIT) per-layer profiles, one directory per
   hardware / model / dtype holding ``meta.yaml`` and ``tp<N>/``:

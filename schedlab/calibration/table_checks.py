@@ -1,7 +1,7 @@
 """A read timing table (:class:`TimingTable`), and its checks against an op layout, a
 model and the attention grid.
 
-What :func:`~schedlab.calibration.profile_table.import_timing_table` checks before it
+What :func:`~schedlab.calibration.profile_exchange.import_timing_table` checks before it
 writes a profile directory: the architecture whose op layout has the table's ops
 (:func:`infer_architecture`), each op the layout needs at two sizes or more
 (:func:`check_ops`), an attention grid with no hole (:func:`check_grid`) and the expert

@@ -47,9 +47,8 @@ def _profile_dir(text: str) -> Path:
     if path.is_file():
         raise CalibrationError(
             f"{path}: calibrate reads an LLMServingSim profile directory (meta.yaml and "
-            "tp<N>/); a Vidur mlp.csv or Splitwise perf_model.csv has no attention "
-            "profile to fit a model on (schedlab.calibration.read_vidur_mlp and "
-            "read_splitwise_perf_model read them in Python)"
+            "tp<N>/); a single file of per-op timings becomes one with schedlab profile "
+            "import (docs/profile-format.md)"
         )
     return path
 

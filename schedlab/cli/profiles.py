@@ -41,7 +41,8 @@ def _import_command(args: argparse.Namespace) -> str:
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
-    from schedlab.calibration.profile_table import DEFAULT_READER, import_timing_table
+    from schedlab.calibration.profile_exchange import import_timing_table
+    from schedlab.calibration.profile_table import DEFAULT_READER
 
     refuse_stdout(args.output, "--output", "a profile is a folder of files")
     specs = (args.grid_chunks, args.grid_decodes, args.grid_kv)
@@ -71,7 +72,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from schedlab.calibration.profile_table import export_timing_table
+    from schedlab.calibration.profile_exchange import export_timing_table
 
     root = Path(args.profile_dir)
     summary = export_timing_table(root, args.output, tp=args.tp)

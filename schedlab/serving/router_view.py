@@ -386,8 +386,7 @@ class NodeState:
             else:
                 link = source.link
                 assert link is not None  # a prefill node
-                ready = max(source.prefill_done_after_s()[index], link.free_s)
-                arrival = ready + link.kv_link.duration_s(prompt - 1)
+                arrival = link.estimate_end_s(prompt - 1, source.prefill_done_after_s()[index])
             earliest = min(earliest, arrival)
         return earliest
 

@@ -8,11 +8,8 @@ import pytest
 import yaml
 
 from schedlab.calibration.fit import calibrate
-from schedlab.calibration.profile_table import (
-    export_timing_table,
-    import_timing_table,
-    read_timing_table,
-)
+from schedlab.calibration.profile_exchange import export_timing_table, import_timing_table
+from schedlab.calibration.profile_table import read_timing_table
 from schedlab.errors import FormatError, InputError
 from tests.calibration.conftest import DATA_DIR, SKEW_ALPHA, attention_us, write_profile
 from tests.calibration.timing_table import dense_us, head_us, table_lines, write_table

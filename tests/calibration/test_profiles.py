@@ -7,7 +7,6 @@ import hashlib
 import numpy as np
 import pytest
 
-from schedlab.calibration.foreign_profiles import read_splitwise_perf_model, read_vidur_mlp
 from schedlab.calibration.profiles import read_llmservingsim_profile
 from schedlab.errors import DataNotFoundError, FormatError
 from tests.conftest import DATA_DIR
@@ -126,66 +125,10 @@ VIDUR_HEADER = (
 )
 
 
-def test_vidur_reader_converts_ms_and_averages_repeats(tmp_path):
-    path = tmp_path / "mlp.csv"
-    # num_tokens 8 appears twice at tp 1: medians 0.2 and 0.4 ms average to 300 us.
-    path.write_text(
-        f"{VIDUR_HEADER}\n0.1,0.2,32,8,1\n0.3,0.4,32,8,1\n0.5,0.6,32,16,1\n0.7,0.8,32,16,2\n"
-    )
-    profile = read_vidur_mlp(path)
-    assert profile.ops == ("mlp_up_proj",)
-    table = profile.op_table("mlp_up_proj", tp=1)
-    assert table.x.tolist() == [8, 16]
-    assert table.time_us.tolist() == pytest.approx([300.0, 600.0])
-    assert profile.shape["n_head"] == "32"
-    with pytest.raises(FormatError, match=r"time_stats\.attn\.median"):
-        profile.op_table("attn")
-    with pytest.raises(FormatError, match="num_tensor_parallel_workers=4"):
-        profile.op_table("mlp_up_proj", tp=4)
-
-
-def test_vidur_malformed(tmp_path):
-    path = tmp_path / "mlp.csv"
-    path.write_text(f"{VIDUR_HEADER}\n0.1,x,32,8,1\n")
-    with pytest.raises(FormatError, match=r"mlp\.csv:2: time_stats\.mlp_up_proj\.median"):
-        read_vidur_mlp(path)
-    path.write_text("num_tokens,num_tensor_parallel_workers\n8,1\n")
-    with pytest.raises(FormatError, match="no time_stats"):
-        read_vidur_mlp(path)
-    path.write_text(f"{VIDUR_HEADER}\n0.1,3.7e6,32,8,1\n")  # ms: above an hour
-    with pytest.raises(FormatError, match=r"mlp\.csv:2: time_stats\.mlp_up_proj\.median: must"):
-        read_vidur_mlp(path)
-
-
 SPLITWISE_HEADER = (
     "model,hardware,prompt_size,batch_size,token_size,prompt_time,token_time,e2e_time,"
     "tensor_parallel"
 )
-
-
-def test_splitwise_reader_and_select(tmp_path):
-    path = tmp_path / "perf_model.csv"
-    path.write_text(
-        f"{SPLITWISE_HEADER}\nllama2-70b,a100-80gb,512,1,128,196,54,7168,2\n"
-        "bloom-176b,h100-80gb,256,4,64,100,30,2000,8\n"
-    )
-    perf = read_splitwise_perf_model(path)
-    assert len(perf) == 2
-    assert perf.select("bloom-176b", "h100-80gb", 8).tolist() == [1]
-    assert perf.prompt_time_ms[0] == 196
-
-
-def test_splitwise_malformed(tmp_path):
-    path = tmp_path / "perf_model.csv"
-    path.write_text(f"{SPLITWISE_HEADER}\nllama2-70b,a100-80gb,512,0,128,196,54,7168,2\n")
-    with pytest.raises(FormatError, match=r"perf_model\.csv:2: batch_size"):
-        read_splitwise_perf_model(path)
-    path.write_text(f"{SPLITWISE_HEADER}\n,a100-80gb,512,1,128,196,54,7168,2\n")
-    with pytest.raises(FormatError, match=r"perf_model\.csv:2: model: empty"):
-        read_splitwise_perf_model(path)
-    path.write_text(f"{SPLITWISE_HEADER}\nllama2-70b,a100-80gb,512,1,128,1e300,54,7168,2\n")
-    with pytest.raises(FormatError, match=r"perf_model\.csv:2: prompt_time: must be at most"):
-        read_splitwise_perf_model(path)
 
 
 @pytest.mark.skipif(not (DATA_DIR / "profiles").is_dir(), reason="../shared/data absent")
@@ -196,7 +139,3 @@ def test_reads_the_shared_profiles():
     )
     assert len(profile.attention) == 19364  # wc -l attention.csv minus the header
     assert profile.dense["gate_up_proj"].x.size == 152
-    vidur = read_vidur_mlp(root / "vidur" / "a100" / "meta-llama" / "Llama-2-7b-hf" / "mlp.csv")
-    assert vidur.op_table("mlp_up_proj", tp=1).x.size == 259  # 261 rows, two repeated sizes
-    splitwise = read_splitwise_perf_model(root / "splitwise" / "perf_model.csv")
-    assert len(splitwise) == 1260

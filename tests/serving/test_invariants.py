@@ -25,7 +25,9 @@ def test_random_runs_keep_the_invariants() -> None:
     assert any(c.scenario.replicas == 2 for c in cases)
     assert {c.scenario.engine.async_scheduling for c in cases} == {True, False}
     assert {c.scenario.engine.prefix_caching for c in cases} == {True, False}
-    assert len({c.scenario.policy.split(":")[0] for c in cases}) == len(random_runs.POLICIES.entries())
+    assert len({c.scenario.policy.split(":")[0] for c in cases}) == len(
+        random_runs.POLICIES.entries()
+    )
 
 
 def _case_with_tokens(seed: int = 0) -> random_runs.Case:
