@@ -42,7 +42,7 @@ began = time.perf_counter()
 import numpy as np
 from schedlab.offline.backlogs import mixed_backlog
 from schedlab.offline.decoder import list_schedule
-from schedlab.offline.solvers.local_search import OrderEvaluator
+from schedlab.offline.solvers.order_evaluator import OrderEvaluator
 from schedlab.offline.solvers.sorted_f import sorted_f_batches
 inst = mixed_backlog(50, seed=0)
 imported = time.perf_counter()

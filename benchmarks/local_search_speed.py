@@ -20,7 +20,7 @@ ratio, and whether every pair ended with the same order and counts.
 ``--spacings 1 4 8 16 32`` instead times ``--moves`` late-acceptance moves (window 5,
 exact and screened) of the compiled engine on the shipped mixed n = 200 and n = 1,000
 with the evaluator's states saved every so many positions (``checkpoint``; the default
-is :func:`~schedlab.offline.solvers.local_search.checkpoint_spacing`), and prints moves
+is :func:`~schedlab.offline.solvers.order_evaluator.checkpoint_spacing`), and prints moves
 per second (median of ``--seeds`` seeds), the objective reached by seed 0, and whether
 seed 0 ended with the same order at every spacing: it must for exact moves; screened
 ones may differ (see ``checkpoint_spacing``).

@@ -108,12 +108,8 @@ from schedlab.offline.decoder import list_schedule
 from schedlab.offline.instance import Instance
 from schedlab.offline.result import Status
 from schedlab.offline.solvers.left_shift import left_shift
-from schedlab.offline.solvers.local_search import (
-    OrderEvaluator,
-    SearchSettings,
-    best_start_order,
-    improve_order,
-)
+from schedlab.offline.solvers.local_search import SearchSettings, best_start_order, improve_order
+from schedlab.offline.solvers.order_evaluator import OrderEvaluator
 from schedlab.offline.solvers.rules import RULES
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # beside it: results_page

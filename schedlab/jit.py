@@ -1,6 +1,7 @@
 """numba for the compiled kernels: explicit signatures, the on-disk cache where possible.
 
 Only the kernel modules (:mod:`schedlab.offline.compiled_decoder`,
+:mod:`schedlab.offline.compiled_evaluation`,
 :mod:`schedlab.offline.bounds.compiled_pricing`,
 :mod:`schedlab.offline.bounds.compiled_spacing`,
 :mod:`schedlab.offline.solvers.compiled_sorted_f`,
@@ -63,6 +64,7 @@ _HERE = Path(__file__).resolve().parent
 KERNEL_FILES: tuple[Path, ...] = (
     _HERE / "jit.py",
     _HERE / "offline" / "compiled_decoder.py",
+    _HERE / "offline" / "compiled_evaluation.py",
     _HERE / "offline" / "bounds" / "compiled_pricing.py",
     _HERE / "offline" / "bounds" / "compiled_spacing.py",
     _HERE / "offline" / "solvers" / "compiled_left_shift.py",

@@ -9,18 +9,37 @@ itself, so each chunk a policy takes is applied, and seen by the next look, at o
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from schedlab.serving import view as rules
+from schedlab.serving.decode_cohort import DecodeCohort
+from schedlab.serving.engine_config import EngineConfig
+from schedlab.serving.kv_cache import KVCache
 from schedlab.serving.prediction import Estimate
 from schedlab.serving.request_state import RequestState
 from schedlab.serving.view import RequestView
 
-if TYPE_CHECKING:
-    from schedlab.serving.engine import Engine
+__all__ = ["PolicyView", "ViewedEngine"]
 
-__all__ = ["PolicyView"]
+
+class ViewedEngine(Protocol):
+    """What a :class:`PolicyView` reads of its engine
+    (:class:`~schedlab.serving.engine.Engine` is one)."""
+
+    config: EngineConfig
+    kv: KVCache
+    decodes: DecodeCohort
+    iteration: int
+    waiting: deque[RequestState]
+    running: dict[int, RequestState]
+    partials: dict[int, RequestState]
+    held: dict[int, tuple[RequestState, int]]
+
+    def look_up(self, req: RequestState) -> None: ...
+
+    def take(self, req: RequestView, c: int) -> bool: ...
 
 
 class PolicyView(rules.BlockRules):
@@ -42,7 +61,7 @@ class PolicyView(rules.BlockRules):
         "now_s",
     )
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: ViewedEngine) -> None:
         self._engine = engine
         self.config = engine.config
         self.now_s = 0.0

@@ -23,7 +23,7 @@ from schedlab.errors import SchedlabError
 from schedlab.offline.compiled_decoder import OUTPUT_BUCKETS, bucket_layout
 from schedlab.offline.decoder import list_schedule
 from schedlab.offline.instance import Instance
-from schedlab.offline.solvers.local_search import OrderEvaluator
+from schedlab.offline.solvers.order_evaluator import OrderEvaluator
 from schedlab.offline.verify import verify
 from schedlab.testing import instances
 
@@ -230,7 +230,7 @@ def _layout(segments, rounds, columns: int) -> tuple[np.ndarray, np.ndarray]:
 @settings(max_examples=1000, deadline=None)
 @given(_saved_decodes())
 def test_accept_kernel_writes_the_new_decode_over_the_saved_one(case) -> None:
-    from schedlab.offline.compiled_decoder import accept_kernel
+    from schedlab.offline.compiled_evaluation import accept_kernel
 
     every, base, stop, delta = case["every"], case["base"], case["stop"], case["delta"]
     first, count = base // every, len(case["new_segments"])

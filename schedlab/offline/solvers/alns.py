@@ -48,7 +48,7 @@ for an accepted worse one; every ``segment`` iterations its weight becomes
 :math:`(1 - r) w + r \cdot \text{score}/\text{uses}` (reaction ``r``), never below 1.
 
 Work (:mod:`schedlab.budget`): the unit is one evaluated order (a strict decode, done
-incrementally on backlogs by :class:`~schedlab.offline.solvers.local_search.OrderEvaluator`),
+incrementally on backlogs by :class:`~schedlab.offline.solvers.order_evaluator.OrderEvaluator`),
 at most :data:`DEFAULT_EVALUATIONS` by default on a backlog and
 :data:`RELEASE_EVALUATIONS` with release times, where every evaluation is a full decode in
 Python; an operator that would overrun the budget is not run. The search also ends by
@@ -81,13 +81,11 @@ from schedlab.offline.schedule import total_latency
 from schedlab.offline.solvers.contract import integer_option
 from schedlab.offline.solvers.left_shift import left_shift
 from schedlab.offline.solvers.local_search import (
-    Move,
-    OrderEvaluator,
     best_start_order,
-    checkpoint_spacing,
     random_move,
     require_search_memory,
 )
+from schedlab.offline.solvers.order_evaluator import Move, OrderEvaluator, checkpoint_spacing
 
 __all__ = [
     "DEFAULT_EVALUATIONS",

@@ -3,11 +3,11 @@
 :func:`~schedlab.offline.solvers.local_search.improve_order` keeps the reference loop
 (``engine="python"``): per move it draws a swap or an insertion
 (:func:`~schedlab.offline.solvers.local_search.random_move`), evaluates it
-incrementally (:func:`~schedlab.offline.compiled_decoder.evaluate_kernel`), accepts it
+incrementally (:func:`~schedlab.offline.compiled_evaluation.evaluate_kernel`), accepts it
 when its objective is at most ``max(late[k mod history], current)`` (Burke and Bykov,
 "The late acceptance hill-climbing heuristic", European Journal of Operational Research
 258(1), 2017) and writes the accepted decode into the saved states
-(:func:`~schedlab.offline.compiled_decoder.accept_kernel`). :func:`late_acceptance_kernel`
+(:func:`~schedlab.offline.compiled_evaluation.accept_kernel`). :func:`late_acceptance_kernel`
 makes the same moves in the same order, with these representation changes only:
 
 * the draws come from the same ``numpy.random.Generator``, which numba's ``integers``
@@ -38,7 +38,7 @@ import numpy as np
 from numba import types
 
 from schedlab.jit import INT, MATRIX, READ_MATRIX, VECTOR, kernel
-from schedlab.offline.compiled_decoder import accept_kernel, evaluate_kernel
+from schedlab.offline.compiled_evaluation import accept_kernel, evaluate_kernel
 
 __all__ = [
     "DONE",
@@ -136,7 +136,7 @@ def late_acceptance_kernel(
     ----------
     lengths, memory, every
         The instance's prompts and outputs (rows), ``M``, and the positions between
-        saved states, as :func:`~schedlab.offline.compiled_decoder.evaluate_kernel`
+        saved states, as :func:`~schedlab.offline.compiled_evaluation.evaluate_kernel`
         takes them.
     screen, width
         First screening distance (``< 0``: none) and the moves' reach.
@@ -148,7 +148,7 @@ def late_acceptance_kernel(
     starts, index, pool
         The evaluator's saved decode of ``current``, updated on acceptance.
     run, new_starts, new_index, new_pool, result
-        Room for one evaluation (:func:`~schedlab.offline.compiled_decoder.evaluate_kernel`).
+        Room for one evaluation (:func:`~schedlab.offline.compiled_evaluation.evaluate_kernel`).
     late
         The late-acceptance list; its length is ``history``.
     rng

@@ -19,7 +19,7 @@ is returned as the solver's lower bound.
     minus LP mean start); each is tried ``1, 2, 4, ...`` positions earlier (up to
     ``repair_width``), and the first insertion that lowers the strict-decode objective is
     kept. Passes repeat until one changes nothing or the time is up. Moves are
-    evaluated incrementally with :class:`~schedlab.offline.solvers.local_search.OrderEvaluator`
+    evaluated incrementally with :class:`~schedlab.offline.solvers.order_evaluator.OrderEvaluator`
     on backlogs, by full decoding otherwise. The best of the repaired order's strict,
     left-shifted strict and backfilling decodes is returned
     (:func:`~schedlab.offline.solvers.left_shift.decode_compacted`).
@@ -72,12 +72,8 @@ from schedlab.offline.result import SolverOutput
 from schedlab.offline.schedule import total_latency
 from schedlab.offline.solvers.contract import integer_option
 from schedlab.offline.solvers.left_shift import decode_compacted
-from schedlab.offline.solvers.local_search import (
-    OrderEvaluator,
-    SearchSettings,
-    best_start_order,
-    improve_order,
-)
+from schedlab.offline.solvers.local_search import SearchSettings, best_start_order, improve_order
+from schedlab.offline.solvers.order_evaluator import OrderEvaluator
 
 __all__ = ["DEFAULT_IDLE", "DEFAULT_MOVES", "RELEASE_MOVES", "lp_order", "lp_swap_repair"]
 

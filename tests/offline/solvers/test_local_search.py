@@ -18,12 +18,11 @@ from schedlab.offline.solvers.local_search import (
     MAX_HISTORY,
     MAX_IDLE,
     STRATEGIES,
-    OrderEvaluator,
     SearchSettings,
     best_start_order,
-    checkpoint_spacing,
     improve_order,
 )
+from schedlab.offline.solvers.order_evaluator import OrderEvaluator, checkpoint_spacing
 from schedlab.testing import instances
 from tests.conftest import INSTANCES
 
