@@ -43,7 +43,8 @@ class DecodeCohort:
         self.spread = spread
         self.n = 0
         self.kv_sum = 0  # sum of the offsets
-        self.buckets = [0] * block_size  # decodes by (offset - 1) mod B
+        # decodes by (offset - 1) mod B: buckets[-i % B] need a new block at iteration i
+        self.buckets = [0] * block_size
         self._high: list[int] = []  # negated offsets, lazily deleted
         self._low: list[int] = []  # offsets, lazily deleted
         self._live: dict[int, int] = {}  # offset -> decodes holding it
@@ -78,10 +79,6 @@ class DecodeCohort:
         """KV tokens the decodes attend at iteration ``i``, in total."""
         return self.kv_sum + self.n * i
 
-    def new_blocks(self, i: int) -> int:
-        """Blocks the decodes need at iteration ``i``: those whose next token starts one."""
-        return self.buckets[-i % self.block_size]
-
     def extremes(self, i: int) -> tuple[int, int]:
         """KV tokens of the longest and shortest decode at iteration ``i`` (some decode
         runs, and ``spread`` is on)."""
@@ -95,7 +92,8 @@ class DecodeCohort:
     def shape(self, i: int, chunks: Sequence[Chunk] = ()) -> BatchShape:
         """The batch of iteration ``i``: its decodes, with the longest and shortest KV
         when ``spread`` is on, and ``chunks``."""
-        kv_max = kv_min = None
-        if self.spread and self.n:
+        n = self.n
+        if self.spread and n:
             kv_max, kv_min = self.extremes(i)
-        return BatchShape(self.n, self.kv(i), tuple(chunks), kv_max, kv_min)
+            return BatchShape(n, self.kv_sum + n * i, tuple(chunks), kv_max, kv_min)
+        return BatchShape(n, self.kv_sum + n * i, tuple(chunks))

@@ -148,7 +148,6 @@ class Engine:
             config.total_blocks, config.block_size, prefix_caching=config.prefix_caching
         )
         self.clock = IterationClock(timing, index)
-        self.tally = SloTally(slo)
         self.peak_blocks = 0  # most KV blocks in use at once
         self.view = PolicyView(self)
         self.iteration = 0
@@ -158,6 +157,7 @@ class Engine:
         self.finish_at: dict[int, list[tuple[RequestState, int]]] = {}
         self.batch: list[tuple[RequestState, int]] = []
         self.iteration_end: list[float] = []
+        self.tally = SloTally(slo, self.iteration_end)
         self.admissions = 0
         self.finished = 0
         self.reused_tokens = 0
@@ -312,10 +312,10 @@ class Engine:
     def plan(self, now: float) -> BatchShape | None:
         """Plan and allocate the iteration starting at ``now`` (steps 1-3 of the module
         docstring); its batch's shape, or ``None`` when there is nothing to run."""
-        config, kv, view = self.config, self.kv, self.view
+        config, kv, view, decodes = self.config, self.kv, self.view, self.decodes
         i = self.iteration
         phase = -i % config.block_size
-        need = self.decodes.new_blocks(i)
+        need = decodes.buckets[phase]  # the decodes whose next token starts a block
         while need > kv.free_blocks:  # step 1: the newest goes until the decodes fit
             need -= self._preempt_newest(i, phase)
         kv.allocate(need)
@@ -326,10 +326,9 @@ class Engine:
         admitting = not self._preempted
         for _ in range(2):
             while True:
-                view.show_decodes(i, self.model_spread)
                 self._start_pass(i, phase, admitting)
                 plan = self.policy.plan(view)
-                if plan or self.n_decode:
+                if plan or decodes.n:
                     break
                 if self.held or self.inbox:
                     # An empty lagged batch: the next scheduling pass sees everything.
@@ -351,7 +350,7 @@ class Engine:
                     )
                 return None  # idle until the next arrival (or a hand-off's blocks come back)
             chunks = self._finish_plan(plan)
-            if self.batch or self.n_decode:
+            if self.batch or decodes.n:
                 break
             # The plan emptied itself: its only chunk's request was preempted to make
             # room for it. vLLM completes the empty batch at once and schedules again,
@@ -380,7 +379,7 @@ class Engine:
                 "waiting": queues[1],
             }
         self.started_s = now
-        self.shape = self.decodes.shape(i, chunks)
+        self.shape = decodes.shape(i, chunks)
         return self.shape
 
     def duration(self, shape: BatchShape, group: Sequence[BatchShape] = ()) -> float:
@@ -406,12 +405,7 @@ class Engine:
         self._chunks = []
         self._closed = False
         self.batch = []
-        self.view.refresh(self._admits)
-
-    @property
-    def _admits(self) -> bool:
-        """Whether the pass may still admit: it may, and it preempted nothing yet."""
-        return self._pass[2] and len(self._preempted) == self._pass[3]
+        self.view.start_pass(i, self.model_spread, admitting)
 
     def take(self, req: RequestView, c: int) -> bool:
         """Apply one chunk of the plan now (:meth:`~schedlab.serving.view.EngineView.take`)."""
@@ -423,7 +417,8 @@ class Engine:
             )
         self._taken.append((req, c))
         ran = self._apply_one(req, c)
-        self.view.refresh(self._admits)
+        # the pass admits while it may and has preempted nothing
+        self.view.refresh(self._pass[2] and len(self._preempted) == self._pass[3])
         return ran
 
     def _finish_plan(self, plan: Plan) -> list[Chunk]:
@@ -439,7 +434,7 @@ class Engine:
             if self._closed:
                 break
             self._apply_one(planned, c)
-        tokens = self.n_decode + sum(c for _, c in self.batch)
+        tokens = self.decodes.n + sum(c for _, c in self.batch)
         whole_alone = len(self.batch) == 1 and not self.policy.chunked
         if tokens > self.config.max_num_batched_tokens and not whole_alone:
             raise ServingError(
@@ -599,7 +594,6 @@ class Engine:
         """Finish the running iteration at ``now``: emit tokens, finish requests."""
         i = self.iteration
         self.iteration = i + 1
-        self.tally.iteration_end(now)
         self.iteration_end.append(now)
         self.last_token_s = now
         if self.record_batches and self._pending is not None:

@@ -74,13 +74,18 @@ class PolicyView(rules.BlockRules):
         self.free_seats = 0
         self.admitting = True
 
-    def show_decodes(self, i: int, spread: bool) -> None:
-        """Show the engine's running decodes as iteration ``i`` batches them, with the
-        longest and shortest KV if ``spread``."""
+    def start_pass(self, i: int, spread: bool, admitting: bool) -> None:
+        """Show the engine as a scheduling pass of iteration ``i`` starts: its running
+        decodes as that iteration batches them (with the longest and shortest KV if
+        ``spread``), and what :meth:`refresh` shows."""
         decodes = self._engine.decodes
-        self.n_decode, self.decode_kv = decodes.n, decodes.kv(i)
-        both = decodes.extremes(i) if spread and decodes.n else (None, None)
-        self.decode_kv_max, self.decode_kv_min = both
+        n = self.n_decode = decodes.n
+        self.decode_kv = decodes.kv_sum + n * i
+        if spread and n:
+            self.decode_kv_max, self.decode_kv_min = decodes.extremes(i)
+        else:
+            self.decode_kv_max = self.decode_kv_min = None
+        self.refresh(admitting)
 
     def refresh(self, admitting: bool) -> None:
         """Show the engine's free blocks and seats now, and whether it still admits."""

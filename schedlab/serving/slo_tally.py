@@ -18,7 +18,9 @@ __all__ = ["SloTally"]
 
 
 class SloTally:
-    """Misses of ``slo`` (``None``: none counted) among one engine's requests.
+    """Misses of ``slo`` (``None``: none counted) among one engine's requests; ``ends``
+    is the engine's list of iteration end times, which it reads when a request finishes
+    (so the engine pays nothing an iteration for it).
 
     Attributes
     ----------
@@ -26,25 +28,15 @@ class SloTally:
         Requests known to miss the SLO.
     """
 
-    __slots__ = ("_count_gaps", "_ends", "_slow_upto", "slo", "violations")
+    __slots__ = ("_ends", "_slow_upto", "slo", "violations")
 
-    def __init__(self, slo: SLO | None) -> None:
+    def __init__(self, slo: SLO | None, ends: list[float]) -> None:
         self.slo = slo
         self.violations = 0
         # slow_upto[j]: iterations j' <= j whose gap since the previous end exceeds the
         # TPOT target, so a run of tokens (f, l) has slow_upto[l] - slow_upto[f] slow gaps
-        self._count_gaps = slo is not None and slo.kind != "mean"
-        self._slow_upto: list[int] = []
-        self._ends: list[float] = []
-
-    def iteration_end(self, now: float) -> None:
-        """The engine's next iteration ended at ``now``."""
-        if not self._count_gaps:
-            return
-        ends = self._ends
-        slow = bool(ends) and now - ends[-1] > self.slo.gap_limit_s  # type: ignore[union-attr]
-        self._slow_upto.append((self._slow_upto[-1] if ends else 0) + slow)
-        ends.append(now)
+        self._slow_upto: list[int] = []  # filled up to the ends when a request finishes
+        self._ends = ends
 
     def first_token(self, req: RequestState, now: float) -> None:
         """``req`` emitted its first token at ``now``."""
@@ -71,6 +63,9 @@ class SloTally:
         comparison of the same floats as :func:`~schedlab.serving.metrics.request_itl`)."""
         upto, ends = self._slow_upto, self._ends
         limit = self.slo.gap_limit_s  # type: ignore[union-attr]
+        for j in range(len(upto), len(ends)):  # the iterations ended since the last call
+            slow_j = j > 0 and ends[j] - ends[j - 1] > limit
+            upto.append((upto[-1] if j else 0) + slow_j)
         slow = 0
         for k, (first, last) in enumerate(segments):
             slow += upto[last] - upto[first]
