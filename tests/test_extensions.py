@@ -115,7 +115,7 @@ def test_a_name_is_registered_once() -> None:
     with pytest.raises(RegistrationError, match=r"^router 'round-robin' is already registered$"):
         register_router("round-robin", spec)
     with pytest.raises(RegistrationError, match=r"^policy 'vllm' is already registered$"):
-        register_policy("vllm", get_policy("vllm").factory)
+        register_policy("vllm", get_policy("vllm"))
     with pytest.raises(RegistrationError, match=r"^solver 'fcfs' is already registered$"):
         register_solver("fcfs", get_solver("fcfs").fn)
     with pytest.raises(RegistrationError, match=r"^profile format 'timing-table' is already"):

@@ -144,6 +144,13 @@ class PolicySpec:
         rule (``inf``: never; :mod:`schedlab.serving.prefill_replay`), which routers that
         send whole requests to decode nodes estimate with; ``None``: it offers none, and
         those routers send it nothing whole.
+    in_vllm
+        Whether vLLM's own scheduler can run it through
+        :class:`~schedlab.integrations.vllm.sloweave.SLOWeaveScheduler`: its plans are ones
+        vLLM's token budget reproduces (the partial prefill, then waiting requests first
+        come first served, each chunk as large as it may be, stopping at the first that
+        does not complete its request), so a step vLLM schedules with the plan's budget
+        is the planned one or a smaller one.
     """
 
     factory: PolicyFactory
@@ -152,6 +159,19 @@ class PolicySpec:
     reads_predictions: bool = False
     deadline_safe: bool = False
     prefill_end: PrefillEnd | None = None
+    in_vllm: bool = False
+
+    def __post_init__(self) -> None:
+        check_types(
+            "PolicySpec",
+            factory=(self.factory, (Callable,)),
+            argument=(self.argument, (str,)),
+            reads_margin=(self.reads_margin, (bool,)),
+            reads_predictions=(self.reads_predictions, (bool,)),
+            deadline_safe=(self.deadline_safe, (bool,)),
+            prefill_end=(self.prefill_end, (Callable, type(None))),
+            in_vllm=(self.in_vllm, (bool,)),
+        )
 
 
 #: The built-in policies, by name.
@@ -161,7 +181,12 @@ BUILTIN_POLICIES: dict[str, PolicySpec] = {
     "vllm": PolicySpec(_vllm),
     "sarathi": PolicySpec(_sarathi, "[:TAU]"),
     "sloweave": PolicySpec(
-        _sloweave, "[:CMAX]", reads_margin=True, deadline_safe=True, prefill_end=replay_end_s
+        _sloweave,
+        "[:CMAX]",
+        reads_margin=True,
+        deadline_safe=True,
+        prefill_end=replay_end_s,
+        in_vllm=True,
     ),
     **{
         name: PolicySpec(
@@ -171,6 +196,7 @@ BUILTIN_POLICIES: dict[str, PolicySpec] = {
             reads_predictions=True,
             deadline_safe=True,
             prefill_end=replay_end_s,
+            in_vllm=estimate == "point",  # sloweave-kv (the others untried in vLLM)
         )
         for estimate, name in KV_POLICY_NAMES.items()
     },
@@ -187,45 +213,19 @@ POLICIES: Registry[PolicySpec] = Registry(
 )
 
 
-def register_policy(
-    name: str,
-    factory: PolicyFactory,
-    *,
-    argument: str = "",
-    reads_margin: bool = False,
-    reads_predictions: bool = False,
-    deadline_safe: bool = False,
-    prefill_end: PrefillEnd | None = None,
-) -> None:
-    """Add a policy under ``name`` (spelt ``name`` or ``name:ARG`` in :func:`make_policy`);
-    the keywords are those of :class:`PolicySpec` (``POLICIES.register(name,
-    PolicySpec(...))``).
+def register_policy(name: str, spec: PolicySpec) -> None:
+    """Add a policy under ``name`` (spelt ``name`` or ``name:ARG`` in :func:`make_policy`;
+    ``POLICIES.register(name, spec)``).
 
     Raises
     ------
     RegistrationError
         If the name is taken, empty or contains ``':'``.
     InputTypeError
-        (a ``TypeError``) for an argument of the wrong type.
+        (a ``TypeError``) for a ``name`` that is no string, a ``spec`` that is no
+        :class:`PolicySpec`.
     """
-    check_types(
-        "register_policy",
-        name=(name, (str,)),
-        factory=(factory, (Callable,)),
-        argument=(argument, (str,)),
-        reads_margin=(reads_margin, (bool,)),
-        reads_predictions=(reads_predictions, (bool,)),
-        deadline_safe=(deadline_safe, (bool,)),
-        prefill_end=(prefill_end, (Callable, type(None))),
-    )
-    spec = PolicySpec(
-        factory,
-        argument,
-        reads_margin=reads_margin,
-        reads_predictions=reads_predictions,
-        deadline_safe=deadline_safe,
-        prefill_end=prefill_end,
-    )
+    check_types("register_policy", name=(name, (str,)), spec=(spec, (PolicySpec,)))
     POLICIES.register(name, spec)
 
 

@@ -152,12 +152,7 @@ def _serving(tmp: Path) -> dict[str, dict[str, Any]]:
         "register_cost_model_kind": dict(kind="test-kind", loader=lambda data, where: FLAT),
         "register_policy": dict(
             name="test-policy",
-            factory=policy_registry.POLICIES["vllm"].factory,
-            argument="",
-            reads_margin=False,
-            reads_predictions=False,
-            deadline_safe=False,
-            prefill_end=None,
+            spec=policy_registry.PolicySpec(policy_registry.POLICIES["vllm"].factory),
         ),
         "register_router": dict(name="test-router", spec=routers.ROUTERS["round-robin"]),
         "register_workload": dict(

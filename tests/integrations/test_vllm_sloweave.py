@@ -3,6 +3,8 @@ the ways a real server loads and configures it."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -136,3 +138,21 @@ def test_unconfigured_or_asynchronous_is_refused(monkeypatch: pytest.MonkeyPatch
     assert len(str(caught.value).splitlines()) == 1
     with pytest.raises(ServingError, match="--no-async-scheduling"):
         build_scheduler(VllmSetup(EngineConfig(async_scheduling=True), policy="sloweave"))
+
+
+def test_which_policies_vllm_runs_comes_from_their_specs():
+    from schedlab.integrations.vllm.sloweave import check_policy, vllm_policies
+    from schedlab.serving.policy_registry import POLICIES
+
+    assert vllm_policies() == ("sloweave", "sloweave-kv")
+    with pytest.raises(ServingError, match="runs vllm, or sloweave or sloweave-kv"):
+        check_policy("sarathi")
+    # a policy of a user's own that says vLLM's budget reproduces its plans is run
+    mine = dataclasses.replace(POLICIES["sloweave"])
+    with POLICIES.temporarily("mine", mine):
+        assert check_policy("mine:512") == "mine:512"
+    with (
+        POLICIES.temporarily("mine", dataclasses.replace(mine, in_vllm=False)),
+        pytest.raises(ServingError, match="policy 'mine'"),
+    ):
+        check_policy("mine")

@@ -95,7 +95,7 @@ class VllmSetup:
         A folder holding the model's ``config.json`` (default :data:`MODEL_DIR`).
     policy
         ``vllm`` (vLLM's own ``Scheduler``, or ``AsyncScheduler``), or a policy of
-        :data:`~schedlab.integrations.vllm.sloweave.POLICIES` (``SLOWeaveScheduler``,
+        :func:`~schedlab.integrations.vllm.sloweave.vllm_policies` (``SLOWeaveScheduler``,
         configured by the caller).
     """
 

@@ -55,7 +55,7 @@ from schedlab.serving import view as rules
 from schedlab.serving.cost_model import CostModel, get_cost_model
 from schedlab.serving.engine_config import EngineConfig
 from schedlab.serving.policies import Policy, PolicyContext
-from schedlab.serving.policy_registry import make_policy
+from schedlab.serving.policy_registry import POLICIES, make_policy
 from schedlab.serving.prediction import Estimate
 from schedlab.serving.view import RequestView
 
@@ -63,10 +63,14 @@ require_vllm()  # one line naming the extra, before vLLM's own ImportError
 
 from vllm.v1.core.sched.scheduler import Scheduler  # noqa: E402
 
-__all__ = ["POLICIES", "SLOWeaveScheduler", "VllmView", "check_policy", "engine_config_of"]
+__all__ = [
+    "SLOWeaveScheduler",
+    "VllmView",
+    "check_policy",
+    "engine_config_of",
+    "vllm_policies",
+]
 
-#: The schedlab policies whose plans vLLM's token budget reproduces (module docstring).
-POLICIES = ("sloweave", "sloweave-kv")
 #: Environment variables of a real server's configuration (module docstring).
 ENV_COST_MODEL = "SCHEDLAB_SLOWEAVE_COST_MODEL"
 ENV_TPOT = "SCHEDLAB_SLOWEAVE_TPOT_S"
@@ -74,12 +78,20 @@ ENV_POLICY = "SCHEDLAB_SLOWEAVE_POLICY"
 ENV_MARGIN = "SCHEDLAB_SLOWEAVE_MARGIN_S"
 
 
+def vllm_policies() -> tuple[str, ...]:
+    """The built-in and registered policies whose spec says vLLM's token budget
+    reproduces their plans (:attr:`~schedlab.serving.policy_registry.PolicySpec.in_vllm`,
+    module docstring)."""
+    return tuple(name for name, spec in POLICIES.entries().items() if spec.in_vllm)
+
+
 def check_policy(spec: str) -> str:
-    """``spec`` if it names a policy of :data:`POLICIES` (with or without ``:C_max``)."""
-    if spec.partition(":")[0] not in POLICIES:
+    """``spec`` if it names a policy of :func:`vllm_policies` (with or without
+    ``:C_max``)."""
+    if spec.partition(":")[0] not in vllm_policies():
         raise ServingError(
             f"engine vllm: policy {spec!r}: vLLM's scheduler runs vllm, or "
-            f"{' or '.join(POLICIES)} through SLOWeaveScheduler"
+            f"{' or '.join(vllm_policies())} through SLOWeaveScheduler"
         )
     return spec
 
