@@ -63,30 +63,31 @@ where none is published).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from schedlab.calibration.attention_grid import AttentionGrid, parse_grid_spec
-from schedlab.calibration.curves import MonotoneCurve
 from schedlab.calibration.deployment import profile_deployment
 from schedlab.calibration.experts import ExpertTable
 from schedlab.calibration.held_out import (
     ErrorStats,
     chosen_skew,
+    fit_ops,
+    held_out_attention,
+    iteration_errors,
     skew_cross_validation,
     skew_variant,
+    unearned_ops,
 )
 from schedlab.calibration.layouts import OpLayout, get_layout
 from schedlab.calibration.parallelism import Parallelism
 from schedlab.calibration.profile_model import ProfileCostModel
 from schedlab.calibration.profiles import (
-    AttentionRows,
     LLMServingSimProfile,
     MoERows,
-    OpTable,
     read_llmservingsim_profile,
 )
 from schedlab.calibration.skew import SkewTable
@@ -191,18 +192,6 @@ class CalibrationReport:
         return "\n".join(lines)
 
 
-def _split(table: OpTable, every: int) -> tuple[np.ndarray, np.ndarray]:
-    """Masks (train, test): every ``every``-th interior point is a test point."""
-    index = np.arange(table.x.size)
-    test = (index % every == every // 2) & (index > 0) & (index < table.x.size - 1)
-    return ~test, test
-
-
-def _raw(table: OpTable) -> Any:
-    """Linear interpolation of the raw measurements (the 'measured' side of an iteration)."""
-    return lambda v: np.interp(v, table.x, table.time_us)
-
-
 def _required(profile: LLMServingSimProfile, layout: OpLayout) -> None:
     for group, names in (
         ("dense.csv", (*layout.per_layer, *layout.per_forward)),
@@ -224,30 +213,6 @@ def _required(profile: LLMServingSimProfile, layout: OpLayout) -> None:
             f"{profile.root}: op(s) {', '.join(extra)} are not in the {profile.architecture!r} "
             "layout (add a layout with schedlab.calibration.layouts.register_layout)"
         )
-
-
-def _inside(grid: AttentionGrid, rows: AttentionRows, mask: np.ndarray) -> np.ndarray:
-    """Which rows (among ``mask``) lie within the grid's bounds (interpolation)."""
-    return (
-        mask
-        & (rows.prefill_chunk <= grid.chunks[-1])
-        & (rows.kv_prefill <= grid.contexts[-1])
-        & (rows.n_decode <= grid.decodes[-1])
-        & ((rows.kv_decode <= grid.kvs[-1]) | (rows.n_decode == 0))
-    )
-
-
-def _every_other_level(grid: AttentionGrid) -> tuple[list[float], list[float], list[float]]:
-    """A declared grid ``(chunks, decodes, kvs)`` of every other positive level of
-    ``grid`` (the first and the last kept, and 0 where the axis has it)."""
-
-    def thin(*axes: tuple[float, ...]) -> list[float]:
-        values = sorted({v for axis in axes for v in axis})
-        positive = [v for v in values if v > 0]
-        kept = positive[::2] + ([positive[-1]] if len(positive) % 2 == 0 else [])
-        return [v for v in values if v <= 0] + kept
-
-    return thin(grid.chunks), thin(grid.decodes), thin(grid.contexts, grid.kvs)
 
 
 def skew_table_of(profile: LLMServingSimProfile) -> SkewTable | None:
@@ -328,25 +293,6 @@ def _skew_term(
     )
 
 
-def _unearned_ops(
-    ablations: dict[str, ErrorStats], full: ErrorStats, layout: OpLayout
-) -> tuple[str, ...]:
-    """The ops whose removal does not raise the held-out iteration error (mean relative
-    error): a term that does not improve held-out error is not used. One op of each
-    group the model needs (per layer, per sequence) is always kept: the one whose removal
-    costs most."""
-    unearned = {
-        op
-        for op in (*layout.per_layer, *layout.per_forward, *layout.per_sequence)
-        if ablations[f"op {op}"].mape_pct <= full.mape_pct
-    }
-    for group in (layout.per_layer, layout.per_sequence):
-        if set(group) <= unearned:
-            unearned.discard(max(group, key=lambda op: ablations[f"op {op}"].mape_pct))
-    order = (*layout.per_layer, *layout.per_forward, *layout.per_sequence)
-    return tuple(op for op in order if op in unearned)
-
-
 def _expert_table(rows: MoERows, shape: ModelShape) -> tuple[ExpertTable, ErrorStats, ErrorStats]:
     """The expert table fitted on every row, its error on held-out rows (in each token
     row, every other expert count strictly between the row's least and largest, so each is
@@ -373,6 +319,60 @@ def _expert_table(rows: MoERows, shape: ModelShape) -> tuple[ExpertTable, ErrorS
         ErrorStats.of(predicted, rows.time_us[test]),
         ErrorStats.of(flat, rows.time_us[test]),
     )
+
+
+def _notes(
+    profile: LLMServingSimProfile,
+    model: str,
+    holdout_every: int,
+    thinned: bool,
+    experts: bool,
+    skew_note: str,
+    dropped: Sequence[str],
+) -> list[str]:
+    """The calibration report's notes: layers, what was held out, the skew term, the ops
+    dropped and the expert block's split."""
+    notes = [
+        f"layers: {get_model_shape(model).layers} (model config of {model}) / "
+        f"{profile.profiled_layers} profiled; tensor parallelism {profile.tp}",
+        f"held out: every {holdout_every}th interior op size; "
+        + (
+            "attention: no profile row lies between the grid's levels, so the rows of "
+            "every other level were held out (interpolated over twice the spacing: a "
+            "pessimistic estimate) beside the rows off the grid"
+            if thinned
+            else "attention rows off the declared grid"
+        )
+        + ("; every other interior expert count of moe.csv" if experts else ""),
+        skew_note,
+    ]
+    if dropped:
+        notes.append(
+            f"op(s) {', '.join(dropped)} dropped: the held-out iterations are predicted no "
+            "worse without them"
+        )
+    if experts and profile.tp > 1:
+        moe_file = next(f.name for f in profile.sources if f.name.endswith("moe.csv"))
+        notes.append(
+            f"expert block from {moe_file} (whole experts on one GPU), split over the "
+            f"{profile.tp} ranks without expert parallelism (proofs/profile_scaling.md)"
+        )
+    return notes
+
+
+def _source(profile: LLMServingSimProfile) -> str:
+    """Where a model calibrated from ``profile`` comes from: the table ``schedlab profile
+    import`` read, or the LLMServingSim profile."""
+    hardware, meta = profile.hardware or "gpu", profile.meta
+    where = f"{hardware}/{profile.model}"
+    if meta.get("source"):  # a profile made by schedlab profile import
+        text = f"{meta['source']}, as {where}/tp{profile.tp}"
+    else:
+        text = (
+            f"LLMServingSim profile {where}/{meta.get('variant', '')}/tp{profile.tp} "
+            f"({meta.get('gpu', '')}, vLLM {meta.get('vllm_version', '?')})"
+        )
+    return text + "; fitted by schedlab.calibration"
 
 
 def calibrate_profile(
@@ -402,116 +402,22 @@ def calibrate_profile(
     layers, profiled = shape.layers, profile.profiled_layers
     scale = layers / profiled
 
-    # 1-D ops: held-out error, then the final fit on every point.
     tables = {**profile.dense, **profile.per_sequence}
-    op_stats: dict[str, ErrorStats] = {}
-    train_curves: dict[str, MonotoneCurve] = {}
-    full_curves: dict[str, MonotoneCurve] = {}
-    for op, table in tables.items():
-        train, test = _split(table, holdout_every)
-        curve = MonotoneCurve.fit(table.x[train], table.time_us[train])
-        predicted = np.array([curve(v) for v in table.x[test]])
-        op_stats[op] = ErrorStats.of(predicted, table.time_us[test])
-        train_curves[op] = curve
-        full_curves[op] = MonotoneCurve.fit(table.x, table.time_us)
+    op_stats, train_curves, full_curves = fit_ops(tables, holdout_every)
 
-    # Attention on the declared grid; the other rows are held out.
-    rows = profile.attention
-    declared = None
-    grid_meta = profile.meta.get("attention_grid")
-    if isinstance(grid_meta, dict) and {"chunks", "n_decode", "kv"} <= set(grid_meta):
-        where = f"{profile.root}/meta.yaml: attention_grid"
-        declared = (
-            parse_grid_spec(grid_meta["chunks"], where),
-            parse_grid_spec(grid_meta["n_decode"], where),
-            parse_grid_spec(grid_meta["kv"], where),
-        )
-    grid, used = AttentionGrid.fit(rows, declared)
-    # Held out: the rows off the grid; if none lies between its levels, the grid is fitted
-    # again on every other level and the rows of the levels it leaves out are held out too.
-    test_grid, held = grid, ~used
-    thinned = not _inside(grid, rows, held).any()
-    if thinned:
-        test_grid, thin_used = AttentionGrid.fit(rows, _every_other_level(grid))
-        held = ~thin_used
-    pc, kp, n, kv = (
-        rows.prefill_chunk[held],
-        rows.kv_prefill[held],
-        rows.n_decode[held],
-        rows.kv_decode[held],
-    )
-    attn_pred = np.array(
-        [
-            test_grid(*point)
-            for point in zip(pc.tolist(), kp.tolist(), n.tolist(), kv.tolist(), strict=True)
-        ]
-    )
-    inside = _inside(test_grid, rows, held)[held]
-    measured = rows.time_us[held]
-
-    # Per-iteration held-out error.
-    tokens, seqs = n + pc, n + (pc > 0)
-
-    def parts(curves: dict[str, Any]) -> dict[str, np.ndarray]:
-        """Each op's share of the held-out iterations (µs)."""
-        share = {
-            op: scale * count * np.array([curves[op](v) for v in tokens])
-            for op, count in layout.per_layer.items()
-        }
-        share |= {op: np.array([curves[op](v) for v in tokens]) for op in layout.per_forward}
-        share |= {op: np.array([curves[op](v) for v in seqs]) for op in layout.per_sequence}
-        return share
-
-    raw_curves = {op: _raw(table) for op, table in tables.items()}
-    block = scale * np.array([experts(v) for v in tokens]) if experts else np.zeros(tokens.size)
-    predicted_parts = parts(train_curves)
-    iter_true = sum(parts(raw_curves).values()) + scale * measured + block
-    iter_pred = sum(predicted_parts.values()) + scale * attn_pred + block
-    # Ablations: the held-out iterations predicted without each term.
-    flat_kv = min(level for level in test_grid.kvs if level > 0)
-    attn_flat = np.array(
-        [
-            test_grid(c, 0, d, flat_kv if d > 0 else 0)
-            for c, d in zip(pc.tolist(), n.tolist(), strict=True)
-        ]
-    )
-    ablations = {
-        f"op {op}": ErrorStats.of(iter_pred - v, iter_true) for op, v in predicted_parts.items()
-    }
-    ablations["attention by KV length"] = ErrorStats.of(
-        iter_pred + scale * (attn_flat - attn_pred), iter_true
+    grid, used, thinned, held = held_out_attention(profile)
+    iter_pred, iter_true, predicted_parts, ablations = iteration_errors(
+        layout, scale, tables, train_curves, experts, held
     )
     every_op = ErrorStats.of(iter_pred, iter_true)
-    dropped = _unearned_ops(ablations, every_op, layout)
-    iter_pred = iter_pred - sum((predicted_parts[op] for op in dropped), np.zeros(tokens.size))
+    dropped = unearned_ops(ablations, every_op, layout)
+    iter_pred = iter_pred - sum((predicted_parts[op] for op in dropped), np.zeros(iter_pred.size))
     residual_s = (iter_true - iter_pred) * 1e-6
     margin = max(0.0, float(np.quantile(residual_s, margin_quantile))) if residual_s.size else 0.0
     skew, skew_errors, skew_choice, skew_note = _skew_term(profile)
-    notes = [
-        f"layers: {layers} (model config of {shape.name}) / {profiled} profiled; "
-        f"tensor parallelism {profile.tp}",
-        f"held out: every {holdout_every}th interior op size; "
-        + (
-            "attention: no profile row lies between the grid's levels, so the rows of "
-            "every other level were held out (interpolated over twice the spacing: a "
-            "pessimistic estimate) beside the rows off the grid"
-            if thinned
-            else "attention rows off the declared grid"
-        )
-        + ("; every other interior expert count of moe.csv" if experts else ""),
-    ]
-    notes.append(skew_note)
-    if dropped:
-        notes.append(
-            f"op(s) {', '.join(dropped)} dropped: the held-out iterations are predicted no "
-            "worse without them"
-        )
-    if experts and profile.tp > 1:
-        moe_file = next(f.name for f in profile.sources if f.name.endswith("moe.csv"))
-        notes.append(
-            f"expert block from {moe_file} (whole experts on one GPU), split over the "
-            f"{profile.tp} ranks without expert parallelism (proofs/profile_scaling.md)"
-        )
+    notes = _notes(
+        profile, shape.name, holdout_every, thinned, experts is not None, skew_note, dropped
+    )
     link_evidence = "measured" if link is not None else ""
     if profile.tp > 1 and link is None:
         evidence = link_for(profile.hardware)
@@ -519,13 +425,17 @@ def calibrate_profile(
         notes.append(f"collectives of tensor parallelism {profile.tp}: {evidence.note}")
     report = CalibrationReport(
         ops=op_stats,
-        attention_interpolation=ErrorStats.of(attn_pred[inside], measured[inside]),
-        attention_extrapolation=ErrorStats.of(attn_pred[~inside], measured[~inside]),
+        attention_interpolation=ErrorStats.of(
+            held.predicted[held.inside], held.measured[held.inside]
+        ),
+        attention_extrapolation=ErrorStats.of(
+            held.predicted[~held.inside], held.measured[~held.inside]
+        ),
         iteration=ErrorStats.of(iter_pred, iter_true),
         margin_s=margin,
         margin_quantile=margin_quantile,
         attention_grid_rows=int(used.sum()),
-        attention_rows=len(rows),
+        attention_rows=len(profile.attention),
         experts=expert_stats,
         skew_buckets=0 if skew is None else len(skew.buckets),
         iteration_every_op=every_op,
@@ -538,7 +448,6 @@ def calibrate_profile(
     hardware = profile.hardware or "gpu"
     suffix = f"_tp{profile.tp}" if profile.tp > 1 else ""
     model_name = name or f"{hardware}_{shape.name.split('/')[-1]}{suffix}".lower()
-    variant = profile.meta.get("variant", "")
     model = ProfileCostModel(
         name=model_name,
         model=profile.model,
@@ -559,13 +468,7 @@ def calibrate_profile(
         ),
         margin_s=margin,
         hardware=profile.hardware,
-        source=(
-            f"{profile.meta['source']}, as {hardware}/{profile.model}/tp{profile.tp}"
-            if profile.meta.get("source")  # a profile made by schedlab profile import
-            else f"LLMServingSim profile {hardware}/{profile.model}/{variant}/tp{profile.tp} "
-            f"({profile.meta.get('gpu', '')}, vLLM {profile.meta.get('vllm_version', '?')})"
-        )
-        + "; fitted by schedlab.calibration",
+        source=_source(profile),
         license=str(
             profile.meta.get("license")
             or "Derived figures (isotonic fits, grid values, NNLS coefficients) of profiles "

@@ -15,7 +15,7 @@ from schedlab.offline.bounds import Bound, bound_steps, bound_within
 from schedlab.offline.instance import Instance, check_instance
 from schedlab.offline.result import Result, Status, relative_gap
 from schedlab.offline.schedule import Schedule
-from schedlab.offline.solvers import available_solvers, get_solver
+from schedlab.offline.solvers import SolverInfo, available_solvers, get_solver
 from schedlab.offline.solvers.contract import check_options
 from schedlab.offline.verify import verify
 from schedlab.progress import Progress, progress_for
@@ -127,32 +127,48 @@ def solve(
     with progress_for(progress, "solve") as bar:
         bar.add(steps)  # the solver and each bound method, counted from the start
         bar.doing(solver)
-        began = time.perf_counter()
-        with memory_guard(solver):
-            output = info.fn(instance, budget=Budget(time_limit, max_memory), seed=seed, **options)
-        runtime = time.perf_counter() - began
+        own = _verified_run(instance, info, Budget(time_limit, max_memory), seed, options)
         bar.step()
-        schedule = Schedule(instance, output.starts)
-        problems = verify(instance, schedule.starts)
-        if problems:
-            raise SolverError(
-                f"{solver} returned an infeasible schedule: {'; '.join(problems[:5])}"
-            )
-        own = Result(
-            solver,
-            schedule.objective,
-            output.lower_bound,
-            relative_gap(schedule.objective, output.lower_bound),
-            output.status,
-            runtime,
-            schedule,
-            {**output.stats, "stopped_by": output.stats.get("stopped_by")},
-        )
         if isinstance(bound, str):
             bound = bound_within(
                 instance, bound, Budget(time_limit, max_memory), progress=bar, counted=True
             )
     return with_bound(own, bound)
+
+
+def _verified_run(
+    instance: Instance, info: SolverInfo, budget: Budget, seed: int, options: dict[str, Any]
+) -> Result:
+    """Run the solver ``info`` on ``instance`` and verify its schedule: its own result,
+    with its own bound if it gives one.
+
+    Raises
+    ------
+    SolverError
+        If the schedule fails verification.
+    MemoryBudgetError
+        If the solver would pass the budget's memory.
+    """
+    began = time.perf_counter()
+    with memory_guard(info.name):
+        output = info.fn(instance, budget=budget, seed=seed, **options)
+    runtime = time.perf_counter() - began
+    schedule = Schedule(instance, output.starts)
+    problems = verify(instance, schedule.starts)
+    if problems:
+        raise SolverError(
+            f"{info.name} returned an infeasible schedule: {'; '.join(problems[:5])}"
+        )
+    return Result(
+        solver=info.name,
+        objective=schedule.objective,
+        lower_bound=output.lower_bound,
+        gap=relative_gap(schedule.objective, output.lower_bound),
+        status=output.status,
+        runtime=runtime,
+        schedule=schedule,
+        stats={**output.stats, "stopped_by": output.stats.get("stopped_by")},
+    )
 
 
 def with_bound(result: Result, bound: Bound | None) -> Result:

@@ -7,12 +7,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schedlab.calibration.fit import _unearned_ops, calibrate
+from schedlab.calibration.fit import calibrate
 from schedlab.calibration.held_out import (
     ErrorStats,
     chosen_skew,
     skew_cross_validation,
     skew_variant,
+    unearned_ops,
 )
 from schedlab.calibration.layouts import get_layout
 from schedlab.calibration.profiles import SkewSamples
@@ -80,10 +81,10 @@ def test_one_op_of_each_needed_group_stays():
     every = {f"op {op}": better for op in ops}
     first = next(iter(layout.per_layer))
     every[f"op {first}"] = ErrorStats(10, 0.9, 0, 0, 0)  # the least bad to lose
-    dropped = _unearned_ops(every, full, layout)
+    dropped = unearned_ops(every, full, layout)
     assert set(layout.per_layer) - set(dropped) == {first}
     assert len(set(layout.per_sequence) - set(dropped)) == 1
-    kept = _unearned_ops({f"op {op}": worse for op in ops}, full, layout)
+    kept = unearned_ops({f"op {op}": worse for op in ops}, full, layout)
     assert kept == ()
 
 
