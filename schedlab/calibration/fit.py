@@ -384,6 +384,8 @@ def calibrate_profile(
     link: Link | None = None,
 ) -> tuple[ProfileCostModel, CalibrationReport]:
     """Fit the cost model to a read profile; see :func:`calibrate`."""
+    # Over 100 lines by design: the calibration's steps in their order, each one call; the rest
+    # builds the report and the model by keyword, one field a line.
     if holdout_every < 2:
         raise CalibrationError(f"holdout_every: must be >= 2, got {holdout_every}")
     if not 0 < margin_quantile < 1:

@@ -150,6 +150,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     """Add ``verify``, ``bound``, ``generate`` and ``export`` to an argparse subparsers
     object; the names an option takes are listed in its help, from the registries."""
+    # Over 100 lines by design: a declaration of four subcommands' options, one statement each.
     from schedlab.llm.lengths import builtin_table_names
     from schedlab.offline.backlogs import DEFAULT_KV_TOKENS, MAX_REQUESTS
     from schedlab.offline.bounds import available_bounds

@@ -450,6 +450,7 @@ def _solver_epilog() -> str:
 def register(sub: Any) -> None:
     """Add the offline subcommands to an argparse subparsers object; the names each
     option takes are listed in its help, from the registries."""
+    # Over 100 lines by design: a declaration of three subcommands' options, one statement each.
     from schedlab.offline.compare import DEFAULT_SOLVERS
     from schedlab.offline.solvers import available_solvers
 

@@ -483,6 +483,8 @@ def backfill_kernel(
     its bucket's candidate moves on to the next fitting slot. The wake-up search takes
     the least earliest fit over all buckets, as the reference does over all requests.
     """
+    # Over 100 lines by design: a numba kernel: one event loop over flat arrays whose state lives
+    # in locals; its repeated steps are helpers that LLVM inlines.
     n = len(order)
     min_s, min_o = tree[0], tree[1]
     buckets = len(layout)

@@ -73,6 +73,8 @@ def evaluate_kernel(
     (code, stop, delta, change of the total, positions decoded, new states): code 1 met,
     2 decoded to the end, 0 cut by the screen, -1 ``new_pool`` too small.
     """
+    # Over 100 lines by design: a numba kernel: one decode loop over flat arrays whose state
+    # lives in locals; its repeated steps are helpers that LLVM inlines.
     prompt, output = lengths[0], lengths[1]
     comp, wt, suf, peak = run[0], run[1], run[2], run[3]
     n = len(order)

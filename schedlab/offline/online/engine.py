@@ -213,6 +213,8 @@ def run_online(instance: Instance, intervals: Intervals, policy: Policy) -> Runs
     SolverError
         If the policy breaks the rules (module docs), naming it and the round.
     """
+    # Over 100 lines by design: one round loop: the policy's decision, the checks of it and the
+    # round's accounting read together.
     _check_arguments(instance, intervals, policy)
     intervals.check(instance.output, "predictions")
     n, memory = instance.n, instance.kv_tokens

@@ -367,6 +367,8 @@ def improve_alns(
     objective at the start and the best, and ``stopped_by`` (``None`` when the search
     ended by itself).
     """
+    # Over 100 lines by design: one search loop: the choice of operator, the acceptance and the
+    # weights' update read together, as Ropke and Pisinger state the algorithm.
     if not budget.limited and settings.work is None:
         raise InputError("alns: set time_limit or work (the annealing runs over one of them)")
     n = instance.n

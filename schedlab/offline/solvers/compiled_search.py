@@ -156,6 +156,8 @@ def late_acceptance_kernel(
     state
         The fields of :data:`STATE`, updated in place; ``code`` says why it returned.
     """
+    # Over 100 lines by design: a numba kernel: the whole search loop (draw, evaluate, accept) in
+    # one compiled call is what it is for.
     n = len(current)
     history = len(late)
     last = index.shape[1] - 1

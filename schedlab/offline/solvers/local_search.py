@@ -293,6 +293,8 @@ def improve_order(
     what stopped the search early (``stopped_by``: ``None`` when it ended by itself, by
     ``idle`` or for want of a move).
     """
+    # Over 100 lines by design: the reference loop that the compiled late-acceptance kernel
+    # follows move for move, kept whole so that the two read side by side.
     if not budget.limited and settings.work is None and settings.idle is None:
         raise InputError(
             f"{settings.solver}: set time_limit, work or idle (the search has no end otherwise)"
