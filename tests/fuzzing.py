@@ -42,15 +42,18 @@ from schedlab.offline.solvers import get_solver
 from schedlab.testing import BoundViolation, ScheduleViolation, check_bound, check_schedule
 from schedlab.testing.schedules import reproducer
 
-#: Work-budget options, by name, given to every solver that takes them (so each run is
-#: short and still depends only on the instance and the seed).
-SHORT_BUDGETS: dict[str, Any] = {
-    "work": 2_000,  # local-search, alns, lp-search
-    "max_expansions": 20_000,  # dp
-    "max_nodes": 2_000,  # brute-force
-    "max_requests": 9,  # dp
-    "max_deterministic_time": 0.2,  # cpsat
+#: Work budgets (each solver's option ``work``, in its own unit) given to every solver
+#: that takes one (so each run is short and still depends only on the instance and the
+#: seed): 2,000 moves, orders or nodes unless named here (``None``: its own default).
+SHORT_WORK: dict[str, float | None] = {
+    "dp": 20_000,
+    "cpsat": 0.2,
+    "receding-horizon": None,
+    "sorted-f": None,
+    "sorted-f-seq": None,
 }
+#: Other options given to every solver that takes them.
+SHORT_OPTIONS: dict[str, Any] = {"max_requests": 9}  # dp
 
 #: Wall-clock cap of one solver run or bound (an outer safety; recorded when it binds).
 TIME_LIMIT_S = 20.0
@@ -151,7 +154,9 @@ def fuzz_instance(
     own_bounds: dict[str, float] = {}
     for name in available_solvers() if solvers is None else solvers:
         accepted = get_solver(name).options
-        options = {key: value for key, value in SHORT_BUDGETS.items() if key in accepted}
+        options = {key: value for key, value in SHORT_OPTIONS.items() if key in accepted}
+        if "work" in accepted:
+            options["work"] = SHORT_WORK.get(name, 2_000)
         tally.runs += 1
         try:
             result = solve(

@@ -110,7 +110,7 @@ def test_dp_at_its_default_size_on_jaillet_12(tmp_path: Path) -> None:
 
 
 def test_brute_force_on_6_requests_ends_within_the_caps(tmp_path: Path) -> None:
-    """``brute-force`` on 6 requests ran 20 minutes (``max_nodes=None``). With its
+    """``brute-force`` on 6 requests ran 20 minutes (``work=None``). With its
     default work budget it ends with a verified answer (exit 0) on a Jaillet instance
     of 6, and refuses the 6-request backlog of ``M = 2,000`` in one line (its search
     would span more than ``max_rounds``)."""

@@ -196,7 +196,7 @@ def test_sorted_f_exact_refuses_tables_over_the_budget():
 
 def test_sorted_f_exact_work_budget_binds():
     instance = read_instance(INSTANCES / "mixed-n50.json")
-    result = solve(instance, "sorted-f", bound=None, method="exact", max_cells=10**8)
+    result = solve(instance, "sorted-f", bound=None, method="exact", work=10**8)
     assert result.stats["stopped_by"] == "work"
     assert result.stats["exact"] >= 1 and result.stats["fast"] >= 1
 
@@ -211,24 +211,24 @@ def test_sorted_f_exact_on_the_command_line_within_4_gib():
 
 
 def test_exact_solvers_have_work_budgets_by_default():
-    for name, option in (("dp", "max_expansions"), ("brute-force", "max_nodes")):
+    for name in ("dp", "brute-force", "cpsat"):
         import inspect
 
-        default = inspect.signature(get_solver(name).fn).parameters[option].default
-        assert isinstance(default, int) and default > 0
+        default = inspect.signature(get_solver(name).fn).parameters["work"].default
+        assert isinstance(default, int | float) and default > 0
     tiny = read_instance(INSTANCES / "tiny-1.json")
-    cut = solve(tiny, "brute-force", bound=None, max_nodes=3)
+    cut = solve(tiny, "brute-force", bound=None, work=3)
     assert cut.stats["stopped_by"] == "work" and cut.status is Status.WORK_LIMIT
-    assert cut.stats["work_budget"] == {"max_nodes": 3}
+    assert cut.stats["work_budget"] == {"work": 3}
 
 
 def test_receding_horizon_windows_share_one_work_budget():
     instance = sample_backlog(30, 2000, seed=3)
-    result = solve(instance, "receding-horizon", bound=None, max_work=50)
+    result = solve(instance, "receding-horizon", bound=None, work=50)
     assert result.stats["stopped_by"] == "work"
     assert result.stats["windows"] < 30
-    with pytest.raises(SchedlabError, match="max_work"):
-        solve(instance, "receding-horizon", bound=None, max_work=0)
+    with pytest.raises(SchedlabError, match="work must be > 0"):
+        solve(instance, "receding-horizon", bound=None, work=0)
 
 
 def test_a_bound_over_the_budget_is_refused_and_best_goes_on():

@@ -12,7 +12,7 @@ when the partial objective plus ``sum of o_j`` over the unassigned requests reac
 incumbent. It is exponential; it refuses more than :data:`MAX_REQUESTS` requests, and
 instances whose search spans more than :data:`MAX_ROUNDS` rounds (``a_max + U``, the
 length of the load array; the windows and the profiles grow with it).
-Work unit: a search node; ``max_nodes`` (default :data:`DEFAULT_NODES`, about a minute
+Work unit: a search node; ``work`` (default :data:`DEFAULT_NODES`, about a minute
 at the widest windows it takes) and the budget's wall-clock cap stop it early, with the
 incumbent and status ``WORK_LIMIT`` or ``TIME_LIMIT``. Its memory does not grow as it
 runs: one load array over the rounds searched (checked against the memory budget before
@@ -43,7 +43,7 @@ MAX_REQUESTS = 8
 #: the power ``n`` (``docs/design.md``, "Decision record").
 MAX_ROUNDS = 512
 
-#: Search nodes by default (``max_nodes=``): each tries every start of its window, so a
+#: Search nodes by default (``work=``): each tries every start of its window, so a
 #: node costs up to ``MAX_ROUNDS`` fit tests; sized to end within about a minute.
 DEFAULT_NODES = 50_000
 
@@ -53,17 +53,17 @@ def brute_force(
     *,
     budget: Budget = UNLIMITED,
     seed: int = 0,
-    max_nodes: int | None = DEFAULT_NODES,
+    work: int | None = DEFAULT_NODES,
     max_rounds: int = MAX_ROUNDS,
 ) -> SolverOutput:
     """Optimal schedule by exhaustive enumeration (``n <= 8``); see the module docs.
 
-    Returns ``OPTIMAL`` when the search finished, ``WORK_LIMIT`` (``max_nodes``) or
+    Returns ``OPTIMAL`` when the search finished, ``WORK_LIMIT`` (``work``) or
     ``TIME_LIMIT`` with the incumbent otherwise. Deterministic; ``seed`` is unused.
 
     Parameters
     ----------
-    max_nodes
+    work
         The work budget: search nodes (:data:`DEFAULT_NODES`; ``None``: no limit).
     max_rounds
         The most rounds the search may span, ``a_max + U`` (``>= 1``; :data:`MAX_ROUNDS`).
@@ -71,7 +71,7 @@ def brute_force(
     Raises
     ------
     InputError, InputTypeError
-        If ``max_rounds`` is not an integer >= 1, or ``max_nodes`` not one >= 0.
+        If ``max_rounds`` is not an integer >= 1, or ``work`` not one >= 0.
     InstanceError
         If the instance has more than :data:`MAX_REQUESTS` requests or its search spans
         more than ``max_rounds`` rounds.
@@ -108,7 +108,7 @@ def brute_force(
     order = sorted(range(n), key=lambda i: -(s[i] + o[i]))
     rest = [sum(o[j] for j in order[k:]) for k in range(n + 1)]
     starts = [0] * n
-    stop = budget.stop(max_nodes)
+    stop = budget.stop(work)
 
     def search(k: int, partial: int) -> None:
         if stop.reason is not None or partial + rest[k] >= best[0]:
@@ -133,5 +133,5 @@ def brute_force(
     status = Status.OPTIMAL if stop.reason is None else Status.stopped(stop.reason)
     stats: dict[str, Any] = {"window": slack + 1, "nodes": stop.work, "stopped_by": stop.reason}
     if stop.reason == "work":
-        stats["work_budget"] = {"max_nodes": max_nodes}
+        stats["work_budget"] = {"work": work}
     return SolverOutput(np.array(best[1], dtype=np.int64), status, stats=stats)

@@ -10,8 +10,11 @@ whose own options are keyword-only parameters with defaults. So its signature is
 list of what it accepts: :func:`accepted_options` reads it (:func:`option_specs` with
 types and defaults) and :func:`check_options` refuses anything else with a
 :class:`~schedlab.errors.UnknownOptionError` naming it, before the solver runs. The
-searches share one vocabulary: ``work``, a search's work budget in its own unit, and ``width``, the
-positions within which a move acts. Beyond the signature, every solver
+solvers share one vocabulary: ``work`` is a solver's work budget, in the unit its
+docstring names (moves, evaluated orders, state expansions, search nodes, cells of Sorted-F's
+programme, CP-SAT's deterministic seconds; ``stats["work_budget"]`` gives it when it
+stopped the solver), and ``width`` the positions within which a move acts. Beyond the
+signature, every solver
 
 * returns start rounds that the independent verifier accepts, whose objective
   :func:`schedlab.solve` recomputes;

@@ -59,7 +59,7 @@ the hint and the fallback answer. A valid lower bound, the larger of
 completion-chain bound, is posted as ``objective >= ceil(LB)``: it is implied by every
 feasible schedule and lets the search stop as soon as it meets the bound. The status is
 ``OPTIMAL`` only when CP-SAT proves it (or the schedule meets the bound); otherwise
-``WORK_LIMIT`` (``max_deterministic_time`` spent) or ``TIME_LIMIT`` with the larger of
+``WORK_LIMIT`` (``work`` spent) or ``TIME_LIMIT`` with the larger of
 CP-SAT's proven bound and ours.
 
 Window repair
@@ -203,9 +203,7 @@ def _check_work(work: Any, where: str) -> None:
         or not isinstance(work, int | float)
         or not (math.isfinite(work) and work > 0)
     ):
-        raise InputError(
-            f"{where}: max_deterministic_time must be a positive number, got {work!r}"
-        )
+        raise InputError(f"{where}: work must be a positive number, got {work!r}")
 
 
 def _held_tokens(model: Any, d: Any, output: int, peak: int, name: str) -> tuple[Any, Any]:
@@ -292,7 +290,7 @@ def solve_cpsat(
     seed: int = 0,
     num_workers: int = DEFAULT_WORKERS,
     posted_bound: str | None = "best",
-    max_deterministic_time: float = DEFAULT_DETERMINISTIC_TIME,
+    work: float = DEFAULT_DETERMINISTIC_TIME,
     max_intervals: int = MAX_INTERVALS,
 ) -> SolverOutput:
     """Minimise total latency exactly with CP-SAT (see module docs).
@@ -312,7 +310,7 @@ def solve_cpsat(
         (``None``: none), given a tenth of the
         wall-clock cap (named apart from :func:`schedlab.solve`'s ``bound``, the bound a
         result is certified against).
-    max_deterministic_time
+    work
         The work budget: CP-SAT's deterministic time (its own reproducible measure of
         work, about a second each on a typical core), :data:`DEFAULT_DETERMINISTIC_TIME`
         by default.
@@ -334,7 +332,7 @@ def solve_cpsat(
 
     if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
         raise InputError(f"cpsat: num_workers must be an integer >= 1, got {num_workers!r}")
-    _check_work(max_deterministic_time, "cpsat")
+    _check_work(work, "cpsat")
 
     if isinstance(max_intervals, bool) or not isinstance(max_intervals, int) or max_intervals < 1:
         raise InputError(f"cpsat: max_intervals must be an integer >= 1, got {max_intervals!r}")
@@ -403,7 +401,7 @@ def solve_cpsat(
     seconds = budget.seconds(floor=0.01)
     if seconds is not None:
         solver.parameters.max_time_in_seconds = seconds
-    solver.parameters.max_deterministic_time = max_deterministic_time
+    solver.parameters.max_deterministic_time = work
     if budget.expired():  # the cap passed while the model was built
         return SolverOutput(warm, Status.TIME_LIMIT, proven_lb, unrun)
     code = _interruptible_solve(solver, model)
@@ -425,10 +423,10 @@ def solve_cpsat(
     lb = max(candidates) if candidates else None
     if code == cp_model.INFEASIBLE:  # only possible if the posted bound were wrong
         raise SolverError("cpsat: model infeasible although the warm start satisfies it")
-    out_of_work = solver.deterministic_time >= max_deterministic_time
+    out_of_work = solver.deterministic_time >= work
     stats["stopped_by"] = "work" if out_of_work else "time_limit"
     if out_of_work:
-        stats["work_budget"] = {"max_deterministic_time": max_deterministic_time}
+        stats["work_budget"] = {"work": work}
     return SolverOutput(found, Status.stopped(stats["stopped_by"]), lb, stats)
 
 
@@ -456,7 +454,7 @@ def repair_window(
     reach: int,
     *,
     budget: Budget = UNLIMITED,
-    max_deterministic_time: float = DEFAULT_DETERMINISTIC_TIME,
+    work: float = DEFAULT_DETERMINISTIC_TIME,
 ) -> WindowRepair:
     """Re-place the requests ``free`` optimally, every other request where ``starts`` has it.
 
@@ -485,7 +483,7 @@ def repair_window(
         Wall-clock cap for the whole call: the model is built under it too, and if it
         passes first the given starts come back with ``TIME_LIMIT``. CP-SAT's own
         presolve can overrun its share on large windows.
-    max_deterministic_time
+    work
         The work budget, in CP-SAT's deterministic time (one worker, so deterministic).
 
     Raises
@@ -495,7 +493,7 @@ def repair_window(
     InputError, InputTypeError
         If ``starts`` is not one start a request, ``free`` or ``reach`` not integers in
         range (:class:`~schedlab.errors.InstanceError` for a bad value), or
-        ``max_deterministic_time`` not a positive number.
+        ``work`` not a positive number.
     SolverError
         If CP-SAT finds the model invalid or infeasible (the given starts are a solution).
     """
@@ -526,7 +524,7 @@ def repair_window(
     if len(set(free)) != len(free):
         raise InputError(f"repair_window: free must be distinct request indices, got {free}")
     reach = check_int(reach, "repair_window: reach", 0, MAX_REACH)
-    _check_work(max_deterministic_time, "repair_window")
+    _check_work(work, "repair_window")
     unchanged = WindowRepair(starts.copy(), Status.TIME_LIMIT, 0)
     if not free:
         return unchanged._replace(status=Status.OPTIMAL)
@@ -578,7 +576,7 @@ def repair_window(
     seconds = budget.seconds(floor=0.01)
     if seconds is not None:
         solver.parameters.max_time_in_seconds = seconds
-    solver.parameters.max_deterministic_time = max_deterministic_time
+    solver.parameters.max_deterministic_time = work
     if budget.expired():
         return unchanged
     code = _interruptible_solve(solver, model)

@@ -64,7 +64,7 @@ is found by the same search on the sub-instance (memoised by mask; recursion dep
 ``<= n``), stopped after ``SUBSET_BUDGET`` expansions with its valid lower bound.
 States whose estimate reaches the best rule's objective are pruned (only strictly
 better schedules are sought; if none is left, the rule's schedule is optimal). Stopped
-by ``time_limit``, ``max_expansions`` or the memory budget it returns the warm start with
+by ``time_limit``, ``work`` or the memory budget it returns the warm start with
 status ``TIME_LIMIT``, ``WORK_LIMIT`` or ``MEMORY_LIMIT`` and the least estimate on the
 open list as a valid lower bound.
 
@@ -125,7 +125,7 @@ MAX_DP_ROUNDS = 5 * 4_096
 #: instance instead. The 4,096 subsets of 12 requests stay far below it.
 MAX_START_SETS = 20_000
 
-#: Expansions of the main search by default (``max_expansions=``): sized to end within
+#: Expansions of the main search by default (``work=``): sized to end within
 #: about a minute where the search does not end sooner.
 DEFAULT_EXPANSIONS = 30_000
 
@@ -614,7 +614,7 @@ def solve_dp(
     seed: int = 0,
     max_requests: int = MAX_DP_REQUESTS,
     max_rounds: int = MAX_DP_ROUNDS,
-    max_expansions: int | None = DEFAULT_EXPANSIONS,
+    work: int | None = DEFAULT_EXPANSIONS,
 ) -> SolverOutput:
     """Solve exactly by the dynamic programme over rounds (see module docs).
 
@@ -630,7 +630,7 @@ def solve_dp(
     max_rounds
         The most rounds the instance may span, ``a_max + sum_i o_i`` (``>= 1``;
         :data:`MAX_DP_ROUNDS`).
-    max_expansions
+    work
         The work budget: state expansions of the main search (``>= 1``;
         :data:`DEFAULT_EXPANSIONS`; ``None``: until proven or out of memory).
         Stopped by it, by the cap or by the memory budget, the answer is the warm start
@@ -641,17 +641,15 @@ def solve_dp(
     Raises
     ------
     InputError, InputTypeError
-        If an option is not an integer >= 1 (``max_expansions`` may be ``None``).
+        If an option is not an integer >= 1 (``work`` may be ``None``).
     InstanceError
         If the instance has more than ``max_requests`` requests or spans more than
         ``max_rounds`` rounds.
     """
     max_requests = integer_option("dp", "max_requests", max_requests, "", minimum=1)
     max_rounds = integer_option("dp", "max_rounds", max_rounds, "", minimum=1)
-    if max_expansions is not None:
-        max_expansions = integer_option(
-            "dp", "max_expansions", max_expansions, " or None", minimum=1
-        )
+    if work is not None:
+        work = integer_option("dp", "work", work, " or None", minimum=1)
     if instance.n > max_requests:
         raise InstanceError(
             f"dp: n = {instance.n} requests exceeds max_requests = {max_requests}; "
@@ -667,7 +665,7 @@ def solve_dp(
     account = _Account(budget.max_memory)
     subsets = _SubsetOptima(instance, budget.deadline, account=account)
     search = _Search(_Model(instance, subsets, account=account), budget.deadline)
-    search.run(math.inf if max_expansions is None else max_expansions)
+    search.run(math.inf if work is None else work)
     stats = {
         "warm_start": search.rule,
         "warm_objective": search.upper,
@@ -679,7 +677,7 @@ def solve_dp(
     }
     if search.stopped:
         if search.stopped == "work":
-            stats["work_budget"] = {"max_expansions": max_expansions}
+            stats["work_budget"] = {"work": work}
         status = Status.stopped(search.stopped)
         return SolverOutput(search.warm, status, float(search.bound), stats)
     # a goal is strictly better than the warm start; with none, the warm start is optimal

@@ -22,7 +22,7 @@ left of it, and once the cap passes the rest of the base order is kept as it is
 (``stats["stopped_by"] == "time_limit"``). Windows whose outputs may add up to more than
 their solver takes (:data:`WINDOW_ROUNDS`) are refused before the first is solved.
 
-Work and memory: the windows share one work budget, ``max_work``, in their solver's own
+Work and memory: the windows share one work budget, ``work``, in their solver's own
 unit (:data:`WINDOW_WORK`: ``dp``'s expansions, ``brute-force``'s nodes, ``cpsat``'s
 deterministic time), by default about a minute in all; each window may use what is left
 of it, and once it is spent the rest of the base order is kept as it is
@@ -35,6 +35,7 @@ counts the windows each limit stopped, and a window stopped by memory makes
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -82,8 +83,8 @@ WINDOW_ROUNDS: dict[str, int] = {
 class WindowWork(NamedTuple):
     """How a window solver's work is budgeted (module docs, "Work and memory")."""
 
-    #: The solver's option that takes its work budget.
-    option: str
+    #: The unit its option ``work`` counts.
+    unit: str
     #: The entry of its ``stats`` that reports the work it did.
     done: str
     #: The budget over all windows by default, about a minute.
@@ -94,15 +95,16 @@ class WindowWork(NamedTuple):
 
 #: The work budgets of the window solvers, by solver name.
 WINDOW_WORK: dict[str, WindowWork] = {
-    "dp": WindowWork("max_expansions", "expanded", 30_000, True),
-    "cpsat": WindowWork("max_deterministic_time", "deterministic_time", 60.0, False),
-    "brute-force": WindowWork("max_nodes", "nodes", 50_000, True),
+    "dp": WindowWork("expansions", "expanded", 30_000, True),
+    "cpsat": WindowWork("deterministic seconds", "deterministic_time", 60.0, False),
+    "brute-force": WindowWork("search nodes", "nodes", 50_000, True),
 }
 
 
-def _window_solver(name: str, window: int, output: np.ndarray) -> SolverFn:
-    """The window solver called ``name``, once checked to take windows of ``window`` of
-    requests with these outputs (the longest ones' included)."""
+def _window_solver(name: str, window: int, output: np.ndarray) -> Callable[..., SolverOutput]:
+    """The window solver called ``name`` (a solver taking a ``work`` budget), once
+    checked to take windows of ``window`` of requests with these outputs (the longest
+    ones' included)."""
     if name not in WINDOW_SOLVERS:
         raise UnknownNameError("window solver", name, tuple(WINDOW_SOLVERS))
     if name == "brute-force" and window > BRUTE_FORCE_MAX:
@@ -130,14 +132,14 @@ def receding_order(
     solver: str,
     budget: Budget,
     seed: int = 0,
-    max_work: float | None = None,
+    work: float | None = None,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """The global priority order built by the receding-horizon loop (module docs), its
-    windows sharing ``max_work`` units of work (``None``: :data:`WINDOW_WORK`'s
+    windows sharing ``work`` units of work (``None``: :data:`WINDOW_WORK`'s
     default for the solver)."""
     solve_window = _window_solver(solver, window, instance.output)
-    work = WINDOW_WORK[solver]
-    left = work.default if max_work is None else max_work
+    unit = WINDOW_WORK[solver]
+    left = unit.default if work is None else work
     queue = [int(i) for i in base]
     order: list[int] = []
     windows = optimal = 0
@@ -152,9 +154,9 @@ def receding_order(
         sub = Instance.from_arrays(
             instance.kv_tokens, instance.prompt[chunk], instance.output[chunk], name="window"
         )
-        share = math.ceil(left) if work.integer else left
-        result = solve_window(sub, budget=budget, seed=seed, **{work.option: share})
-        left -= result.stats.get(work.done, 0)
+        share = math.ceil(left) if unit.integer else left
+        result = solve_window(sub, budget=budget, seed=seed, work=share)
+        left -= result.stats.get(unit.done, 0)
         windows += 1
         optimal += result.status is Status.OPTIMAL
         if (reason := result.stats.get("stopped_by")) is not None:
@@ -181,7 +183,7 @@ def receding_horizon(
     window: int = 5,
     commit: int = 2,
     window_solver: str = "dp",
-    max_work: float | None = None,
+    work: float | None = None,
 ) -> SolverOutput:
     """Receding-horizon scheduling (module docs).
 
@@ -193,22 +195,22 @@ def receding_horizon(
         Requests committed per window (``1 <= commit <= window``).
     window_solver
         Exact solver for the windows, a name of :data:`WINDOW_SOLVERS`.
-    max_work
+    work
         The work budget of all windows together, in the window solver's unit
         (:data:`WINDOW_WORK`; ``None``: its default there, about a minute).
 
     Raises
     ------
     InputError
-        On bad ``commit``, ``window`` or ``max_work``, or windows too large for their
+        On bad ``commit``, ``window`` or ``work``, or windows too large for their
         solver (:data:`WINDOW_ROUNDS`).
     UnknownNameError
         On an unknown ``window_solver``.
     """
     if not 1 <= commit <= window:
         raise InputError(f"receding-horizon: need 1 <= commit <= window, got {commit}, {window}")
-    if max_work is not None and not max_work > 0:
-        raise InputError(f"receding-horizon: max_work must be > 0, got {max_work}")
+    if work is not None and not work > 0:
+        raise InputError(f"receding-horizon: work must be > 0, got {work}")
     _window_solver(window_solver, window, instance.output)  # refused before any work
     base, start = best_start_order(instance, budget=budget.share(0.25))
     order, stats = receding_order(
@@ -219,7 +221,7 @@ def receding_horizon(
         solver=window_solver,
         budget=budget.share(0.9),
         seed=seed,
-        max_work=max_work,
+        work=work,
     )
     starts, chosen = decode_best(instance, order, budget=budget)
     return SolverOutput(

@@ -39,7 +39,7 @@ The exact programme keeps ``r K (M + 1)`` improvement masks of a byte and a few 
 ``K (M + 1)`` integers (:func:`exact_bytes`): with ``exact`` asked for, a selection that
 would pass the memory budget is refused (:class:`~schedlab.errors.MemoryBudgetError`),
 and ``auto`` takes ``fast`` instead. Its work, the cells ``r K (M + 1)`` summed over the
-selections, has a budget too, ``max_cells`` (:data:`EXACT_CELLS`, about a minute); once it
+selections, has a budget too, ``work`` (:data:`EXACT_CELLS`, about a minute); once it
 is spent the remaining batches are selected by ``fast`` (``stopped_by == "work"``).
 
 Schedules
@@ -298,7 +298,7 @@ def sorted_f_batches(
     method: str = "auto",
     budget: Budget | None = None,
     engine: str = "compiled",
-    max_cells: int | None = EXACT_CELLS,
+    work: int | None = EXACT_CELLS,
 ) -> tuple[list[np.ndarray], dict[str, Any]]:
     """Sorted-F's batches, in order of selection (non-decreasing ``F``).
 
@@ -317,7 +317,7 @@ def sorted_f_batches(
         budget is checked between calls), where ``M <= COMPILED_MAX_MEMORY`` (else as
         ``"python"``); ``"python"``, the reference, one batch at a time. Both select the
         same batches (``tests/offline/solvers/test_sorted_f.py``).
-    max_cells
+    work
         The exact programme's work budget (module docs; ``None``: none).
 
     Returns
@@ -350,7 +350,7 @@ def sorted_f_batches(
         exact_from = EXACT_WORK_LIMIT // (memory + 1)
     batches: list[np.ndarray] = []
     counts = {"exact": 0, "fast": 0, "fallback": 0}
-    cells_left = math.inf if max_cells is None else max_cells
+    cells_left = math.inf if work is None else work
     out_of_work = False
     while left:
         # the remaining indices cost O(n) to list, so only where the exact method may run
@@ -438,13 +438,13 @@ def sorted_f_seq(
     budget: Budget = UNLIMITED,
     seed: int = 0,
     method: str = "auto",
-    max_cells: int | None = EXACT_CELLS,
+    work: int | None = EXACT_CELLS,
 ) -> SolverOutput:
     """Sequential Sorted-F: each batch starts when the previous one ends (module docs).
 
-    Deterministic; ``seed`` is unused. ``max_cells``: the exact programme's work budget.
+    Deterministic; ``seed`` is unused. ``work``: the exact programme's work budget.
     """
-    batches, stats = sorted_f_batches(instance, method=method, budget=budget, max_cells=max_cells)
+    batches, stats = sorted_f_batches(instance, method=method, budget=budget, work=work)
     return SolverOutput(sequential_starts(instance, batches), stats=stats)
 
 
@@ -454,14 +454,14 @@ def sorted_f(
     budget: Budget = UNLIMITED,
     seed: int = 0,
     method: str = "auto",
-    max_cells: int | None = EXACT_CELLS,
+    work: int | None = EXACT_CELLS,
 ) -> SolverOutput:
     """Sorted-F, continuous: the best of the sequential schedule and the batch order
     decoded by list scheduling (strict, and backfilling up to ``BACKFILL_MAX_N``
-    requests; module docs). Deterministic; ``seed`` unused. ``max_cells``: the exact
+    requests; module docs). Deterministic; ``seed`` unused. ``work``: the exact
     programme's work budget.
     """
-    batches, stats = sorted_f_batches(instance, method=method, budget=budget, max_cells=max_cells)
+    batches, stats = sorted_f_batches(instance, method=method, budget=budget, work=work)
     order = batch_order(batches)
     candidates = {
         "sequential": sequential_starts(instance, batches),

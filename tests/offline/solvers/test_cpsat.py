@@ -199,7 +199,7 @@ def test_a_short_run_is_never_worse_than_its_warm_start() -> None:
     # identical requests: the left-shifted warm start is re-sorted into the index order that
     # the model requires, so it is a solution, and the objective is capped by it
     inst = read_instance(ROOT / "instances" / "jaillet-s3.json")
-    result = solve(inst, "cpsat", bound=None, max_deterministic_time=2.0)
+    result = solve(inst, "cpsat", bound=None, work=2.0)
     assert verify(inst, result.starts) == []
     assert result.objective <= result.stats["warm_objective"]
     assert result.stats["stopped_by"] == "work"
@@ -290,8 +290,8 @@ def test_window_repair_refuses_bad_input_in_one_line() -> None:
         with pytest.raises(SchedlabError, match="repair_window: reach"):
             repair_window(inst, starts, [0], reach)
     for work in (-1, float("nan"), None):
-        with pytest.raises(SchedlabError, match="max_deterministic_time must be a positive"):
-            repair_window(inst, starts, [0], 2, max_deterministic_time=work)
+        with pytest.raises(SchedlabError, match="work must be a positive"):
+            repair_window(inst, starts, [0], 2, work=work)
     with pytest.raises(SchedlabError, match="starts must be at most"):
         repair_window(inst, np.append(starts[:-1], 2**62), [0], 2)
     assert repair_window(inst, starts, [np.int64(0)], np.int64(2)).status == Status.OPTIMAL

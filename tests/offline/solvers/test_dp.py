@@ -298,8 +298,8 @@ def test_max_rounds_counts_the_latest_arrival_and_the_outputs() -> None:
         ("max_requests", 0),
         ("max_requests", -1),
         ("max_rounds", 0),
-        ("max_expansions", 0),
-        ("max_expansions", -1),
+        ("work", 0),
+        ("work", -1),
     ],
 )
 def test_a_count_option_below_one_is_refused_by_its_name(key: str, value: int) -> None:
@@ -314,12 +314,12 @@ def test_a_binding_work_budget_is_its_own_status(capsys):
     from schedlab.cli import main as cli_main
 
     instance = read_instance(INSTANCES / "tiny-1.json")
-    result = solve(instance, "dp", bound=None, max_expansions=1)
+    result = solve(instance, "dp", bound=None, work=1)
     assert result.stats["stopped_by"] == "work"
     assert result.status is Status.WORK_LIMIT
-    assert result.stats["work_budget"] == {"max_expansions": 1}
+    assert result.stats["work_budget"] == {"work": 1}
     assert verify(instance, result.starts) == []
     path = str(INSTANCES / "tiny-1.json")
-    assert cli_main(["solve", path, "--solver", "dp", "--option", "max_expansions=1"]) == 0
+    assert cli_main(["solve", path, "--solver", "dp", "--option", "work=1"]) == 0
     out = capsys.readouterr().out
-    assert "WORK_LIMIT" in out and "raise it with --option max_expansions=..." in out
+    assert "WORK_LIMIT" in out and "raise it with --option work=..." in out
