@@ -5,7 +5,7 @@
   (solver ``brute-force``) and recorded in ``meta``.
 * ``jaillet-*.json``: three draws of Jaillet et al.'s synthetic protocol.
 * ``mixed-n{50,200,1000}.json``: half ShareGPT chat, half arXiv summarization, from the
-  shipped length tables; ``M`` is :data:`schedlab.offline.backlogs.DEFAULT_MEMORY` (Llama-3.1-8B
+  shipped length tables; ``M`` is :data:`schedlab.offline.backlogs.DEFAULT_KV_TOKENS` (Llama-3.1-8B
   on a 24 GiB GPU). ``mixed-n200.json`` is the README's default instance.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from schedlab import Instance, solve, write_instance
-from schedlab.offline.backlogs import DEFAULT_MEMORY, jaillet_instance, mixed_backlog
+from schedlab.offline.backlogs import DEFAULT_KV_TOKENS, jaillet_instance, mixed_backlog
 
 HERE = Path(__file__).parent
 RULES = ("fcfs", "sof", "total-size", "svf", "mc-sf-backfill")
@@ -57,7 +57,7 @@ def main() -> None:
         inst = jaillet_instance(seed, name=f"jaillet-s{seed}")
         write_instance(inst, HERE / f"{inst.name}.json")
     for n in (50, 200, 1000):
-        inst = mixed_backlog(n, DEFAULT_MEMORY, 0.5, seed=n, name=f"mixed-n{n}")
+        inst = mixed_backlog(n, DEFAULT_KV_TOKENS, 0.5, seed=n, name=f"mixed-n{n}")
         meta = dict(inst.meta) | {
             "memory_source": "Llama-3.1-8B bf16 (128 KiB KV per token) on a 24 GiB GPU at "
             "gpu_memory_utilization 0.9 with 1 GiB activation reserve: "

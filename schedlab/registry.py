@@ -143,7 +143,7 @@ class Registry(Generic[T]):
             try:
                 yield entry
             finally:
-                del self._entries[name]
+                self._entries.pop(name, None)  # (the block may have unregistered it)
             return
         if name not in self._entries:
             raise UnknownNameError(self.kind, name, tuple(self._entries))
@@ -156,8 +156,10 @@ class Registry(Generic[T]):
 
     def names(self) -> tuple[str, ...]:
         """Every known name: built-in and registered in order, then the installed ones
-        (sorted) that neither shadows, found without loading them."""
-        installed = (name for name in installed_names(self.group) if name not in self._entries)
+        (sorted) that neither shadows nor a reserved name forbids, found without loading
+        them."""
+        taken = (*self._entries, *self.reserved)
+        installed = (name for name in installed_names(self.group) if name not in taken)
         return (*self._entries, *installed)
 
     def registered(self) -> tuple[str, ...]:
@@ -199,7 +201,8 @@ class Registry(Generic[T]):
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and (
-            name in self._entries or name in installed_names(self.group)
+            name in self._entries
+            or (name not in self.reserved and name in installed_names(self.group))
         )
 
     def __repr__(self) -> str:

@@ -166,3 +166,21 @@ def test_an_installed_prediction_model_is_found(
     assert "installed-half" in PREDICTION_MODELS.names()
     assert predict("installed-half", [8]).lower.tolist() == [4]
     assert PREDICTION_MODELS.registered() == ()  # installed, not registered
+
+
+def test_an_installed_entry_cannot_take_a_reserved_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    groups = {"schedlab.bounds": {"best": "schedlab_example_plugin:BOUND"}}
+    write_dist_info(tmp_path, "schedlab-best-bound", "1.0", groups)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert "best" not in BOUNDS and "best" not in BOUNDS.names()
+    with pytest.raises(UnknownNameError, match="unknown bound 'best'"):
+        BOUNDS.get("best")
+
+
+def test_a_temporary_entry_the_block_unregistered_is_no_error(registry) -> None:
+    table, make = registry
+    with table.temporarily("test-entry", make("test-entry")):
+        table.unregister("test-entry")
+    assert "test-entry" not in table

@@ -214,7 +214,7 @@ class LogReplay:
         completing = [i for i, _ in batch.chunks if self.done[i] == self.target[i]]
         self.time_before_first_token(k, batch, completing)
         self.hand_offs(here, k, batch, completing)
-        self.tokens(batch, completing)
+        self.tokens(here, batch, completing)
         self.release(batch.end_s, strict=True)
         self.kv_blocks(here, k, batch)
         self.finishes(k, number)
@@ -444,17 +444,19 @@ class LogReplay:
             self.admitted[k].discard(i)
             heapq.heappush(self.pending, (transfer.end_s, i))
 
-    def tokens(self, batch: BatchRecord, completing: list[int]) -> None:
+    def tokens(self, here: str, batch: BatchRecord, completing: list[int]) -> None:
         """A decode computes the KV of the token it emitted last and emits one; a prefill
-        that completes (and is not handed off) emits one. None is emitted past a
-        request's output: it leaves at its last (:meth:`finishes`), and a request that
-        left neither decodes (:meth:`decodes_batched`) nor prefills (:meth:`prefill`);
-        the token times are checked against its record (:meth:`request_record`)."""
+        that completes (and is not handed off) emits one; none past the output (a request
+        listed twice among an iteration's decodes would be)."""
         for i in batch.decodes:
             self.held[i] += 1
         for i in [*batch.decodes, *(i for i in completing if i not in batch.handed_off)]:
             self.generated[i] += 1
             self.emit_times[i].append(batch.end_s)
+            if self.generated[i] > self.output[i]:
+                raise ConservationViolation(
+                    f"{here}: request {i} emits token {self.generated[i]} of {self.output[i]}"
+                )
 
     def kv_blocks(self, here: str, k: int, batch: BatchRecord) -> None:
         """The blocks held fit the engine's, and equal its own count (between the count

@@ -39,13 +39,15 @@ __all__ = ["cost_models", "engine_configs", "instances", "traces"]
 SHAPES = ("mixed", "identical", "largest")
 
 
+@st.composite
 def instances(
+    draw: st.DrawFn,
     max_n: int = 8,
     max_kv_tokens: int = 30,
     max_arrival: int = 5,
     max_output: int = 12,
     shapes: Sequence[str] = SHAPES,
-) -> st.SearchStrategy[Instance]:
+) -> Instance:
     r"""Small feasible offline instances.
 
     Parameters
@@ -69,19 +71,6 @@ def instances(
     :math:`0 \le s_i \le M - o_i`, so each fits alone. ``identical`` instances repeat one
     request; in ``largest`` ones each request has :math:`s_i = M - o_i`.
     """
-    return _instances(max_n, max_kv_tokens, max_arrival, max_output, shapes)
-
-
-@st.composite
-def _instances(
-    draw: st.DrawFn,
-    max_n: int,
-    max_kv_tokens: int,
-    max_arrival: int,
-    max_output: int,
-    shapes: Sequence[str],
-) -> Instance:
-    """:func:`instances`, the rename of its keyword resolved once, when it is called."""
     memory = draw(st.integers(1, max_kv_tokens))
     n = draw(st.integers(1, max_n))
     shape = draw(st.sampled_from(_known(shapes)))

@@ -208,6 +208,29 @@ CORRUPTIONS = {
         lambda s: _with_output(s, 21),
         "request(s) [0] never emitted all their tokens (request 0: 20 of 21)",
     ),
+    "tokens past the output": (  # the last decode batched twice
+        lambda s: _changed_batch(
+            s,
+            max(k for k, b in enumerate(s.run.batches) if 0 in b.decodes),
+            decodes=(0, 0),
+        ),
+        "request 0 emits token 21 of 20",
+    ),
+    "arrival": (
+        lambda s: dataclasses.replace(
+            s,
+            stream=dataclasses.replace(s.stream, arrival_s=s.stream.arrival_s + [0.0, 1.0]),
+        ),
+        "prefills request 1 before its arrival at 1.003 s",
+    ),
+    "finished": (  # a chunk for request 1 after its last token
+        lambda s: _changed_batch(
+            s,
+            len(s.run.batches) - 1,
+            chunks=((1, 1), *s.run.batches[-1].chunks),
+        ),
+        "prefills request 1, already finished",
+    ),
     "request_record": (
         lambda s: _corrupt(
             s,
