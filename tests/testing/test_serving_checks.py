@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
+import numpy as np
 import pytest
 
 from schedlab.serving.cost_model import LinearAttentionCostModel
@@ -219,7 +220,9 @@ CORRUPTIONS = {
     "arrival": (
         lambda s: dataclasses.replace(
             s,
-            stream=dataclasses.replace(s.stream, arrival_s=s.stream.arrival_s + [0.0, 1.0]),
+            stream=dataclasses.replace(
+                s.stream, arrival_s=s.stream.arrival_s + np.array([0.0, 1.0])
+            ),
         ),
         "prefills request 1 before its arrival at 1.003 s",
     ),
