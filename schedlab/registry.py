@@ -56,6 +56,9 @@ class Registry(Generic[T]):
         installed.
     reserved
         Names no entry may take (``best``, which the bounds compute themselves).
+    named
+        Whether an entry carries its own ``name``, which must be the one it is
+        registered (or installed) under.
     """
 
     def __init__(
@@ -67,11 +70,13 @@ class Registry(Generic[T]):
         *,
         check: Callable[[str, T], None] = _no_check,
         reserved: tuple[str, ...] = (),
+        named: bool = False,
     ) -> None:
         self.kind = kind
         self.entry_type = entry_type
         self.group = group
         self.reserved = reserved
+        self.named = named
         self._check = check
         self._entries: dict[str, T] = {}
         for name, entry in builtins:
@@ -95,6 +100,9 @@ class Registry(Generic[T]):
                 f"{self.kind} {name!r}: expected a {_type_name(self.entry_type)}, "
                 f"got {type(entry).__name__}"
             )
+        own = getattr(entry, "name", name) if self.named else name
+        if own != name:
+            raise InputTypeError(f"{self.kind} {name!r}: the entry names {self.kind} {own!r}")
         self._check(name, entry)
 
     def register(self, name: str, entry: T) -> None:
@@ -190,7 +198,7 @@ class Registry(Generic[T]):
             found = load_installed(self.group, name, self.entry_type)
         if found is None:
             raise UnknownNameError(self.kind, str(name), self.names())
-        self._check(name, found)
+        self._checked(name, found)
         return found
 
     def __getitem__(self, name: str) -> T:

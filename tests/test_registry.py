@@ -184,3 +184,11 @@ def test_a_temporary_entry_the_block_unregistered_is_no_error(registry) -> None:
     with table.temporarily("test-entry", make("test-entry")):
         table.unregister("test-entry")
     assert "test-entry" not in table
+
+
+def test_an_entry_that_names_itself_is_registered_under_its_own_name() -> None:
+    with pytest.raises(InputTypeError, match="'other': the entry names solver 'fcfs'"):
+        SOLVERS.register("other", SOLVERS["fcfs"])
+    with pytest.raises(InputTypeError, match="the entry names bound 'trivial'"):
+        BOUNDS.register("other", BOUNDS["trivial"])
+    assert "other" not in SOLVERS and "other" not in BOUNDS

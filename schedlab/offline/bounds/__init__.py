@@ -231,12 +231,6 @@ BUILTIN_BOUNDS: tuple[BoundMethod, ...] = (
 ENTRY_POINTS = "schedlab.bounds"
 
 
-def _check_bound(name: str, method: BoundMethod) -> None:
-    """Refuse a method whose own name is not ``name``."""
-    if method.name != name:
-        raise InputTypeError(f"bound {name!r}: its BoundMethod names bound {method.name!r}")
-
-
 #: Every method by name: the built-ins, those added by :func:`register_bound` and the
 #: installed ones (:class:`~schedlab.registry.Registry`; ``best`` is no entry).
 BOUNDS: Registry[BoundMethod] = Registry(
@@ -244,8 +238,8 @@ BOUNDS: Registry[BoundMethod] = Registry(
     BoundMethod,
     ENTRY_POINTS,
     ((method.name, method) for method in BUILTIN_BOUNDS),
-    check=_check_bound,
     reserved=("best",),
+    named=True,
 )
 
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from schedlab.errors import InputError, InputTypeError
+from schedlab.errors import InputError
 from schedlab.offline.solvers import (
     alns,
     brute_force,
@@ -126,10 +126,7 @@ ENTRY_POINTS = "schedlab.solvers"
 
 
 def _check_solver(name: str, info: SolverInfo) -> None:
-    """Refuse a solver whose own name is not ``name``, or one with an option
-    :func:`schedlab.solve` takes itself."""
-    if info.name != name:
-        raise InputTypeError(f"solver {name!r}: its SolverInfo names solver {info.name!r}")
+    """Refuse a solver with an option :func:`schedlab.solve` takes itself."""
     clash = sorted(set(accepted_options(info.fn)) & set(RESERVED_OPTIONS))
     if clash:
         raise InputError(
@@ -146,6 +143,7 @@ SOLVERS: Registry[SolverInfo] = Registry(
     ENTRY_POINTS,
     ((info.name, info) for info in BUILTIN_SOLVERS),
     check=_check_solver,
+    named=True,
 )
 
 
