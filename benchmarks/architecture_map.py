@@ -43,9 +43,18 @@ def _lines(path: Path) -> int:
 REASON = "Over 100 lines by design:"
 
 
-def _functions(path: Path) -> list[tuple[str, int, int, bool]]:
-    """``(name, lines, parameters, reason given)`` of every function of ``path``
-    (``self``/``cls`` not counted)."""
+def _is_kernel(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether ``node`` is compiled by :func:`schedlab.jit.kernel` (flat arrays only)."""
+    for decorator in node.decorator_list:
+        call = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if isinstance(call, ast.Name) and call.id == "kernel":
+            return True
+    return False
+
+
+def _functions(path: Path) -> list[tuple[str, int, int, bool, bool]]:
+    """``(name, lines, parameters, reason given, compiled kernel)`` of every function
+    of ``path`` (``self``/``cls`` not counted)."""
     text = path.read_text(encoding="utf-8")
     lines = text.splitlines()
     found = []
@@ -58,7 +67,7 @@ def _functions(path: Path) -> list[tuple[str, int, int, bool]]:
                 count -= 1
             size = (node.end_lineno or node.lineno) - node.lineno + 1
             body = "\n".join(lines[node.lineno - 1 : node.end_lineno])
-            found.append((node.name, size, count, REASON in body))
+            found.append((node.name, size, count, REASON in body, _is_kernel(node)))
     return found
 
 
@@ -91,11 +100,11 @@ def measure() -> dict[str, object]:
     )
     long_functions, many_parameters = [], []
     for name, path in paths.items():
-        for function, size, count, reason in _functions(path):
+        for function, size, count, reason, compiled in _functions(path):
             if size > FUNCTION_LINES:
                 long_functions.append((size, f"{name}.{function}", reason))
             if count >= PARAMETERS:
-                many_parameters.append((count, f"{name}.{function}"))
+                many_parameters.append((count, f"{name}.{function}", compiled))
     return {
         "parts": parts,
         "modules": len(paths),
@@ -153,8 +162,10 @@ def section(found: dict[str, object], command: str) -> str:
         f"Functions over {FUNCTION_LINES} lines: {len(long)}, {reasoned} of them with the "
         f"reason at their top (`# {REASON} ...`): {listed}.",
         f"Functions with {PARAMETERS} or more parameters: {len(many)}, of them "
-        f"{sum('kernel' in n or '._' in n for _, n in many)} compiled kernels or their "
-        "helpers (flat arrays: a numba kernel takes no objects).",
+        f"{sum(compiled for _, _, compiled in many)} compiled kernels (flat arrays: a numba "
+        "kernel takes no objects); the others: "
+        + ", ".join(f"`{_short(n)}` ({count})" for count, n, compiled in many if not compiled)
+        + ".",
         "",
         "![The parts a box each, floors from the ground up (the ground's one-module parts "
         "in one box), an arrow for each part imported](architecture.png)",
