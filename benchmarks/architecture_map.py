@@ -66,8 +66,11 @@ def _functions(path: Path) -> list[tuple[str, int, int, bool, bool]]:
             if args.args and args.args[0].arg in ("self", "cls"):
                 count -= 1
             size = (node.end_lineno or node.lineno) - node.lineno + 1
-            body = "\n".join(lines[node.lineno - 1 : node.end_lineno])
-            found.append((node.name, size, count, REASON in body, _is_kernel(node)))
+            first = node.body[0]  # the reason follows the docstring, if there is one
+            docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+            top = first.end_lineno if docstring else first.lineno - 1
+            head = "\n".join(lines[top : (top or 0) + 3])
+            found.append((node.name, size, count, REASON in head, _is_kernel(node)))
     return found
 
 

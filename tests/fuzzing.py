@@ -44,7 +44,8 @@ from schedlab.testing.schedules import reproducer
 
 #: Work budgets (each solver's option ``work``, in its own unit) given to every solver
 #: that takes one (so each run is short and still depends only on the instance and the
-#: seed): 2,000 moves, orders or nodes unless named here (``None``: its own default).
+#: seed): 2,000 moves, orders or nodes unless named here (``None``: none given, so its
+#: own default applies).
 SHORT_WORK: dict[str, float | None] = {
     "dp": 20_000,
     "cpsat": 0.2,
@@ -155,8 +156,9 @@ def fuzz_instance(
     for name in available_solvers() if solvers is None else solvers:
         accepted = get_solver(name).options
         options = {key: value for key, value in SHORT_OPTIONS.items() if key in accepted}
-        if "work" in accepted:
-            options["work"] = SHORT_WORK.get(name, 2_000)
+        work = SHORT_WORK.get(name, 2_000)
+        if "work" in accepted and work is not None:
+            options["work"] = work
         tally.runs += 1
         try:
             result = solve(

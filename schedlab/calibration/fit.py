@@ -323,7 +323,7 @@ def _expert_table(rows: MoERows, shape: ModelShape) -> tuple[ExpertTable, ErrorS
 
 def _notes(
     profile: LLMServingSimProfile,
-    model: str,
+    shape: ModelShape,
     holdout_every: int,
     thinned: bool,
     experts: bool,
@@ -333,7 +333,7 @@ def _notes(
     """The calibration report's notes: layers, what was held out, the skew term, the ops
     dropped and the expert block's split."""
     notes = [
-        f"layers: {get_model_shape(model).layers} (model config of {model}) / "
+        f"layers: {shape.layers} (model config of {shape.name}) / "
         f"{profile.profiled_layers} profiled; tensor parallelism {profile.tp}",
         f"held out: every {holdout_every}th interior op size; "
         + (
@@ -417,9 +417,7 @@ def calibrate_profile(
     residual_s = (iter_true - iter_pred) * 1e-6
     margin = max(0.0, float(np.quantile(residual_s, margin_quantile))) if residual_s.size else 0.0
     skew, skew_errors, skew_choice, skew_note = _skew_term(profile)
-    notes = _notes(
-        profile, shape.name, holdout_every, thinned, experts is not None, skew_note, dropped
-    )
+    notes = _notes(profile, shape, holdout_every, thinned, experts is not None, skew_note, dropped)
     link_evidence = "measured" if link is not None else ""
     if profile.tp > 1 and link is None:
         evidence = link_for(profile.hardware)

@@ -209,7 +209,7 @@ def fit_ops(
     return op_stats, train_curves, full_curves
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class HeldOutAttention:
     """The attention rows held out of the grid's fit, and their prediction (µs)."""
 
@@ -218,7 +218,7 @@ class HeldOutAttention:
     decodes: np.ndarray  # each row's decodes
     predicted: np.ndarray
     measured: np.ndarray
-    inside: np.ndarray  # whether the row lies between the grid's levels
+    inside: np.ndarray  # whether the row lies within the grid's bounds (interpolated)
 
 
 def held_out_attention(

@@ -140,7 +140,8 @@ def _verified_run(
     instance: Instance, info: SolverInfo, budget: Budget, seed: int, options: dict[str, Any]
 ) -> Result:
     """Run the solver ``info`` on ``instance`` and verify its schedule: its own result,
-    with its own bound if it gives one.
+    with its own bound if it gives one, and, when its work budget stopped it, the budget
+    in ``stats["work_budget"]`` (``{"work": N}``) if the solver did not say it.
 
     Raises
     ------
@@ -159,6 +160,11 @@ def _verified_run(
         raise SolverError(
             f"{info.name} returned an infeasible schedule: {'; '.join(problems[:5])}"
         )
+    stats = {**output.stats, "stopped_by": output.stats.get("stopped_by")}
+    if stats["stopped_by"] == "work" and "work_budget" not in stats:
+        given = {spec.name: spec.default for spec in info.option_specs} | options
+        if isinstance(given.get("work"), int | float):  # its value, not "auto"
+            stats["work_budget"] = {"work": given["work"]}
     return Result(
         solver=info.name,
         objective=schedule.objective,
@@ -167,7 +173,7 @@ def _verified_run(
         status=output.status,
         runtime=runtime,
         schedule=schedule,
-        stats={**output.stats, "stopped_by": output.stats.get("stopped_by")},
+        stats=stats,
     )
 
 

@@ -227,6 +227,8 @@ def replica_factory(kind: str) -> Callable[..., Replica]:
     UnknownNameError
         If no package declares ``kind`` (the built-in kind has no factory).
     """
-    if kind not in ENGINE_KINDS:  # the built-in kind included: it is no entry
+    if kind == BUILTIN_KIND:  # run_engine builds it: no factory is known by its name
+        raise UnknownNameError("engine factory", kind, ENGINE_KINDS.names())
+    if kind not in ENGINE_KINDS:
         raise UnknownNameError("engine", kind, engine_kind_names())
     return ENGINE_KINDS.get(kind)

@@ -11,9 +11,10 @@ list of what it accepts: :func:`accepted_options` reads it (:func:`option_specs`
 types and defaults) and :func:`check_options` refuses anything else with a
 :class:`~schedlab.errors.UnknownOptionError` naming it, before the solver runs. The
 solvers share one vocabulary: ``work`` is a solver's work budget, in the unit its
-docstring names (moves, evaluated orders, state expansions, search nodes, cells of Sorted-F's
-programme, CP-SAT's deterministic seconds; ``stats["work_budget"]`` gives it when it
-stopped the solver), and ``width`` the positions within which a move acts. Beyond the
+docstring names (moves, evaluated orders, state expansions, search nodes, cells of
+Sorted-F's programme, CP-SAT's deterministic seconds; when it stopped the solver,
+:func:`schedlab.solve` gives it in ``stats["work_budget"]`` wherever it is a number), and
+``width`` the positions within which a move acts. Beyond the
 signature, every solver
 
 * returns start rounds that the independent verifier accepts, whose objective

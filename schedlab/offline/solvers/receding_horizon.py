@@ -83,8 +83,6 @@ WINDOW_ROUNDS: dict[str, int] = {
 class WindowWork(NamedTuple):
     """How a window solver's work is budgeted (module docs, "Work and memory")."""
 
-    #: The unit its option ``work`` counts.
-    unit: str
     #: The entry of its ``stats`` that reports the work it did.
     done: str
     #: The budget over all windows by default, about a minute.
@@ -95,9 +93,9 @@ class WindowWork(NamedTuple):
 
 #: The work budgets of the window solvers, by solver name.
 WINDOW_WORK: dict[str, WindowWork] = {
-    "dp": WindowWork("expansions", "expanded", 30_000, True),
-    "cpsat": WindowWork("deterministic seconds", "deterministic_time", 60.0, False),
-    "brute-force": WindowWork("search nodes", "nodes", 50_000, True),
+    "dp": WindowWork("expanded", 30_000, True),  # expansions
+    "cpsat": WindowWork("deterministic_time", 60.0, False),  # deterministic seconds
+    "brute-force": WindowWork("nodes", 50_000, True),  # search nodes
 }
 
 
@@ -138,8 +136,8 @@ def receding_order(
     windows sharing ``work`` units of work (``None``: :data:`WINDOW_WORK`'s
     default for the solver)."""
     solve_window = _window_solver(solver, window, instance.output)
-    unit = WINDOW_WORK[solver]
-    left = unit.default if work is None else work
+    budget_of = WINDOW_WORK[solver]
+    left = budget_of.default if work is None else work
     queue = [int(i) for i in base]
     order: list[int] = []
     windows = optimal = 0
@@ -154,9 +152,9 @@ def receding_order(
         sub = Instance.from_arrays(
             instance.kv_tokens, instance.prompt[chunk], instance.output[chunk], name="window"
         )
-        share = math.ceil(left) if unit.integer else left
+        share = math.ceil(left) if budget_of.integer else left
         result = solve_window(sub, budget=budget, seed=seed, work=share)
-        left -= result.stats.get(unit.done, 0)
+        left -= result.stats.get(budget_of.done, 0)
         windows += 1
         optimal += result.status is Status.OPTIMAL
         if (reason := result.stats.get("stopped_by")) is not None:

@@ -75,3 +75,17 @@ def test_the_window_limit_is_the_window_solvers() -> None:
         solve(inst, "receding-horizon", window=3, window_solver="brute-force", bound=None)
     result = solve(inst, "receding-horizon", window=2, commit=1, window_solver="brute-force")
     assert verify(inst, result.starts) == []
+
+
+@pytest.mark.parametrize(
+    ("window_solver", "work"), [("dp", 7), ("cpsat", 0.5), ("brute-force", 5)]
+)
+def test_each_window_solver_shares_one_work_budget(window_solver: str, work: float) -> None:
+    # its work budget in its window solver's unit: an integer for dp and brute-force,
+    # deterministic seconds for cpsat
+    inst = Instance.from_arrays(12, [2, 0, 3, 1, 4, 2, 1, 0], [3, 5, 2, 4, 1, 2, 3, 4])
+    result = solve(inst, "receding-horizon", window_solver=window_solver, work=work, bound=None)
+    assert verify(inst, result.starts) == []
+    assert result.stats["window_solver"] == window_solver and result.stats["windows"] >= 1
+    if result.stats["stopped_by"] == "work":
+        assert result.stats["work_budget"] == {"work": work}
