@@ -359,7 +359,7 @@ def test_a_router_that_hides_a_reading_fails_the_contract(
 @pytest.mark.parametrize("name", workload_names())
 def test_every_workload_draws_valid_deterministic_streams(name: str, data_dir: Path) -> None:
     spec = get_workload(name)
-    assert spec is not None and spec.description
+    assert spec.description
     workload = make_workload(name, data_dir=data_dir)
     first = workload.generate(5.0, 20.0, 7)
     again = workload.generate(5.0, 20.0, 7)
