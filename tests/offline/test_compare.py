@@ -77,7 +77,7 @@ def test_solver_options_are_checked_and_applied():
     with pytest.raises(SchedlabError, match="not among the solvers"):
         compare(inst, ["fcfs"], options={"dp": {"max_requests": 3}})
     with pytest.raises(UnknownOptionError, match="unknown option"):
-        compare(inst, ["dp"], options={"dp": {"work": 3}})
+        compare(inst, ["dp"], options={"dp": {"width": 3}})  # a search's, not dp's
     with pytest.raises(SchedlabError, match="option max_requests: expected int"):
         compare(inst, ["dp"], options={"dp": {"max_requests": "many"}})
 
